@@ -1,0 +1,25 @@
+/** @module Process entry of the `arclight` CLI: parse argv, print user errors as one line, set the exit code. */
+import { CommanderError } from "commander";
+import { ArclightError } from "../protocol/index.js";
+import { buildProgram, CliError } from "./program.js";
+
+/** Runs the CLI on `argv` (process.argv shape). A user error prints `arclight: <message>` and exits 2. */
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode;
+      return;
+    }
+    if (err instanceof CliError || err instanceof ArclightError) {
+      console.error(`arclight: ${err.message}`);
+      process.exitCode = 2;
+      return;
+    }
+    throw err;
+  }
+}
+
+await main(process.argv);

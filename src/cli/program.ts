@@ -1,0 +1,32 @@
+/** @module The `arclight` commander program: every subcommand is registered here, one file each under src/cli/. */
+import { readFileSync } from "node:fs";
+import { Command } from "commander";
+
+/** Reads this package's version from package.json (works from src/ under tsx and from dist/). */
+function packageVersion(): string {
+  const url = new URL("../../package.json", import.meta.url);
+  return (JSON.parse(readFileSync(url, "utf8")) as { version: string }).version;
+}
+
+/**
+ * A user-facing CLI failure: printed as one line (`arclight: <message>`) without a stack trace, exit code 2.
+ * Throw it for a bad flag, an unreadable config file or a missing resource the user named.
+ */
+export class CliError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "CliError";
+  }
+}
+
+/** Builds the commander program with every subcommand registered. */
+export function buildProgram(): Command {
+  const program = new Command()
+    .name("arclight")
+    .description("Train any AI agent with reinforcement learning from its real runs, without changing the agent.")
+    .version(packageVersion(), "-V, --version")
+    .showHelpAfterError()
+    .exitOverride();
+  // Subcommands register here, one file each under src/cli/.
+  return program;
+}

@@ -1,0 +1,129 @@
+/** @module The errors that reach the wire: each has a stable `code` and the HTTP `status` the gateway answers with. */
+
+/**
+ * Base class of every error arclight lets cross a component boundary. The gateway's single error handler turns one
+ * into `status` + `{ detail: message, code }`; `gateway/client.ts` turns such a body back into the same class.
+ */
+export class ArclightError extends Error {
+  /** Stable machine-readable name, e.g. `rollout_not_found`. */
+  readonly code: string;
+  /** HTTP status the gateway answers with. */
+  readonly status: number;
+
+  constructor(code: string, status: number, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+    this.status = status;
+  }
+}
+
+/** A rollout id that the store does not hold (HTTP 404). */
+export class RolloutNotFound extends ArclightError {
+  readonly rolloutId: string;
+  constructor(rolloutId: string) {
+    super("rollout_not_found", 404, `Rollout ${rolloutId} not found`);
+    this.rolloutId = rolloutId;
+  }
+}
+
+/** A status change the rollout state machine forbids, e.g. `succeeded -> running` (HTTP 409). */
+export class InvalidTransition extends ArclightError {
+  constructor(rolloutId: string, from: string, to: string) {
+    super("invalid_transition", 409, `Rollout ${rolloutId}: cannot transition ${from} -> ${to}`);
+  }
+}
+
+/** A write (event or status) aimed at an attempt that is not the rollout's current attempt (HTTP 409). */
+export class StaleAttempt extends ArclightError {
+  constructor(rolloutId: string, attemptId: string, currentAttemptId: string | null) {
+    super(
+      "stale_attempt",
+      409,
+      `Rollout ${rolloutId}: attempt ${attemptId} is not the current attempt (current: ${currentAttemptId ?? "none"})`,
+    );
+  }
+}
+
+/** A write that conflicts with stored data in a way other than a state transition (HTTP 409). */
+export class Conflict extends ArclightError {
+  constructor(message: string) {
+    super("conflict", 409, message);
+  }
+}
+
+/** One problem found while validating input; the FastAPI `detail` item shape AGL clients parse. */
+export interface ValidationIssue {
+  /** Path to the bad field, e.g. `["body", 0, "config", "timeout_seconds"]`. */
+  loc: (string | number)[];
+  /** Human-readable message. */
+  msg: string;
+  /** Machine-readable kind, e.g. `invalid_type`, `unrecognized_keys`. */
+  type: string;
+}
+
+/** Input that violates a schema (HTTP 422). `issues` lists every problem, in the FastAPI `detail` item shape. */
+export class ValidationFailed extends ArclightError {
+  readonly issues: ValidationIssue[];
+  constructor(message: string, issues: ValidationIssue[]) {
+    super("validation_failed", 422, message);
+    this.issues = issues;
+  }
+}
+
+/** No model endpoint is registered to serve a proxied call (HTTP 503). */
+export class NoEndpoint extends ArclightError {
+  constructor(model: string) {
+    super("no_endpoint", 503, `No endpoint is registered for model ${model}`);
+  }
+}
+
+/** The upstream model server failed or could not be reached (HTTP 502). */
+export class UpstreamFailed extends ArclightError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("upstream_failed", 502, message, options);
+  }
+}
+
+/** The upstream model server did not answer in time (HTTP 504). */
+export class UpstreamTimeout extends ArclightError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("upstream_timeout", 504, message, options);
+  }
+}
+
+/** Missing or wrong API key (HTTP 401). */
+export class Unauthorized extends ArclightError {
+  constructor(message = "Missing or invalid API key") {
+    super("unauthorized", 401, message);
+  }
+}
+
+/** A path or resource the gateway does not serve (HTTP 404). */
+export class NotFound extends ArclightError {
+  constructor(message: string) {
+    super("not_found", 404, message);
+  }
+}
+
+/** Malformed request that is not a schema violation, e.g. invalid JSON (HTTP 400). */
+export class BadRequest extends ArclightError {
+  constructor(message: string) {
+    super("bad_request", 400, message);
+  }
+}
+
+/** Every wire error class by its `code`, so a client can rebuild the class from an error body. */
+export const ERROR_CODES: Readonly<Record<string, number>> = Object.freeze({
+  rollout_not_found: 404,
+  invalid_transition: 409,
+  stale_attempt: 409,
+  conflict: 409,
+  validation_failed: 422,
+  no_endpoint: 503,
+  upstream_failed: 502,
+  upstream_timeout: 504,
+  unauthorized: 401,
+  not_found: 404,
+  bad_request: 400,
+});

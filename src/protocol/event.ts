@@ -1,0 +1,73 @@
+/**
+ * @module Event wire types: append-only records per rollout attempt (`model_request`, `reward`, `log`, custom).
+ * Field names follow Agent Lightning v1.0.
+ */
+import { z } from "zod";
+
+/** Event types the system itself writes or reads; any other non-empty type passes through untouched. */
+export const WELL_KNOWN_EVENT_TYPES = ["model_request", "reward", "log"] as const;
+
+/** Body of `POST /api/rollouts/{id}/attempt/{aid}/events` (one item). `event_id` makes the post idempotent. */
+export const EventCreateSchema = z.strictObject({
+  event_type: z.string().min(1).max(200),
+  data: z.record(z.string(), z.unknown()).default(() => ({})),
+  event_id: z.string().min(1).max(200).optional(),
+});
+/** An event to append, defaults applied. */
+export type EventCreate = z.infer<typeof EventCreateSchema>;
+/** An event to append, as a caller writes it. */
+export type EventCreateInput = z.input<typeof EventCreateSchema>;
+
+/** A stored event. `timestamp` is the server's clock in epoch seconds (float); `sequence` is gap-free per rollout from 1. */
+export const EventSchema = z.strictObject({
+  event_type: z.string(),
+  rollout_id: z.string(),
+  attempt_id: z.string(),
+  timestamp: z.number(),
+  data: z.record(z.string(), z.unknown()),
+  sequence: z.number().int().min(1),
+  event_id: z.string().nullable(),
+});
+/** A stored event. */
+export type Event = z.infer<typeof EventSchema>;
+
+/** `data` of a `reward` event. `value` must be a finite number. */
+export const RewardDataSchema = z.looseObject({
+  value: z.number().refine(Number.isFinite, "reward value must be a finite number"),
+  message: z.string().optional(),
+  source: z.string().optional(),
+  reason: z.string().optional(),
+});
+/** `data` of a `reward` event. */
+export type RewardData = z.infer<typeof RewardDataSchema>;
+
+/** Which server answered a model call, and the policy version of its weights. */
+export const ServerInfoSchema = z.looseObject({
+  model: z.string(),
+  endpoint: z.string().optional(),
+  version: z.number().int(),
+});
+
+/**
+ * `data` of a `model_request` event, written by the gateway proxy for every model call. `request` is the body sent
+ * upstream; `response` the full upstream JSON (for a stream, the assembled equivalent). Token ids live inside
+ * `response` in vLLM's shape (`prompt_token_ids`, `choices[i].token_ids`).
+ * @see vLLM OpenAI-compatible server, `return_token_ids` (vLLM PR #22587)
+ */
+export const ModelRequestDataSchema = z.looseObject({
+  model: z.string(),
+  model_version: z.number().int(),
+  request: z.unknown(),
+  response: z.unknown(),
+  latency_ms: z.number().min(0),
+  http_status: z.number().int(),
+  status: z.enum(["ok", "error"]),
+  retry_count: z.number().int().min(0),
+  usage: z.unknown().optional(),
+  finish_reason: z.string().nullable().optional(),
+  server: ServerInfoSchema.optional(),
+  capture_incomplete: z.boolean().optional(),
+  error: z.unknown().optional(),
+});
+/** `data` of a `model_request` event. */
+export type ModelRequestData = z.infer<typeof ModelRequestDataSchema>;

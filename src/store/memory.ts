@@ -1,0 +1,225 @@
+/** @module In-memory `Store`: same contract as SQLite, nothing survives the process. For tests and throw-away runs. */
+import {
+  dataIdOf,
+  type Event,
+  type EventCreate,
+  type Model,
+  type Rollout,
+  type RolloutCreate,
+  RolloutNotFound,
+  type RolloutPatch,
+  type RolloutState,
+  RolloutStateSchema,
+  type TerminalPage,
+} from "../protocol/index.js";
+import { applyPatch, assertCurrentAttempt, buildRollout, nowSeconds } from "./rollout-rules.js";
+import type { EventQuery, RolloutQuery, Store } from "./store.js";
+
+interface RolloutRecord {
+  rollout: Rollout;
+  /** Every attempt id this rollout has had, current included. */
+  attempts: Set<string>;
+  events: Event[];
+  eventsById: Map<string, Event>;
+}
+
+/** Deep copy so callers can never mutate stored state (the SQLite store returns fresh objects too). */
+function clone<T>(value: T): T {
+  return structuredClone(value);
+}
+
+/**
+ * A `Store` kept in Maps. Each method runs synchronously inside its promise, so concurrent calls never interleave
+ * half-way and every write is atomic.
+ */
+export class MemoryStore implements Store {
+  private readonly rollouts = new Map<string, RolloutRecord>();
+  /** Terminal cursor: position (1-based, never reused) → rollout id. */
+  private readonly terminal = new Map<number, string>();
+  private terminalSeq = 0;
+  private readonly models = new Map<string, Model>();
+  private eventCount = 0;
+  private closed = false;
+
+  private check(): void {
+    if (this.closed) throw new Error("store is closed");
+  }
+
+  async createRollouts(creates: readonly RolloutCreate[]): Promise<Rollout[]> {
+    this.check();
+    const now = nowSeconds();
+    const fresh = new Map<string, RolloutRecord>();
+    const out = creates.map((create) => {
+      const existing = create.rollout_id
+        ? (this.rollouts.get(create.rollout_id) ?? fresh.get(create.rollout_id))
+        : undefined;
+      if (existing) return clone(existing.rollout);
+      const rollout = buildRollout(clone(create), now);
+      fresh.set(rollout.rollout_id, {
+        rollout,
+        attempts: new Set([rollout.status.last_attempt_id ?? "0"]),
+        events: [],
+        eventsById: new Map(),
+      });
+      return clone(rollout);
+    });
+    for (const [id, record] of fresh) this.rollouts.set(id, record);
+    return out;
+  }
+
+  async getRollout(rolloutId: string): Promise<Rollout | undefined> {
+    this.check();
+    const record = this.rollouts.get(rolloutId);
+    return record ? clone(record.rollout) : undefined;
+  }
+
+  async listRollouts(query: RolloutQuery = {}): Promise<Rollout[]> {
+    this.check();
+    const { states, isTrain, limit = 500, offset = 0 } = query;
+    const out: Rollout[] = [];
+    let skipped = 0;
+    for (const { rollout } of this.rollouts.values()) {
+      if (states && states.length > 0 && !states.includes(rollout.status.state)) continue;
+      if (isTrain !== undefined && rollout.is_train !== isTrain) continue;
+      if (skipped < offset) {
+        skipped++;
+        continue;
+      }
+      if (out.length >= limit) break;
+      out.push(clone(rollout));
+    }
+    return out;
+  }
+
+  async patchRollout(rolloutId: string, patch: RolloutPatch): Promise<Rollout> {
+    this.check();
+    const record = this.rollouts.get(rolloutId);
+    if (!record) throw new RolloutNotFound(rolloutId);
+    const outcome = applyPatch(record.rollout, patch, record.attempts, nowSeconds());
+    record.rollout = outcome.rollout;
+    const attemptId = outcome.rollout.status.last_attempt_id;
+    if (attemptId !== null) record.attempts.add(attemptId);
+    if (outcome.becameTerminal) this.terminal.set(++this.terminalSeq, rolloutId);
+    return clone(record.rollout);
+  }
+
+  async deleteRollout(rolloutId: string): Promise<boolean> {
+    this.check();
+    const record = this.rollouts.get(rolloutId);
+    if (!record) return false;
+    this.eventCount -= record.events.length;
+    this.rollouts.delete(rolloutId);
+    for (const [seq, id] of this.terminal) if (id === rolloutId) this.terminal.delete(seq);
+    return true;
+  }
+
+  async listTerminal(after: number, limit: number): Promise<TerminalPage> {
+    this.check();
+    const items: TerminalPage["items"] = [];
+    let nextAfter = after;
+    for (const [seq, id] of this.terminal) {
+      if (seq <= after) continue;
+      if (items.length >= limit) break;
+      const { rollout } = this.rollouts.get(id)!;
+      items.push({
+        rollout_id: id,
+        state: rollout.status.state,
+        data_id: dataIdOf(rollout.input),
+        is_train: rollout.is_train,
+      });
+      nextAfter = seq;
+    }
+    return { items, next_after: nextAfter, total_terminal: this.terminal.size };
+  }
+
+  async appendEvents(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Promise<Event[]> {
+    this.check();
+    const record = this.rollouts.get(rolloutId);
+    if (!record) throw new RolloutNotFound(rolloutId);
+    assertCurrentAttempt(record.rollout, attemptId);
+    const timestamp = nowSeconds();
+    const added: Event[] = [];
+    const addedById = new Map<string, Event>();
+    const out = events.map((create) => {
+      const duplicate = create.event_id
+        ? (record.eventsById.get(create.event_id) ?? addedById.get(create.event_id))
+        : undefined;
+      if (duplicate) return clone(duplicate);
+      const event: Event = {
+        event_type: create.event_type,
+        rollout_id: rolloutId,
+        attempt_id: attemptId,
+        timestamp,
+        data: clone(create.data),
+        sequence: record.events.length + added.length + 1,
+        event_id: create.event_id ?? null,
+      };
+      added.push(event);
+      if (event.event_id) addedById.set(event.event_id, event);
+      return clone(event);
+    });
+    record.events.push(...added);
+    for (const [id, event] of addedById) record.eventsById.set(id, event);
+    this.eventCount += added.length;
+    return out;
+  }
+
+  async listEvents(rolloutId: string, query: EventQuery = {}): Promise<Event[]> {
+    this.check();
+    const record = this.rollouts.get(rolloutId);
+    if (!record) return [];
+    return record.events
+      .filter(
+        (e) =>
+          (query.attemptId === undefined || e.attempt_id === query.attemptId) &&
+          (query.eventType === undefined || e.event_type === query.eventType),
+      )
+      .map(clone);
+  }
+
+  async listAttempts(rolloutId: string): Promise<string[]> {
+    this.check();
+    const record = this.rollouts.get(rolloutId);
+    if (!record) return [];
+    return [...new Set(record.events.map((e) => e.attempt_id))];
+  }
+
+  async upsertModels(models: readonly Model[]): Promise<Model[]> {
+    this.check();
+    for (const model of models) this.models.set(`${model.model}\u0000${model.endpoint}`, clone(model));
+    return models.map(clone);
+  }
+
+  async listModels(model?: string): Promise<Model[]> {
+    this.check();
+    return [...this.models.values()].filter((m) => model === undefined || m.model === model).map(clone);
+  }
+
+  async deleteModels(model?: string): Promise<number> {
+    this.check();
+    let removed = 0;
+    for (const [key, m] of this.models) {
+      if (model === undefined || m.model === model) {
+        this.models.delete(key);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  async countByState(): Promise<Record<RolloutState, number>> {
+    this.check();
+    const counts = Object.fromEntries(RolloutStateSchema.options.map((s) => [s, 0])) as Record<RolloutState, number>;
+    for (const { rollout } of this.rollouts.values()) counts[rollout.status.state]++;
+    return counts;
+  }
+
+  async countEvents(): Promise<number> {
+    this.check();
+    return this.eventCount;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * @module The `Store` interface: the durable home of rollouts, attempts, events and model endpoints.
+ * Implementations: `memory.ts` (tests, throw-away runs) and `sqlite.ts` (the default). Both pass `store.contract.ts`.
+ */
+import type {
+  Event,
+  EventCreate,
+  Model,
+  Rollout,
+  RolloutCreate,
+  RolloutPatch,
+  RolloutState,
+  TerminalPage,
+} from "../protocol/index.js";
+
+/** Filter of {@link Store.listRollouts}. Results are in creation order. */
+export interface RolloutQuery {
+  /** Keep rollouts in one of these states; all states when absent or empty. */
+  states?: readonly RolloutState[];
+  /** Keep only train (`true`) or only validation (`false`) rollouts. */
+  isTrain?: boolean;
+  /** Maximum rows returned; default 500. */
+  limit?: number;
+  /** Rows skipped first (pagination); default 0. */
+  offset?: number;
+}
+
+/** Filter of {@link Store.listEvents}. Results are in `sequence` order. */
+export interface EventQuery {
+  /** Only this attempt's events. */
+  attemptId?: string;
+  /** Only events of this type. */
+  eventType?: string;
+}
+
+/**
+ * The durable store. Every method is atomic: a failed call writes nothing.
+ *
+ * Attempt rules: a new rollout's current attempt is "0" (`status.last_attempt_id`). When a rollout with
+ * `config.max_attempts > 1` is patched to `failed` and attempts remain, it goes back to `queuing` with the next attempt
+ * id ("1", …) and the failure in `error_message`, instead of failing. Writes aimed at any attempt other than the current
+ * one are rejected with `StaleAttempt`.
+ */
+export interface Store {
+  /**
+   * Creates rollouts in one transaction. A create naming an existing `rollout_id` returns the stored rollout unchanged
+   * (idempotent; its events are kept); ids are generated for creates without one.
+   * @returns the rollouts, in the order given
+   */
+  createRollouts(creates: readonly RolloutCreate[]): Promise<Rollout[]>;
+  /** @returns the rollout, or `undefined` when unknown */
+  getRollout(rolloutId: string): Promise<Rollout | undefined>;
+  /** @returns rollouts matching `query`, in creation order */
+  listRollouts(query?: RolloutQuery): Promise<Rollout[]>;
+  /**
+   * Applies a status patch: checks the state transition, bumps `status.version`, sets `updated_at`, and appends the
+   * rollout to the terminal cursor when it becomes terminal.
+   * @throws {RolloutNotFound} unknown rollout
+   * @throws {InvalidTransition} a move the state machine forbids
+   * @throws {StaleAttempt} `last_attempt_id` names a superseded attempt
+   */
+  patchRollout(rolloutId: string, patch: RolloutPatch): Promise<Rollout>;
+  /** Deletes the rollout with all its events. @returns false when it did not exist */
+  deleteRollout(rolloutId: string): Promise<boolean>;
+  /**
+   * Rollouts in the order they became terminal, each listed once. `after` is a cursor (0 = from the start).
+   * @returns a page and `next_after`, the cursor for the next call (equal to `after` when the page is empty)
+   */
+  listTerminal(after: number, limit: number): Promise<TerminalPage>;
+  /**
+   * Appends events to the rollout's current attempt in one transaction. Each gets the server's timestamp (epoch s) and
+   * the next gap-free per-rollout `sequence`. An `event_id` already stored for this rollout returns the stored event
+   * instead of a new one.
+   * @throws {RolloutNotFound} unknown rollout
+   * @throws {StaleAttempt} `attemptId` is not the current attempt
+   */
+  appendEvents(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Promise<Event[]>;
+  /** @returns the rollout's events in sequence order (empty for an unknown rollout) */
+  listEvents(rolloutId: string, query?: EventQuery): Promise<Event[]>;
+  /** @returns attempt ids that have events, oldest first */
+  listAttempts(rolloutId: string): Promise<string[]>;
+  /** Inserts or updates endpoints keyed by (model, endpoint). @returns the stored models */
+  upsertModels(models: readonly Model[]): Promise<Model[]>;
+  /** @returns every registered model endpoint, or those of one model */
+  listModels(model?: string): Promise<Model[]>;
+  /** Removes every registered endpoint, or those of one model. @returns how many were removed */
+  deleteModels(model?: string): Promise<number>;
+  /** @returns the number of rollouts in each state (every state present, 0 when none) */
+  countByState(): Promise<Record<RolloutState, number>>;
+  /** @returns the number of stored events */
+  countEvents(): Promise<number>;
+  /** Releases resources (closes the database). Further calls fail. */
+  close(): Promise<void>;
+}
