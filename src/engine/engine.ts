@@ -1,0 +1,150 @@
+/**
+ * @module The `Engine` interface: inference and training behind one API. The trainer and the OpenAI-compatible engine
+ * server depend on this file only; `embedded/` is the default CPU implementation, GPU engines plug in later.
+ */
+
+/** How to sample one sequence. */
+export interface SamplingParams {
+  /** Softmax temperature; 0 means greedy. */
+  temperature: number;
+  /** Nucleus sampling mass in (0, 1]; 1 disables it. */
+  topP: number;
+  /** Keep only the k most likely tokens; 0 disables it. */
+  topK: number;
+  /** Maximum new tokens (tokens). */
+  maxTokens: number;
+  /** Token ids that end generation; the stop id is included in the output (as vLLM does). */
+  stopTokenIds: number[];
+  /** Strings that end generation; the ids that formed the string stay in the output, the caller cuts the text. */
+  stop: string[];
+  /** Seed of this sequence's sampler; the same seed and prompt give the same tokens. */
+  seed?: number;
+}
+
+/** One sequence to generate. */
+export interface GenerationRequest {
+  /** Prompt token ids, [promptLen]. */
+  promptTokenIds: number[];
+  sampling: SamplingParams;
+}
+
+/** One generated token as it is produced (for streaming). */
+export interface TokenEvent {
+  tokenId: number;
+  /** Logprob (nats) of the token under the distribution actually sampled from (after temperature/top-k/top-p). */
+  logprob: number;
+}
+
+/** Why generation ended: a stop token or stop string (`stop`), `maxTokens` or the context (`length`), or cancelled. */
+export type FinishReason = "stop" | "length" | "abort";
+
+/** Result of one sequence. */
+export interface GenerationResult {
+  /** [promptLen] */
+  promptTokenIds: number[];
+  /** Generated ids, stop id included, [respLen]. */
+  tokenIds: number[];
+  /** Logprob (nats) of each generated id under the sampled distribution, [respLen]. */
+  logprobs: number[];
+  finishReason: FinishReason;
+  /** The stop token id or stop string that ended generation; null for EOS-free endings and length. */
+  stopReason: number | string | null;
+  /** Policy version of the weights that produced every token of this sequence. */
+  policyVersion: number;
+}
+
+/** Options of one `generate` call. */
+export interface GenerateOptions {
+  /** Called for each new token of request `index`, in order, as soon as it is sampled. */
+  onToken?: (index: number, token: TokenEvent) => void;
+  /** Aborts the call; unfinished sequences end with `finishReason: "abort"`. */
+  signal?: AbortSignal;
+}
+
+/** One training row: a token sequence with per-token targets. Every array is [T] (the row's own length). */
+export interface TrainRow {
+  /** Prompt + response token ids, [T]. */
+  tokenIds: number[];
+  /** 1 where the token at this position is trained on (a response token), else 0, [T]. */
+  lossMask: number[];
+  /** Per-token advantage, [T] (0 where lossMask is 0). */
+  advantages: number[];
+  /** Old-policy logprobs (nats) of each token, [T]; positions outside the mask are ignored. */
+  oldLogprobs?: number[];
+  /** Reference-policy logprobs (nats) for the KL term, [T]. */
+  refLogprobs?: number[];
+  /** Truncated importance-sampling weight per token, [T] (already capped by the caller). */
+  isWeights?: number[];
+  /** Weight of this row's tokens in the loss when `aggregation` is `weighted` (e.g. 1 / (tokens in its rollout)). */
+  weight?: number;
+}
+
+/** The loss of one `trainStep`. */
+export type LossConfig =
+  | {
+      kind: "ppo";
+      /** Lower clip ratio ε_low: ratios below 1 − ε_low are clipped. */
+      clipLow: number;
+      /** Upper clip ratio ε_high: ratios above 1 + ε_high are clipped. */
+      clipHigh: number;
+      /** Dual-clip constant c (> 1) for negative advantages; undefined disables dual clip. */
+      dualClip?: number;
+      /** KL coefficient β against `refLogprobs`; 0 disables the KL term. */
+      klCoef: number;
+      /** `token-mean`: mean over all masked tokens; `weighted`: Σ weight·loss over masked tokens / Σ row weights. */
+      aggregation: "token-mean" | "weighted";
+    }
+  | { kind: "sft"; aggregation: "token-mean" | "weighted" };
+
+/** Optimiser settings of one `trainStep`. */
+export interface OptimizerConfig {
+  learningRate: number;
+  /** AdamW decoupled weight decay. */
+  weightDecay: number;
+  /** Global gradient-norm clip; 0 disables it. */
+  maxGradNorm: number;
+  /** Rows per micro-batch (gradient accumulation); the step applies one update. */
+  microBatchSize: number;
+}
+
+/** What one `trainStep` measured. */
+export interface TrainMetrics {
+  /** Loss value (nats per token for token-mean). */
+  loss: number;
+  /** Global gradient norm before clipping. */
+  gradNorm: number;
+  /** Mean entropy (nats) of the policy over masked tokens. */
+  entropy: number;
+  /** Fraction of masked tokens whose ratio was clipped (PPO only; 0 for SFT). */
+  clipFraction: number;
+  /** Mean approximate KL to the old policy over masked tokens (nats). */
+  approxKl: number;
+  /** Masked tokens trained on. */
+  tokens: number;
+}
+
+/** Inference and training of one policy. */
+export interface Engine {
+  /** Grows by 1 with every weight change (train step or load). */
+  readonly policyVersion: number;
+  /** Maximum prompt + response length (tokens). */
+  readonly contextLength: number;
+  /**
+   * Generates one sequence per request. Concurrent calls are decoded together (continuous batching).
+   * @throws {RangeError} a prompt that does not fit the context
+   */
+  generate(requests: GenerationRequest[], options?: GenerateOptions): Promise<GenerationResult[]>;
+  /**
+   * Logprob (nats) of each token given the ones before it, [batch, seqLen]; position 0 has no context and is 0.
+   * @param tokenIds_B_T - ragged batch of sequences
+   */
+  logprobs(tokenIds_B_T: number[][]): Promise<number[][]>;
+  /** One optimiser update over `rows` (micro-batched). Bumps `policyVersion`. */
+  trainStep(rows: TrainRow[], loss: LossConfig, optimizer: OptimizerConfig): Promise<TrainMetrics>;
+  /** Writes weights (safetensors), config (JSON) and optimiser state to `dir`. */
+  saveCheckpoint(dir: string): Promise<void>;
+  /** Loads a checkpoint written by `saveCheckpoint`; training then continues exactly. Bumps `policyVersion`. */
+  loadCheckpoint(dir: string): Promise<void>;
+  /** Frees the model's memory. */
+  dispose(): void;
+}

@@ -1,0 +1,37 @@
+/**
+ * @module The gateway's single error handler: every error becomes JSON `{ detail }` with the right status.
+ * `ArclightError` → its status + `{detail, code}`; validation → 422 with FastAPI-shaped `detail` items;
+ * Fastify client errors (bad JSON, body too large) → their 4xx; anything else → 500, logged with its stack.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { ArclightError, ValidationFailed } from "../protocol/index.js";
+
+/** The body of every gateway error answer. `detail` is a string, or FastAPI validation items for 422. */
+export interface ErrorBody {
+  detail: unknown;
+  code?: string;
+}
+
+/** Turns any thrown value into the status and body the gateway answers with. */
+export function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
+  if (err instanceof ValidationFailed) return { status: 422, body: { detail: err.issues, code: err.code } };
+  if (err instanceof ArclightError) return { status: err.status, body: { detail: err.message, code: err.code } };
+  const fastifyError = err as Partial<FastifyError>;
+  const status = fastifyError.statusCode;
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    const detail =
+      fastifyError.code === "FST_ERR_CTP_INVALID_JSON_BODY" || err instanceof SyntaxError
+        ? `Invalid JSON body: ${fastifyError.message}`
+        : (fastifyError.message ?? "Bad request");
+    return { status, body: { detail, code: fastifyError.code?.toLowerCase() } };
+  }
+  return { status: 500, body: { detail: "Internal Server Error", code: "internal_error" } };
+}
+
+/** Fastify `setErrorHandler` callback: answers with {@link toErrorResponse}, logging 5xx with their stack. */
+export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  const { status, body } = toErrorResponse(err);
+  if (status >= 500) request.log.error({ err }, "request failed");
+  else request.log.info({ status, code: body.code }, "request rejected");
+  void reply.status(status).send(body);
+}
