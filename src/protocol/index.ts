@@ -4,4 +4,5 @@ export * from "./event.js";
 export * from "./model.js";
 export * from "./rollout.js";
 export * from "./state.js";
+export * from "./triplet.js";
 export * from "./validate.js";
