@@ -43,7 +43,13 @@ export function sampleStd(values: readonly number[]): number {
  */
 export function isZeroVariance(rewards_G: readonly number[]): boolean {
   if (rewards_G.length < 2) return true;
-  return Math.max(...rewards_G) - Math.min(...rewards_G) <= ZERO_VARIANCE_TOLERANCE;
+  let min = Number.POSITIVE_INFINITY;
+  let max = Number.NEGATIVE_INFINITY;
+  for (const r of rewards_G) {
+    min = Math.min(min, r);
+    max = Math.max(max, r);
+  }
+  return max - min <= ZERO_VARIANCE_TOLERANCE;
 }
 
 /**

@@ -5,6 +5,7 @@ import {
   batchOptionsFromConfig,
   buildRolloutRows,
   type RolloutRecord,
+  withTruncatedIsBatch,
 } from "./batch.js";
 import { parseTrainerConfig } from "./config.js";
 import type { TripletEvent } from "./triplets.js";
@@ -121,6 +122,7 @@ describe("assembleBatch", () => {
       errorCalls: 1,
       incompleteCalls: 1,
       malformedEvents: 0,
+      oldestPolicyVersion: 0,
     });
     expect(batch.mismatches).toEqual([
       { rolloutId: "r1", turn: 2, position: 1, kind: "token_differs" },
@@ -171,5 +173,34 @@ describe("batch options", () => {
     const { triplets, aggregate } = buildRolloutRows(ROLLOUTS[0]!, OPTIONS);
     expect(triplets.calls).toHaveLength(4);
     expect(aggregate.rows.map((row) => row.lossMask)).toEqual([[1, 1, 0, 1], [1], [1, 1]]);
+  });
+});
+
+describe("withTruncatedIsBatch", () => {
+  it("replaces old logprobs by the recomputed ones and weighs tokens by the capped ratio", () => {
+    const batch = assembleBatch([ROLLOUTS[1]!, ROLLOUTS[2]!], OPTIONS);
+    // Rows: r2 [1, 2 | 20] and r3 [1 | 30, 31]; every recorded logprob is −1. Position 0 of engine.logprobs is 0.
+    const tis = withTruncatedIsBatch(
+      batch,
+      [
+        [0, -5, -1.5],
+        [0, -0.5, -1],
+      ],
+      1.5,
+    );
+    // r2: exp(−1.5 − (−1)) = exp(−0.5); r3: exp(0.5) = 1.65 → capped at 1.5, exp(0) = 1
+    expect(tis.engineRows[0]!.oldLogprobs).toEqual([0, 0, -1.5]);
+    expect(tis.engineRows[0]!.isWeights![2]).toBeCloseTo(Math.exp(-0.5), 12);
+    expect(tis.engineRows[1]!.oldLogprobs).toEqual([0, -0.5, -1]);
+    expect(tis.engineRows[1]!.isWeights).toEqual([1, 1.5, 1]);
+    expect(tis.tisCappedTokens).toBe(1);
+    expect(tis.tisUnknownTokens).toBe(0);
+    expect(tis.engineRows[1]!.advantages).toEqual(batch.engineRows[1]!.advantages);
+  });
+
+  it("rejects logprobs that do not line up with the rows", () => {
+    const batch = assembleBatch([ROLLOUTS[2]!], OPTIONS);
+    expect(() => withTruncatedIsBatch(batch, [], 2)).toThrow(RangeError);
+    expect(() => withTruncatedIsBatch(batch, [[0, -1]], 2)).toThrow(/row 0 has 3 tokens, got 2 logprobs/);
   });
 });

@@ -6,7 +6,7 @@ import type { TrainRow } from "../engine/engine.js";
 import { type AggregateResult, aggregatorFor, type MergeMismatch } from "./aggregate.js";
 import type { TrainerConfig } from "./config.js";
 import { type AdvantageOptions, computeBatchAdvantages } from "./group-advantage.js";
-import { perRolloutMeanWeights } from "./loss-weights.js";
+import { perRolloutMeanWeights, withTruncatedIs } from "./loss-weights.js";
 import type { LengthLimits } from "./row-limits.js";
 import { type ScoredRow, toEngineRow, trainableTokens } from "./training-row.js";
 import { extractTriplets, type RolloutTriplets, type TripletEvent } from "./triplets.js";
@@ -50,6 +50,8 @@ export interface BatchCounts {
   errorCalls: number;
   incompleteCalls: number;
   malformedEvents: number;
+  /** Oldest policy version that produced a trained token (staleness = current − this); null without rows. */
+  oldestPolicyVersion: number | null;
 }
 
 /** One step's training data. */
@@ -129,6 +131,7 @@ function emptyCounts(rollouts: number): BatchCounts {
     errorCalls: 0,
     incompleteCalls: 0,
     malformedEvents: 0,
+    oldestPolicyVersion: null,
   };
 }
 
@@ -167,6 +170,8 @@ export function assembleBatch(rollouts: readonly RolloutRecord[], options: Batch
   }));
   counts.rows = rows.length;
   counts.tokens = rows.reduce((sum, row) => sum + trainableTokens(row), 0);
+  const versions = rows.flatMap((row) => row.policyVersions);
+  counts.oldestPolicyVersion = versions.length === 0 ? null : Math.min(...new Set(versions));
   return {
     rows,
     engineRows: rows.map(toEngineRow),
@@ -174,4 +179,48 @@ export function assembleBatch(rollouts: readonly RolloutRecord[], options: Batch
     mismatches: built.flatMap(({ aggregate }) => aggregate.mismatches),
     counts,
   };
+}
+
+/** A step batch switched to truncated importance sampling, with what the weights saw. */
+export interface TisBatch extends StepBatch {
+  /** Mask-1 tokens without a recorded sampling logprob (weight 1). */
+  tisUnknownTokens: number;
+  /** Mask-1 tokens whose π_old / μ ratio exceeded the cap. */
+  tisCappedTokens: number;
+}
+
+/**
+ * Switches a batch to decoupled PPO with truncated importance sampling (async mode): each row's old logprobs become
+ * the trainer's π_old logprobs and its tokens carry min(π_old / μ, cap) (see `withTruncatedIs` in loss-weights.ts).
+ * @param batch - a batch from {@link assembleBatch}, old logprobs still the sampling-time ones
+ * @param logprobs_D_T - `engine.logprobs(batch.engineRows.map((r) => r.tokenIds))` under the weights at step start,
+ *   ragged [rows, T] aligned with each engine row's `tokenIds` (nats)
+ * @param cap - TIS cap C ≥ 1 (`loss.tis_cap`)
+ * @returns the batch with new rows and engine rows, and the TIS counts
+ * @throws {RangeError} when the logprobs do not have one row of the right length per batch row, or `cap` < 1
+ */
+export function withTruncatedIsBatch(
+  batch: StepBatch,
+  logprobs_D_T: readonly (readonly number[])[],
+  cap: number,
+): TisBatch {
+  if (logprobs_D_T.length !== batch.rows.length) {
+    throw new RangeError(`TIS: got logprobs for ${logprobs_D_T.length} rows, the batch has ${batch.rows.length}`);
+  }
+  let tisUnknownTokens = 0;
+  let tisCappedTokens = 0;
+  const rows = batch.rows.map((row, i) => {
+    const full = logprobs_D_T[i] ?? [];
+    const promptLen = row.promptTokenIds.length;
+    if (full.length !== promptLen + row.responseTokenIds.length) {
+      throw new RangeError(
+        `TIS: row ${i} has ${promptLen + row.responseTokenIds.length} tokens, got ${full.length} logprobs`,
+      );
+    }
+    const out = withTruncatedIs(row, full.slice(promptLen), cap);
+    tisUnknownTokens += out.unknownTokens;
+    tisCappedTokens += out.cappedTokens;
+    return out.row;
+  });
+  return { ...batch, rows, engineRows: rows.map(toEngineRow), tisUnknownTokens, tisCappedTokens };
 }
