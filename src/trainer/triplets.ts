@@ -43,7 +43,14 @@ export interface RolloutTriplets {
   malformedEvents: number;
 }
 
-const TokenIdsSchema = z.array(z.number().int().min(0));
+/** True for an array of non-negative integers; one plain loop, as prompts run to many thousands of ids per call. */
+function isTokenIds(value: unknown): value is number[] {
+  if (!Array.isArray(value)) return false;
+  for (const id of value) if (!Number.isInteger(id) || id < 0) return false;
+  return true;
+}
+
+const TokenIdsSchema = z.custom<number[]>(isTokenIds, "expected an array of non-negative integer token ids");
 
 /** The part of a triplet `model_request` this module needs; other fields pass. */
 const ModelCallDataSchema = z.looseObject({
