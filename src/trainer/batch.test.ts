@@ -152,6 +152,32 @@ describe("assembleBatch", () => {
   });
 });
 
+describe("assembleBatch with a crashed rollout", () => {
+  it("fills the reward of a rollout with no events, leaves it out of the statistics and trains the rest", () => {
+    const batch = assembleBatch(
+      [
+        { rolloutId: "ok1", dataId: "g", events: events({ prompt: [1], response: [2] }, 1) },
+        { rolloutId: "ok2", dataId: "g", events: events({ prompt: [1], response: [3] }, 0) },
+        { rolloutId: "crashed", dataId: "g", events: [] },
+      ],
+      OPTIONS,
+    );
+    expect(batch.counts.rewardFilled).toBe(1);
+    expect(batch.counts.excludedFromStats).toBe(1);
+    expect(batch.rows.map((row) => [row.rolloutId, row.advantage])).toEqual([
+      ["ok1", 0.5],
+      ["ok2", -0.5],
+    ]);
+  });
+
+  it("returns an empty batch for no rollouts", () => {
+    const batch = assembleBatch([], OPTIONS);
+    expect(batch.engineRows).toEqual([]);
+    expect(batch.counts.rows).toBe(0);
+    expect(batch.counts.oldestPolicyVersion).toBeNull();
+  });
+});
+
 describe("batch options", () => {
   it("reads every option from the trainer config", () => {
     const config = parseTrainerConfig({

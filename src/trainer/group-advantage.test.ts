@@ -50,6 +50,12 @@ describe("computeBatchAdvantages", () => {
     expect(out.excludedFromStats).toBe(2);
   });
 
+  it("counts a group left with one rollout that has rows as zero-variance", () => {
+    const out = computeBatchAdvantages([sample("a1", "A", 1), sample("a2", "A", 0, 0)], { ...GRPO, normByStd: true });
+    expect(out.zeroVarianceGroups).toBe(1);
+    expect(out.advantageByRollout.get("a1")).toBe(0);
+  });
+
   it("weighs a rollout once per row when statistics are row-level", () => {
     // Rollout level: mean of [1, 0] = 0.5. Row level: mean of [1, 1, 1, 0] = 0.75, std = sqrt(0.75 / 3) = 0.5.
     const samples = [sample("many", "A", 1, 3), sample("one", "A", 0, 1)];
