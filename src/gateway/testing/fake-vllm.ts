@@ -177,7 +177,10 @@ export class FakeVllm {
         return;
       }
       if (b.holdAfterEvents !== undefined && b.holdAfterEvents > 0 && sent === b.holdAfterEvents) await this.hold();
-      if (!res.write(`data: ${JSON.stringify(event)}\n\n`)) await once(res, "drain");
+      const line = `data: ${JSON.stringify(event)}\n\n`;
+      // Before dying, wait until each event has left the process: a destroy drops buffered writes.
+      if (b.dieAfterEvents !== undefined) await new Promise((resolve) => res.write(line, resolve));
+      else if (!res.write(line)) await once(res, "drain");
       sent++;
     }
     res.end("data: [DONE]\n\n");
