@@ -144,11 +144,14 @@ function startModel(policy: Policy) {
   });
 }
 
-/** The event endpoint: stores events (200) or answers `status`. */
-function startEvents(status = 200) {
-  return startServer((req, res) =>
-    send(res, status, status === 200 ? { ...req.body, sequence: 1 } : { detail: "bad key" }),
-  );
+/** The event endpoint: answers the n-th post with `statuses[n]` (the last one repeating); 200 echoes the event. */
+function startEvents(...statuses: number[]) {
+  let posts = 0;
+  return startServer((req, res) => {
+    const status = statuses[Math.min(posts, statuses.length - 1)] ?? 200;
+    posts += 1;
+    send(res, status, status === 200 ? { ...req.body, sequence: 1 } : { detail: `status ${status}` });
+  });
 }
 
 /** Runs agent.ts with the rollout environment and waits for it to exit. */
@@ -167,9 +170,9 @@ function runAgent(env: Record<string, string>): Promise<{ code: number | null; s
   });
 }
 
-async function setup(policy: Policy, eventStatus = 200, extraEnv: Record<string, string> = {}) {
+async function setup(policy: Policy, eventStatuses: number[] = [200], extraEnv: Record<string, string> = {}) {
   const model = await startModel(policy);
-  const events = await startEvents(eventStatus);
+  const events = await startEvents(...eventStatuses);
   const env = {
     QUESTION: "(twelve plus seven) times three",
     ANSWER: "57",
@@ -251,7 +254,7 @@ describe("calculator agent", () => {
 
   it("stops after CALC_MAX_TURNS model calls when the model never stops calling the tool", async () => {
     const loop: Policy = () => teacherReply([{ role: "user", content: "1+1" }]);
-    const { model, events, env } = await setup(loop, 200, { CALC_MAX_TURNS: "2" });
+    const { model, events, env } = await setup(loop, [200], { CALC_MAX_TURNS: "2" });
     const result = await runAgent(env);
     expect(result.code).toBe(0);
     expect(model.received).toHaveLength(2);
@@ -270,11 +273,18 @@ describe("calculator agent", () => {
   });
 
   it("exits 1 when the reward is not accepted", async () => {
-    const { events, env } = await setup((messages) => teacherReply(messages), 401);
+    const { events, env } = await setup((messages) => teacherReply(messages), [401]);
     const result = await runAgent(env);
     expect(result.code).toBe(1);
     expect(events.received).toHaveLength(1); // a 4xx is not retried
     expect(result.stderr).toContain("reward post rejected: HTTP 401");
+  });
+
+  it("retries the reward post after a 5xx with the same event_id", async () => {
+    const { events, env } = await setup((messages) => teacherReply(messages), [503, 200]);
+    const result = await runAgent(env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(events.received.map((r) => r.body.event_id)).toEqual(["reward-r1-a1", "reward-r1-a1"]);
   });
 
   it("exits 2 naming a missing variable, before calling the model", async () => {

@@ -46,6 +46,9 @@ interface AgentConfig {
 /** A missing or malformed environment variable (exit code 2). */
 class ConfigError extends Error {}
 
+/** The event endpoint refused the reward with a 4xx (not retried). */
+class RewardRejected extends Error {}
+
 /** What one worked question produced. */
 interface Outcome {
   finalContent: string | null;
@@ -153,9 +156,10 @@ async function emitReward(config: AgentConfig, reward: RewardResult, message: st
       const res = await fetch(config.eventUrl, { method: "POST", headers, body });
       if (res.ok) return;
       failure = `HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`;
-      if (res.status < 500) throw new Error(`reward post rejected: ${failure}`);
+      // A 4xx will not get better by retrying (bad key, unknown rollout, superseded attempt).
+      if (res.status < 500) throw new RewardRejected(`reward post rejected: ${failure}`);
     } catch (err) {
-      if (err instanceof Error && err.message.startsWith("reward post rejected")) throw err;
+      if (err instanceof RewardRejected) throw err;
       failure = String(err);
     }
     if (attempt >= 4) throw new Error(`reward post failed after ${attempt} tries: ${failure}`);
