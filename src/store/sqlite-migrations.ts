@@ -48,9 +48,10 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
         timestamp REAL NOT NULL,            -- epoch seconds, server clock
         data TEXT NOT NULL,                 -- JSON
         event_id TEXT,
-        PRIMARY KEY (rollout_id, sequence),
-        UNIQUE (rollout_id, event_id)       -- NULLs are distinct: only caller-given ids dedupe
+        PRIMARY KEY (rollout_id, sequence)
       );
+      -- Partial: events without a caller-given id (most of them) skip this index entirely.
+      CREATE UNIQUE INDEX events_event_id ON events (rollout_id, event_id) WHERE event_id IS NOT NULL;
       -- AUTOINCREMENT: a position is never handed out twice, even after the newest row is deleted.
       CREATE TABLE terminal (
         position INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -66,7 +67,7 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   },
   {
     version: 2,
-    description: "attempts table (every attempt id a rollout has had), backfilled; index for per-attempt reads",
+    description: "attempts table (every attempt id a rollout has had), backfilled from rollouts and events",
     sql: `
       CREATE TABLE attempts (
         rollout_id TEXT NOT NULL REFERENCES rollouts (rollout_id),
@@ -76,7 +77,6 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       INSERT INTO attempts (rollout_id, attempt_id)
         SELECT rollout_id, last_attempt_id FROM rollouts WHERE last_attempt_id IS NOT NULL
         UNION SELECT rollout_id, attempt_id FROM events;  -- UNION dedupes; the table starts empty
-      CREATE INDEX events_attempt ON events (rollout_id, attempt_id, sequence);
     `,
   },
 ]);

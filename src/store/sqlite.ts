@@ -225,7 +225,8 @@ export class SqliteStore implements Store {
           rollout_id: rolloutId,
           attempt_id: attemptId,
           timestamp,
-          data: structuredClone(create.data),
+          // The stored copy is the JSON text; the returned event shares `data` with the create (no second copy).
+          data: create.data,
           sequence: ++sequence,
           event_id: create.event_id ?? null,
         };
