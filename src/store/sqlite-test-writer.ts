@@ -4,14 +4,15 @@
  *
  * It prints `ready` once the store is open, waits for a line on stdin, then appends COUNT events one by one to
  * ROLLOUT_ID's attempt "0" (data `{tag, i}`, event ids `TAG-i`), printing `started` after the first; after every 10th it also creates rollout `TAG-own-i`
- * and fails it (a terminal cursor entry). Exits 0 when done; any error exits 1 with the stack on stderr.
+ * and fails it (a terminal cursor entry). Exits 0 when done; any error exits 1 with the stack on stderr. With a fifth
+ * argument `crash` it kills itself with SIGKILL once done, without closing the store (a simulated process crash).
  */
 import { once } from "node:events";
 import { EventCreateSchema, RolloutCreateSchema } from "../protocol/index.js";
 import { SqliteStore } from "./sqlite.js";
 
 async function main(): Promise<void> {
-  const [dbPath, rolloutId, countText, tag] = process.argv.slice(2);
+  const [dbPath, rolloutId, countText, tag, mode] = process.argv.slice(2);
   if (!dbPath || !rolloutId || !countText || !tag) throw new Error("usage: DB ROLLOUT_ID COUNT TAG");
   const store = SqliteStore.open(dbPath);
   process.stdout.write("ready\n");
@@ -26,6 +27,7 @@ async function main(): Promise<void> {
       await store.patchRollout(own.rollout_id!, { status: { state: "failed" } });
     }
   }
+  if (mode === "crash") process.kill(process.pid, "SIGKILL");
   await store.close();
   process.stdin.destroy();
 }

@@ -120,6 +120,23 @@ describe("SqliteStore file behaviour", () => {
     raw.close();
   });
 
+  it("a process killed with SIGKILL after its writes returned loses none of them", async () => {
+    const path = dbPath();
+    const setup = SqliteStore.open(path);
+    await setup.createRollouts([RolloutCreateSchema.parse({ rollout_id: "r1", input: 0 })]);
+    await setup.patchRollout("r1", { status: { state: "running" } });
+    await setup.close();
+    const child = spawnWriter(path, "r1", 60, "doomed", "crash");
+    await waitForLine(child, "ready");
+    child.stdin!.write("go\n");
+    const [code, signal] = await once(child, "exit");
+    expect([code, signal], childStderr.get(child)).toEqual([null, "SIGKILL"]);
+    const store = SqliteStore.open(path);
+    expect((await store.listEvents("r1")).map((e) => e.data.i)).toEqual(range(60).map((i) => i - 1));
+    expect((await store.listTerminal(0, 100)).total_terminal).toBe(6);
+    await store.close();
+  });
+
   it("migrates an old-version file, keeping its data and backfilling attempts", async () => {
     const path = dbPath();
     SqliteStore.open(path); // creates the folder; replaced below by a v1 file
@@ -173,10 +190,9 @@ const childStderr = new WeakMap<ChildProcess, string>();
 const writerScript = fileURLToPath(new URL("./sqlite-test-writer.ts", import.meta.url));
 
 /** Starts `sqlite-test-writer.ts` in a new Node process (real OS process, its own SQLite connection). */
-function spawnWriter(path: string, rolloutId: string, count: number, tag: string): ChildProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", writerScript, path, rolloutId, String(count), tag], {
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+function spawnWriter(path: string, rolloutId: string, count: number, tag: string, mode = ""): ChildProcess {
+  const args = ["--import", "tsx", writerScript, path, rolloutId, String(count), tag, mode];
+  const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
   childStderr.set(child, "");
   child.stderr!.on("data", (chunk: Buffer) => childStderr.set(child, childStderr.get(child) + chunk.toString()));
   return child;
