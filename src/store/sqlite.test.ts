@@ -187,9 +187,9 @@ describe("SqliteStore file behaviour", () => {
 });
 
 const childStderr = new WeakMap<ChildProcess, string>();
-const writerScript = fileURLToPath(new URL("./sqlite-test-writer.ts", import.meta.url));
+const writerScript = fileURLToPath(new URL("./testing/sqlite-writer.ts", import.meta.url));
 
-/** Starts `sqlite-test-writer.ts` in a new Node process (real OS process, its own SQLite connection). */
+/** Starts `testing/sqlite-writer.ts` in a new Node process (real OS process, its own SQLite connection). */
 function spawnWriter(path: string, rolloutId: string, count: number, tag: string, mode = ""): ChildProcess {
   const args = ["--import", "tsx", writerScript, path, rolloutId, String(count), tag, mode];
   const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
