@@ -121,7 +121,9 @@ export class Batcher {
     const prompts = joining.map((p) => p.sequence.promptTokenIds);
     const width = Math.max(...prompts.map((p) => p.length));
     const ids = new Int32Array(joining.length * width);
-    prompts.forEach((prompt, b) => ids.set(prompt, b * width));
+    prompts.forEach((prompt, b) => {
+      ids.set(prompt, b * width);
+    });
     const lastRows = prompts.map((prompt, b) => b * width + prompt.length - 1);
     const { logits, kv } = tf.tidy(() => {
       const out = this.model.forward(tf.tensor2d(ids, [joining.length, width], "int32"), true);

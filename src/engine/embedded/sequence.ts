@@ -99,16 +99,29 @@ export class Sequence {
 
   /** Rules in order: stop token id, end-of-text, stop string, max tokens, context. */
   private checkStop(tokenId: number): void {
-    if (this.sampling.stopTokenIds.includes(tokenId)) return this.finish("stop", tokenId);
+    if (this.sampling.stopTokenIds.includes(tokenId)) {
+      this.finish("stop", tokenId);
+      return;
+    }
     // Like vLLM without ignore_eos: <|endoftext|> always ends a sequence, with stop_reason null.
-    if (tokenId === this.context.tokenizer.eosId) return this.finish("stop", null);
-    if (this.sampling.stop.length > 0) {
-      const text = this.context.tokenizer.decode(this.tokenIds);
-      const hit = this.sampling.stop.find((s) => s.length > 0 && text.includes(s));
-      if (hit !== undefined) return this.finish("stop", hit);
+    if (tokenId === this.context.tokenizer.eosId) {
+      this.finish("stop", null);
+      return;
+    }
+    const hit = this.stopStringHit();
+    if (hit !== undefined) {
+      this.finish("stop", hit);
+      return;
     }
     if (this.tokenIds.length >= this.sampling.maxTokens || this.length >= this.context.contextLength)
       this.finish("length", null);
+  }
+
+  /** The first stop string the generated text contains, if any. */
+  private stopStringHit(): string | undefined {
+    if (this.sampling.stop.length === 0) return undefined;
+    const text = this.context.tokenizer.decode(this.tokenIds);
+    return this.sampling.stop.find((s) => s.length > 0 && text.includes(s));
   }
 
   private finish(reason: FinishReason, stopReason: number | string | null): void {
