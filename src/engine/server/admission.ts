@@ -41,10 +41,14 @@ export class Admission {
       await new Promise<void>((resolve, reject) => {
         const waiter: Waiter = { resolve, reject };
         this.waiters.push(waiter);
-        signal?.addEventListener("abort", () => {
-          this.waiters = this.waiters.filter((w) => w !== waiter);
-          reject(signal.reason);
-        }, { once: true });
+        signal?.addEventListener(
+          "abort",
+          () => {
+            this.waiters = this.waiters.filter((w) => w !== waiter);
+            reject(signal.reason);
+          },
+          { once: true },
+        );
       });
     }
     this.inFlight++;

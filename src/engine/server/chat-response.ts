@@ -36,7 +36,10 @@ export interface ChatRenderOptions {
 }
 
 /** The message text and tool calls of one generation. */
-function messageOf(result: GenerationResult, options: ChatRenderOptions): { content: string | null; toolCalls: WireToolCall[] } {
+function messageOf(
+  result: GenerationResult,
+  options: ChatRenderOptions,
+): { content: string | null; toolCalls: WireToolCall[] } {
   const { tokenizer, stop } = options;
   if (!options.parseTools) return { content: visibleText(tokenizer, result.tokenIds, stop), toolCalls: [] };
   const text = visibleText(tokenizer, result.tokenIds, stop, [tokenizer.toolCallStartId, tokenizer.toolCallEndId]);

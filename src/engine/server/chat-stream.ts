@@ -45,7 +45,9 @@ export class ChatChoiceStream {
 
   /** The role chunk of this choice. */
   roleChunk(promptTokenIds: number[], policyVersion: number) {
-    const choices = [{ index: this.index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }];
+    const choices = [
+      { index: this.index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null },
+    ];
     const prompt_token_ids = this.options.returnTokenIds ? promptTokenIds : null;
     return { ...this.header(), choices, prompt_token_ids, policy_version: policyVersion };
   }
@@ -81,7 +83,12 @@ export class ChatChoiceStream {
   }
 
   private header() {
-    return { id: this.identity.id, object: "chat.completion.chunk", created: this.identity.created, model: this.identity.model };
+    return {
+      id: this.identity.id,
+      object: "chat.completion.chunk",
+      created: this.identity.created,
+      model: this.identity.model,
+    };
   }
 
   private chunk(delta: ChatDelta, tokens: TokenEvent[], finish: Record<string, unknown>) {
@@ -109,6 +116,10 @@ export function chatUsageChunk(identity: AnswerIdentity, promptTokens: number, c
     created: identity.created,
     model: identity.model,
     choices: [],
-    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens + completionTokens, completion_tokens: completionTokens },
+    usage: {
+      prompt_tokens: promptTokens,
+      total_tokens: promptTokens + completionTokens,
+      completion_tokens: completionTokens,
+    },
   };
 }

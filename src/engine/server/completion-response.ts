@@ -115,7 +115,12 @@ export class CompletionChoiceStream {
     const ids = tokens.map((t) => t.tokenId);
     let logprobs = null;
     if (this.options.logprobs) {
-      const out = completionLogprobs(this.strings, ids, tokens.map((t) => t.logprob), this.offset);
+      const out = completionLogprobs(
+        this.strings,
+        ids,
+        tokens.map((t) => t.logprob),
+        this.offset,
+      );
       logprobs = out.logprobs;
       this.offset = out.offset;
     }

@@ -19,7 +19,11 @@ const toolCall = z.object({
 export const messageSchema = z.discriminatedUnion("role", [
   z.object({ role: z.literal("system"), content }),
   z.object({ role: z.literal("user"), content }),
-  z.object({ role: z.literal("assistant"), content: content.optional().default(null), tool_calls: z.array(toolCall).optional() }),
+  z.object({
+    role: z.literal("assistant"),
+    content: content.optional().default(null),
+    tool_calls: z.array(toolCall).optional(),
+  }),
   z.object({ role: z.literal("tool"), content, tool_call_id: z.string().optional() }),
 ]);
 

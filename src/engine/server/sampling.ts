@@ -78,7 +78,10 @@ export function samplingParams(fields: SamplingFields, context: SamplingContext,
 }
 
 /** vLLM's `stop_reason`: null for the route's own EOS ids and for length, else the stop id or string. */
-export function wireStopReason(stopReason: number | string | null, defaultStopTokenIds: readonly number[]): number | string | null {
+export function wireStopReason(
+  stopReason: number | string | null,
+  defaultStopTokenIds: readonly number[],
+): number | string | null {
   if (typeof stopReason === "number" && defaultStopTokenIds.includes(stopReason)) return null;
   return stopReason;
 }

@@ -46,7 +46,11 @@ function prepare(ctx: ServerContext, request: FastifyRequest): PreparedChat {
     logprobs: body.logprobs === true,
     defaultStopTokenIds,
   };
-  const identity = { id: responseId("chatcmpl", request), created: Math.floor(Date.now() / 1000), model: ctx.modelName };
+  const identity = {
+    id: responseId("chatcmpl", request),
+    created: Math.floor(Date.now() / 1000),
+    model: ctx.modelName,
+  };
   return { body, promptTokenIds, requests, options, identity };
 }
 
@@ -73,7 +77,7 @@ async function stream(ctx: ServerContext, chat: PreparedChat, reply: FastifyRepl
   };
   try {
     const { results } = await runGeneration(ctx, chat.requests, { signal, onAdmitted, onToken });
-    results.forEach((result, i) => sse?.send(choices[i]?.finish(result)));
+    for (const [i, result] of results.entries()) sse?.send(choices[i]?.finish(result));
     if (chat.body.stream_options?.include_usage) {
       const completionTokens = results.reduce((sum, r) => sum + r.tokenIds.length, 0);
       sse?.send(chatUsageChunk(chat.identity, chat.promptTokenIds.length, completionTokens));

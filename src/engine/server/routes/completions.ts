@@ -28,11 +28,16 @@ interface PreparedCompletion {
 /** The prompts of a request as token ids. @throws {BadRequest} for an id outside the vocabulary */
 function promptIds(ctx: ServerContext, prompt: CompletionRequest["prompt"]): number[][] {
   const list: (string | number[])[] =
-    typeof prompt === "string" ? [prompt] : typeof prompt[0] === "number" ? [prompt as number[]] : (prompt as (string | number[])[]);
+    typeof prompt === "string"
+      ? [prompt]
+      : typeof prompt[0] === "number"
+        ? [prompt as number[]]
+        : (prompt as (string | number[])[]);
   return list.map((p) => {
     if (typeof p === "string") return ctx.tokenizer.encode(p);
     const bad = p.find((id) => id >= ctx.tokenizer.vocabSize);
-    if (bad !== undefined) throw new BadRequest(`prompt token id ${bad} is out of range (vocabulary ${ctx.tokenizer.vocabSize})`);
+    if (bad !== undefined)
+      throw new BadRequest(`prompt token id ${bad} is out of range (vocabulary ${ctx.tokenizer.vocabSize})`);
     return p;
   });
 }
@@ -50,7 +55,10 @@ function prepare(ctx: ServerContext, request: FastifyRequest): PreparedCompletio
       defaultStopTokenIds,
       promptWord: "prompt" as const,
     };
-    return Array.from({ length: n }, (_, choice) => ({ promptTokenIds: ids, sampling: samplingParams(body, context, choice) }));
+    return Array.from({ length: n }, (_, choice) => ({
+      promptTokenIds: ids,
+      sampling: samplingParams(body, context, choice),
+    }));
   });
   const options: CompletionRenderOptions = {
     tokenizer: ctx.tokenizer,
@@ -84,7 +92,7 @@ async function stream(ctx: ServerContext, completion: PreparedCompletion, reply:
   };
   try {
     const { results } = await runGeneration(ctx, requests, { signal: disconnectSignal(reply), onAdmitted, onToken });
-    results.forEach((result, i) => sse?.send(choices[i]?.finish(result)));
+    for (const [i, result] of results.entries()) sse?.send(choices[i]?.finish(result));
     if (completion.body.stream_options?.include_usage) {
       const promptTokens = completion.prompts.reduce((sum, p) => sum + p.length, 0);
       const completionTokens = results.reduce((sum, r) => sum + r.tokenIds.length, 0);
