@@ -7,7 +7,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { LossConfig, OptimizerConfig, TrainMetrics, TrainRow } from "../engine.js";
 import { type AdamW, type AdamWParam, clipGlobalNorm } from "./adamw.js";
 import { pickLogprobs, rowEntropy } from "./logprob.js";
-import { microBatchLoss } from "./loss.js";
+import { type LossParts, microBatchLoss } from "./loss.js";
 import type { Gpt } from "./model.js";
 import { checkRows, lossDenominator, type PackedBatch, packBatch } from "./train-batch.js";
 
@@ -68,6 +68,43 @@ export function trainableParams(model: Gpt): AdamWParam[] {
   return [...model.byName].map(([name, variable]) => ({ name, variable, decay: variable.rank >= 2 }));
 }
 
+/** A micro-batch's loss share with the masked entropy sum (scalars). */
+export interface BatchObjective extends LossParts {
+  /** Σ over masked tokens of the policy's entropy (nats). */
+  entropySum: tf.Scalar;
+}
+
+/**
+ * Forward pass and loss of one packed micro-batch (differentiable w.r.t. the model's weights); call inside a tfjs
+ * scope (`tidy` / `variableGrads`).
+ * @param model - the GPT
+ * @param batch - packed rows
+ * @param loss - loss config
+ * @param denominator - Σ mask·weight over the whole step
+ * @returns the loss share and metric sums
+ */
+export function batchObjective(model: Gpt, batch: PackedBatch, loss: LossConfig, denominator: number): BatchObjective {
+  const { logits } = model.forward(tf.tensor2d(batch.inputs, [batch.rows, batch.width], "int32"));
+  const logSoftmax = tf.logSoftmax(logits); // [N, V]
+  const logprobs = pickLogprobs(logSoftmax, tf.tensor1d(batch.targets, "int32"));
+  const mask = tf.tensor1d(batch.mask);
+  const optional = (values: Float32Array | null): tf.Tensor1D | null => (values ? tf.tensor1d(values) : null);
+  const parts = microBatchLoss(
+    {
+      logprobs,
+      mask,
+      weights: tf.tensor1d(batch.weights),
+      advantages: tf.tensor1d(batch.advantages),
+      oldLogprobs: optional(batch.oldLogprobs),
+      refLogprobs: optional(batch.refLogprobs),
+      isWeights: optional(batch.isWeights),
+    },
+    loss,
+    denominator,
+  );
+  return { ...parts, entropySum: tf.sum(tf.mul(rowEntropy(logSoftmax), mask)) as tf.Scalar };
+}
+
 /** Forward + backward of one micro-batch; adds its gradients into `grads` (by weight name). */
 function accumulate(
   model: Gpt,
@@ -80,26 +117,9 @@ function accumulate(
   let metrics: tf.Scalar[] = [];
   const { value, grads: micro } = tf.variableGrads(
     () => {
-      const { logits } = model.forward(tf.tensor2d(batch.inputs, [batch.rows, batch.width], "int32"));
-      const logSoftmax = tf.logSoftmax(logits); // [N, V]
-      const logprobs = pickLogprobs(logSoftmax, tf.tensor1d(batch.targets, "int32"));
-      const mask = tf.tensor1d(batch.mask);
-      const parts = microBatchLoss(
-        {
-          logprobs,
-          mask,
-          weights: tf.tensor1d(batch.weights),
-          advantages: tf.tensor1d(batch.advantages),
-          oldLogprobs: batch.oldLogprobs ? tf.tensor1d(batch.oldLogprobs) : null,
-          refLogprobs: batch.refLogprobs ? tf.tensor1d(batch.refLogprobs) : null,
-          isWeights: batch.isWeights ? tf.tensor1d(batch.isWeights) : null,
-        },
-        loss,
-        denominator,
-      );
-      const entropy = tf.sum(tf.mul(rowEntropy(logSoftmax), mask)) as tf.Scalar;
-      metrics = [entropy, parts.clippedTokens, parts.approxKlSum].map((t) => tf.keep(t));
-      return parts.loss;
+      const objective = batchObjective(model, batch, loss, denominator);
+      metrics = [objective.entropySum, objective.clippedTokens, objective.approxKlSum].map((t) => tf.keep(t));
+      return objective.loss;
     },
     params.map((p) => p.variable),
   );
@@ -108,19 +128,11 @@ function accumulate(
     if (!g) continue;
     const previous = grads.get(name);
     grads.set(name, previous ? tf.add(previous, g) : g);
-    if (previous) {
-      previous.dispose();
-      g.dispose();
-    }
+    if (previous) tf.dispose([previous, g]);
   }
-  const [entropy, clipped, approxKl] = metrics.map((t) => t.dataSync()[0]!);
+  const [entropy, clipped, approxKl] = metrics.map((t) => t.dataSync()[0]!) as [number, number, number];
   const lossValue = value.dataSync()[0]!;
   tf.dispose([value, ...metrics]);
-  return {
-    loss: lossValue,
-    entropy: entropy!,
-    clipped: clipped!,
-    approxKl: approxKl!,
-    tokens: batch.mask.reduce((a, b) => a + b, 0),
-  };
+  const tokens = batch.mask.reduce((a, b) => a + b, 0);
+  return { loss: lossValue, entropy, clipped, approxKl, tokens };
 }
