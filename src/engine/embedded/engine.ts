@@ -3,6 +3,8 @@
  * Every numeric call runs synchronously between two decode steps (JS is single-threaded), so training, scoring and
  * weight loads never interleave with a half-done step.
  */
+
+import * as tf from "@tensorflow/tfjs";
 import type {
   Engine,
   GenerateOptions,
@@ -13,13 +15,17 @@ import type {
   TrainMetrics,
   TrainRow,
 } from "../engine.js";
+import { AdamW } from "./adamw.js";
 import { initWasmBackend } from "./backend.js";
 import { Batcher } from "./batcher.js";
+import { readCheckpoint, writeCheckpoint } from "./checkpoint.js";
 import { MODEL_PRESETS, type ModelConfig, type ModelPreset, parseModelConfig } from "./config.js";
 import { Gpt } from "./model.js";
 import { initialValues } from "./params.js";
+import type { SafeTensor } from "./safetensors.js";
 import { scoreTokens } from "./score.js";
 import { ByteTokenizer } from "./tokenizer.js";
+import { trainStep } from "./train.js";
 
 /** How to build a fresh engine. */
 export interface EmbeddedEngineOptions {
@@ -38,6 +44,7 @@ export class EmbeddedEngine implements Engine {
   readonly tokenizer = new ByteTokenizer();
   readonly model: Gpt;
   private version = 0;
+  private optimizer = new AdamW();
   private readonly batcher: Batcher;
   private readonly scoreBatchSize: number;
 
@@ -64,6 +71,28 @@ export class EmbeddedEngine implements Engine {
       typeof options.config === "string" ? MODEL_PRESETS[options.config] : options.config,
     );
     return new EmbeddedEngine(new Gpt(config, initialValues(config, options.seed ?? 0)), options);
+  }
+
+  /**
+   * Builds an engine from a checkpoint directory; it reports the policy version stored there.
+   * @param dir - a directory written by {@link EmbeddedEngine.saveCheckpoint}
+   * @param options - batch sizes
+   * @returns the engine with the checkpoint's weights and optimiser state
+   * @throws {Error} with code ENOENT when `config.json` or `model.safetensors` is missing
+   * @throws {SafeTensorsFormatError} for a corrupt weights file
+   * @throws {RangeError} when a weight is missing or mis-sized
+   */
+  static async load(
+    dir: string,
+    options: Omit<EmbeddedEngineOptions, "config" | "seed"> = {},
+  ): Promise<EmbeddedEngine> {
+    await initWasmBackend();
+    const checkpoint = await readCheckpoint(dir);
+    const values = new Map([...checkpoint.weights].map(([name, t]) => [name, t.data]));
+    const engine = new EmbeddedEngine(new Gpt(checkpoint.config, values), options);
+    engine.restoreOptimizer(checkpoint.optimizer);
+    engine.version = checkpoint.policyVersion;
+    return engine;
   }
 
   get policyVersion(): number {
@@ -93,20 +122,69 @@ export class EmbeddedEngine implements Engine {
     return scoreTokens(this.model, tokenIds_B_T, this.scoreBatchSize);
   }
 
-  async trainStep(_rows: TrainRow[], _loss: LossConfig, _optimizer: OptimizerConfig): Promise<TrainMetrics> {
-    throw new Error("trainStep: not implemented yet");
+  /**
+   * @throws {RangeError} for malformed rows (lengths, missing refLogprobs/weights) or a step with no masked token
+   */
+  async trainStep(rows: TrainRow[], loss: LossConfig, optimizer: OptimizerConfig): Promise<TrainMetrics> {
+    const metrics = trainStep(this.model, this.optimizer, rows, loss, optimizer);
+    this.version += 1;
+    return metrics;
   }
 
-  async saveCheckpoint(_dir: string): Promise<void> {
-    throw new Error("saveCheckpoint: not implemented yet");
+  async saveCheckpoint(dir: string): Promise<void> {
+    const weights = new Map<string, SafeTensor>();
+    for (const [name, variable] of this.model.byName)
+      weights.set(name, { shape: variable.shape, data: variable.dataSync() as Float32Array });
+    const moments = new Map<string, SafeTensor>();
+    for (const [kind, store] of [
+      ["m", this.optimizer.m],
+      ["v", this.optimizer.v],
+    ] as const)
+      for (const [name, variable] of store)
+        moments.set(`${kind}.${name}`, { shape: variable.shape, data: variable.dataSync() as Float32Array });
+    await writeCheckpoint(dir, {
+      config: this.model.config,
+      policyVersion: this.version,
+      weights,
+      optimizer: { step: this.optimizer.step, constants: this.optimizer.constants, moments },
+    });
   }
 
-  async loadCheckpoint(_dir: string): Promise<void> {
-    throw new Error("loadCheckpoint: not implemented yet");
+  /**
+   * Swaps in a checkpoint's weights and optimiser state (hot swap; sequences in flight continue on the new weights).
+   * @throws {RangeError} when the checkpoint's model shape differs from this engine's
+   */
+  async loadCheckpoint(dir: string): Promise<void> {
+    const checkpoint = await readCheckpoint(dir);
+    if (JSON.stringify(checkpoint.config) !== JSON.stringify(this.model.config))
+      throw new RangeError(
+        `checkpoint ${dir} has config ${JSON.stringify(checkpoint.config)}, engine has ${JSON.stringify(this.model.config)}`,
+      );
+    for (const [name, variable] of this.model.byName) {
+      const tensor = checkpoint.weights.get(name);
+      if (!tensor || tensor.data.length !== variable.size)
+        throw new RangeError(`checkpoint ${dir}: weight ${name} is missing or mis-sized`);
+    }
+    for (const [name, variable] of this.model.byName) {
+      const values = tf.tensor(checkpoint.weights.get(name)!.data, variable.shape, "float32");
+      variable.assign(values);
+      values.dispose();
+    }
+    this.restoreOptimizer(checkpoint.optimizer);
+    this.version += 1;
   }
 
   dispose(): void {
+    this.optimizer.dispose();
     this.model.dispose();
+  }
+
+  private restoreOptimizer(state: Awaited<ReturnType<typeof readCheckpoint>>["optimizer"]): void {
+    const shapes = new Map([...this.model.byName].map(([name, v]) => [name, v.shape]));
+    const optimizer = new AdamW(state.constants);
+    optimizer.restore(state.step, new Map([...state.moments].map(([key, t]) => [key, t.data])), shapes);
+    this.optimizer.dispose();
+    this.optimizer = optimizer;
   }
 
   private checkPrompt(promptTokenIds: number[]): void {
