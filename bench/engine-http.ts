@@ -1,7 +1,8 @@
 /**
  * @module Engine server sampling throughput: tokens/s of the real embedded engine (the 0.84M-param `bench` preset)
  * behind the real HTTP server, with 1, 16 and 64 concurrent `/v1/completions` requests of 64 new tokens each.
- * Target (issue 5): >= 2.5k tokens/s at 16 concurrent requests.
+ * Target (issue 5): >= 2.5k tokens/s at 16 concurrent requests. Each line also measures the same requests sent to
+ * `engine.generate` directly, so the HTTP/direct ratio shows the server's own overhead whatever the machine's load.
  */
 import { availableParallelism, cpus } from "node:os";
 import { EmbeddedEngine } from "../src/engine/embedded/engine.js";
@@ -23,12 +24,31 @@ async function complete(url: string, seed: number): Promise<number> {
   return body.usage.completion_tokens;
 }
 
+/** The same request straight to `engine.generate` (no HTTP), for the server-overhead ratio. */
+async function generateDirect(engine: EmbeddedEngine, seed: number): Promise<number> {
+  const sampling = {
+    temperature: 1,
+    topP: 1,
+    topK: 0,
+    maxTokens: NEW_TOKENS,
+    stopTokenIds: [engine.tokenizer.eosId],
+    stop: [],
+    seed,
+  };
+  const [result] = await engine.generate([{ promptTokenIds: engine.tokenizer.encode("Hello, world"), sampling }]);
+  return result?.tokenIds.length ?? 0;
+}
+
 /** Runs `concurrency` requests at once, `rounds` times; returns generated tokens and wall seconds. */
-async function measure(url: string, concurrency: number, rounds: number): Promise<{ tokens: number; seconds: number }> {
+async function measure(
+  one: (seed: number) => Promise<number>,
+  concurrency: number,
+  rounds: number,
+): Promise<{ tokens: number; seconds: number }> {
   const start = performance.now();
   let tokens = 0;
   for (let round = 0; round < rounds; round++) {
-    const counts = await Promise.all(Array.from({ length: concurrency }, (_, i) => complete(url, round * 1000 + i)));
+    const counts = await Promise.all(Array.from({ length: concurrency }, (_, i) => one(round * 1000 + i)));
     tokens += counts.reduce((a, b) => a + b, 0);
   }
   return { tokens, seconds: (performance.now() - start) / 1000 };
@@ -41,16 +61,20 @@ console.log(
   `setup: ${cpus()[0]?.model ?? "cpu"} x${availableParallelism()}, node ${process.version}, model bench ` +
     `(d_model 128, 4 layers, 4 heads, context 128), ${NEW_TOKENS} new tokens per request, /v1/completions over HTTP`,
 );
+const http = (seed: number) => complete(url, seed);
+const direct = (seed: number) => generateDirect(engine, seed);
 let at16 = 0;
 for (const concurrency of CONCURRENCY) {
-  await measure(url, concurrency, 1); // warm-up wave: the engine sizes its batch buffers for this concurrency
+  await measure(http, concurrency, 1); // warm-up wave: the engine sizes its batch buffers for this concurrency
   const rounds = concurrency === 1 ? 3 : 2;
-  const { tokens, seconds } = await measure(url, concurrency, rounds);
+  const { tokens, seconds } = await measure(http, concurrency, rounds);
   const rate = tokens / seconds;
   if (concurrency === 16) at16 = rate;
+  const alone = await measure(direct, concurrency, rounds);
+  const directRate = alone.tokens / alone.seconds;
   console.log(
-    `concurrency ${String(concurrency).padStart(2)}: ${tokens} tokens in ${seconds.toFixed(2)} s = ${rate.toFixed(0)} tokens/s` +
-      ` (${(seconds / rounds).toFixed(2)} s per wave of ${concurrency})`,
+    `concurrency ${String(concurrency).padStart(2)}: HTTP ${tokens} tokens in ${seconds.toFixed(2)} s = ${rate.toFixed(0)} tokens/s; ` +
+      `engine.generate directly ${directRate.toFixed(0)} tokens/s; HTTP/direct ${(rate / directRate).toFixed(2)}`,
   );
 }
 console.log(
