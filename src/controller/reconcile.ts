@@ -101,6 +101,7 @@ export class LocalController {
    */
   async shutdown(waitMs = this.config.kill_grace_seconds * 1000 + 5000): Promise<void> {
     await this.stopLoop();
+    if (this.abandoned) return;
     const graceMs = this.config.kill_grace_seconds * 1000;
     for (const owned of this.owned.values()) this.kill(owned, "shutdown", graceMs);
     const deadline = Date.now() + waitMs;
