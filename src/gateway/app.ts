@@ -62,6 +62,20 @@ function bindRolloutId(app: FastifyInstance): void {
 }
 
 /**
+ * Once `close()` has begun, answers carry `Connection: close`, so a keep-alive client whose request was in flight
+ * does not hold the server open after its answer (Node only closes connections that are idle when close starts).
+ */
+function closeConnectionsWhenClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  app.addHook("onSend", async (_request, reply) => {
+    if (closing) reply.header("connection", "close");
+  });
+}
+
+/**
  * Builds the gateway app with every route mounted; call `listen` (or `inject`) on it.
  * @param options - the store (the caller opens and closes it), the frozen config, and a root logger
  * @returns a Fastify instance, not yet listening
@@ -85,6 +99,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   });
   app.addHook("onRequest", makeAuthHook(config.key));
   bindRolloutId(app);
+  closeConnectionsWhenClosing(app);
   const metrics = createGatewayMetrics(store);
   installMetricsHooks(app, metrics);
   for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config });
