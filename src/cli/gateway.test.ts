@@ -87,7 +87,7 @@ describe("arclight gateway (child process)", () => {
     expect(gw.stdout() + gw.stderr()).not.toContain("child-secret");
   });
 
-  it("drains a request in flight at SIGTERM before exiting 0", async () => {
+  it("drains a request in flight at SIGINT before exiting 0", async () => {
     const gw = spawnGateway(["--port", "0", "--store", "memory", "--key", "", "--log-level", "info"]);
     const [, url] = await gw.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
     expect(gw.stderr()).toMatch(/WARNING: no API key set/);
@@ -111,7 +111,7 @@ describe("arclight gateway (child process)", () => {
       duplex: "half",
     } as RequestInit);
     await gw.waitFor(/"url":"\/api\/rollouts"[^\n]*"msg":"incoming request"/);
-    gw.child.kill("SIGTERM");
+    gw.child.kill("SIGINT");
     await gw.waitFor(/shutting down/);
     release();
     const res = await pending;

@@ -2,7 +2,7 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../store/memory.js";
-import { buildApp } from "./app.js";
+import { buildApp, rolloutIdFromUrl } from "./app.js";
 import { gatewayConfig } from "./config.js";
 import { startTestGateway, type TestGateway } from "./testing/serve.js";
 
@@ -230,5 +230,21 @@ describe("buildApp", () => {
     const res = await app.inject({ method: "GET", url: "/healthz" });
     expect(res.json()).toEqual({ status: "ok" });
     await app.close();
+  });
+});
+
+describe("rolloutIdFromUrl", () => {
+  it("reads the rollout id of rollout, event and proxy paths, decoded", () => {
+    expect(rolloutIdFromUrl("/api/rollouts/r1")).toBe("r1");
+    expect(rolloutIdFromUrl("/api/rollouts/r1/attempt/0/events")).toBe("r1");
+    expect(rolloutIdFromUrl("/api/rollouts/r%3A1/events?format=triplet")).toBe("r:1");
+    expect(rolloutIdFromUrl("/proxy/rollout/r2/attempt/0/mode/train/openai/v1/chat/completions")).toBe("r2");
+  });
+
+  it("finds none on routes without a rollout", () => {
+    expect(rolloutIdFromUrl("/api/rollouts")).toBeUndefined();
+    expect(rolloutIdFromUrl("/api/rollouts?state_in=running")).toBeUndefined();
+    expect(rolloutIdFromUrl("/api/rollouts/terminal?after=0")).toBeUndefined();
+    expect(rolloutIdFromUrl("/healthz")).toBeUndefined();
   });
 });
