@@ -122,6 +122,17 @@ describe("errors are JSON {detail}", () => {
     expect((await gw.call("POST", "/api/rollouts", [{ input: "x".repeat(500) }])).status).toBe(201);
   });
 
+  it("answers 415 {detail} for a form-encoded body", async () => {
+    const gw = await start();
+    const res = await fetch(`${gw.url}/api/rollouts`, {
+      method: "POST",
+      headers: { authorization: "Bearer test-key", "content-type": "application/x-www-form-urlencoded" },
+      body: "input=1",
+    });
+    expect(res.status).toBe(415);
+    expect(typeof ((await res.json()) as { detail: unknown }).detail).toBe("string");
+  });
+
   it("answers 404 {detail} for an unknown route or method", async () => {
     const gw = await start();
     const res = await gw.call("GET", "/api/nothing?x=1");
