@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { registerController } from "./controller.js";
+import { registerGateway } from "./gateway.js";
 
 /** Reads this package's version from package.json (works from src/ under tsx and from dist/). */
 function packageVersion(): string {
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   // Subcommands register here, one file each under src/cli/.
+  registerGateway(program);
   registerController(program);
   return program;
 }

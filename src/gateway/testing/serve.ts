@@ -1,5 +1,5 @@
 /** @module Test helper: a real gateway listening on 127.0.0.1, port 0, plus a `fetch` wrapper that sends the key. */
-import type { FastifyInstance } from "fastify";
+import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { MemoryStore } from "../../store/memory.js";
 import type { Store } from "../../store/store.js";
 import { buildApp } from "../app.js";
@@ -21,11 +21,16 @@ export interface TestGateway {
  * Starts a gateway on an ephemeral port.
  * @param config - config overrides; `key` defaults to "test-key"
  * @param store - the store to serve; a fresh MemoryStore when absent
+ * @param logger - root logger; silent when absent
  */
-export async function startTestGateway(config: GatewayConfigInput = {}, store?: Store): Promise<TestGateway> {
+export async function startTestGateway(
+  config: GatewayConfigInput = {},
+  store?: Store,
+  logger?: FastifyBaseLogger,
+): Promise<TestGateway> {
   const usedStore = store ?? new MemoryStore();
   const frozen = gatewayConfig({ key: "test-key", ...config });
-  const app = buildApp({ store: usedStore, config: frozen });
+  const app = buildApp({ store: usedStore, config: frozen, logger });
   await app.listen({ host: "127.0.0.1", port: 0 });
   const address = app.server.address();
   if (address === null || typeof address === "string") throw new Error("gateway did not bind a TCP port");
