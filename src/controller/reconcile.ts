@@ -228,7 +228,9 @@ export class LocalController {
   private async startQueuing(): Promise<void> {
     let free = this.config.pool_size - this.owned.size;
     if (free <= 0) return;
-    const queuing = await this.client.listRollouts({ states: ["queuing"], limit: this.config.list_page_size });
+    // Fetch only as many as can start now: listing the whole queue every pass dominated a pass's cost.
+    const limit = Math.min(free, this.config.list_page_size);
+    const queuing = await this.client.listRollouts({ states: ["queuing"], limit });
     for (const rollout of queuing) {
       if (free <= 0 || this.stopping) return;
       if (this.owned.has(rollout.rollout_id) || this.finished.has(rollout.rollout_id)) continue;
