@@ -1,20 +1,25 @@
-/**
- * @module Opens the store a spec names: `memory` or `sqlite:PATH`.
- * Temporary: only `memory` is supported until the SQLite store lands (issue 2); `sqlite:` specs fail clearly.
- */
+/** @module The one place that picks a `Store` from a spec string: the gateway CLI's `--store memory|sqlite:PATH`. */
+import { StoreOpenError } from "./errors.js";
 import { MemoryStore } from "./memory.js";
+import { SqliteStore } from "./sqlite.js";
 import type { Store } from "./store.js";
 
+/** The specs {@link openStore} accepts, for help texts. */
+export const STORE_SPEC_HELP = "memory | sqlite:PATH";
+
 /**
- * Opens the store named by `spec`.
- * @param spec - `memory`, or `sqlite:PATH` (a file path, created when missing)
- * @returns the opened store; the caller closes it
- * @throws {Error} for an unknown spec, or a `sqlite:` spec while the SQLite store is not built in
+ * Opens the store a spec names: `memory` (nothing survives the process) or `sqlite:PATH` (a SQLite file at PATH,
+ * relative to the working directory; parent folders are created).
+ * @param spec - e.g. `memory`, `sqlite:./.arclight/gateway.db`
+ * @returns an open store; the caller closes it
+ * @throws {StoreOpenError} an unknown spec, an empty PATH, or a file that cannot be opened as a store
  */
 export async function openStore(spec: string): Promise<Store> {
   if (spec === "memory") return new MemoryStore();
   if (spec.startsWith("sqlite:")) {
-    throw new Error(`store ${spec}: the SQLite store is not available in this build yet; use --store memory`);
+    const path = spec.slice("sqlite:".length);
+    if (path === "") throw new StoreOpenError(`store spec "${spec}" names no file; expected sqlite:PATH`);
+    return SqliteStore.open(path);
   }
-  throw new Error(`store ${spec}: expected "memory" or "sqlite:PATH"`);
+  throw new StoreOpenError(`unknown store spec "${spec}"; expected ${STORE_SPEC_HELP}`);
 }

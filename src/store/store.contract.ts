@@ -1,0 +1,45 @@
+/**
+ * @module The contract every `Store` passes: one suite, run by `memory.test.ts`, `sqlite.test.ts` (and later
+ * `postgres.test.ts`). Each test builds its own store through `makeStore` and closes it afterwards. The cases live in
+ * `testing/contract-rollouts.ts` and `testing/contract-events.ts`.
+ */
+import { afterEach, describe, it } from "vitest";
+import type { Store } from "./store.js";
+import { eventCases } from "./testing/contract-events.js";
+import type { ContractContext } from "./testing/contract-helpers.js";
+import { rolloutCases } from "./testing/contract-rollouts.js";
+
+/** Builds a fresh, empty store for one test. */
+export type MakeStore = () => Store | Promise<Store>;
+
+/** Contract cases a store skips: case name → the reason, printed in the skipped test's name. */
+export type ContractSkips = Readonly<Record<string, string>>;
+
+/**
+ * Registers the shared store contract under `describe(name)`.
+ * @param name - the store under test, e.g. "MemoryStore"
+ * @param makeStore - builds a fresh empty store for each test
+ * @param skips - case name → why this store skips it
+ */
+export function runStoreContract(name: string, makeStore: MakeStore, skips: ContractSkips = {}): void {
+  describe(`${name} (Store contract)`, () => {
+    const open: Store[] = [];
+    afterEach(async () => {
+      await Promise.all(open.splice(0).map((s) => s.close()));
+    });
+    const context: ContractContext = {
+      async fresh() {
+        const store = await makeStore();
+        open.push(store);
+        return store;
+      },
+      test(caseName, fn) {
+        const reason = skips[caseName];
+        if (reason) it.skip(`${caseName} (skipped: ${reason})`, fn);
+        else it(caseName, fn);
+      },
+    };
+    rolloutCases(context);
+    eventCases(context);
+  });
+}

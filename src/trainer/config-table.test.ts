@@ -1,0 +1,51 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { TrainerConfigSchema } from "./config.js";
+import { listConfigKeys, renderConfigTable } from "./config-table.js";
+
+const README = new URL("../../README.md", import.meta.url);
+const START = "<!-- trainer-config:start -->";
+const END = "<!-- trainer-config:end -->";
+
+describe("config table", () => {
+  it("lists nested keys with their default and description", () => {
+    const schema = z.strictObject({
+      a: z.number().default(1).describe("A (s)"),
+      b: z.strictObject({ c: z.string().nullable().default(null).describe("C | pipe") }).default({ c: null }),
+    });
+    expect(listConfigKeys(schema)).toEqual([
+      { key: "a", defaultJson: "1", description: "A (s)" },
+      { key: "b.c", defaultJson: "null", description: "C | pipe" },
+    ]);
+    expect(renderConfigTable(schema)).toBe(
+      [
+        "| Key | Default | Description |",
+        "|---|---|---|",
+        "| `a` | `1` | A (s) |",
+        "| `b.c` | `null` | C \\| pipe |",
+      ].join("\n"),
+    );
+  });
+
+  it("refuses a leaf without a default or a description", () => {
+    expect(() => listConfigKeys(z.strictObject({ a: z.number().describe("A") }))).toThrow(/a has no \.default\(\)/);
+    expect(() => listConfigKeys(z.strictObject({ a: z.number().default(1) }))).toThrow(/a has no \.describe\(\)/);
+  });
+
+  it("documents every leaf of the trainer config", () => {
+    const keys = listConfigKeys(TrainerConfigSchema).map((doc) => doc.key);
+    expect(keys).toContain("async.async_train_batch_size");
+    expect(keys).toContain("loss.tis_cap");
+    expect(keys).toHaveLength(37);
+  });
+
+  it("matches the table in README.md (regenerate it from renderConfigTable(TrainerConfigSchema) when this fails)", () => {
+    const readme = readFileSync(README, "utf8");
+    const start = readme.indexOf(START);
+    const end = readme.indexOf(END);
+    expect(start).toBeGreaterThan(-1);
+    expect(end).toBeGreaterThan(start);
+    expect(readme.slice(start + START.length, end).trim()).toBe(renderConfigTable(TrainerConfigSchema));
+  });
+});

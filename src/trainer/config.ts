@@ -1,0 +1,205 @@
+/**
+ * @module The trainer's configuration: one strict zod schema, every field defaulted and described (units in names or
+ * descriptions). The CLI parses YAML, then env, then flags into it once and passes the frozen result down.
+ */
+import { z } from "zod";
+import { parseOrThrow } from "../protocol/validate.js";
+
+/**
+ * Gives a strict object schema a `.default()` equal to parsing `{}` with it, so a missing section gets every inner
+ * default (zod 4 returns a plain `.default({})` value as is, without applying the inner defaults).
+ */
+function section<S extends z.ZodObject>(schema: S, description: string) {
+  // `as never`: TypeScript cannot see that a generic object schema's output is never undefined.
+  return schema.default(() => schema.parse({}) as never).describe(description);
+}
+
+/** Where the task inputs come from. */
+export const DataConfigSchema = z.strictObject({
+  train_path: z
+    .string()
+    .min(1)
+    .default("data/train.jsonl")
+    .describe("JSONL file of training inputs, one JSON object per line (each becomes a group of n rollouts)"),
+  val_path: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe("JSONL file of validation inputs; null disables validation"),
+});
+
+/** How agents are started (local processes; a Kubernetes template comes later). */
+export const ControllerConfigSchema = z.strictObject({
+  command: z
+    .array(z.string())
+    .default([])
+    .describe("Agent command line (argv) started once per rollout; empty when agent_class is used"),
+  agent_class: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe("Agent class (`path/to/agent.js#Agent`) the controller runs instead of command; null: use command"),
+  env_map: z
+    .record(z.string(), z.string())
+    .default({})
+    .describe("Extra environment variables given to every agent process"),
+  pool_size: z.number().int().min(1).default(4).describe("Agent processes running at once"),
+});
+
+/** How model calls become training rows. */
+export const AggregatorConfigSchema = z.strictObject({
+  level: z
+    .enum(["transition", "trajectory"])
+    .default("trajectory")
+    .describe("transition: one row per model call; trajectory: merge calls whose prompt extends the row so far"),
+  max_prompt_length: z
+    .number()
+    .int()
+    .min(1)
+    .default(1024)
+    .describe("Maximum prompt length (tokens); rows whose first prompt is longer are dropped"),
+  max_response_length: z
+    .number()
+    .int()
+    .min(1)
+    .default(1024)
+    .describe("Maximum response-region length (tokens); longer rows are truncated"),
+});
+
+/** How rewards become advantages. */
+export const AdvantageConfigSchema = z.strictObject({
+  estimator: z
+    .enum(["grpo", "rloo", "reinforce"])
+    .default("grpo")
+    .describe("grpo: group mean baseline; rloo: leave-one-out baseline; reinforce: batch baseline"),
+  norm_by_std: z.boolean().default(true).describe("grpo only: divide by the group's standard deviation (+1e-6)"),
+  rollout_level: z
+    .boolean()
+    .default(true)
+    .describe("Group statistics over rollouts (each counts once); false: over rows (a rollout counts once per row)"),
+  reinforce_baseline: z
+    .enum(["batch_mean", "none"])
+    .default("batch_mean")
+    .describe("reinforce only: subtract the batch mean reward, or nothing"),
+});
+
+/** The policy-gradient loss. */
+export const LossSectionSchema = z.strictObject({
+  aggregation: z
+    .enum(["token-mean", "per-rollout-mean"])
+    .default("per-rollout-mean")
+    .describe("token-mean: every masked token weighs the same; per-rollout-mean: every rollout weighs the same"),
+  clip_low: z.number().min(0).max(1).default(0.2).describe("PPO lower clip ε_low: ratios below 1 − ε_low are clipped"),
+  clip_high: z.number().min(0).default(0.28).describe("PPO upper clip ε_high: ratios above 1 + ε_high are clipped"),
+  dual_clip: z
+    .number()
+    .gt(1)
+    .nullable()
+    .default(null)
+    .describe("Dual-clip constant c (> 1) bounding the loss of negative advantages; null disables it"),
+  kl_coef: z
+    .number()
+    .min(0)
+    .default(0)
+    .describe("KL coefficient β against the reference policy; 0 disables the KL term"),
+  tis_cap: z
+    .number()
+    .min(1)
+    .default(2)
+    .describe("Cap C of truncated importance-sampling weights min(π_old/π_sampler, C) (async only)"),
+});
+
+/** The optimiser. */
+export const OptimizerSectionSchema = z.strictObject({
+  learning_rate: z.number().gt(0).default(1e-4).describe("AdamW learning rate"),
+  weight_decay: z.number().min(0).default(0.01).describe("AdamW decoupled weight decay"),
+  max_grad_norm: z.number().min(0).default(1).describe("Global gradient-norm clip; 0 disables it"),
+  micro_batch_size: z.number().int().min(1).default(8).describe("Rows per micro-batch (gradient accumulation)"),
+});
+
+/** Collocated asynchronous training. */
+export const AsyncConfigSchema = z.strictObject({
+  enabled: z.boolean().default(false).describe("Keep rollouts running while the policy trains"),
+  async_train_batch_size: z
+    .number()
+    .int()
+    .min(1)
+    .default(16)
+    .describe("Groups kept in flight (must exceed train_batch_size when enabled)"),
+  max_staleness: z
+    .number()
+    .int()
+    .min(0)
+    .default(1)
+    .describe("Policy versions a trained rollout may lag behind the current policy (versions)"),
+});
+
+/** The whole trainer configuration. */
+export const TrainerConfigSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' or '-' only")
+      .default("arclight")
+      .describe("Run name; metrics and checkpoints go to runs/NAME/"),
+    data: section(DataConfigSchema, "Task inputs"),
+    train_batch_size: z.number().int().min(1).default(8).describe("Groups per training step"),
+    n: z.number().int().min(1).default(4).describe("Rollouts per group (group size), all on the same input"),
+    rollout_timeout_seconds: z.number().gt(0).default(600).describe("A rollout still running after this is failed (s)"),
+    controller: section(ControllerConfigSchema, "How agents are started"),
+    aggregator: section(AggregatorConfigSchema, "How model calls become training rows"),
+    advantage: section(AdvantageConfigSchema, "How rewards become advantages"),
+    loss: section(LossSectionSchema, "Policy-gradient loss"),
+    optimizer: section(OptimizerSectionSchema, "Optimiser"),
+    total_steps: z
+      .number()
+      .int()
+      .min(1)
+      .nullable()
+      .default(null)
+      .describe("Training steps to run; null: run `epochs` passes over the train data"),
+    epochs: z.number().int().min(1).default(1).describe("Passes over the train data when total_steps is null"),
+    max_ppo_update_times: z
+      .number()
+      .int()
+      .min(1)
+      .default(1)
+      .describe("Optimiser updates per batch of rollouts (PPO epochs)"),
+    reward_fillna_value: z.number().default(0).describe("Reward given to a rollout that posted none"),
+    async: section(AsyncConfigSchema, "Collocated asynchronous training"),
+    checkpoint_interval: z
+      .number()
+      .int()
+      .min(0)
+      .default(10)
+      .describe("Save a checkpoint every this many steps; 0: never"),
+    val_interval: z.number().int().min(0).default(10).describe("Validate every this many steps; 0: never"),
+    seed: z.number().int().default(0).describe("Seed of the data order and sampling"),
+  })
+  .superRefine((config, ctx) => {
+    // In flight must exceed what one step consumes, or async degenerates to sync with extra waiting.
+    if (config.async.enabled && config.async.async_train_batch_size <= config.train_batch_size) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["async", "async_train_batch_size"],
+        message: `must exceed train_batch_size (${config.train_batch_size}) when async is enabled`,
+      });
+    }
+  });
+
+/** The trainer configuration, defaults applied. */
+export type TrainerConfig = z.output<typeof TrainerConfigSchema>;
+/** The trainer configuration as a user writes it (every field optional). */
+export type TrainerConfigInput = z.input<typeof TrainerConfigSchema>;
+
+/**
+ * Parses a trainer configuration (e.g. a YAML document already loaded), applying every default, and freezes it.
+ * @param value - untrusted config object
+ * @returns the frozen configuration
+ * @throws {ValidationFailed} naming every bad key, e.g. `trainer config: loss.clip_low: Too big: expected number to be <=1`
+ */
+export function parseTrainerConfig(value: unknown): Readonly<TrainerConfig> {
+  return Object.freeze(parseOrThrow(TrainerConfigSchema, value, "trainer config"));
+}
