@@ -1,7 +1,9 @@
 /** @module The `arclight` commander program: every subcommand is registered here, one file each under src/cli/. */
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { registerController } from "./controller.js";
 import { registerEngine } from "./engine.js";
+import { registerGateway } from "./gateway.js";
 
 /** Reads this package's version from package.json (works from src/ under tsx and from dist/). */
 function packageVersion(): string {
@@ -30,5 +32,7 @@ export function buildProgram(): Command {
     .exitOverride();
   // Subcommands register here, one file each under src/cli/.
   registerEngine(program);
+  registerGateway(program);
+  registerController(program);
   return program;
 }
