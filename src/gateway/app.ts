@@ -1,6 +1,8 @@
 /**
  * @module Builds the gateway's Fastify app (not listening): error handler, auth, request ids and logging, body limit,
- * JSON parsing, 404s, metrics, then one plugin per resource. To mount another plugin, add it to `ROUTE_PLUGINS`.
+ * JSON parsing, 404s, metrics, then one plugin per resource. A plugin taking {@link GatewayRouteOptions} goes in
+ * `ROUTE_PLUGINS`; one with its own options gets one `app.register` line at the end of {@link buildApp} (the proxy:
+ * `app.register(proxyRoutes, { store, options: proxyOptionsOf(config), pause })`).
  */
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { GatewayConfigSchema, gatewayConfig } from "./config.js";
+import { GatewayConfigSchema, gatewayConfig, proxyOptionsOf } from "./config.js";
 
 describe("GatewayConfigSchema", () => {
   it("rejects unknown keys and out-of-range values", () => {
@@ -8,6 +8,20 @@ describe("GatewayConfigSchema", () => {
     expect(() => gatewayConfig({ port: 70000 })).toThrow();
     expect(() => gatewayConfig({ store: "postgres://x" })).toThrow();
     expect(() => gatewayConfig({ body_limit_bytes: 0 })).toThrow();
+  });
+
+  it("maps onto the proxy's options, seconds to ms", () => {
+    const options = proxyOptionsOf(
+      gatewayConfig({ model_name: "m", val_temperature: 0.3, include_log_probs: false, upstream_timeout_seconds: 1.5 }),
+    );
+    expect(options).toMatchObject({
+      modelName: "m",
+      trainTemperature: 1,
+      valTemperature: 0.3,
+      includeLogProbs: false,
+      upstreamTimeoutMs: 1500,
+      bodyLimitBytes: 32 * 1024 * 1024,
+    });
   });
 
   it("is documented in README: one table row per key, with its default", () => {

@@ -1,5 +1,6 @@
 /** @module The gateway's configuration: one strict zod schema with defaults, parsed once by the CLI. */
 import { z } from "zod";
+import { type ProxyOptions, resolveProxyOptions } from "./proxy/options.js";
 
 /** Default request body limit: 32 MiB. */
 export const DEFAULT_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -53,4 +54,21 @@ export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
  */
 export function gatewayConfig(input: GatewayConfigInput = {}): Readonly<GatewayConfig> {
   return Object.freeze(GatewayConfigSchema.parse(input));
+}
+
+/**
+ * The proxy plugin's options from the gateway configuration (model name, temperatures, logprobs, timeout, body limit);
+ * retry and pool settings keep the proxy's defaults.
+ * @param config - the resolved gateway configuration
+ * @returns frozen proxy options (`upstreamTimeoutMs` = `upstream_timeout_seconds` × 1000)
+ */
+export function proxyOptionsOf(config: Readonly<GatewayConfig>): ProxyOptions {
+  return resolveProxyOptions({
+    modelName: config.model_name,
+    trainTemperature: config.train_temperature,
+    valTemperature: config.val_temperature,
+    includeLogProbs: config.include_log_probs,
+    upstreamTimeoutMs: Math.round(config.upstream_timeout_seconds * 1000),
+    bodyLimitBytes: config.body_limit_bytes,
+  });
 }

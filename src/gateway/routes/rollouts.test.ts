@@ -94,6 +94,14 @@ describe("GET /api/rollouts", () => {
     expect(await ids("?offset=10")).toEqual([]);
   });
 
+  it("returns at most 500 rollouts when no limit is given", async () => {
+    gw = await startTestGateway();
+    await create(Array.from({ length: 501 }, (_, i) => ({ rollout_id: `r${i}`, input: i })));
+    const page = (await (await gw.call("GET", "/api/rollouts")).json()) as Rollout[];
+    expect(page).toHaveLength(500);
+    expect(page.at(-1)?.rollout_id).toBe("r499");
+  });
+
   it.each([
     ["state_in=cancelled", "state_in"],
     ["limit=0", "limit"],
