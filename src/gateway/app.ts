@@ -1,8 +1,7 @@
 /**
  * @module Builds the gateway's Fastify app (not listening): error handler, auth, request ids and logging, body limit,
  * JSON parsing, 404s, metrics, then one plugin per resource. A plugin taking {@link GatewayRouteOptions} goes in
- * `ROUTE_PLUGINS`; one with its own options gets one `app.register` line at the end of {@link buildApp} (the proxy:
- * `app.register(proxyRoutes, { store, options: proxyOptionsOf(config), pause })`).
+ * `ROUTE_PLUGINS`; one with its own options gets one `app.register` line at the end of {@link buildApp} (the LLM proxy).
  */
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
@@ -10,14 +9,16 @@ import { pino } from "pino";
 import { BadRequest, NotFound } from "../protocol/index.js";
 import type { Store } from "../store/store.js";
 import { makeAuthHook } from "./auth.js";
-import type { GatewayConfig } from "./config.js";
+import { type GatewayConfig, proxyOptionsOf } from "./config.js";
 import { errorHandler } from "./error-handler.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
+import { PauseController } from "./proxy/pause.js";
 import type { GatewayRouteOptions } from "./route-options.js";
 import { eventRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { modelRoutes } from "./routes/models.js";
+import { proxyRoutes } from "./routes/proxy.js";
 import { rolloutRoutes } from "./routes/rollouts.js";
 
 /** Route plugins mounted on every app, each receiving {@link GatewayRouteOptions}. */
@@ -119,5 +120,6 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   installMetricsHooks(app, metrics);
   for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config });
   void app.register(metricsRoutes, { registry: metrics.registry });
+  void app.register(proxyRoutes, { store, options: proxyOptionsOf(config), pause: new PauseController() });
   return app;
 }
