@@ -1,3 +1,4 @@
+/** @module Tests of continuous batching through EmbeddedEngine.generate: KV-cache parity, seeds, stops, abort, joins. */
 import { afterEach, describe, expect, it } from "vitest";
 import type { GenerationRequest, GenerationResult, SamplingParams } from "../engine.js";
 import { EmbeddedEngine } from "./engine.js";

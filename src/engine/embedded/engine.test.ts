@@ -1,3 +1,4 @@
+/** @module Runs the Engine contract suite against the embedded engine. */
 import { runEngineContract } from "../engine.contract.js";
 import { EmbeddedEngine } from "./engine.js";
 
