@@ -194,4 +194,24 @@ describe("EmbeddedEngine.generate", () => {
     expect(h!.finishReason).toBe("length");
     expect(h!.tokenIds).toHaveLength(10);
   });
+
+  it("a train step between decode steps leaves running sequences going; they report the version they started on", async () => {
+    const engine = await makeEngine();
+    let training: Promise<unknown> | undefined;
+    const [r] = await engine.generate([request([1, 2], { maxTokens: 12 })], {
+      onToken: () => {
+        training ??= engine.trainStep(
+          [{ tokenIds: [1, 2, 3], lossMask: [0, 1, 1], advantages: [0, 1, 1] }],
+          { kind: "sft", aggregation: "token-mean" },
+          { learningRate: 1e-2, weightDecay: 0, maxGradNorm: 1, microBatchSize: 1 },
+        );
+      },
+    });
+    await training;
+    expect(r!.tokenIds).toHaveLength(12);
+    expect(r!.policyVersion).toBe(0);
+    expect(engine.policyVersion).toBe(1);
+    const [next] = await engine.generate([request([1, 2], { maxTokens: 2 })]);
+    expect(next!.policyVersion).toBe(1);
+  });
 });
