@@ -91,7 +91,11 @@ export type LossConfig =
       dualClip?: number;
       /** KL coefficient β against `refLogprobs`; 0 disables the KL term. */
       klCoef: number;
-      /** `token-mean`: mean over all masked tokens; `weighted`: Σ weight·loss over masked tokens / Σ row weights. */
+      /**
+       * `token-mean`: mean over all masked tokens of the step. `weighted`: Σ weight·loss / Σ weight, both sums over
+       * the step's masked tokens, each token carrying its row's `weight`; with weight = 1 / (masked tokens of the
+       * row's rollout) this is the mean over rollouts of each rollout's token-mean.
+       */
       aggregation: "token-mean" | "weighted";
     }
   | { kind: "sft"; aggregation: "token-mean" | "weighted" };

@@ -1,3 +1,4 @@
+/** @module Tests of continuous batching through EmbeddedEngine.generate: KV-cache parity, seeds, stops, abort, joins. */
 import { afterEach, describe, expect, it } from "vitest";
 import type { GenerationRequest, GenerationResult, SamplingParams } from "../engine.js";
 import { EmbeddedEngine } from "./engine.js";
@@ -19,8 +20,8 @@ const request = (prompt: number[], overrides: Partial<SamplingParams> = {}): Gen
 });
 
 let engines: EmbeddedEngine[] = [];
-const makeEngine = async (): Promise<EmbeddedEngine> => {
-  const engine = await EmbeddedEngine.create({ config, seed: 3 });
+const makeEngine = async (maxBatchSize?: number): Promise<EmbeddedEngine> => {
+  const engine = await EmbeddedEngine.create({ config, seed: 3, maxBatchSize });
   engines.push(engine);
   return engine;
 };
@@ -168,5 +169,49 @@ describe("EmbeddedEngine.generate", () => {
     ]);
     expect(results.map((r) => r.tokenIds.length)).toEqual([2, 0, 9]);
     expect(results.map((r) => r.finishReason)).toEqual(["length", "length", "length"]);
+  });
+
+  it("more sequences than batch rows wait for a free row and still equal their solo results", async () => {
+    const engine = await makeEngine(2);
+    const requests = [1, 2, 3, 4, 5].map((i) => request([i, i + 1], { seed: i, maxTokens: 4 + i }));
+    const solo: GenerationResult[] = [];
+    for (const r of requests) solo.push((await engine.generate([r]))[0]!);
+    const together = await engine.generate(requests);
+    expect(together.map((r) => r.tokenIds)).toEqual(solo.map((r) => r.tokenIds));
+  });
+
+  it("a throwing onToken aborts only its own call's sequence; other calls finish normally", async () => {
+    const engine = await makeEngine();
+    const broken = engine.generate([request([1, 2], { maxTokens: 10 })], {
+      onToken: () => {
+        throw new Error("client went away");
+      },
+    });
+    const healthy = engine.generate([request([3, 4], { maxTokens: 10 })]);
+    const [[b], [h]] = await Promise.all([broken, healthy]);
+    expect(b!.finishReason).toBe("abort");
+    expect(b!.tokenIds).toHaveLength(1);
+    expect(h!.finishReason).toBe("length");
+    expect(h!.tokenIds).toHaveLength(10);
+  });
+
+  it("a train step between decode steps leaves running sequences going; they report the version they started on", async () => {
+    const engine = await makeEngine();
+    let training: Promise<unknown> | undefined;
+    const [r] = await engine.generate([request([1, 2], { maxTokens: 12 })], {
+      onToken: () => {
+        training ??= engine.trainStep(
+          [{ tokenIds: [1, 2, 3], lossMask: [0, 1, 1], advantages: [0, 1, 1] }],
+          { kind: "sft", aggregation: "token-mean" },
+          { learningRate: 1e-2, weightDecay: 0, maxGradNorm: 1, microBatchSize: 1 },
+        );
+      },
+    });
+    await training;
+    expect(r!.tokenIds).toHaveLength(12);
+    expect(r!.policyVersion).toBe(0);
+    expect(engine.policyVersion).toBe(1);
+    const [next] = await engine.generate([request([1, 2], { maxTokens: 2 })]);
+    expect(next!.policyVersion).toBe(1);
   });
 });

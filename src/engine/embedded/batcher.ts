@@ -126,7 +126,10 @@ export class Batcher {
     });
     const lastRows = prompts.map((prompt, b) => b * width + prompt.length - 1);
     const { logits, kv } = tf.tidy(() => {
-      const out = this.model.forward(tf.tensor2d(ids, [joining.length, width], "int32"), true);
+      const out = this.model.forward(tf.tensor2d(ids, [joining.length, width], "int32"), {
+        returnKv: true,
+        inference: true,
+      });
       return { logits: tf.gather(out.logits, tf.tensor1d(lastRows, "int32")), kv: out.kv }; // [B', V]
     });
     this.cache.addRows(

@@ -1,3 +1,4 @@
+/** @module Tests of checkpoint save/load: identical logprobs, exact training resume, hot swap, bad directories. */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

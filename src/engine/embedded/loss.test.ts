@@ -1,3 +1,4 @@
+/** @module Hand-computed cases of the PPO/SFT losses and the k3 KL estimator. */
 import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { LossConfig } from "../engine.js";

@@ -30,6 +30,29 @@ export type DecodeOutput = {
   kv: LayerKv[];
 };
 
+/** How to run {@link Gpt.forward}. */
+export interface ForwardOptions {
+  /** Also return every layer's keys and values (for prefill). */
+  returnKv?: boolean;
+  /**
+   * Forward-only kernels (gather embedding, fused matmul + bias): fewer ops, no gradient. Training must leave it off.
+   */
+  inference?: boolean;
+}
+
+/**
+ * x @ w + b. Training uses the fast-gradient {@link linear} then an add; inference uses tfjs's fused matmul+bias
+ * kernel (one op instead of two, but its gradient would take the slow transposed path).
+ * @param x - [N, K]
+ * @param w - [K, M]
+ * @param b - [M]
+ * @returns [N, M]
+ */
+function project(x: tf.Tensor, w: tf.Tensor, b: tf.Tensor, inference: boolean): tf.Tensor2D {
+  if (inference) return tf.fused.matMul({ a: x as tf.Tensor2D, b: w as tf.Tensor2D, bias: b }) as tf.Tensor2D;
+  return tf.add(linear(x, w), b) as tf.Tensor2D;
+}
+
 /** The GPT: weights plus the two forward passes. Tensors returned by its methods belong to the caller. */
 export class Gpt {
   readonly config: ModelConfig;
@@ -61,29 +84,32 @@ export class Gpt {
   }
 
   /**
-   * Full causal forward pass (differentiable; token embedding as oneHot × matmul because wasm has no `gather`
+   * Full causal forward pass (differentiable unless `inference`; token embedding as oneHot × matmul because wasm has no `gather`
    * gradient).
    * @param tokenIds_B_T - int32 [B, T], T <= context
-   * @param returnKv - also return every layer's keys and values (for prefill)
+   * @param options - KV for prefill; forward-only kernels
    * @returns logits [B*T, V] and, if asked, the KV of every layer
    */
-  forward(tokenIds_B_T: tf.Tensor2D, returnKv = false): ForwardOutput {
+  forward(tokenIds_B_T: tf.Tensor2D, options: ForwardOptions = {}): ForwardOutput {
+    const { returnKv = false, inference = false } = options;
     const [batch, seqLen] = tokenIds_B_T.shape;
     const { vocab, d_model: c } = this.config;
-    const flat = tf.reshape(tokenIds_B_T, [batch * seqLen]); // [B*T]
-    const tokens = linear(tf.oneHot(flat, vocab).toFloat() as tf.Tensor2D, this.params.tokenEmbedding); // [B*T, C]
+    const flat = tf.reshape(tokenIds_B_T, [batch * seqLen]) as tf.Tensor1D; // [B*T]
+    const tokens = inference
+      ? tf.gather(this.params.tokenEmbedding, flat) // [B*T, C]
+      : linear(tf.oneHot(flat, vocab).toFloat() as tf.Tensor2D, this.params.tokenEmbedding); // [B*T, C]
     const positions = tf.slice(this.params.positionEmbedding, [0, 0], [seqLen, c]); // [T, C]
     let x = tf.reshape(tf.add(tf.reshape(tokens, [batch, seqLen, c]), positions), [batch * seqLen, c]) as tf.Tensor2D;
     const kv: LayerKv[] = [];
     const mask = this.causalMask(seqLen);
     for (const block of this.params.blocks) {
       const h = layerNorm(x, block.ln1Gain, block.ln1Bias);
-      const [q, k, v] = this.splitHeads(h, block, batch, seqLen); // each [B, H, T, C/H]
+      const [q, k, v] = this.splitHeads(h, block, batch, seqLen, inference); // each [B, H, T, C/H]
       if (returnKv) kv.push({ k, v });
       const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), this.scale()), mask); // [B, H, T, T]
       const y = tf.matMul(tf.softmax(scores), v); // [B, H, T, C/H]
       const merged = tf.reshape(tf.transpose(y, [0, 2, 1, 3]), [batch * seqLen, c]) as tf.Tensor2D; // [B*T, C]
-      x = this.residual(x, merged, block);
+      x = this.residual(x, merged, block, inference);
     }
     return { logits: this.head(x), kv };
   }
@@ -113,7 +139,7 @@ export class Gpt {
     const kv: LayerKv[] = [];
     this.params.blocks.forEach((block, l) => {
       const h = layerNorm(x, block.ln1Gain, block.ln1Bias);
-      const qkv = tf.add(linear(h, block.qkvWeight), block.qkvBias); // [B, 3C]
+      const qkv = project(h, block.qkvWeight, block.qkvBias, true); // [B, 3C]
       const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.reshape(t, [batch, heads, 1, headDim]) as tf.Tensor4D); // [B, H, 1, C/H]
       const layer = cache[l]!;
       const keys = tf.concat([layer.k, k!], 2); // [B, H, L+1, C/H]
@@ -121,7 +147,7 @@ export class Gpt {
       kv.push({ k: keys, v: values });
       const scores = tf.add(tf.mul(tf.matMul(q!, keys, false, true), this.scale()), bias_B_1_1_L1); // [B, H, 1, L+1]
       const y = tf.reshape(tf.matMul(tf.softmax(scores), values), [batch, c]) as tf.Tensor2D; // [B, H, 1, C/H] → [B, C]
-      x = this.residual(x, y, block);
+      x = this.residual(x, y, block, true);
     });
     return { logits: this.head(x), kv };
   }
@@ -139,10 +165,11 @@ export class Gpt {
     block: BlockParams,
     batch: number,
     seqLen: number,
+    inference: boolean,
   ): [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D] {
     const heads = this.config.n_heads;
     const headDim = this.config.d_model / heads;
-    const qkv = tf.add(linear(h, block.qkvWeight), block.qkvBias); // [B*T, 3C]
+    const qkv = project(h, block.qkvWeight, block.qkvBias, inference); // [B*T, 3C]
     const [q, k, v] = tf.split(qkv, 3, 1).map(
       (t) => tf.transpose(tf.reshape(t, [batch, seqLen, heads, headDim]), [0, 2, 1, 3]) as tf.Tensor4D, // [B, H, T, C/H]
     );
@@ -150,11 +177,11 @@ export class Gpt {
   }
 
   /** x + proj(attn) then x + mlp(ln2(x)), both [N, C]. */
-  private residual(x: tf.Tensor2D, attended: tf.Tensor2D, block: BlockParams): tf.Tensor2D {
-    const afterAttn = tf.add(x, tf.add(linear(attended, block.outWeight), block.outBias)) as tf.Tensor2D;
+  private residual(x: tf.Tensor2D, attended: tf.Tensor2D, block: BlockParams, inference: boolean): tf.Tensor2D {
+    const afterAttn = tf.add(x, project(attended, block.outWeight, block.outBias, inference)) as tf.Tensor2D;
     const h = layerNorm(afterAttn, block.ln2Gain, block.ln2Bias);
-    const up = gelu(tf.add(linear(h, block.upWeight), block.upBias)) as tf.Tensor2D; // [N, 4C]
-    return tf.add(afterAttn, tf.add(linear(up, block.downWeight), block.downBias)) as tf.Tensor2D;
+    const up = gelu(project(h, block.upWeight, block.upBias, inference)); // [N, 4C]
+    return tf.add(afterAttn, project(up, block.downWeight, block.downBias, inference)) as tf.Tensor2D;
   }
 
   /** Final norm and untied head: [N, C] → [N, V]. */

@@ -1,3 +1,4 @@
+/** @module Tests of the safetensors reader/writer: round trip, byte layout, corrupt files. */
 import { describe, expect, it } from "vitest";
 import { decodeSafeTensors, encodeSafeTensors, SafeTensorsFormatError } from "./safetensors.js";
 

@@ -1,3 +1,4 @@
+/** @module Tests of token sampling: greedy, temperature, top-k, top-p, seeds and reported logprobs. */
 import { describe, expect, it } from "vitest";
 import { Rng } from "./rng.js";
 import { sampleToken } from "./sample.js";

@@ -19,7 +19,7 @@ export function scoreTokens(model: Gpt, tokenIds_B_T: number[][], batchSize: num
     const chunk = tokenIds_B_T.slice(start, start + batchSize);
     const { inputs, targets, width } = packRows(chunk);
     const values = tf.tidy(() => {
-      const { logits } = model.forward(tf.tensor2d(inputs, [chunk.length, width], "int32"));
+      const { logits } = model.forward(tf.tensor2d(inputs, [chunk.length, width], "int32"), { inference: true });
       return pickLogprobs(tf.logSoftmax(logits), tf.tensor1d(targets, "int32"));
     });
     const flat = values.dataSync();

@@ -1,3 +1,4 @@
+/** @module Tests of training: finite-difference gradient check, accumulation, PPO direction, SFT learning. */
 import * as tf from "@tensorflow/tfjs";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { LossConfig, TrainRow } from "../engine.js";
