@@ -23,9 +23,17 @@ interface RolloutRecord {
   eventsById: Map<string, Event>;
 }
 
-/** Deep copy so callers can never mutate stored state (the SQLite store returns fresh objects too). */
+/**
+ * Deep copy through JSON, so callers can never mutate stored state and stored values are exactly what the SQLite store
+ * would keep (JSON text): a value JSON cannot hold (a BigInt) throws, `undefined` fields are dropped.
+ */
 function clone<T>(value: T): T {
-  return structuredClone(value);
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/** Orders strings by UTF-16 code units, as SQLite's default BINARY collation does for ASCII text. */
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**
@@ -192,7 +200,10 @@ export class MemoryStore implements Store {
 
   async listModels(model?: string): Promise<Model[]> {
     this.check();
-    return [...this.models.values()].filter((m) => model === undefined || m.model === model).map(clone);
+    return [...this.models.values()]
+      .filter((m) => model === undefined || m.model === model)
+      .sort((a, b) => compare(a.model, b.model) || compare(a.endpoint, b.endpoint))
+      .map(clone);
   }
 
   async deleteModels(model?: string): Promise<number> {

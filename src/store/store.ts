@@ -81,7 +81,7 @@ export interface Store {
   listAttempts(rolloutId: string): Promise<string[]>;
   /** Inserts or updates endpoints keyed by (model, endpoint). @returns the stored models */
   upsertModels(models: readonly Model[]): Promise<Model[]>;
-  /** @returns every registered model endpoint, or those of one model */
+  /** @returns every registered model endpoint, or those of one model, ordered by (model, endpoint) */
   listModels(model?: string): Promise<Model[]>;
   /** Removes every registered endpoint, or those of one model. @returns how many were removed */
   deleteModels(model?: string): Promise<number>;

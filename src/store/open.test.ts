@@ -1,0 +1,40 @@
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { StoreOpenError } from "./errors.js";
+import { MemoryStore } from "./memory.js";
+import { openStore } from "./open.js";
+import { SqliteStore } from "./sqlite.js";
+
+const dir = mkdtempSync(join(tmpdir(), "arclight-open-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("openStore", () => {
+  it("opens a memory store for 'memory'", async () => {
+    const store = await openStore("memory");
+    expect(store).toBeInstanceOf(MemoryStore);
+    await store.close();
+  });
+
+  it("opens a SQLite file for 'sqlite:PATH', creating parent folders", async () => {
+    const path = join(dir, "a", "b", "gateway.db");
+    const store = await openStore(`sqlite:${path}`);
+    expect(store).toBeInstanceOf(SqliteStore);
+    await store.upsertModels([{ model: "m", endpoint: "http://h:1/v1", version: 0 }]);
+    await store.close();
+    expect(existsSync(path)).toBe(true);
+    const again = await openStore(`sqlite:${path}`);
+    expect(await again.listModels()).toHaveLength(1);
+    await again.close();
+  });
+
+  it("rejects an unknown spec or an empty path, naming the spec and what is accepted", async () => {
+    await expect(openStore("postgres://x")).rejects.toThrow(StoreOpenError);
+    await expect(openStore("postgres://x")).rejects.toThrow(
+      'unknown store spec "postgres://x"; expected memory | sqlite:PATH',
+    );
+    await expect(openStore("sqlite:")).rejects.toThrow('store spec "sqlite:" names no file');
+    await expect(openStore("Memory")).rejects.toThrow(StoreOpenError);
+  });
+});

@@ -1,0 +1,306 @@
+/**
+ * @module SQLite `Store` on better-sqlite3: the embedded default. WAL journal, `synchronous=NORMAL` by default, every
+ * multi-row write in one `BEGIN IMMEDIATE` transaction, so several processes may share one file.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import {
+  type Event,
+  type EventCreate,
+  type Model,
+  type Rollout,
+  type RolloutCreate,
+  RolloutNotFound,
+  type RolloutPatch,
+  type RolloutState,
+  RolloutStateSchema,
+  type TerminalPage,
+} from "../protocol/index.js";
+import { StoreOpenError } from "./errors.js";
+import { applyPatch, assertCurrentAttempt, buildRollout, nowSeconds } from "./rollout-rules.js";
+import { migrate } from "./sqlite-migrations.js";
+import {
+  EVENT_COLUMNS,
+  type EventRow,
+  eventFromRow,
+  ROLLOUT_COLUMNS,
+  type RolloutRow,
+  rolloutFromRow,
+  rolloutStatusToParams,
+  rolloutToParams,
+} from "./sqlite-rows.js";
+import type { EventQuery, RolloutQuery, Store } from "./store.js";
+
+/** Options of {@link SqliteStore.open}. */
+export interface SqliteStoreOptions {
+  /**
+   * `NORMAL` (default): a commit is durable against a process crash; an OS crash or power loss may drop the last
+   * commits, never corrupting the file. `FULL`: fsync at every commit, durable against power loss, slower writes.
+   */
+  synchronous?: "NORMAL" | "FULL";
+  /** How long a write waits for another connection's write lock before failing with SQLITE_BUSY (ms); default 10 000. */
+  busyTimeoutMs?: number;
+}
+
+const DEFAULT_BUSY_TIMEOUT_MS = 10_000;
+
+const INSERT_ROLLOUT = `INSERT INTO rollouts (rollout_id, input, data_id, is_train, config, metadata, state,
+  k8s_job_name, last_attempt_id, error_message, version, created_at, updated_at)
+  VALUES (@rollout_id, @input, @data_id, @is_train, @config, @metadata, @state,
+  @k8s_job_name, @last_attempt_id, @error_message, @version, @created_at, @updated_at)`;
+const UPDATE_STATUS = `UPDATE rollouts SET state = @state, k8s_job_name = @k8s_job_name,
+  last_attempt_id = @last_attempt_id, error_message = @error_message, version = @version, updated_at = @updated_at
+  WHERE rollout_id = @rollout_id`;
+const INSERT_EVENT = `INSERT INTO events (rollout_id, sequence, attempt_id, event_type, timestamp, data, event_id)
+  VALUES (?, ?, ?, ?, ?, ?, ?)`;
+const LIST_TERMINAL = `SELECT t.position, r.rollout_id, r.state, r.data_id, r.is_train
+  FROM terminal t JOIN rollouts r ON r.rollout_id = t.rollout_id
+  WHERE t.position > ? ORDER BY t.position LIMIT ?`;
+
+interface TerminalRow {
+  position: number;
+  rollout_id: string;
+  state: RolloutState;
+  data_id: string;
+  is_train: number;
+}
+
+/** A `Store` in one SQLite file. Several processes may open the same file; writes serialise on SQLite's write lock. */
+export class SqliteStore implements Store {
+  private readonly db: Database.Database;
+  /** Prepared statements by SQL text (built lazily; filtered queries vary their WHERE clause). */
+  private readonly statements = new Map<string, Database.Statement>();
+
+  private constructor(db: Database.Database) {
+    this.db = db;
+  }
+
+  /**
+   * Opens (creating it and its parent folders if needed) the SQLite store at `path` and applies pending migrations.
+   * @param path - file path of the database; `:memory:` for a private in-memory database
+   * @throws {StoreOpenError} the file is not a SQLite database, cannot be created, or has a newer schema
+   */
+  static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
+    let db: Database.Database | undefined;
+    try {
+      if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+      db = new Database(path, { timeout: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
+      db.pragma("journal_mode = WAL");
+      db.pragma(`synchronous = ${options.synchronous ?? "NORMAL"}`);
+      db.pragma("foreign_keys = ON");
+      migrate(db);
+      return new SqliteStore(db);
+    } catch (err) {
+      db?.close();
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new StoreOpenError(`cannot open SQLite store ${path}: ${reason}`, { cause: err });
+    }
+  }
+
+  private stmt(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** Runs `fn` in a `BEGIN IMMEDIATE` transaction: the write lock is taken up front, so reads inside see final data. */
+  private write<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  private readRollout(rolloutId: string): Rollout | undefined {
+    const row = this.stmt(`SELECT ${ROLLOUT_COLUMNS} FROM rollouts WHERE rollout_id = ?`).get(rolloutId);
+    return row ? rolloutFromRow(row as RolloutRow) : undefined;
+  }
+
+  async createRollouts(creates: readonly RolloutCreate[]): Promise<Rollout[]> {
+    return this.write(() => {
+      const now = nowSeconds();
+      return creates.map((create) => {
+        // A caller-given id that exists (stored earlier or earlier in this batch) returns the stored rollout.
+        const existing = create.rollout_id === undefined ? undefined : this.readRollout(create.rollout_id);
+        if (existing) return existing;
+        const rollout = buildRollout(create, now);
+        this.stmt(INSERT_ROLLOUT).run(rolloutToParams(rollout));
+        this.addAttempt(rollout.rollout_id, rollout.status.last_attempt_id);
+        return structuredClone(rollout);
+      });
+    });
+  }
+
+  private addAttempt(rolloutId: string, attemptId: string | null): void {
+    if (attemptId === null) return;
+    this.stmt("INSERT INTO attempts (rollout_id, attempt_id) VALUES (?, ?) ON CONFLICT DO NOTHING").run(
+      rolloutId,
+      attemptId,
+    );
+  }
+
+  async getRollout(rolloutId: string): Promise<Rollout | undefined> {
+    return this.readRollout(rolloutId);
+  }
+
+  async listRollouts(query: RolloutQuery = {}): Promise<Rollout[]> {
+    const { states, isTrain, limit = 500, offset = 0 } = query;
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (states && states.length > 0) {
+      where.push(`state IN (${states.map(() => "?").join(", ")})`);
+      params.push(...states);
+    }
+    if (isTrain !== undefined) {
+      where.push("is_train = ?");
+      params.push(isTrain ? 1 : 0);
+    }
+    const filter = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
+    const sql = `SELECT ${ROLLOUT_COLUMNS} FROM rollouts ${filter} ORDER BY seq LIMIT ? OFFSET ?`;
+    const rows = this.stmt(sql).all(...params, limit, offset) as RolloutRow[];
+    return rows.map(rolloutFromRow);
+  }
+
+  async patchRollout(rolloutId: string, patch: RolloutPatch): Promise<Rollout> {
+    return this.write(() => {
+      const stored = this.readRollout(rolloutId);
+      if (!stored) throw new RolloutNotFound(rolloutId);
+      const attempts = this.stmt("SELECT attempt_id FROM attempts WHERE rollout_id = ?").pluck().all(rolloutId);
+      const outcome = applyPatch(stored, patch, new Set(attempts as string[]), nowSeconds());
+      this.stmt(UPDATE_STATUS).run(rolloutStatusToParams(outcome.rollout));
+      this.addAttempt(rolloutId, outcome.rollout.status.last_attempt_id);
+      if (outcome.becameTerminal) this.stmt("INSERT INTO terminal (rollout_id) VALUES (?)").run(rolloutId);
+      return outcome.rollout;
+    });
+  }
+
+  async deleteRollout(rolloutId: string): Promise<boolean> {
+    return this.write(() => {
+      for (const table of ["events", "attempts", "terminal"]) {
+        this.stmt(`DELETE FROM ${table} WHERE rollout_id = ?`).run(rolloutId);
+      }
+      return this.stmt("DELETE FROM rollouts WHERE rollout_id = ?").run(rolloutId).changes > 0;
+    });
+  }
+
+  async listTerminal(after: number, limit: number): Promise<TerminalPage> {
+    // One read transaction: the page and the total come from the same snapshot.
+    return this.db
+      .transaction(() => {
+        const rows = this.stmt(LIST_TERMINAL).all(after, limit) as TerminalRow[];
+        const total = this.stmt("SELECT COUNT(*) FROM terminal").pluck().get() as number;
+        return {
+          items: rows.map((r) => ({
+            rollout_id: r.rollout_id,
+            state: r.state,
+            data_id: r.data_id,
+            is_train: r.is_train === 1,
+          })),
+          next_after: rows.length > 0 ? rows[rows.length - 1]!.position : after,
+          total_terminal: total,
+        };
+      })
+      .deferred();
+  }
+
+  async appendEvents(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Promise<Event[]> {
+    return this.write(() => {
+      const rollout = this.readRollout(rolloutId);
+      if (!rollout) throw new RolloutNotFound(rolloutId);
+      assertCurrentAttempt(rollout, attemptId);
+      const timestamp = nowSeconds();
+      // The write lock is held, so MAX(sequence) cannot move under us, in this process or another one.
+      let sequence = this.stmt("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE rollout_id = ?")
+        .pluck()
+        .get(rolloutId) as number;
+      const byId = this.stmt(`SELECT ${EVENT_COLUMNS} FROM events WHERE rollout_id = ? AND event_id = ?`);
+      return events.map((create) => {
+        if (create.event_id !== undefined) {
+          const stored = byId.get(rolloutId, create.event_id) as EventRow | undefined;
+          if (stored) return eventFromRow(stored);
+        }
+        const event: Event = {
+          event_type: create.event_type,
+          rollout_id: rolloutId,
+          attempt_id: attemptId,
+          timestamp,
+          // The stored copy is the JSON text; the returned event shares `data` with the create (no second copy).
+          data: create.data,
+          sequence: ++sequence,
+          event_id: create.event_id ?? null,
+        };
+        const data = JSON.stringify(event.data);
+        this.stmt(INSERT_EVENT).run(
+          rolloutId,
+          event.sequence,
+          attemptId,
+          event.event_type,
+          timestamp,
+          data,
+          event.event_id,
+        );
+        return event;
+      });
+    });
+  }
+
+  async listEvents(rolloutId: string, query: EventQuery = {}): Promise<Event[]> {
+    const where = ["rollout_id = ?"];
+    const params: unknown[] = [rolloutId];
+    if (query.attemptId !== undefined) {
+      where.push("attempt_id = ?");
+      params.push(query.attemptId);
+    }
+    if (query.eventType !== undefined) {
+      where.push("event_type = ?");
+      params.push(query.eventType);
+    }
+    const sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE ${where.join(" AND ")} ORDER BY sequence`;
+    return (this.stmt(sql).all(...params) as EventRow[]).map(eventFromRow);
+  }
+
+  async listAttempts(rolloutId: string): Promise<string[]> {
+    const sql = "SELECT attempt_id FROM events WHERE rollout_id = ? GROUP BY attempt_id ORDER BY MIN(sequence)";
+    return this.stmt(sql).pluck().all(rolloutId) as string[];
+  }
+
+  async upsertModels(models: readonly Model[]): Promise<Model[]> {
+    return this.write(() => {
+      const upsert = this.stmt(`INSERT INTO models (model, endpoint, version) VALUES (?, ?, ?)
+        ON CONFLICT (model, endpoint) DO UPDATE SET version = excluded.version`);
+      for (const m of models) upsert.run(m.model, m.endpoint, m.version);
+      return models.map((m) => ({ model: m.model, endpoint: m.endpoint, version: m.version }));
+    });
+  }
+
+  async listModels(model?: string): Promise<Model[]> {
+    const sql = "SELECT model, endpoint, version FROM models";
+    const order = " ORDER BY model, endpoint";
+    if (model === undefined) return this.stmt(sql + order).all() as Model[];
+    return this.stmt(`${sql} WHERE model = ?${order}`).all(model) as Model[];
+  }
+
+  async deleteModels(model?: string): Promise<number> {
+    if (model === undefined) return this.stmt("DELETE FROM models").run().changes;
+    return this.stmt("DELETE FROM models WHERE model = ?").run(model).changes;
+  }
+
+  async countByState(): Promise<Record<RolloutState, number>> {
+    const counts = Object.fromEntries(RolloutStateSchema.options.map((s) => [s, 0])) as Record<RolloutState, number>;
+    const rows = this.stmt("SELECT state, COUNT(*) AS n FROM rollouts GROUP BY state").all() as {
+      state: RolloutState;
+      n: number;
+    }[];
+    for (const row of rows) counts[row.state] = row.n;
+    return counts;
+  }
+
+  async countEvents(): Promise<number> {
+    return this.stmt("SELECT COUNT(*) FROM events").pluck().get() as number;
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}
