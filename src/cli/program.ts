@@ -1,6 +1,7 @@
 /** @module The `arclight` commander program: every subcommand is registered here, one file each under src/cli/. */
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { registerGateway } from "./gateway.js";
 
 /** Reads this package's version from package.json (works from src/ under tsx and from dist/). */
 function packageVersion(): string {
@@ -28,5 +29,6 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   // Subcommands register here, one file each under src/cli/.
+  registerGateway(program);
   return program;
 }

@@ -2,6 +2,7 @@
  * @module The trimmed "triplet" view of events (`GET /api/rollouts/{id}/events?format=triplet`, Agent Lightning v1.0):
  * a `model_request` becomes its token ids and logprobs, a `reward` its value. The trainer reads rollouts in this shape.
  */
+import type { Event } from "./event.js";
 
 /** `data` of a `model_request` event in triplet format. Token ids are exactly those the model saw and produced. */
 export interface TripletModelRequest {
@@ -28,4 +29,116 @@ export interface TripletReward {
   value: number;
   source?: string;
   reason?: string;
+}
+
+/** An event in triplet format: `model_request` and `reward` data trimmed, every other event unchanged. */
+export type TripletEvent = Omit<Event, "data"> & {
+  data: TripletModelRequest | TripletReward | Record<string, unknown>;
+};
+
+/** Narrows an unknown JSON value to a plain object, else undefined. */
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === "object" && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+/** Narrows an unknown JSON value to an array of integers (token ids), else undefined. */
+function asTokenIds(value: unknown): number[] | undefined {
+  return Array.isArray(value) && value.every((v) => Number.isInteger(v)) ? (value as number[]) : undefined;
+}
+
+/**
+ * Per-token logprobs of a choice: `logprobs.content[].logprob` (chat) or `logprobs.token_logprobs` (completions).
+ * @param choice - the first choice of a vLLM response
+ * @param responseLen - number of response tokens
+ * @returns logprobs (nats), [respLen]; null when missing, non-finite, or not one per response token
+ */
+export function choiceLogprobs(choice: Record<string, unknown> | undefined, responseLen: number): number[] | null {
+  const logprobs = asRecord(choice?.logprobs);
+  if (!logprobs) return null;
+  let values: unknown[] | undefined;
+  if (Array.isArray(logprobs.content)) values = logprobs.content.map((entry) => asRecord(entry)?.logprob);
+  else if (Array.isArray(logprobs.token_logprobs)) values = logprobs.token_logprobs;
+  if (!values || values.length !== responseLen) return null;
+  if (!values.every((v) => typeof v === "number" && Number.isFinite(v))) return null;
+  return values as number[];
+}
+
+/**
+ * Trims the `data` of a `model_request` event to token ids, logprobs and server.
+ * Prompt ids come from `response.prompt_token_ids`, else the first choice's `prompt_token_ids`; response ids from the
+ * first choice's `token_ids`; missing ids become `[]`. `server` falls back to `{model, version: model_version}`.
+ * @param data - a stored `model_request` event's data
+ * @returns the triplet view; `http_status`, `status`, `error`, `capture_incomplete` copied when present
+ * @see vLLM OpenAI-compatible server, `return_token_ids` (vLLM PR #22587)
+ */
+export function toTripletModelRequest(data: Record<string, unknown>): TripletModelRequest {
+  const response = asRecord(data.response);
+  const choices = Array.isArray(response?.choices) ? response.choices : [];
+  const choice = asRecord(choices[0]);
+  const promptTokenIds = asTokenIds(response?.prompt_token_ids) ?? asTokenIds(choice?.prompt_token_ids) ?? [];
+  const responseTokenIds = asTokenIds(choice?.token_ids) ?? [];
+  const server = asRecord(data.server);
+  const out: TripletModelRequest = {
+    prompt_token_ids: promptTokenIds,
+    response_token_ids: responseTokenIds,
+    response_log_probs: choiceLogprobs(choice, responseTokenIds.length),
+    server: {
+      model: String(server?.model ?? data.model ?? ""),
+      version: Number(server?.version ?? data.model_version ?? 0),
+    },
+  };
+  if (typeof data.http_status === "number") out.http_status = data.http_status;
+  if (data.status === "ok" || data.status === "error") out.status = data.status;
+  if (data.error !== undefined) out.error = data.error;
+  if (typeof data.capture_incomplete === "boolean") out.capture_incomplete = data.capture_incomplete;
+  return out;
+}
+
+/**
+ * Trims the `data` of a `reward` event to `{value}` plus `source` and `reason` when they are strings.
+ * @param data - a stored `reward` event's data (validated on ingest: `value` is a finite number)
+ */
+export function toTripletReward(data: Record<string, unknown>): TripletReward {
+  const out: TripletReward = { value: data.value as number };
+  if (typeof data.source === "string") out.source = data.source;
+  if (typeof data.reason === "string") out.reason = data.reason;
+  return out;
+}
+
+/**
+ * The triplet view of a rollout's events (`?format=triplet`, Agent Lightning v1.0). `model_request` and `reward`
+ * data are trimmed; other events pass unchanged. Of several `model_request`s with identical, non-empty prompt token
+ * ids (a retried call), only the last is kept, at its own position. Events without captured prompt ids (failed calls)
+ * are never merged with one another.
+ *
+ * Example: `[mr(p=[1,2], r=[10]), reward(0.5), mr(p=[3,4], r=[20]), mr(p=[1,2], r=[30])]`
+ * becomes `[reward(0.5), mr([3,4] → [20]), mr([1,2] → [30])]`.
+ *
+ * @param events - stored events of one attempt, in sequence order
+ * @returns the trimmed events, in sequence order
+ */
+export function toTripletEvents(events: readonly Event[]): TripletEvent[] {
+  const trimmed: TripletEvent[] = events.map((event) => {
+    if (event.event_type === "model_request") return { ...event, data: toTripletModelRequest(event.data) };
+    if (event.event_type === "reward") return { ...event, data: toTripletReward(event.data) };
+    return event;
+  });
+  const lastIndexByPrompt = new Map<string, number>();
+  trimmed.forEach((event, index) => {
+    const key = promptKey(event);
+    if (key !== undefined) lastIndexByPrompt.set(key, index);
+  });
+  return trimmed.filter((event, index) => {
+    const key = promptKey(event);
+    return key === undefined || lastIndexByPrompt.get(key) === index;
+  });
+}
+
+/** Dedupe key of a trimmed event: its prompt ids for a `model_request` with captured ids, else undefined. */
+function promptKey(event: TripletEvent): string | undefined {
+  if (event.event_type !== "model_request") return undefined;
+  const ids = (event.data as TripletModelRequest).prompt_token_ids;
+  return ids.length > 0 ? ids.join(",") : undefined;
 }

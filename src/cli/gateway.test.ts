@@ -1,0 +1,137 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+
+const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const children: ChildProcess[] = [];
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill();
+});
+
+/** A spawned `arclight gateway` with its output collected. */
+interface Spawned {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  /** Resolves with the first stdout match of `pattern`; rejects at exit or after `timeoutMs`. */
+  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<RegExpMatchArray>;
+  exited: Promise<number | null>;
+}
+
+function spawnGateway(args: string[], env: Record<string, string> = {}): Spawned {
+  const childEnv = { ...process.env, ...env };
+  delete childEnv.ARCLIGHT_KEY;
+  delete childEnv.AGL_KEY;
+  Object.assign(childEnv, env);
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "gateway", ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let out = "";
+  let err = "";
+  child.stdout?.on("data", (chunk) => {
+    out += String(chunk);
+  });
+  child.stderr?.on("data", (chunk) => {
+    err += String(chunk);
+  });
+  const exited = once(child, "exit").then(([code]) => code as number | null);
+  const waitFor = (pattern: RegExp, timeoutMs = 30_000) =>
+    new Promise<RegExpMatchArray>((resolve, reject) => {
+      const check = () => {
+        const match = pattern.exec(out);
+        if (!match) return false;
+        cleanup();
+        resolve(match);
+        return true;
+      };
+      const onExit = () => {
+        if (!check()) {
+          cleanup();
+          reject(new Error(`gateway exited before printing ${pattern}; stderr: ${err}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`no ${pattern} within ${timeoutMs} ms; stdout: ${out}; stderr: ${err}`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        child.stdout?.off("data", check);
+        child.off("exit", onExit);
+      };
+      if (check()) return;
+      child.stdout?.on("data", check);
+      child.once("exit", onExit);
+    });
+  return { child, stdout: () => out, stderr: () => err, waitFor, exited };
+}
+
+describe("arclight gateway (child process)", () => {
+  it("prints its URL, serves /healthz, takes the key from ARCLIGHT_KEY, and exits 0 on SIGTERM", async () => {
+    const gw = spawnGateway(["--port", "0", "--store", "memory", "--log-level", "info"], {
+      ARCLIGHT_KEY: "child-secret",
+    });
+    const [, url] = await gw.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: "ok" });
+    expect((await fetch(`${url}/api/rollouts`)).status).toBe(401);
+    const authed = await fetch(`${url}/api/rollouts`, { headers: { authorization: "Bearer child-secret" } });
+    expect(authed.status).toBe(200);
+    gw.child.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+    expect(gw.stdout()).toContain("gateway stopped");
+    expect(gw.stdout() + gw.stderr()).not.toContain("child-secret");
+  });
+
+  it("drains a request in flight at SIGTERM before exiting 0", async () => {
+    const gw = spawnGateway(["--port", "0", "--store", "memory", "--key", "", "--log-level", "info"]);
+    const [, url] = await gw.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    expect(gw.stderr()).toMatch(/WARNING: no API key set/);
+    // Stream the body in two parts so the request is provably in flight when the signal arrives.
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(new TextEncoder().encode('[{"rollout_id": "drained", '));
+        await gate;
+        controller.enqueue(new TextEncoder().encode('"input": 1}]'));
+        controller.close();
+      },
+    });
+    const pending = fetch(`${url}/api/rollouts`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+      duplex: "half",
+    } as RequestInit);
+    await gw.waitFor(/"url":"\/api\/rollouts"[^\n]*"msg":"incoming request"/);
+    gw.child.kill("SIGTERM");
+    await gw.waitFor(/shutting down/);
+    release();
+    const res = await pending;
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as { rollout_id: string }[])[0]?.rollout_id).toBe("drained");
+    expect(await gw.exited).toBe(0);
+  });
+
+  it("exits non-zero with one line naming a bad flag value", async () => {
+    const gw = spawnGateway(["--port", "abc", "--store", "memory"]);
+    expect(await gw.exited).not.toBe(0);
+    expect(gw.stderr().trim()).toBe("arclight: --port abc: expected an integer");
+  });
+
+  it("exits non-zero naming an unknown flag, and naming an unreadable config file", async () => {
+    const unknown = spawnGateway(["--bogus", "1"]);
+    expect(await unknown.exited).not.toBe(0);
+    expect(unknown.stderr().trim().split("\n")).toEqual(["error: unknown option '--bogus'"]);
+    const missing = spawnGateway(["--config", "/nonexistent/gateway.yaml"]);
+    expect(await missing.exited).not.toBe(0);
+    expect(missing.stderr()).toContain("--config /nonexistent/gateway.yaml: cannot read the file (ENOENT)");
+  });
+});

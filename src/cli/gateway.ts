@@ -1,0 +1,84 @@
+/**
+ * @module `arclight gateway`: opens the store, serves the gateway HTTP API, and on SIGINT/SIGTERM stops accepting,
+ * drains in-flight requests, closes the store and exits 0.
+ */
+import type { Command } from "commander";
+import { pino } from "pino";
+import { buildApp } from "../gateway/app.js";
+import type { GatewayConfig } from "../gateway/config.js";
+import { openStore } from "../store/open.js";
+import type { Store } from "../store/store.js";
+import { type GatewayFlags, loadGatewayConfig } from "./gateway-config.js";
+import { CliError } from "./program.js";
+
+/** Opens the configured store, turning failures into a CLI error naming `--store`. */
+async function openConfiguredStore(spec: string): Promise<Store> {
+  try {
+    return await openStore(spec);
+  } catch (err) {
+    throw new CliError(`--store ${spec}: ${(err as Error).message}`);
+  }
+}
+
+/** `http://host:port/`, with IPv6 hosts bracketed. */
+function baseUrl(host: string, port: number): string {
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/**
+ * Runs the gateway until SIGINT or SIGTERM.
+ * @param config - the resolved configuration
+ * @returns once the server has drained and the store is closed
+ * @throws {CliError} when the store cannot be opened or the address cannot be bound
+ */
+export async function runGateway(config: Readonly<GatewayConfig>): Promise<void> {
+  const logger = pino({ level: config.log_level });
+  const store = await openConfiguredStore(config.store);
+  const app = buildApp({ store, config, logger });
+  if (config.key === "") {
+    const warning = "WARNING: no API key set (--key, ARCLIGHT_KEY or AGL_KEY): every route is open to anyone";
+    console.error(`arclight gateway: ${warning}`);
+    logger.warn({ component: "gateway" }, "auth disabled: empty key");
+  }
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    await store.close();
+    throw new CliError(`--host ${config.host} --port ${config.port}: cannot listen (${(err as Error).message})`);
+  }
+  const address = app.server.address();
+  const port = address !== null && typeof address === "object" ? address.port : config.port;
+  console.log(`arclight gateway listening on ${baseUrl(config.host, port)} (store ${config.store})`);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGINT", () => resolve("SIGINT"));
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+  });
+  logger.info({ component: "gateway", signal }, "shutting down: draining in-flight requests");
+  // app.close() stops accepting, closes idle keep-alive sockets and waits for in-flight requests to finish.
+  await app.close();
+  await store.close();
+  logger.info({ component: "gateway" }, "gateway stopped");
+}
+
+/** Registers `arclight gateway` on the program. */
+export function registerGateway(program: Command): void {
+  program
+    .command("gateway")
+    .description("Serve the rollout, event and model HTTP API (Agent Lightning v1.0 compatible) and the LLM proxy")
+    .showHelpAfterError(false)
+    .option("--config <file>", "YAML file with gateway keys (flags and env override it)")
+    .option("--host <host>", "interface to listen on (default 127.0.0.1)")
+    .option("--port <port>", "TCP port, 0 for any free one (default 8080)")
+    .option("--key <key>", "API key; also ARCLIGHT_KEY or AGL_KEY; empty disables auth")
+    .option("--store <spec>", "memory | sqlite:PATH (default sqlite:./.arclight/gateway.db)")
+    .option("--model-name <name>", "model name sent upstream by the proxy (default policy)")
+    .option("--train-temperature <t>", "sampling temperature in train mode (default 1)")
+    .option("--val-temperature <t>", "sampling temperature in val mode (default 0.7)")
+    .option("--include-log-probs <bool>", "true|false: ask the upstream for logprobs in train mode (default true)")
+    .option("--body-limit-bytes <n>", "largest request body in bytes (default 33554432 = 32 MiB)")
+    .option("--upstream-timeout-seconds <s>", "proxy upstream timeout in seconds (default 600)")
+    .option("--log-level <level>", "fatal|error|warn|info|debug|trace|silent (default info)")
+    .action(async (flags: GatewayFlags) => {
+      await runGateway(loadGatewayConfig(flags, process.env));
+    });
+}

@@ -1,0 +1,234 @@
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { MemoryStore } from "../store/memory.js";
+import { buildApp } from "./app.js";
+import { gatewayConfig } from "./config.js";
+import { startTestGateway, type TestGateway } from "./testing/serve.js";
+
+const gateways: TestGateway[] = [];
+afterEach(async () => {
+  for (const gw of gateways.splice(0)) await gw.close();
+});
+
+async function start(...args: Parameters<typeof startTestGateway>): Promise<TestGateway> {
+  const gw = await startTestGateway(...args);
+  gateways.push(gw);
+  return gw;
+}
+
+/** Every route the gateway serves (except /healthz), with a body that would be valid. */
+const PROTECTED_ROUTES: [string, string, unknown?][] = [
+  ["POST", "/api/rollouts", [{ input: 1 }]],
+  ["GET", "/api/rollouts"],
+  ["GET", "/api/rollouts/terminal"],
+  ["GET", "/api/rollouts/r"],
+  ["PATCH", "/api/rollouts/r", { status: { state: "running" } }],
+  ["DELETE", "/api/rollouts/r"],
+  ["POST", "/api/rollouts/r/attempt/0/events", { event_type: "log", data: {} }],
+  ["GET", "/api/rollouts/r/events"],
+  ["POST", "/api/models", [{ model: "m", endpoint: "http://h/v1" }]],
+  ["GET", "/api/models"],
+  ["DELETE", "/api/models"],
+  ["GET", "/metrics"],
+  ["GET", "/no/such/route"],
+];
+
+function send(gw: TestGateway, method: string, path: string, body: unknown, headers: Record<string, string>) {
+  return fetch(gw.url + path, {
+    method,
+    headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+describe("auth", () => {
+  it.each(PROTECTED_ROUTES)(
+    "%s %s answers 401 {detail} without a key or with a wrong one",
+    async (method, path, body) => {
+      const gw = await start({ key: "s3cret" });
+      const wrong: Record<string, string>[] = [
+        {},
+        { authorization: "Bearer wrong" },
+        { "x-api-key": "s3cre" },
+        { authorization: "s3cret" },
+      ];
+      for (const headers of wrong) {
+        const res = await send(gw, method, path, body, headers);
+        expect(res.status).toBe(401);
+        expect(await res.json()).toEqual({ detail: "Missing or invalid API key", code: "unauthorized" });
+      }
+      expect(await gw.store.listRollouts()).toEqual([]);
+      expect(await gw.store.listModels()).toEqual([]);
+    },
+  );
+
+  it.each(PROTECTED_ROUTES)("%s %s passes auth with Bearer or x-api-key", async (method, path, body) => {
+    const gw = await start({ key: "s3cret" });
+    await gw.store.createRollouts([
+      { rollout_id: "r", input: 1, is_train: true, config: { timeout_seconds: 1, max_attempts: 1 }, metadata: {} },
+    ]);
+    const good: Record<string, string>[] = [{ authorization: "Bearer s3cret" }, { "x-api-key": "s3cret" }];
+    for (const headers of good) {
+      const res = await send(gw, method, path, body, headers);
+      expect(res.status).not.toBe(401);
+    }
+  });
+
+  it("leaves /healthz open when a key is set", async () => {
+    const gw = await start({ key: "s3cret" });
+    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${gw.url}/healthz?x=1`)).status).toBe(200);
+  });
+
+  it("an empty key disables auth", async () => {
+    const gw = await start({ key: "" });
+    expect((await fetch(`${gw.url}/api/rollouts`)).status).toBe(200);
+    expect((await fetch(`${gw.url}/metrics`)).status).toBe(200);
+  });
+});
+
+describe("errors are JSON {detail}", () => {
+  it("answers 400 for invalid JSON and stores nothing", async () => {
+    const gw = await start();
+    const res = await fetch(`${gw.url}/api/rollouts`, {
+      method: "POST",
+      headers: { authorization: "Bearer test-key", "content-type": "application/json" },
+      body: '[{"input": 1',
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { detail: string; code: string };
+    expect(body.code).toBe("bad_request");
+    expect(body.detail).toMatch(/^Invalid JSON body/);
+    expect(await gw.store.listRollouts()).toEqual([]);
+  });
+
+  it("answers 400 for a body poisoning __proto__", async () => {
+    const gw = await start();
+    const res = await fetch(`${gw.url}/api/rollouts`, {
+      method: "POST",
+      headers: { authorization: "Bearer test-key", "content-type": "application/json" },
+      body: '[{"input": {"__proto__": {"admin": true}}}]',
+    });
+    expect(res.status).toBe(400);
+  });
+
+  it("answers 413 for a body over the limit and stores nothing", async () => {
+    const gw = await start({ body_limit_bytes: 1024 });
+    const res = await gw.call("POST", "/api/rollouts", [{ input: "x".repeat(2000) }]);
+    expect(res.status).toBe(413);
+    expect(typeof ((await res.json()) as { detail: unknown }).detail).toBe("string");
+    expect(await gw.store.listRollouts()).toEqual([]);
+    expect((await gw.call("POST", "/api/rollouts", [{ input: "x".repeat(500) }])).status).toBe(201);
+  });
+
+  it("answers 404 {detail} for an unknown route or method", async () => {
+    const gw = await start();
+    const res = await gw.call("GET", "/api/nothing?x=1");
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ detail: "Route GET /api/nothing not found", code: "not_found" });
+    expect((await gw.call("PUT", "/api/rollouts")).status).toBe(404);
+  });
+
+  it("answers 500 {detail} without internals when the store fails", async () => {
+    const store = new MemoryStore();
+    const gw = await start({}, store);
+    await store.close();
+    const res = await gw.call("GET", "/api/rollouts");
+    expect(res.status).toBe(500);
+    expect(await res.json()).toEqual({ detail: "Internal Server Error", code: "internal_error" });
+  });
+});
+
+describe("request ids and logs", () => {
+  function captureLogs(): { lines: Record<string, unknown>[]; raw: string[]; logger: pino.Logger } {
+    const lines: Record<string, unknown>[] = [];
+    const raw: string[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        raw.push(String(chunk));
+        lines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
+        done();
+      },
+    });
+    return { lines, raw, logger: pino({ level: "debug" }, stream) };
+  }
+
+  it("echoes a caller's x-request-id or makes one", async () => {
+    const gw = await start();
+    const given = await gw.call("GET", "/api/rollouts", undefined, { "x-request-id": "trace-123" });
+    expect(given.headers.get("x-request-id")).toBe("trace-123");
+    const made = await gw.call("GET", "/api/rollouts");
+    expect(made.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("binds reqId to every request log and rolloutId on rollout routes; the key never reaches the logs", async () => {
+    const { lines, raw, logger } = captureLogs();
+    const gw = await start({ key: "very-secret-key" }, undefined, logger);
+    await gw.call("POST", "/api/rollouts", [{ rollout_id: "r7", input: 1 }], { "x-request-id": "req-a" });
+    await gw.call("PATCH", "/api/rollouts/r7", { status: { state: "running" } }, { "x-request-id": "req-b" });
+    await fetch(`${gw.url}/api/rollouts`, { headers: { "x-api-key": "wrong-key-value" } });
+    const patched = lines.find((l) => l.msg === "patched rollout");
+    expect(patched).toMatchObject({ reqId: "req-b", rolloutId: "r7", component: "gateway", state: "running" });
+    expect(lines.find((l) => l.msg === "created rollouts")).toMatchObject({ reqId: "req-a", count: 1 });
+    expect(lines.some((l) => l.msg === "request rejected" && l.status === 401)).toBe(true);
+    const all = raw.join("");
+    expect(all).not.toContain("very-secret-key");
+    expect(all).not.toContain("wrong-key-value");
+  });
+});
+
+describe("GET /metrics", () => {
+  it("exposes requests by route and status, latency, rollouts by state and stored events", async () => {
+    const gw = await start();
+    await gw.call("POST", "/api/rollouts", [
+      { rollout_id: "a", input: 1 },
+      { rollout_id: "b", input: 2 },
+    ]);
+    await gw.call("PATCH", "/api/rollouts/a", { status: { state: "running" } });
+    await gw.call("POST", "/api/rollouts/a/attempt/0/events", [
+      { event_type: "log", data: {} },
+      { event_type: "log", data: {} },
+    ]);
+    await gw.call("GET", "/api/rollouts/zzz");
+    await gw.call("GET", "/random/path/1");
+    const res = await gw.call("GET", "/metrics");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
+    const text = await res.text();
+    expect(text).toContain('arclight_http_requests_total{method="POST",route="/api/rollouts",status="201"} 1');
+    expect(text).toContain('arclight_http_requests_total{method="GET",route="/api/rollouts/:id",status="404"} 1');
+    expect(text).toContain('arclight_http_requests_total{method="GET",route="unmatched",status="404"} 1');
+    expect(text).toMatch(
+      /arclight_http_request_duration_seconds_count\{method="PATCH",route="\/api\/rollouts\/:id"\} 1/,
+    );
+    expect(text).toContain('arclight_rollouts{state="queuing"} 1');
+    expect(text).toContain('arclight_rollouts{state="running"} 1');
+    expect(text).toContain('arclight_rollouts{state="succeeded"} 0');
+    expect(text).toContain("arclight_events_stored 2");
+  });
+
+  it("keeps two apps in one process apart (per-app registry)", async () => {
+    const one = await start();
+    const two = await start();
+    await one.call("GET", "/api/rollouts");
+    await one.call("GET", "/api/rollouts");
+    await two.call("GET", "/api/rollouts");
+    const count = async (gw: TestGateway) =>
+      /arclight_http_requests_total\{method="GET",route="\/api\/rollouts",status="200"\} (\d+)/.exec(
+        await (await gw.call("GET", "/metrics")).text(),
+      )?.[1];
+    expect(await count(one)).toBe("2");
+    expect(await count(two)).toBe("1");
+  });
+});
+
+describe("buildApp", () => {
+  it("builds an app that is not listening and answers through inject", async () => {
+    const app = buildApp({ store: new MemoryStore(), config: gatewayConfig({ key: "" }) });
+    expect(app.server.listening).toBe(false);
+    const res = await app.inject({ method: "GET", url: "/healthz" });
+    expect(res.json()).toEqual({ status: "ok" });
+    await app.close();
+  });
+});

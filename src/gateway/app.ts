@@ -1,0 +1,108 @@
+/**
+ * @module Builds the gateway's Fastify app (not listening): error handler, auth, request ids and logging, body limit,
+ * JSON parsing, 404s, metrics, then one plugin per resource. To mount another plugin, add it to `ROUTE_PLUGINS`.
+ */
+import { randomUUID } from "node:crypto";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import { pino } from "pino";
+import { BadRequest, NotFound } from "../protocol/index.js";
+import type { Store } from "../store/store.js";
+import { makeAuthHook } from "./auth.js";
+import type { GatewayConfig } from "./config.js";
+import { errorHandler } from "./error-handler.js";
+import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
+import type { GatewayRouteOptions } from "./route-options.js";
+import { eventRoutes } from "./routes/events.js";
+import { healthRoutes } from "./routes/health.js";
+import { metricsRoutes } from "./routes/metrics.js";
+import { modelRoutes } from "./routes/models.js";
+import { rolloutRoutes } from "./routes/rollouts.js";
+
+/** Route plugins mounted on every app, each receiving {@link GatewayRouteOptions}. */
+const ROUTE_PLUGINS: readonly FastifyPluginAsync<GatewayRouteOptions>[] = [
+  healthRoutes,
+  rolloutRoutes,
+  eventRoutes,
+  modelRoutes,
+];
+
+/** Dependencies of {@link buildApp}. */
+export interface BuildAppOptions {
+  store: Store;
+  config: Readonly<GatewayConfig>;
+  /** Root logger; the app logs through `logger.child({ component: "gateway" })`. Silent when absent. */
+  logger?: FastifyBaseLogger;
+}
+
+/** Accepts a caller's `x-request-id` when it is short and printable, else makes one. */
+function requestId(header: string | string[] | undefined): string {
+  return typeof header === "string" && /^[\w.:-]{1,128}$/.test(header) ? header : randomUUID();
+}
+
+/** JSON bodies: parsed with Fastify's prototype-poisoning-safe parser; an empty body counts as no body. */
+function installJsonParser(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser("error", "ignore");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    if ((body as string).trim() === "") return done(null, undefined);
+    parseJson(request, body as string, (err, value) => {
+      if (err) done(new BadRequest(`Invalid JSON body: ${err.message}`), undefined);
+      else done(null, value);
+    });
+  });
+}
+
+/** Binds `rolloutId` to the request's logger on routes that name a rollout (`:id` or `:rid`). */
+function bindRolloutId(app: FastifyInstance): void {
+  app.addHook("preHandler", async (request) => {
+    const params = request.params as { id?: unknown; rid?: unknown } | undefined;
+    const rolloutId = params?.id ?? params?.rid;
+    if (typeof rolloutId === "string") request.log = request.log.child({ rolloutId });
+  });
+}
+
+/**
+ * Once `close()` has begun, answers carry `Connection: close`, so a keep-alive client whose request was in flight
+ * does not hold the server open after its answer (Node only closes connections that are idle when close starts).
+ */
+function closeConnectionsWhenClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  app.addHook("onSend", async (_request, reply) => {
+    if (closing) reply.header("connection", "close");
+  });
+}
+
+/**
+ * Builds the gateway app with every route mounted; call `listen` (or `inject`) on it.
+ * @param options - the store (the caller opens and closes it), the frozen config, and a root logger
+ * @returns a Fastify instance, not yet listening
+ */
+export function buildApp(options: BuildAppOptions): FastifyInstance {
+  const { store, config } = options;
+  const logger = (options.logger ?? pino({ level: "silent" })).child({ component: "gateway" });
+  const app = Fastify({
+    loggerInstance: logger,
+    bodyLimit: config.body_limit_bytes,
+    genReqId: (req) => requestId(req.headers["x-request-id"]),
+    return503OnClosing: true,
+  });
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(async (request) => {
+    throw new NotFound(`Route ${request.method} ${request.url.split("?", 1)[0]} not found`);
+  });
+  installJsonParser(app);
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+  app.addHook("onRequest", makeAuthHook(config.key));
+  bindRolloutId(app);
+  closeConnectionsWhenClosing(app);
+  const metrics = createGatewayMetrics(store);
+  installMetricsHooks(app, metrics);
+  for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config });
+  void app.register(metricsRoutes, { registry: metrics.registry });
+  return app;
+}

@@ -1,0 +1,55 @@
+/** @module The gateway's configuration: one strict zod schema with defaults, parsed once by the CLI. */
+import { z } from "zod";
+
+/** Default request body limit: 32 MiB. */
+export const DEFAULT_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
+
+/** Pino log levels the gateway accepts. */
+export const LogLevelSchema = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
+
+/** Gateway configuration (YAML keys, env and flags all map onto these names). Unknown keys fail. */
+export const GatewayConfigSchema = z.strictObject({
+  host: z.string().min(1).default("127.0.0.1").describe("interface to listen on"),
+  port: z.number().int().min(0).max(65535).default(8080).describe("TCP port; 0 picks a free one"),
+  key: z
+    .string()
+    .default("")
+    .describe(
+      "API key (Bearer or x-api-key) on every route but /healthz; empty disables auth. Env ARCLIGHT_KEY/AGL_KEY",
+    ),
+  store: z
+    .string()
+    .regex(/^(memory|sqlite:.+)$/, 'expected "memory" or "sqlite:PATH"')
+    .default("sqlite:./.arclight/gateway.db")
+    .describe("where rollouts and events live: memory | sqlite:PATH"),
+  body_limit_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_BODY_LIMIT_BYTES)
+    .describe("largest request body accepted, in bytes (larger → 413)"),
+  model_name: z
+    .string()
+    .min(1)
+    .default("policy")
+    .describe("model name the proxy sends upstream and looks endpoints up by (POST /api/models)"),
+  train_temperature: z.number().min(0).default(1).describe("sampling temperature the proxy sets in train mode"),
+  val_temperature: z.number().min(0).default(0.7).describe("sampling temperature the proxy sets in val mode"),
+  include_log_probs: z.boolean().default(true).describe("ask the upstream for logprobs in train mode"),
+  upstream_timeout_seconds: z.number().positive().default(600).describe("proxy upstream call timeout, in seconds"),
+  log_level: LogLevelSchema.default("info").describe("pino log level"),
+});
+
+/** Gateway configuration, defaults applied. */
+export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
+/** Gateway configuration as written in YAML (every key optional). */
+export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
+
+/**
+ * Builds a frozen configuration from partial input, applying defaults (for tests and embedding).
+ * @param input - any subset of the keys
+ * @throws {z.ZodError} for an unknown key or a bad value
+ */
+export function gatewayConfig(input: GatewayConfigInput = {}): Readonly<GatewayConfig> {
+  return Object.freeze(GatewayConfigSchema.parse(input));
+}

@@ -1,0 +1,72 @@
+/**
+ * @module The gateway's Prometheus metrics on a per-app prom-client `Registry` (never the global default registry,
+ * so several apps in one process do not clash): requests by route and status, latency, rollouts by state, events.
+ */
+import type { FastifyInstance } from "fastify";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Store } from "../store/store.js";
+
+/** The metric handles one gateway app updates. */
+export interface GatewayMetrics {
+  /** Registry the `/metrics` route renders. */
+  registry: Registry;
+  /** `arclight_http_requests_total{method, route, status}`. */
+  requests: Counter<"method" | "route" | "status">;
+  /** `arclight_http_request_duration_seconds{method, route}`. */
+  latency: Histogram<"method" | "route">;
+}
+
+/** Latency buckets in seconds: 0.5 ms … 10 s (API calls are fast; proxied model calls are slow). */
+const LATENCY_BUCKETS_S = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * Creates the registry and metrics of one app. The rollout and event gauges read the store when scraped.
+ * @param store - the store whose `countByState` and `countEvents` feed the gauges
+ */
+export function createGatewayMetrics(store: Store): GatewayMetrics {
+  const registry = new Registry();
+  const requests = new Counter({
+    name: "arclight_http_requests_total",
+    help: "HTTP requests answered, by method, route pattern and status code",
+    labelNames: ["method", "route", "status"] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: "arclight_http_request_duration_seconds",
+    help: "Time from request received to response sent, in seconds",
+    labelNames: ["method", "route"] as const,
+    buckets: LATENCY_BUCKETS_S,
+    registers: [registry],
+  });
+  new Gauge({
+    name: "arclight_rollouts",
+    help: "Rollouts in the store, by state",
+    labelNames: ["state"] as const,
+    registers: [registry],
+    async collect() {
+      const counts = await store.countByState();
+      for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
+    },
+  });
+  new Gauge({
+    name: "arclight_events_stored",
+    help: "Events in the store (every rollout, every attempt)",
+    registers: [registry],
+    async collect() {
+      this.set(await store.countEvents());
+    },
+  });
+  return { registry, requests, latency };
+}
+
+/**
+ * Counts every answered request. Unmatched paths are labelled `unmatched` so unknown URLs cannot grow the label set.
+ * @param app - the root app (the hook then sees every route, plugins included)
+ */
+export function installMetricsHooks(app: FastifyInstance, metrics: GatewayMetrics): void {
+  app.addHook("onResponse", async (request, reply) => {
+    const route = request.routeOptions.url ?? "unmatched";
+    metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });
+    metrics.latency.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+  });
+}

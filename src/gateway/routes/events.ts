@@ -1,0 +1,68 @@
+/**
+ * @module Event routes (Agent Lightning v1.0 + list posts and `event_id` idempotency): append events to a rollout's
+ * current attempt, read the events of its latest attempt, raw or in triplet format.
+ */
+import type { FastifyPluginAsync } from "fastify";
+import { z } from "zod";
+import {
+  type EventCreate,
+  EventCreateSchema,
+  parseOrThrow,
+  RewardDataSchema,
+  RolloutNotFound,
+  toTripletEvents,
+} from "../../protocol/index.js";
+import type { GatewayRouteOptions } from "../route-options.js";
+
+const EventListQuerySchema = z.object({
+  event_type: z.string().min(1).optional(),
+  format: z.enum(["raw", "triplet"]).optional(),
+  attempt_id: z.string().min(1).optional(),
+});
+
+/**
+ * Parses an events POST body: one EventCreate or a list. Reward events must carry a finite numeric `value`.
+ * @returns the creates, and whether the caller sent a list (the answer mirrors it)
+ * @throws {ValidationFailed} with `loc` like `["body", 1, "data", "value"]`
+ */
+export function parseEventBody(body: unknown): { creates: EventCreate[]; isList: boolean } {
+  const isList = Array.isArray(body);
+  const items: unknown[] = isList ? body : [body];
+  const creates = items.map((item, index) => {
+    const loc = isList ? ["body", index] : ["body"];
+    const create = parseOrThrow(EventCreateSchema, item, "event", loc);
+    if (create.event_type === "reward") parseOrThrow(RewardDataSchema, create.data, "reward event", [...loc, "data"]);
+    return create;
+  });
+  return { creates, isList };
+}
+
+/** Path params of the event routes. */
+interface EventParams {
+  id: string;
+  aid: string;
+}
+
+/**
+ * Mounts `POST /api/rollouts/:id/attempt/:aid/events` (one event → the stored Event, a list → a list; 404 unknown
+ * rollout, 409 superseded attempt) and `GET /api/rollouts/:id/events[?event_type=&format=triplet&attempt_id=]`.
+ */
+export const eventRoutes: FastifyPluginAsync<GatewayRouteOptions> = async (app, { store }) => {
+  app.post<{ Params: EventParams }>("/api/rollouts/:id/attempt/:aid/events", async (request) => {
+    const { creates, isList } = parseEventBody(request.body);
+    const events = await store.appendEvents(request.params.id, request.params.aid, creates);
+    request.log.debug({ attemptId: request.params.aid, count: events.length }, "appended events");
+    return isList ? events : events[0];
+  });
+
+  app.get<{ Params: Pick<EventParams, "id"> }>("/api/rollouts/:id/events", async (request) => {
+    const query = parseOrThrow(EventListQuerySchema, request.query, "event list", ["query"]);
+    const rolloutId = request.params.id;
+    if (!(await store.getRollout(rolloutId))) throw new RolloutNotFound(rolloutId);
+    // "Latest attempt" as AGL reads it: the newest attempt that has events.
+    const attemptId = query.attempt_id ?? (await store.listAttempts(rolloutId)).at(-1);
+    if (attemptId === undefined) return [];
+    const events = await store.listEvents(rolloutId, { attemptId, eventType: query.event_type });
+    return query.format === "triplet" ? toTripletEvents(events) : events;
+  });
+};

@@ -1,0 +1,197 @@
+import { describe, expect, it } from "vitest";
+import type { Event } from "./event.js";
+import { choiceLogprobs, toTripletEvents, toTripletModelRequest, toTripletReward } from "./triplet.js";
+
+let sequence = 0;
+/** A stored event of rollout r1, attempt 0, with the next sequence number. */
+function event(event_type: string, data: Record<string, unknown>): Event {
+  sequence += 1;
+  return { event_type, rollout_id: "r1", attempt_id: "0", timestamp: 1, data, sequence, event_id: null };
+}
+
+/** `model_request` data in the shape the proxy stores (vLLM chat response with token ids). */
+function modelRequest(promptIds: number[], responseIds: number[], extra: Record<string, unknown> = {}) {
+  return {
+    model: "policy",
+    model_version: 2,
+    response: { prompt_token_ids: promptIds, choices: [{ token_ids: responseIds }] },
+    server: { model: "policy", endpoint: "http://h:8000/v1", version: 3 },
+    ...extra,
+  };
+}
+
+describe("toTripletModelRequest", () => {
+  it("reads top-level prompt_token_ids and the first choice's token_ids, keeping only server model and version", () => {
+    const out = toTripletModelRequest(modelRequest([1, 2, 3], [7, 8]));
+    expect(out).toEqual({
+      prompt_token_ids: [1, 2, 3],
+      response_token_ids: [7, 8],
+      response_log_probs: null,
+      server: { model: "policy", version: 3 },
+    });
+  });
+
+  it("falls back to the first choice's prompt_token_ids when the top level has none", () => {
+    const data = { response: { choices: [{ prompt_token_ids: [4, 5], token_ids: [6] }, { token_ids: [9] }] } };
+    const out = toTripletModelRequest({ ...data, model: "m", model_version: 5 });
+    expect(out.prompt_token_ids).toEqual([4, 5]);
+    expect(out.response_token_ids).toEqual([6]);
+    expect(out.server).toEqual({ model: "m", version: 5 });
+  });
+
+  it("prefers the top-level prompt ids over the choice's", () => {
+    const data = { response: { prompt_token_ids: [1], choices: [{ prompt_token_ids: [2], token_ids: [3] }] } };
+    expect(toTripletModelRequest(data).prompt_token_ids).toEqual([1]);
+  });
+
+  it("gives empty ids when the response has none (failed call) and keeps http_status, status and error", () => {
+    const data = {
+      model: "policy",
+      model_version: 1,
+      response: { error: { message: "maximum context length is 32768" } },
+      http_status: 400,
+      status: "error",
+      error: { message: "maximum context length is 32768" },
+      latency_ms: 3,
+    };
+    expect(toTripletModelRequest(data)).toEqual({
+      prompt_token_ids: [],
+      response_token_ids: [],
+      response_log_probs: null,
+      server: { model: "policy", version: 1 },
+      http_status: 400,
+      status: "error",
+      error: { message: "maximum context length is 32768" },
+    });
+  });
+
+  it("keeps capture_incomplete when the proxy set it", () => {
+    expect(toTripletModelRequest({ ...modelRequest([1], [2]), capture_incomplete: true }).capture_incomplete).toBe(
+      true,
+    );
+  });
+
+  it("ignores token id arrays holding non-integers", () => {
+    const out = toTripletModelRequest(modelRequest([1, 2.5], ["a" as unknown as number]));
+    expect(out.prompt_token_ids).toEqual([]);
+    expect(out.response_token_ids).toEqual([]);
+  });
+});
+
+describe("choiceLogprobs", () => {
+  it("reads chat logprobs from logprobs.content[].logprob", () => {
+    const choice = {
+      logprobs: {
+        content: [
+          { token: "a", logprob: -0.5 },
+          { token: "b", logprob: -1.25 },
+        ],
+      },
+    };
+    expect(choiceLogprobs(choice, 2)).toEqual([-0.5, -1.25]);
+  });
+
+  it("reads completions logprobs from logprobs.token_logprobs", () => {
+    expect(choiceLogprobs({ logprobs: { token_logprobs: [-0.1, 0] } }, 2)).toEqual([-0.1, 0]);
+  });
+
+  it("is null when logprobs are missing, null, or the choice is absent", () => {
+    expect(choiceLogprobs({}, 2)).toBeNull();
+    expect(choiceLogprobs({ logprobs: null }, 2)).toBeNull();
+    expect(choiceLogprobs(undefined, 0)).toBeNull();
+  });
+
+  it("is null when one value is non-finite or not a number", () => {
+    expect(choiceLogprobs({ logprobs: { token_logprobs: [-0.1, null] } }, 2)).toBeNull();
+    expect(choiceLogprobs({ logprobs: { token_logprobs: [-0.1, Number.NEGATIVE_INFINITY] } }, 2)).toBeNull();
+    expect(choiceLogprobs({ logprobs: { content: [{ logprob: Number.NaN }] } }, 1)).toBeNull();
+    expect(choiceLogprobs({ logprobs: { content: [{ token: "a" }] } }, 1)).toBeNull();
+  });
+
+  it("is null when there is not exactly one logprob per response token", () => {
+    expect(choiceLogprobs({ logprobs: { token_logprobs: [-0.1] } }, 2)).toBeNull();
+    expect(choiceLogprobs({ logprobs: { content: [{ logprob: -1 }, { logprob: -2 }] } }, 1)).toBeNull();
+  });
+
+  it("flows into toTripletModelRequest aligned with the response token ids", () => {
+    const data = modelRequest([1], [5, 6], {});
+    (data.response.choices[0] as Record<string, unknown>).logprobs = {
+      content: [{ logprob: -0.25 }, { logprob: -2 }],
+    };
+    expect(toTripletModelRequest(data).response_log_probs).toEqual([-0.25, -2]);
+  });
+});
+
+describe("toTripletReward", () => {
+  it("keeps value, source and reason and drops everything else", () => {
+    expect(toTripletReward({ value: 0.7, extra: "drop", message: "m" })).toEqual({ value: 0.7 });
+    expect(toTripletReward({ value: -1, source: "judge", reason: "wrong answer", x: 1 })).toEqual({
+      value: -1,
+      source: "judge",
+      reason: "wrong answer",
+    });
+  });
+});
+
+describe("toTripletEvents", () => {
+  it("keeps only the last model_request of identical prompt ids, at its own position (AGL example)", () => {
+    const events = [
+      event("model_request", modelRequest([1, 2], [10])),
+      event("reward", { value: 0.5 }),
+      event("model_request", modelRequest([3, 4], [20])),
+      event("model_request", modelRequest([1, 2], [30])),
+    ];
+    const out = toTripletEvents(events);
+    expect(out.map((e) => e.event_type)).toEqual(["reward", "model_request", "model_request"]);
+    expect(out[0]?.data).toEqual({ value: 0.5 });
+    expect(out.slice(1).map((e) => (e.data as { prompt_token_ids: number[] }).prompt_token_ids)).toEqual([
+      [3, 4],
+      [1, 2],
+    ]);
+    expect(out.slice(1).map((e) => (e.data as { response_token_ids: number[] }).response_token_ids)).toEqual([
+      [20],
+      [30],
+    ]);
+    expect(out.map((e) => e.sequence)).toEqual([events[1]?.sequence, events[2]?.sequence, events[3]?.sequence]);
+  });
+
+  it("does not merge prompts that differ only by order or by a prefix", () => {
+    const out = toTripletEvents([
+      event("model_request", modelRequest([1, 2], [1])),
+      event("model_request", modelRequest([2, 1], [2])),
+      event("model_request", modelRequest([1, 2, 3], [3])),
+      event("model_request", modelRequest([12], [4])),
+      event("model_request", modelRequest([1, 2], [5])),
+    ]);
+    expect(out.map((e) => (e.data as { response_token_ids: number[] }).response_token_ids)).toEqual([
+      [2],
+      [3],
+      [4],
+      [5],
+    ]);
+  });
+
+  it("never merges failed calls that captured no prompt ids", () => {
+    const failed = { response: {}, http_status: 500, status: "error", error: "boom" };
+    const out = toTripletEvents([event("model_request", failed), event("model_request", failed)]);
+    expect(out).toHaveLength(2);
+  });
+
+  it("passes other event types through unchanged and keeps event fields", () => {
+    const log = event("log", { message: "hello", level: "info" });
+    const custom = event("tool_call", { name: "search", args: { q: "x" } });
+    const out = toTripletEvents([log, custom]);
+    expect(out).toEqual([log, custom]);
+  });
+
+  it("does not mutate its input", () => {
+    const input = [event("reward", { value: 1, extra: true })];
+    const copy = structuredClone(input);
+    toTripletEvents(input);
+    expect(input).toEqual(copy);
+  });
+
+  it("returns an empty list for no events", () => {
+    expect(toTripletEvents([])).toEqual([]);
+  });
+});
