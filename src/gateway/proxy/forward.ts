@@ -1,0 +1,196 @@
+/**
+ * @module One proxied model call, end to end: rewrite the body, send it upstream (with retries), answer the agent
+ * (JSON, or SSE relayed event by event as it arrives), and record one `model_request` event.
+ */
+import { once } from "node:events";
+import { performance } from "node:perf_hooks";
+import { PassThrough } from "node:stream";
+import type { FastifyBaseLogger, FastifyReply } from "fastify";
+import { NoEndpoint } from "../../protocol/index.js";
+import type { Store } from "../../store/store.js";
+import { buildModelRequestData, type CallRecord, type ProxyEndpointKind } from "./capture.js";
+import type { ProxyOptions } from "./options.js";
+import { type ProxyMode, rewriteRequestBody } from "./rewrite.js";
+import { SSE_DONE, SseParser, sseEvent } from "./sse.js";
+import { StreamAssembler } from "./stream-assembler.js";
+import type { UpstreamAnswer, UpstreamClient } from "./upstream.js";
+
+/** What every call shares: set up once by the route plugin. */
+export interface ProxyContext {
+  store: Store;
+  options: ProxyOptions;
+  upstream: UpstreamClient;
+}
+
+/** One agent call. */
+export interface ProxyCall {
+  kind: ProxyEndpointKind;
+  rolloutId: string;
+  attemptId: string;
+  mode: ProxyMode;
+  /** The agent's JSON body. */
+  body: Record<string, unknown>;
+  log: FastifyBaseLogger;
+}
+
+const UPSTREAM_PATHS: Record<ProxyEndpointKind, string> = { chat: "/chat/completions", completions: "/completions" };
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Runs one call and answers the agent on `reply`; resolves once the answer is complete and the event recorded.
+ * @throws {NoEndpoint} no endpoint is registered for the model (nothing recorded)
+ * @throws {UpstreamFailed} no answer after every try (recorded as an error event; the agent gets 502)
+ * @throws {UpstreamTimeout} the upstream timed out (recorded; 504)
+ */
+export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: FastifyReply): Promise<void> {
+  const startedAt = performance.now();
+  const request = rewriteRequestBody(call.kind, call.body, call.mode, ctx.options);
+  const model = request.model as string;
+  const endpoints = await ctx.store.listModels(model);
+  if (endpoints.length === 0) throw new NoEndpoint(model);
+  const abort = new AbortController();
+  const onClose = (): void => abort.abort();
+  reply.raw.once("close", onClose);
+  const base = { kind: call.kind, model, request };
+  try {
+    const answer = await ctx.upstream.send({
+      path: UPSTREAM_PATHS[call.kind],
+      body: JSON.stringify(request),
+      rolloutId: call.rolloutId,
+      endpoints,
+      stream: request.stream === true,
+      signal: abort.signal,
+    });
+    if (!answer.ok) {
+      const latencyMs = performance.now() - startedAt;
+      const error = { message: answer.error.message, code: answer.error.code };
+      const record = { ...base, endpoint: answer.endpoint, response: null, error, latencyMs };
+      await recordCall(ctx, call, { ...record, httpStatus: answer.error.status, retryCount: answer.retryCount });
+      throw answer.error;
+    }
+    if (answer.stream) await relayStream(ctx, call, answer, reply, { ...base, startedAt });
+    else await relayBody(ctx, call, answer, reply, { ...base, startedAt });
+  } finally {
+    reply.raw.off("close", onClose);
+  }
+}
+
+interface CallBase {
+  kind: ProxyEndpointKind;
+  model: string;
+  request: Record<string, unknown>;
+  startedAt: number;
+}
+
+/** A whole (non-stream, or non-2xx) answer: recorded, then sent to the agent byte for byte with its status. */
+async function relayBody(
+  ctx: ProxyContext,
+  call: ProxyCall,
+  answer: UpstreamAnswer,
+  reply: FastifyReply,
+  base: CallBase,
+): Promise<void> {
+  const text = answer.body!.toString("utf8");
+  const parsed = parseJson(text);
+  const ok = answer.statusCode >= 200 && answer.statusCode < 300 && typeof parsed === "object" && parsed !== null;
+  await recordCall(ctx, call, {
+    ...base,
+    endpoint: answer.endpoint,
+    response: ok ? (parsed as Record<string, unknown>) : null,
+    error: ok ? null : (parsed ?? { message: text.slice(0, 4096) }),
+    latencyMs: performance.now() - base.startedAt,
+    httpStatus: answer.statusCode,
+    retryCount: answer.retryCount,
+  });
+  void reply
+    .status(answer.statusCode)
+    .header("content-type", answer.contentType || "application/json")
+    .send(answer.body);
+}
+
+/** vLLM's mid-stream error event shape (`ErrorResponse`), sent when the upstream breaks after the stream began. */
+function streamErrorEvent(message: string, code: number): string {
+  const error = { error: { message, type: code === 504 ? "GatewayTimeout" : "BadGateway", param: null, code } };
+  return sseEvent(JSON.stringify(error)) + sseEvent(SSE_DONE);
+}
+
+/**
+ * A 2xx SSE answer: each upstream network chunk's complete events are written to the agent at once (a partial event
+ * is held until its end arrives, so the agent never sees half an event) while the assembler builds the equivalent
+ * non-stream body. If the upstream breaks, the agent gets a vLLM-style error event and `[DONE]`; nothing is retried.
+ */
+async function relayStream(
+  ctx: ProxyContext,
+  call: ProxyCall,
+  answer: UpstreamAnswer,
+  reply: FastifyReply,
+  base: CallBase,
+): Promise<void> {
+  const out = new PassThrough();
+  // A write after the agent hung up fails here; the upstream side is aborted by the reply's "close" and recorded.
+  out.on("error", (err) => call.log.debug({ err }, "agent stream closed"));
+  void reply
+    .status(answer.statusCode)
+    .header("content-type", "text/event-stream; charset=utf-8")
+    .header("cache-control", "no-cache")
+    .header("x-accel-buffering", "no")
+    .send(out);
+  const parser = new SseParser();
+  const assembler = new StreamAssembler(call.kind);
+  let sawDone = false;
+  let failure: { message: string; code: number } | null = null;
+  const relay = (events: string[]): boolean => {
+    let text = "";
+    for (const data of events) {
+      text += sseEvent(data);
+      if (data === SSE_DONE) sawDone = true;
+      else assembler.add(parseJson(data));
+    }
+    return text === "" || out.write(text);
+  };
+  try {
+    for await (const chunk of answer.stream!) {
+      if (!relay(parser.feed(chunk as Buffer)) && !out.destroyed) await once(out, "drain");
+    }
+    relay(parser.end());
+    if (!sawDone) failure = { message: "upstream closed the stream before [DONE]", code: 502 };
+  } catch (err) {
+    const timedOut = (err as { code?: string }).code === "UND_ERR_BODY_TIMEOUT";
+    const what = timedOut ? `sent nothing for ${ctx.options.upstreamTimeoutMs} ms` : "broke";
+    failure = { message: `upstream stream ${what}: ${(err as Error).message}`, code: timedOut ? 504 : 502 };
+    call.log.warn({ err, rolloutId: call.rolloutId }, "upstream stream failed");
+  }
+  const assembled = assembler.finish();
+  const upstreamError = assembled.error;
+  const errorCode = (upstreamError?.error as { code?: unknown } | undefined)?.code;
+  await recordCall(ctx, call, {
+    ...base,
+    endpoint: answer.endpoint,
+    response: assembled.response,
+    error: failure ? { message: failure.message } : upstreamError,
+    latencyMs: performance.now() - base.startedAt,
+    httpStatus:
+      failure?.code ?? (upstreamError ? (typeof errorCode === "number" ? errorCode : 502) : answer.statusCode),
+    retryCount: answer.retryCount,
+    captureIncomplete: assembled.captureIncomplete,
+  });
+  if (failure && !out.destroyed) out.write(streamErrorEvent(failure.message, failure.code));
+  out.end();
+}
+
+/** Appends the call's `model_request` event. A failed append is logged, never turned into a failed agent call. */
+async function recordCall(ctx: ProxyContext, call: ProxyCall, record: CallRecord): Promise<void> {
+  try {
+    const data = buildModelRequestData(record);
+    await ctx.store.appendEvents(call.rolloutId, call.attemptId, [{ event_type: "model_request", data }]);
+  } catch (err) {
+    call.log.error({ err, rolloutId: call.rolloutId, attemptId: call.attemptId }, "model_request event not recorded");
+  }
+}

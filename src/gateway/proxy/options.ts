@@ -1,0 +1,59 @@
+/** @module Options of the capturing LLM proxy: model name, sampling temperatures, upstream timeout, retries, pool size. */
+import { z } from "zod";
+
+/**
+ * Options of the capturing proxy, every field defaulted. The gateway's config nests this object; tests build it with
+ * {@link resolveProxyOptions}.
+ */
+export const ProxyOptionsSchema = z.strictObject({
+  modelName: z
+    .string()
+    .default("")
+    .describe("model name sent upstream and used to look up endpoints; empty keeps the agent's own `model`"),
+  trainTemperature: z.number().min(0).default(1).describe("temperature forced on train-mode calls"),
+  valTemperature: z.number().min(0).default(0).describe("temperature forced on val-mode calls"),
+  includeLogProbs: z.boolean().default(true).describe("ask for `logprobs: true` on train-mode calls"),
+  upstreamTimeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .default(600_000)
+    .describe("ms to wait for response headers, and between two body chunks (600 s)"),
+  maxAttempts: z.number().int().min(1).max(6).default(6).describe("upstream tries per call, first one included"),
+  retryBackoffBaseMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(250)
+    .describe("backoff cap of the first retry, doubled each retry"),
+  retryBackoffMaxMs: z.number().int().min(0).default(8_000).describe("largest backoff cap, ms"),
+  connections: z.number().int().min(1).default(512).describe("keep-alive sockets per upstream endpoint"),
+  endpointCooldownBaseMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(1_000)
+    .describe("ms an endpoint is skipped after its first connection failure, doubled per further failure"),
+  endpointCooldownMaxMs: z.number().int().min(0).default(60_000).describe("longest endpoint cool-down, ms"),
+  bodyLimitBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(32 * 1024 * 1024)
+    .describe("largest agent request body, bytes (32 MiB; token-array prompts are big)"),
+});
+
+/** Options of the capturing proxy, defaults applied. */
+export type ProxyOptions = Readonly<z.infer<typeof ProxyOptionsSchema>>;
+/** Options of the capturing proxy as a caller writes them (every field optional). */
+export type ProxyOptionsInput = z.input<typeof ProxyOptionsSchema>;
+
+/**
+ * Applies defaults and freezes the result.
+ * @param input - partial options; unknown keys are rejected
+ * @returns frozen options
+ * @throws {z.ZodError} on an unknown key or a value out of range
+ */
+export function resolveProxyOptions(input: ProxyOptionsInput = {}): ProxyOptions {
+  return Object.freeze(ProxyOptionsSchema.parse(input));
+}

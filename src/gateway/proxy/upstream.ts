@@ -1,0 +1,182 @@
+/**
+ * @module Upstream HTTP for the proxy: an undici keep-alive pool per endpoint, timeouts, and retries.
+ *
+ * Retried: transport failures (refused, reset, unreachable, connect timeout) and answers 408, 409, 429 and 5xx, with
+ * exponential backoff and full jitter (`random(0, min(max, base * 2^retry))`), at most `maxAttempts` tries in all.
+ * A transport failure also puts the endpoint into cool-down (see `endpoint-picker.ts`), so the next try may go to
+ * another endpoint. Not retried: a timeout (waiting another 600 s six times helps no one) and anything after a 2xx
+ * stream has been handed back (its bytes go to the agent as they arrive; a retry would duplicate them).
+ */
+import type { Readable } from "node:stream";
+import { Agent } from "undici";
+import { type ArclightError, type Model, UpstreamFailed, UpstreamTimeout } from "../../protocol/index.js";
+import type { EndpointPicker } from "./endpoint-picker.js";
+import type { ProxyOptions } from "./options.js";
+
+/** Statuses worth another try: the server was busy, restarting or briefly broken. */
+const RETRY_STATUSES = new Set([408, 409, 429]);
+/** Error codes of a failed or broken connection (Node's net errors and undici's). */
+const TRANSPORT_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+]);
+const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+
+/** One call to send upstream. */
+export interface UpstreamRequest {
+  /** Path under the endpoint's base URL, e.g. `/chat/completions`. */
+  path: string;
+  /** The serialized JSON body. */
+  body: string;
+  /** The rollout making the call (for sticky endpoint choice). */
+  rolloutId: string;
+  /** The model's registered endpoints. */
+  endpoints: readonly Model[];
+  /** True to hand back a 2xx body as a stream instead of reading it. */
+  stream: boolean;
+  /** Aborts the call (the agent went away). */
+  signal?: AbortSignal;
+}
+
+/** The upstream's answer after retries. Exactly one of `body` and `stream` is set. */
+export interface UpstreamAnswer {
+  ok: true;
+  endpoint: Model;
+  statusCode: number;
+  contentType: string;
+  /** The whole body: non-stream calls, and every non-2xx answer. */
+  body: Buffer | null;
+  /** The live body of a 2xx streamed answer. */
+  stream: Readable | null;
+  /** Tries beyond the first. */
+  retryCount: number;
+}
+
+/** No answer could be had: transport failure after every try, or a timeout. */
+export interface UpstreamFailure {
+  ok: false;
+  /** `UpstreamFailed` (502) or `UpstreamTimeout` (504). */
+  error: ArclightError;
+  /** The endpoint last tried. */
+  endpoint: Model;
+  retryCount: number;
+}
+
+function errorCode(err: unknown): string | undefined {
+  const e = err as { code?: unknown; cause?: { code?: unknown } };
+  if (typeof e?.code === "string" && e.code !== "UND_ERR_REQ_RETRY") return e.code;
+  return typeof e?.cause?.code === "string" ? e.cause.code : undefined;
+}
+
+/** Sends proxied calls upstream through one shared keep-alive dispatcher. */
+export class UpstreamClient {
+  private readonly agent: Agent;
+
+  /**
+   * @param options - timeout, retry and pool options
+   * @param picker - endpoint choice and cool-downs
+   */
+  constructor(
+    private readonly options: ProxyOptions,
+    private readonly picker: EndpointPicker,
+  ) {
+    this.agent = new Agent({
+      connections: options.connections,
+      keepAliveTimeout: 30_000,
+      headersTimeout: options.upstreamTimeoutMs,
+      bodyTimeout: options.upstreamTimeoutMs,
+      connect: { timeout: Math.min(options.upstreamTimeoutMs, 30_000) },
+    });
+  }
+
+  /**
+   * Sends a call, retrying as the module doc says.
+   * @param request - the call; `endpoints` must not be empty
+   * @returns the final answer (which may be a non-2xx the agent should see), or why there is none
+   */
+  async send(request: UpstreamRequest): Promise<UpstreamAnswer | UpstreamFailure> {
+    const failed = new Set<string>();
+    let retryCount = 0;
+    for (;;) {
+      const endpoint = this.picker.pick(request.endpoints, request.rolloutId, failed)!;
+      const lastTry = retryCount + 1 >= this.options.maxAttempts;
+      try {
+        const answer = await this.tryOnce(endpoint, request, retryCount);
+        this.picker.reportSuccess(endpoint.endpoint);
+        const retryable = answer.statusCode >= 500 || RETRY_STATUSES.has(answer.statusCode);
+        if (!retryable || lastTry) return answer;
+      } catch (err) {
+        const code = errorCode(err);
+        if (request.signal?.aborted)
+          return this.failure(new UpstreamFailed("agent closed the call", { cause: err }), endpoint, retryCount);
+        if (code !== undefined && TIMEOUT_CODES.has(code)) {
+          const message = `Upstream ${endpoint.endpoint} did not answer within ${this.options.upstreamTimeoutMs} ms`;
+          return this.failure(new UpstreamTimeout(message, { cause: err }), endpoint, retryCount);
+        }
+        if (code === undefined || !TRANSPORT_CODES.has(code)) throw err;
+        this.picker.reportFailure(endpoint.endpoint);
+        failed.add(endpoint.endpoint);
+        if (lastTry) {
+          const message = `Upstream ${endpoint.endpoint} unreachable after ${retryCount + 1} tries: ${code}`;
+          return this.failure(new UpstreamFailed(message, { cause: err }), endpoint, retryCount);
+        }
+      }
+      await this.backoff(retryCount, request.signal);
+      retryCount++;
+    }
+  }
+
+  /** Closes every pooled connection. */
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+
+  private failure(error: ArclightError, endpoint: Model, retryCount: number): UpstreamFailure {
+    return { ok: false, error, endpoint, retryCount };
+  }
+
+  private async tryOnce(endpoint: Model, request: UpstreamRequest, retryCount: number): Promise<UpstreamAnswer> {
+    const url = new URL(endpoint.endpoint.replace(/\/+$/, "") + request.path);
+    const response = await this.agent.request({
+      origin: url.origin,
+      path: url.pathname + url.search,
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: request.stream ? "text/event-stream" : "application/json",
+      },
+      body: request.body,
+      signal: request.signal,
+    });
+    const contentType = String(response.headers["content-type"] ?? "");
+    const base = { ok: true as const, endpoint, statusCode: response.statusCode, contentType, retryCount };
+    const is2xx = response.statusCode >= 200 && response.statusCode < 300;
+    if (request.stream && is2xx && contentType.includes("text/event-stream")) {
+      return { ...base, body: null, stream: response.body };
+    }
+    return { ...base, body: Buffer.from(await response.body.arrayBuffer()), stream: null };
+  }
+
+  /** Full-jitter exponential backoff before try `retryCount + 2`. */
+  private backoff(retryCount: number, signal?: AbortSignal): Promise<void> {
+    const capMs = Math.min(this.options.retryBackoffMaxMs, this.options.retryBackoffBaseMs * 2 ** retryCount);
+    const delayMs = Math.random() * capMs;
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, delayMs);
+      function done(): void {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      }
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+}

@@ -1,0 +1,288 @@
+import { once } from "node:events";
+import { createServer } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ModelRequestData } from "../../protocol/index.js";
+import { fnv1a } from "../proxy/endpoint-picker.js";
+import type { ProxyOptionsInput } from "../proxy/options.js";
+import { FakeVllm } from "../testing/fake-vllm.js";
+import { agentCall, chatRequest } from "../testing/proxy-client.js";
+import { type ProxyHarness, startProxyHarness } from "../testing/proxy-harness.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setup(options: ProxyOptionsInput = {}, fakes = 1) {
+  const upstreams: FakeVllm[] = [];
+  for (let i = 0; i < fakes; i++) upstreams.push(await FakeVllm.start());
+  const h = await startProxyHarness({
+    options,
+    models: upstreams.map((f, i) => ({ model: "policy", endpoint: f.url, version: 3 + i })),
+  });
+  cleanups.push(async () => {
+    await h.close();
+    for (const f of upstreams) await f.close();
+  });
+  return { h, fake: upstreams[0]!, upstreams, rid: await h.newRollout() };
+}
+
+async function modelEvents(h: ProxyHarness, rid: string): Promise<ModelRequestData[]> {
+  return (await h.store.listEvents(rid, { eventType: "model_request" })).map((e) => e.data as ModelRequestData);
+}
+
+/** A port nothing listens on: bind, read the port, close. */
+async function deadPort(): Promise<number> {
+  const server = createServer().listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe("proxy routing and errors", () => {
+  it("answers 401 without the key, and accepts it as the agent's OpenAI Bearer key", async () => {
+    const { h, rid, fake } = await setup();
+    expect((await agentCall(h, rid, "chat/completions", chatRequest(), { key: null })).status).toBe(401);
+    expect((await agentCall(h, rid, "chat/completions", chatRequest(), { key: "wrong" })).status).toBe(401);
+    expect(fake.received).toHaveLength(0);
+    expect((await agentCall(h, rid, "chat/completions", chatRequest())).status).toBe(200);
+  });
+
+  it("answers 404 for an unknown mode, path or rollout, 400 for bad JSON, 409 for a superseded attempt", async () => {
+    const { h, rid, fake } = await setup();
+    const mode = await agentCall(h, rid, "chat/completions", chatRequest(), { mode: "eval" });
+    expect(mode.status).toBe(404);
+    expect((mode.json as { detail: string }).detail).toMatch(/mode eval/);
+    expect((await agentCall(h, rid, "embeddings", chatRequest())).status).toBe(404);
+    const unknown = await agentCall(h, "ro-nope", "chat/completions", chatRequest());
+    expect(unknown.status).toBe(404);
+    expect(unknown.json).toMatchObject({ code: "rollout_not_found" });
+    const bad = await agentCall(h, rid, "chat/completions", '{"model": "x", "messages": [');
+    expect(bad.status).toBe(400);
+    expect((bad.json as { detail: string }).detail).toMatch(/Invalid JSON/);
+    expect((await agentCall(h, rid, "chat/completions", "[1, 2]")).status).toBe(400);
+    const stale = await agentCall(h, rid, "chat/completions", chatRequest(), { attemptId: "7" });
+    expect(stale.status).toBe(409);
+    expect(stale.json).toMatchObject({ code: "stale_attempt" });
+    expect(fake.received).toHaveLength(0);
+    expect(await modelEvents(h, rid)).toHaveLength(0);
+  });
+
+  it("answers 503 when no endpoint is registered for the model", async () => {
+    const { h, rid } = await setup({ modelName: "unregistered" });
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(answer.status).toBe(503);
+    expect(answer.json).toMatchObject({ code: "no_endpoint", detail: expect.stringMatching(/unregistered/) });
+  });
+});
+
+describe("upstream body", () => {
+  it("sets model, train temperature, return_token_ids and logprobs, and forwards everything else untouched", async () => {
+    const { h, rid, fake } = await setup({ trainTemperature: 0.7 });
+    const messages = [
+      { role: "user", content: "weather?" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "call_1", type: "function", function: { name: "w", arguments: '{"city":  "Paris" }' } }],
+      },
+      { role: "tool", tool_call_id: "call_1", content: "sunny" },
+    ];
+    const body = { model: "gpt-x", messages, temperature: 0.1, top_p: 0.9, vendor_field: { nested: [1, null] } };
+    expect((await agentCall(h, rid, "chat/completions", body)).status).toBe(200);
+    expect(fake.received[0]!.body).toEqual({
+      ...body,
+      model: "policy",
+      temperature: 0.7,
+      return_token_ids: true,
+      logprobs: true,
+    });
+    // The argument string is forwarded byte for byte (odd spacing kept), and `content: null` stays null.
+    const sent = fake.received[0]!.body.messages as typeof messages;
+    expect(sent[1]!.tool_calls![0]!.function.arguments).toBe('{"city":  "Paris" }');
+    expect(sent[1]!.content).toBeNull();
+  });
+
+  it("uses the val temperature and asks no logprobs in val mode", async () => {
+    const { h, rid, fake } = await setup({ valTemperature: 0.2 });
+    await agentCall(h, rid, "chat/completions", chatRequest(), { mode: "val" });
+    expect(fake.received[0]!.body).toEqual({
+      ...chatRequest(),
+      model: "policy",
+      temperature: 0.2,
+      return_token_ids: true,
+    });
+  });
+
+  it("forwards a token-array prompt on /completions and records the echoed prompt ids", async () => {
+    const { h, rid, fake } = await setup();
+    const prompt = [101, 7592, 2088, 102];
+    const answer = await agentCall(h, rid, "completions", { model: "m", prompt, max_tokens: 4, logprobs: 2 });
+    expect(answer.status).toBe(200);
+    expect(fake.received[0]!.body).toMatchObject({ prompt, max_tokens: 4, logprobs: 2, return_token_ids: true });
+    const [event] = await modelEvents(h, rid);
+    const choice = (event!.response as { choices: { prompt_token_ids: number[]; token_ids: number[] }[] }).choices[0]!;
+    expect(choice.prompt_token_ids).toEqual(prompt);
+    expect(choice.token_ids).toHaveLength(4);
+    expect(event!.finish_reason).toBe("length");
+  });
+});
+
+describe("retries and timeouts", () => {
+  it.each([408, 409, 429, 500, 503])("retries after %i answers and records retry_count", async (status) => {
+    const { h, rid, fake } = await setup();
+    fake.behave({ failTimes: 2, failStatus: status });
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(answer.status).toBe(200);
+    expect(fake.received).toHaveLength(3);
+    const [event] = await modelEvents(h, rid);
+    expect(event).toMatchObject({ status: "ok", http_status: 200, retry_count: 2 });
+  });
+
+  it("gives up after 6 tries and passes the last upstream error through, recorded as error", async () => {
+    const { h, rid, fake } = await setup();
+    fake.behave({ failTimes: 100, failStatus: 502 });
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(answer.status).toBe(502);
+    expect(answer.json).toMatchObject({ error: { message: "fake failure 6" } });
+    expect(fake.received).toHaveLength(6);
+    const [event] = await modelEvents(h, rid);
+    expect(event).toMatchObject({ status: "error", http_status: 502, retry_count: 5, response: null });
+    expect(event!.error).toEqual(answer.json);
+  });
+
+  it("answers 504 when the upstream hangs, records the timeout, and does not retry it", async () => {
+    const { h, rid, fake } = await setup({ upstreamTimeoutMs: 300 });
+    fake.behave({ hang: true });
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(answer.status).toBe(504);
+    expect(answer.json).toMatchObject({ code: "upstream_timeout" });
+    expect(fake.received).toHaveLength(1);
+    const [event] = await modelEvents(h, rid);
+    expect(event).toMatchObject({ status: "error", http_status: 504, retry_count: 0 });
+  });
+
+  it("passes a 400 context overflow through with its body and records it as an error, not retried", async () => {
+    const { h, rid, fake } = await setup();
+    fake.behave({ contextOverflow: true });
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(answer.status).toBe(400);
+    expect((answer.json as { error: { message: string } }).error.message).toMatch(/maximum context length/);
+    expect(fake.received).toHaveLength(1);
+    const [event] = await modelEvents(h, rid);
+    expect(event).toMatchObject({ status: "error", http_status: 400, retry_count: 0, response: null });
+    expect(event!.error).toEqual(answer.json);
+  });
+});
+
+describe("endpoint choice", () => {
+  it("sends every call of a rollout to the same endpoint, and spreads rollouts over endpoints", async () => {
+    const { h, upstreams } = await setup({}, 3);
+    const chosen = new Map<string, Set<string>>();
+    for (let r = 0; r < 12; r++) {
+      const rid = await h.newRollout(`ro-sticky-${r}`);
+      for (let c = 0; c < 3; c++) await agentCall(h, rid, "chat/completions", chatRequest({ turn: c }));
+      const servers = (await modelEvents(h, rid)).map((e) => e.server!.endpoint!);
+      chosen.set(rid, new Set(servers));
+    }
+    for (const servers of chosen.values()) expect(servers.size).toBe(1);
+    const used = upstreams.filter((f) => f.received.length > 0);
+    expect(used.length).toBeGreaterThan(1);
+  });
+
+  it("skips an endpoint that refuses connections, then keeps skipping it during its cool-down", async () => {
+    const fake = await FakeVllm.start();
+    const dead = `http://127.0.0.1:${await deadPort()}/v1`;
+    const h = await startProxyHarness({
+      options: { endpointCooldownBaseMs: 60_000 },
+      models: [
+        { model: "policy", endpoint: dead, version: 1 },
+        { model: "policy", endpoint: fake.url, version: 2 },
+      ],
+    });
+    cleanups.push(async () => {
+      await h.close();
+      await fake.close();
+    });
+    // Rollouts whose sticky choice is the dead endpoint (endpoints sorted by URL, index = fnv1a(id) mod 2).
+    const deadIndex = [dead, fake.url].sort().indexOf(dead);
+    const ids = Array.from({ length: 40 }, (_, i) => `ro-dead-${i}`).filter((id) => fnv1a(id) % 2 === deadIndex);
+    const first = await h.newRollout(ids[0]);
+    const second = await h.newRollout(ids[1]);
+    expect((await agentCall(h, first, "chat/completions", chatRequest())).status).toBe(200);
+    expect((await agentCall(h, second, "chat/completions", chatRequest())).status).toBe(200);
+    const [a] = await modelEvents(h, first);
+    const [b] = await modelEvents(h, second);
+    expect(a).toMatchObject({ status: "ok", retry_count: 1, model_version: 2, server: { endpoint: fake.url } });
+    expect(b).toMatchObject({ status: "ok", retry_count: 0, server: { endpoint: fake.url } });
+  });
+
+  it("answers 502 and records the failure when no endpoint accepts connections", async () => {
+    const dead = `http://127.0.0.1:${await deadPort()}/v1`;
+    const h = await startProxyHarness({ models: [{ model: "policy", endpoint: dead }] });
+    cleanups.push(() => h.close());
+    const rid = await h.newRollout();
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(answer.status).toBe(502);
+    expect(answer.json).toMatchObject({ code: "upstream_failed" });
+    const [event] = await modelEvents(h, rid);
+    expect(event).toMatchObject({ status: "error", http_status: 502, retry_count: 5 });
+  });
+});
+
+describe("pause, drain and resume", () => {
+  it("lets 20 in-flight calls finish while new calls get 429, and resume lets them through", async () => {
+    const { h, fake } = await setup();
+    fake.behave({ holdAfterEvents: 0 });
+    const rids = await Promise.all(Array.from({ length: 20 }, (_, i) => h.newRollout(`ro-pause-${i}`)));
+    const calls = rids.map((rid, i) => agentCall(h, rid, "chat/completions", chatRequest({ stream: i % 2 === 0 })));
+    await fake.waitForHeld(20);
+    const paused = await fetch(`${h.baseUrl}/proxy/pause`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${h.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ retry_after_seconds: 7, reason: "weight update" }),
+    });
+    expect(await paused.json()).toEqual({
+      paused: true,
+      retry_after_seconds: 7,
+      reason: "weight update",
+      inflight: 20,
+    });
+
+    const rejected = await agentCall(h, rids[0]!, "chat/completions", chatRequest());
+    expect(rejected.status).toBe(429);
+    expect(rejected.headers.get("retry-after")).toBe("7");
+    expect(rejected.headers.get("x-agl-paused")).toBe("true");
+    expect(rejected.json).toMatchObject({
+      error: "gateway paused",
+      reason: "weight update",
+      detail: expect.any(String),
+    });
+
+    const drained = h.pause.drained();
+    fake.release();
+    const answers = await Promise.all(calls);
+    await drained;
+    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
+    const state = await fetch(`${h.baseUrl}/proxy/state`, { headers: { authorization: `Bearer ${h.key}` } });
+    expect(await state.json()).toEqual({ paused: true, retry_after_seconds: 7, reason: "weight update", inflight: 0 });
+    for (const rid of rids) expect(await modelEvents(h, rid)).toHaveLength(1);
+
+    await fetch(`${h.baseUrl}/proxy/resume`, { method: "POST", headers: { authorization: `Bearer ${h.key}` } });
+    fake.behave({});
+    expect((await agentCall(h, rids[0]!, "chat/completions", chatRequest())).status).toBe(200);
+    expect(h.pause.state()).toEqual({ paused: false, retry_after_seconds: 0, reason: null, inflight: 0 });
+  });
+
+  it("rejects a pause body with an unknown field (422)", async () => {
+    const { h } = await setup();
+    const answer = await fetch(`${h.baseUrl}/proxy/pause`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${h.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ retry_after: 3 }),
+    });
+    expect(answer.status).toBe(422);
+    expect(h.pause.state().paused).toBe(false);
+  });
+});

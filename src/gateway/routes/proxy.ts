@@ -1,0 +1,126 @@
+/**
+ * @module Route plugin of the capturing LLM proxy (Agent Lightning v1.0 paths) and its pause / resume / state routes.
+ * Agents use `{gateway}/proxy/rollout/{rid}/attempt/{aid}/mode/{train|val}/openai/v1` as their OpenAI base URL and
+ * the gateway key as their API key.
+ */
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { BadRequest, NotFound, parseOrThrow, RolloutNotFound, StaleAttempt } from "../../protocol/index.js";
+import type { Store } from "../../store/store.js";
+import type { ProxyEndpointKind } from "../proxy/capture.js";
+import { EndpointPicker } from "../proxy/endpoint-picker.js";
+import { forwardCall, type ProxyContext } from "../proxy/forward.js";
+import type { ProxyOptions } from "../proxy/options.js";
+import type { PauseController } from "../proxy/pause.js";
+import type { ProxyMode } from "../proxy/rewrite.js";
+import { UpstreamClient } from "../proxy/upstream.js";
+
+/** Options of {@link proxyRoutes}. */
+export interface ProxyRoutesOptions {
+  store: Store;
+  options: ProxyOptions;
+  /** Shared with whoever pauses the gateway around a weight update (the trainer, over HTTP). */
+  pause: PauseController;
+}
+
+/** Body of `POST /proxy/pause`. */
+export const PauseRequestSchema = z.strictObject({
+  retry_after_seconds: z.number().int().min(0).max(86_400).default(5).describe("Retry-After sent to agents, seconds"),
+  reason: z.string().max(1000).nullable().default(null),
+});
+
+interface ProxyParams {
+  rid: string;
+  aid: string;
+  mode: string;
+}
+
+const PREFIX = "/proxy/rollout/:rid/attempt/:aid/mode/:mode";
+const MODES = new Set<string>(["train", "val"]);
+
+/** 429 for a paused gateway: AGL's body (`error`, `reason`) plus `detail`, and AGL's headers. */
+function sendPaused(reply: FastifyReply, pause: PauseController): FastifyReply {
+  const state = pause.state();
+  return reply
+    .status(429)
+    .header("retry-after", String(state.retry_after_seconds))
+    .header("x-agl-paused", "true")
+    .send({
+      error: "gateway paused",
+      reason: state.reason,
+      retry_after_seconds: state.retry_after_seconds,
+      detail: `Gateway paused${state.reason ? ` (${state.reason})` : ""}; retry after ${state.retry_after_seconds} s`,
+      code: "paused",
+    });
+}
+
+/** The rollout must exist and `aid` must be its current attempt. */
+async function checkAttempt(store: Store, rolloutId: string, attemptId: string): Promise<void> {
+  const rollout = await store.getRollout(rolloutId);
+  if (!rollout) throw new RolloutNotFound(rolloutId);
+  const current = rollout.status.last_attempt_id;
+  if (current !== attemptId) throw new StaleAttempt(rolloutId, attemptId, current);
+}
+
+/**
+ * The proxy routes: `POST {PREFIX}/openai/v1/chat/completions` and `…/completions`, plus `POST /proxy/pause`,
+ * `POST /proxy/resume` and `GET /proxy/state`. Register it in the app with the error handler and auth hook set on
+ * the parent; the plugin closes its upstream pool on `onClose`.
+ * @throws {NotFound} unknown mode or path (404); {@link RolloutNotFound} (404); {@link StaleAttempt} (409);
+ *   {@link BadRequest} body not a JSON object (400); `NoEndpoint` (503); `UpstreamFailed` (502); `UpstreamTimeout` (504)
+ */
+export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, { store, options, pause }) => {
+  const picker = new EndpointPicker(options.endpointCooldownBaseMs, options.endpointCooldownMaxMs);
+  const upstream = new UpstreamClient(options, picker);
+  const ctx: ProxyContext = { store, options, upstream };
+  app.addHook("onClose", async () => upstream.close());
+
+  const handle =
+    (kind: ProxyEndpointKind) =>
+    async (request: FastifyRequest<{ Params: ProxyParams }>, reply: FastifyReply): Promise<FastifyReply> => {
+      const { rid, aid, mode } = request.params;
+      if (!MODES.has(mode)) throw new NotFound(`Unknown proxy mode ${mode} (expected train or val)`);
+      const release = pause.tryEnter();
+      if (release === null) return sendPaused(reply, pause);
+      try {
+        await checkAttempt(store, rid, aid);
+        const body = request.body;
+        if (typeof body !== "object" || body === null || Array.isArray(body)) {
+          throw new BadRequest("Request body must be a JSON object");
+        }
+        const log = request.log;
+        const call = {
+          kind,
+          rolloutId: rid,
+          attemptId: aid,
+          mode: mode as ProxyMode,
+          body: body as Record<string, unknown>,
+          log,
+        };
+        await forwardCall(ctx, call, reply);
+        return reply;
+      } finally {
+        release();
+      }
+    };
+
+  const routeOptions = { bodyLimit: options.bodyLimitBytes };
+  app.post(`${PREFIX}/openai/v1/chat/completions`, routeOptions, handle("chat"));
+  app.post(`${PREFIX}/openai/v1/completions`, routeOptions, handle("completions"));
+  app.all(`${PREFIX}/*`, async (request) => {
+    throw new NotFound(`No proxy route ${request.method} ${request.url.split("?", 1)[0]}`);
+  });
+
+  app.post("/proxy/pause", async (request) => {
+    const body = parseOrThrow(PauseRequestSchema, request.body ?? {}, "pause request", ["body"]);
+    pause.pause(body.retry_after_seconds, body.reason);
+    request.log.info({ retryAfterSeconds: body.retry_after_seconds, reason: body.reason }, "proxy paused");
+    return pause.state();
+  });
+  app.post("/proxy/resume", async (request) => {
+    pause.resume();
+    request.log.info("proxy resumed");
+    return pause.state();
+  });
+  app.get("/proxy/state", async () => pause.state());
+};

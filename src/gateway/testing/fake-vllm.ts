@@ -1,0 +1,194 @@
+/**
+ * @module A fake vLLM v0.19 OpenAI-compatible server for tests and benches: a real HTTP server on 127.0.0.1 answering
+ * `/v1/chat/completions` and `/v1/completions`, non-stream and SSE, in vLLM's exact shapes (see
+ * `fake-vllm-shapes.ts`), with programmable misbehaviour. It records every body it receives.
+ *
+ * SSE facts (vLLM v0.19.0): `Content-Type: text/event-stream; charset=utf-8`; events are only `data: <json>\n\n`,
+ * ending with `data: [DONE]\n\n`. Chat: a role chunk `delta: {role: "assistant", content: ""}` with top-level
+ * `prompt_token_ids` and no `token_ids` key, then one chunk per step with `token_ids` (+ `logprobs.content` when asked),
+ * `delta: {}` for tokens a tool parser hides, the finishing chunk with `finish_reason`, `stop_reason` and the EOS id;
+ * chunks are dumped with `exclude_unset` (no `stop_reason` key before the last). Completions chunks carry every key,
+ * `"usage": null` included, and `prompt_token_ids` only in the first chunk. `include_usage` adds a last chunk
+ * `{…, choices: [], usage: {prompt_tokens, total_tokens, completion_tokens}}`. A mid-stream failure is one
+ * `data: {"error": {...}}` event then `data: [DONE]`.
+ */
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { buildPlan, chatBody, chatChunks, completionBody, completionChunks, type Plan } from "./fake-vllm-plan.js";
+import { errorBody } from "./fake-vllm-shapes.js";
+
+/** How the fake answers the next calls. Everything is optional; the default is a plain successful answer. */
+export interface FakeVllmBehaviour {
+  /** Generated text (default "Hello!"). */
+  content?: string;
+  /** Answer with these hermes tool calls instead of text (several = parallel calls). */
+  toolCalls?: { name: string; arguments: Record<string, unknown> }[];
+  /** Prompt ids to report instead of the fake tokenization (e.g. 100k ids). */
+  promptTokenIds?: number[];
+  /** Fail this many calls first (counted across calls) with `failStatus`. */
+  failTimes?: number;
+  /** Status of those failures (default 503). */
+  failStatus?: number;
+  /** Never answer (the socket stays open until the fake closes). */
+  hang?: boolean;
+  /** Answer 400 "maximum context length" like vLLM does for an over-long prompt. */
+  contextOverflow?: boolean;
+  /** SSE: destroy the socket after this many events. */
+  dieAfterEvents?: number;
+  /** SSE: send vLLM's error event (then `[DONE]`) after this many events. */
+  errorAfterEvents?: number;
+  /** Wait for {@link FakeVllm.release} after this many SSE events (0: before answering anything, also non-stream). */
+  holdAfterEvents?: number;
+  /** Generation steps (0-based, role chunk excluded) whose chunk has `token_ids: null`; non-stream: all null. */
+  dropTokenIdsAt?: number[];
+  /** Generation steps whose chunk has `logprobs: null` although logprobs were asked. */
+  dropLogprobsAt?: number[];
+  /** Ids per chunk (default 1); vLLM merges steps when the HTTP side falls behind. */
+  tokensPerChunk?: number;
+}
+
+/** One body the fake received. */
+export interface ReceivedCall {
+  path: string;
+  headers: IncomingMessage["headers"];
+  body: Record<string, unknown>;
+}
+
+/** A running fake vLLM server. */
+export class FakeVllm {
+  /** Every call received, in arrival order. */
+  readonly received: ReceivedCall[] = [];
+  private behaviour: FakeVllmBehaviour = {};
+  private failuresSent = 0;
+  private held: (() => void)[] = [];
+  private heldWaiters: { count: number; resolve: () => void }[] = [];
+
+  private constructor(private readonly server: Server) {}
+
+  /**
+   * Starts a fake on 127.0.0.1, port 0.
+   * @returns the running fake; its base URL is {@link FakeVllm.url}
+   */
+  static async start(behaviour: FakeVllmBehaviour = {}): Promise<FakeVllm> {
+    let fake: FakeVllm | undefined;
+    const server = createServer((req, res) => void fake!.handle(req, res));
+    server.keepAliveTimeout = 60_000;
+    fake = new FakeVllm(server);
+    fake.behave(behaviour);
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    return fake;
+  }
+
+  /** Base URL to register as a model endpoint, e.g. `http://127.0.0.1:PORT/v1`. */
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+  }
+
+  /** Replaces the behaviour for the next calls (and resets the failure counter). */
+  behave(behaviour: FakeVllmBehaviour): void {
+    this.behaviour = behaviour;
+    this.failuresSent = 0;
+  }
+
+  /** Number of calls currently held by `holdAfterEvents`. */
+  get heldCount(): number {
+    return this.held.length;
+  }
+
+  /** Resolves once at least `count` calls are being held. */
+  waitForHeld(count: number): Promise<void> {
+    if (this.held.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.heldWaiters.push({ count, resolve }));
+  }
+
+  /** Lets every held call go on. */
+  release(): void {
+    const held = this.held;
+    this.held = [];
+    for (const go of held) go();
+  }
+
+  /** Stops the server, cutting open connections (hanging calls included). */
+  async close(): Promise<void> {
+    this.release();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private hold(): Promise<void> {
+    const released = new Promise<void>((resolve) => this.held.push(resolve));
+    const ready = this.heldWaiters.filter((w) => this.held.length >= w.count);
+    this.heldWaiters = this.heldWaiters.filter((w) => this.held.length < w.count);
+    for (const w of ready) w.resolve();
+    return released;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const path = (req.url ?? "").split("?", 1)[0]!;
+    const kind = path === "/v1/chat/completions" ? "chat" : path === "/v1/completions" ? "completions" : null;
+    if (req.method !== "POST" || kind === null) return sendJson(res, 404, { detail: "Not Found" });
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    } catch {
+      return sendJson(res, 400, errorBody("Invalid JSON body", "BadRequestError", 400));
+    }
+    this.received.push({ path, headers: req.headers, body });
+    const b = this.behaviour;
+    if (b.hang) return;
+    if (b.failTimes !== undefined && this.failuresSent < b.failTimes) {
+      this.failuresSent++;
+      const status = b.failStatus ?? 503;
+      return sendJson(res, status, errorBody(`fake failure ${this.failuresSent}`, "ServiceUnavailableError", status));
+    }
+    if (b.contextOverflow) {
+      const message =
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4900 in the messages, 100 in the completion). Please reduce the length of the messages or completion.";
+      return sendJson(res, 400, errorBody(message, "BadRequestError", 400));
+    }
+    if (b.holdAfterEvents === 0) await this.hold();
+    const plan = buildPlan(kind, body, b);
+    if (body.stream === true) await this.stream(res, kind, body, plan);
+    else sendJson(res, 200, kind === "chat" ? chatBody(body, plan) : completionBody(body, plan));
+  }
+
+  private async stream(
+    res: ServerResponse,
+    kind: "chat" | "completions",
+    body: Record<string, unknown>,
+    plan: Plan,
+  ): Promise<void> {
+    const b = this.behaviour;
+    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+    const events = kind === "chat" ? chatChunks(body, plan) : completionChunks(body, plan);
+    let sent = 0;
+    for (const event of events) {
+      if (b.dieAfterEvents !== undefined && sent >= b.dieAfterEvents) {
+        res.socket?.destroy();
+        return;
+      }
+      if (b.errorAfterEvents !== undefined && sent >= b.errorAfterEvents) {
+        const error = errorBody("fake engine failure", "InternalServerError", 500);
+        res.end(`data: ${JSON.stringify(error)}\n\ndata: [DONE]\n\n`);
+        return;
+      }
+      if (b.holdAfterEvents !== undefined && b.holdAfterEvents > 0 && sent === b.holdAfterEvents) await this.hold();
+      const line = `data: ${JSON.stringify(event)}\n\n`;
+      // Before dying, wait until each event has left the process: a destroy drops buffered writes.
+      if (b.dieAfterEvents !== undefined) await new Promise((resolve) => res.write(line, resolve));
+      else if (!res.write(line)) await once(res, "drain");
+      sent++;
+    }
+    res.end("data: [DONE]\n\n");
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}

@@ -1,0 +1,72 @@
+/**
+ * @module A minimal gateway for proxy tests and the proxy bench: Fastify with the gateway's error handler and auth
+ * hook, a store, and the proxy plugin, listening on 127.0.0.1 port 0.
+ */
+import Fastify, { type FastifyInstance } from "fastify";
+import { type ModelInput, RolloutCreateSchema } from "../../protocol/index.js";
+import { MemoryStore } from "../../store/memory.js";
+import type { Store } from "../../store/store.js";
+import { makeAuthHook } from "../auth.js";
+import { errorHandler } from "../error-handler.js";
+import { type ProxyOptionsInput, resolveProxyOptions } from "../proxy/options.js";
+import { PauseController } from "../proxy/pause.js";
+import { proxyRoutes } from "../routes/proxy.js";
+
+/** A running proxy under test. */
+export interface ProxyHarness {
+  app: FastifyInstance;
+  store: Store;
+  pause: PauseController;
+  /** `http://127.0.0.1:PORT` */
+  baseUrl: string;
+  key: string;
+  /** The OpenAI base URL an agent of this rollout attempt uses. */
+  openaiBase(rolloutId: string, attemptId?: string, mode?: string): string;
+  /** Creates a rollout (attempt "0") and returns its id. */
+  newRollout(rolloutId?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the harness.
+ * @param setup - proxy options, registered endpoints, store (memory by default), API key ("test-key" by default)
+ */
+export async function startProxyHarness(
+  setup: { options?: ProxyOptionsInput; models?: ModelInput[]; store?: Store; key?: string } = {},
+): Promise<ProxyHarness> {
+  const store = setup.store ?? new MemoryStore();
+  const key = setup.key ?? "test-key";
+  const options = resolveProxyOptions({
+    modelName: "policy",
+    retryBackoffBaseMs: 5,
+    retryBackoffMaxMs: 20,
+    ...setup.options,
+  });
+  if (setup.models?.length) {
+    await store.upsertModels(setup.models.map((m) => ({ version: 0, ...m })));
+  }
+  const pause = new PauseController();
+  const app = Fastify({ logger: false });
+  app.setErrorHandler(errorHandler);
+  app.addHook("onRequest", makeAuthHook(key));
+  await app.register(proxyRoutes, { store, options, pause });
+  const baseUrl = await app.listen({ host: "127.0.0.1", port: 0 });
+  let counter = 0;
+  return {
+    app,
+    store,
+    pause,
+    baseUrl,
+    key,
+    openaiBase: (rid, aid = "0", mode = "train") =>
+      `${baseUrl}/proxy/rollout/${rid}/attempt/${aid}/mode/${mode}/openai/v1`,
+    newRollout: async (rolloutId = `ro-test-${++counter}`) => {
+      const [rollout] = await store.createRollouts([RolloutCreateSchema.parse({ rollout_id: rolloutId, input: {} })]);
+      return rollout!.rollout_id;
+    },
+    close: async () => {
+      await app.close();
+      await store.close();
+    },
+  };
+}
