@@ -1,0 +1,52 @@
+/**
+ * @module Where an agent inside a rollout finds the gateway: the `AGL_*` variables the controller sets. The one SDK
+ * file that reads `process.env`.
+ */
+
+/** The rollout context of an agent process. */
+export interface AgentEnv {
+  /** OpenAI base URL of the gateway proxy for this attempt (`AGL_OPENAI_BASE_URL`). */
+  baseURL: string;
+  /** Key to present to the gateway, as the OpenAI API key and on event posts (`AGL_KEY`; may be empty). */
+  apiKey: string;
+  /** `AGL_ROLLOUT_ID`. */
+  rolloutId: string;
+  /** `AGL_ATTEMPT_ID`. */
+  attemptId: string;
+  /** Where events of this attempt are posted (`AGL_EVENT_URL`). */
+  eventUrl: string;
+}
+
+/** The code runs outside a rollout: the controller's `AGL_*` variables are missing. */
+export class NotInRollout extends Error {
+  /** Names of the missing variables. */
+  readonly missing: string[];
+  constructor(missing: string[]) {
+    super(
+      `not running inside an arclight rollout: ${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} not set ` +
+        "(the arclight controller sets AGL_OPENAI_BASE_URL, AGL_EVENT_URL, AGL_KEY, AGL_ROLLOUT_ID and AGL_ATTEMPT_ID)",
+    );
+    this.name = "NotInRollout";
+    this.missing = missing;
+  }
+}
+
+const REQUIRED = ["AGL_OPENAI_BASE_URL", "AGL_EVENT_URL", "AGL_ROLLOUT_ID", "AGL_ATTEMPT_ID"] as const;
+
+/**
+ * Reads the rollout context from the environment.
+ * @param env - the variables to read; default `process.env`
+ * @returns base URL, key, rollout and attempt ids, event URL
+ * @throws {NotInRollout} naming every missing variable (`AGL_KEY` may be absent: an open gateway needs none)
+ */
+export function fromEnv(env: Readonly<Record<string, string | undefined>> = process.env): AgentEnv {
+  const missing = REQUIRED.filter((name) => !env[name]);
+  if (missing.length > 0) throw new NotInRollout(missing);
+  return {
+    baseURL: env.AGL_OPENAI_BASE_URL!,
+    apiKey: env.AGL_KEY ?? "",
+    rolloutId: env.AGL_ROLLOUT_ID!,
+    attemptId: env.AGL_ATTEMPT_ID!,
+    eventUrl: env.AGL_EVENT_URL!,
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * @module The environment of an agent process: where its OpenAI calls and events go (`AGL_*`), plus `env_map` entries
+ * read from the rollout (`QUESTION: input.question`).
+ */
+import type { Rollout } from "../protocol/index.js";
+
+/** An `env_map` entry names a path the rollout does not have; the rollout fails with this message. */
+export class EnvMapError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "EnvMapError";
+  }
+}
+
+/** Where agents reach the gateway, and the key they present. */
+export interface AgentGateway {
+  /** Gateway base URL as agents reach it, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  /** API key agents send (`AGL_KEY`); may be empty. */
+  key: string;
+}
+
+/**
+ * The proxy base URL an agent gives its OpenAI client for one attempt.
+ * @returns `<gateway>/proxy/rollout/{rid}/attempt/{aid}/mode/{train|val}/openai/v1`
+ */
+export function proxyBaseUrl(gatewayUrl: string, rollout: Rollout, attemptId: string): string {
+  const mode = rollout.is_train ? "train" : "val";
+  const rid = encodeURIComponent(rollout.rollout_id);
+  return `${trim(gatewayUrl)}/proxy/rollout/${rid}/attempt/${encodeURIComponent(attemptId)}/mode/${mode}/openai/v1`;
+}
+
+/** @returns `<gateway>/api/rollouts/{rid}/attempt/{aid}/events`, where the agent posts rewards and events */
+export function eventUrl(gatewayUrl: string, rolloutId: string, attemptId: string): string {
+  return `${trim(gatewayUrl)}/api/rollouts/${encodeURIComponent(rolloutId)}/attempt/${encodeURIComponent(attemptId)}/events`;
+}
+
+function trim(url: string): string {
+  return url.replace(/\/+$/, "");
+}
+
+/**
+ * Reads a dotted path (`input.question.text`, `input.items.0`) from the rollout: the first segment is a top-level
+ * rollout field (`input`, `metadata`, `rollout_id`, `is_train`), numeric segments index arrays.
+ * @returns the value found
+ * @throws {EnvMapError} naming the env var and the path when any segment is missing
+ */
+export function readRolloutPath(rollout: Rollout, path: string, envName: string): unknown {
+  let value: unknown = rollout;
+  for (const segment of path.split(".")) {
+    const holder = value !== null && typeof value === "object" ? (value as Record<string, unknown>) : undefined;
+    if (holder === undefined || !Object.hasOwn(holder, segment) || holder[segment] === undefined) {
+      throw new EnvMapError(`env_map ${envName}: path ${path} not found in rollout ${rollout.rollout_id}`);
+    }
+    value = holder[segment];
+  }
+  return value;
+}
+
+/**
+ * Builds the full environment of one agent process.
+ * @param rollout - the rollout being run
+ * @param attemptId - its current attempt
+ * @param gateway - where agents reach the gateway
+ * @param envMap - env var name → rollout path; strings are passed as-is, any other value as JSON
+ * @param baseEnv - variables inherited by every agent (the CLI passes the controller's environment)
+ * @returns the environment: `baseEnv`, then `env_map` entries, then the `AGL_*` variables (which always win)
+ * @throws {EnvMapError} when an `env_map` path is missing
+ */
+export function buildAgentEnv(
+  rollout: Rollout,
+  attemptId: string,
+  gateway: AgentGateway,
+  envMap: Readonly<Record<string, string>>,
+  baseEnv: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(baseEnv)) if (value !== undefined) env[name] = value;
+  for (const [name, path] of Object.entries(envMap)) {
+    const value = readRolloutPath(rollout, path, name);
+    env[name] = typeof value === "string" ? value : JSON.stringify(value);
+  }
+  env.AGL_OPENAI_BASE_URL = proxyBaseUrl(gateway.url, rollout, attemptId);
+  env.AGL_EVENT_URL = eventUrl(gateway.url, rollout.rollout_id, attemptId);
+  env.AGL_KEY = gateway.key;
+  env.AGL_ROLLOUT_ID = rollout.rollout_id;
+  env.AGL_ATTEMPT_ID = attemptId;
+  return env;
+}

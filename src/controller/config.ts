@@ -1,0 +1,41 @@
+/** @module The controller's configuration: one strict zod schema with a default for every key. */
+import { z } from "zod";
+import { LocalConfigSchema } from "../protocol/index.js";
+
+/** Every controller setting. Unknown keys fail; units are in the names. */
+export const ControllerConfigSchema = z.strictObject({
+  gateway_url: z
+    .url({ protocol: /^https?$/ })
+    .default("http://127.0.0.1:8080")
+    .describe("gateway base URL"),
+  key: z.string().default("").describe("gateway API key (also ARCLIGHT_KEY / AGL_KEY); passed to agents as AGL_KEY"),
+  mode: z.enum(["local"]).default("local").describe("where agents run; `local` spawns processes on this machine"),
+  pool_size: z.number().int().min(1).default(8).describe("most agent processes alive at once"),
+  poll_interval_seconds: z.number().positive().default(1).describe("seconds between reconcile passes"),
+  spawn_rate_per_second: z.number().positive().default(20).describe("most process spawns per second (token bucket)"),
+  spawn_burst: z.number().int().min(1).default(8).describe("spawns allowed at once before the rate applies"),
+  log_tail_bytes: z
+    .number()
+    .int()
+    .min(0)
+    .default(65_536)
+    .describe("bytes of an agent's combined stdout/stderr kept and stored as a `log` event when it fails"),
+  kill_grace_seconds: z
+    .number()
+    .min(0)
+    .default(5)
+    .describe("seconds between SIGTERM and SIGKILL when a process group is killed"),
+  state_file: z
+    .string()
+    .min(1)
+    .default(".arclight/controller-state.json")
+    .describe("where the controller records the processes it owns, so a restarted controller finds them"),
+  cwd: z.string().optional().describe("working directory of agent processes; default: the controller's"),
+  local: LocalConfigSchema.optional().describe("command / agent_class / env_map for rollouts whose config has none"),
+  list_page_size: z.number().int().min(1).max(10_000).default(500).describe("rollouts fetched per list request"),
+});
+
+/** Controller settings, defaults applied. */
+export type ControllerConfig = z.infer<typeof ControllerConfigSchema>;
+/** Controller settings as written in YAML or flags. */
+export type ControllerConfigInput = z.input<typeof ControllerConfigSchema>;

@@ -1,0 +1,187 @@
+/**
+ * @module Local agent processes: what to run for a rollout (`command` argv or a JS `agent_class`), spawning it in its
+ * own process group with stdout/stderr captured, and killing the whole group (grandchildren included).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import type { LocalConfig } from "../protocol/index.js";
+import { LogTail } from "./log-tail.js";
+
+/** A rollout whose local config says neither what nor how to run; the rollout fails with this message. */
+export class LaunchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "LaunchError";
+  }
+}
+
+/** The executable and arguments of one agent process. */
+export interface Launch {
+  file: string;
+  args: string[];
+}
+
+/**
+ * Node program that runs an `agent_class` export: `new Export().run()` for a class (or any function whose prototype
+ * has `run`), `Export()` for a plain function. The process exits 0 once that settles, non-zero when it throws.
+ * argv: [modulePath, exportName]; the module path is resolved against the working directory.
+ */
+const AGENT_RUNNER_SOURCE = `
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+const [modulePath, exportName] = process.argv.slice(1);
+const mod = await import(pathToFileURL(resolve(modulePath)).href);
+const target = mod[exportName];
+if (typeof target !== "function") {
+  console.error("arclight agent runner: " + modulePath + " has no class or function export named " + exportName);
+  process.exit(2);
+}
+const isClass = typeof target.prototype?.run === "function" || /^class[\\s{]/.test(Function.prototype.toString.call(target));
+if (isClass) {
+  const agent = new target();
+  if (typeof agent.run !== "function") {
+    console.error("arclight agent runner: class " + exportName + " has no run() method");
+    process.exit(2);
+  }
+  await agent.run();
+} else {
+  await target();
+}
+process.exit(process.exitCode ?? 0);
+`;
+
+/**
+ * Decides what to run for a rollout.
+ * @param local - the rollout's `config.local`, else the controller's default
+ * @param nodePath - the node executable that runs an `agent_class` (default: this process's)
+ * @returns `command` as given, or node running {@link AGENT_RUNNER_SOURCE} on `path/to/module.js:ExportName`
+ *   (no `:ExportName` means the `default` export)
+ * @throws {LaunchError} when neither or both of `command` and `agent_class` are set
+ */
+export function resolveLaunch(local: LocalConfig | undefined, nodePath = process.execPath): Launch {
+  const command = local?.command;
+  const agentClass = local?.agent_class;
+  if (command !== undefined && agentClass !== undefined) {
+    throw new LaunchError("config.local sets both command and agent_class; set exactly one");
+  }
+  if (command !== undefined) return { file: command[0]!, args: command.slice(1) };
+  if (agentClass === undefined) {
+    throw new LaunchError("no config.local.command or config.local.agent_class for this rollout or the controller");
+  }
+  const colon = agentClass.lastIndexOf(":");
+  const modulePath = colon > 0 ? agentClass.slice(0, colon) : agentClass;
+  const exportName = colon > 0 ? agentClass.slice(colon + 1) : "default";
+  return { file: nodePath, args: ["--input-type=module", "-e", AGENT_RUNNER_SOURCE, "--", modulePath, exportName] };
+}
+
+/** How an agent process ended. */
+export interface ExitInfo {
+  /** Exit code, or null when a signal ended it or it never started. */
+  code: number | null;
+  /** Signal that ended it, e.g. `SIGKILL`. */
+  signal: NodeJS.Signals | null;
+  /** Set when the process could not be started at all (e.g. ENOENT). */
+  spawnError?: Error;
+}
+
+/**
+ * Sends `signal` to every process of the group led by `pid`.
+ * @param pid - the group leader's pid; values below 2 are refused (`kill(-1)` would signal every process we may)
+ * @returns false when the group no longer exists or `pid` was refused
+ */
+export function killGroup(pid: number, signal: NodeJS.Signals): boolean {
+  if (!Number.isInteger(pid) || pid < 2) return false;
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ESRCH") return false;
+    throw err;
+  }
+}
+
+/** @returns true when a process with this pid exists (also when it belongs to another user) */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Options of {@link AgentProcess.spawn}. */
+export interface SpawnOptions {
+  env: Record<string, string>;
+  cwd?: string;
+  /** Bytes of combined stdout/stderr kept (see {@link LogTail}). */
+  logTailBytes: number;
+}
+
+/** One running agent: leader of its own process group, its output captured into a {@link LogTail}. */
+export class AgentProcess {
+  /** Resolves once the leader exited and its output was drained (stragglers in its group are SIGKILLed first). */
+  readonly exited: Promise<ExitInfo>;
+  readonly tail: LogTail;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    logTailBytes: number,
+  ) {
+    this.tail = new LogTail(logTailBytes);
+    child.stdout?.on("data", (chunk: Buffer) => this.tail.push(chunk));
+    child.stderr?.on("data", (chunk: Buffer) => this.tail.push(chunk));
+    this.exited = watchExit(child);
+  }
+
+  /** Spawns `launch` detached (a new process group), stdin closed, stdout/stderr piped. */
+  static spawn(launch: Launch, options: SpawnOptions): AgentProcess {
+    const child = spawn(launch.file, launch.args, {
+      env: options.env,
+      cwd: options.cwd,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    return new AgentProcess(child, options.logTailBytes);
+  }
+
+  /** Pid of the leader (= the process group id); undefined when the spawn failed. */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /**
+   * Kills the whole process group: SIGTERM now, SIGKILL after `graceMs` (and at the leader's exit) for whatever is
+   * left, grandchildren included.
+   */
+  kill(graceMs: number): void {
+    const pid = this.child.pid;
+    if (pid === undefined) return;
+    killGroup(pid, "SIGTERM");
+    setTimeout(() => killGroup(pid, "SIGKILL"), graceMs).unref();
+  }
+}
+
+/** Waits for exit, kills what is left of the group, then waits (at most 1 s) for stdout/stderr to close. */
+function watchExit(child: ChildProcess): Promise<ExitInfo> {
+  let closed = false;
+  let onClose: () => void = () => {};
+  child.on("close", () => {
+    closed = true;
+    onClose();
+  });
+  return new Promise((resolve) => {
+    child.on("error", (err) => {
+      if (child.pid === undefined) resolve({ code: null, signal: null, spawnError: err });
+    });
+    child.on("exit", (code, signal) => {
+      if (child.pid !== undefined) killGroup(child.pid, "SIGKILL");
+      const done = () => resolve({ code, signal });
+      if (closed) return done();
+      const timer = setTimeout(done, 1000);
+      onClose = () => {
+        clearTimeout(timer);
+        done();
+      };
+    });
+  });
+}

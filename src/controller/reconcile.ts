@@ -1,0 +1,358 @@
+/**
+ * @module The local rollout controller: a reconcile loop with the gateway as the source of truth. Each pass reports
+ * finished attempts, fails running rollouts whose process is gone, and spawns queuing rollouts up to the pool size.
+ */
+import type { Logger } from "pino";
+import type { GatewayClient } from "../gateway/client.js";
+import { InvalidTransition, type Rollout, RolloutNotFound, StaleAttempt } from "../protocol/index.js";
+import { buildAgentEnv, EnvMapError } from "./agent-env.js";
+import type { ControllerConfig } from "./config.js";
+import { AgentProcess, type ExitInfo, killGroup, LaunchError, processAlive, resolveLaunch } from "./local.js";
+import { type AttemptOutcome, describeExit, type KillCause, reportOutcome } from "./outcome.js";
+import { SpawnLimiter } from "./spawn-limiter.js";
+import { ControllerStateFile, type OwnedProcess } from "./state-file.js";
+
+/** Options of {@link LocalController}. */
+export interface LocalControllerOptions {
+  client: GatewayClient;
+  config: ControllerConfig;
+  logger: Logger;
+  /** Variables every agent inherits (the CLI passes the controller's environment); default none. */
+  baseEnv?: Readonly<Record<string, string | undefined>>;
+}
+
+/** A live agent process this controller answers for: spawned by it, or adopted from a previous controller. */
+interface Owned {
+  rolloutId: string;
+  record: OwnedProcess;
+  /** Undefined for an adopted process (not our child: we can see it alive, not its exit status). */
+  process?: AgentProcess;
+  cause: KillCause;
+  /** The rollout was finished or deleted elsewhere: kill quietly, report nothing. */
+  cancelled: boolean;
+  timer?: NodeJS.Timeout;
+  /** Settles after the exit was recorded. */
+  done?: Promise<void>;
+}
+
+/**
+ * Runs queued rollouts as local processes. Crash-safe: owned pids are persisted in `config.state_file`, and every
+ * decision is re-derived from the gateway on each pass, so running a pass twice, or after a restart, is harmless.
+ */
+export class LocalController {
+  private readonly client: GatewayClient;
+  private readonly config: ControllerConfig;
+  private readonly log: Logger;
+  private readonly baseEnv: Readonly<Record<string, string | undefined>>;
+  private readonly limiter: SpawnLimiter;
+  private readonly stateFile: ControllerStateFile;
+  /** Processes persisted in the state file (live ones and those whose outcome is not reported yet). */
+  private readonly records: Map<string, OwnedProcess>;
+  private readonly owned = new Map<string, Owned>();
+  /** Outcomes waiting to be reported, by rollout id; retried every pass until the gateway takes them. */
+  private readonly finished = new Map<string, AttemptOutcome>();
+  private loop?: Promise<void>;
+  private stopping = false;
+  private abandoned = false;
+  private wakePending = false;
+  private wakeNow: () => void = () => {};
+
+  constructor(options: LocalControllerOptions) {
+    this.client = options.client;
+    this.config = options.config;
+    this.log = options.logger.child({ component: "controller" });
+    this.baseEnv = options.baseEnv ?? {};
+    this.limiter = new SpawnLimiter(this.config.spawn_rate_per_second, this.config.spawn_burst);
+    this.stateFile = new ControllerStateFile(this.config.state_file);
+    this.records = this.stateFile.load();
+  }
+
+  /** Number of agent processes alive and owned right now. */
+  get liveCount(): number {
+    return this.owned.size;
+  }
+
+  /** Starts the reconcile loop: a pass every `poll_interval_seconds`, and at once after any process exits. */
+  start(): void {
+    if (this.loop !== undefined) return;
+    this.log.info({ poolSize: this.config.pool_size, gatewayUrl: this.config.gateway_url }, "controller started");
+    this.loop = this.runLoop();
+  }
+
+  /**
+   * One reconcile pass. Idempotent: it reads everything it decides on from the gateway.
+   * 1. report outcomes of exited processes; 2. fail running rollouts whose process is gone (adopt live ones after a
+   * restart), kill processes of rollouts finished elsewhere; 3. spawn queuing rollouts up to the pool size.
+   * @throws whatever the gateway client throws (the loop logs it and tries again next pass)
+   */
+  async reconcileOnce(): Promise<void> {
+    this.reapAdopted();
+    await this.flushFinished();
+    const listedAtMs = Date.now();
+    const running = await this.client.listAllRollouts({ states: ["running"] }, this.config.list_page_size);
+    await this.reconcileRunning(running, listedAtMs);
+    await this.flushFinished();
+    await this.startQueuing();
+  }
+
+  /**
+   * Stops the loop, kills every live process group and fails its rollout with "controller shutdown".
+   * @param waitMs - longest wait (ms) for killed processes to exit before reporting; default grace + 5 s
+   */
+  async shutdown(waitMs = this.config.kill_grace_seconds * 1000 + 5000): Promise<void> {
+    await this.stopLoop();
+    if (this.abandoned) return;
+    const graceMs = this.config.kill_grace_seconds * 1000;
+    for (const owned of this.owned.values()) this.kill(owned, "shutdown", graceMs);
+    const deadline = Date.now() + waitMs;
+    await Promise.all([...this.owned.values()].map((o) => o.done).filter((d) => d !== undefined));
+    while ([...this.owned.values()].length > 0 && Date.now() < deadline) {
+      this.reapAdopted();
+      if (this.owned.size > 0) await new Promise((r) => setTimeout(r, 50));
+    }
+    for (let tries = 0; tries < 3 && this.finished.size > 0; tries++) await this.flushFinished();
+    this.log.info({ unreported: this.finished.size }, "controller stopped");
+  }
+
+  /**
+   * Stops the loop and forgets every process without killing it or reporting anything, as if this controller had
+   * crashed; the state file keeps them for the next controller.
+   */
+  async abandon(): Promise<void> {
+    await this.stopLoop();
+    this.abandoned = true;
+    for (const owned of this.owned.values()) clearTimeout(owned.timer);
+  }
+
+  private async stopLoop(): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    await this.loop;
+  }
+
+  private async runLoop(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        await this.reconcileOnce();
+      } catch (err) {
+        this.log.error({ err }, "reconcile pass failed");
+      }
+      const pollMs = this.config.poll_interval_seconds * 1000;
+      const spawnWaitMs = this.limiter.msUntilNext();
+      await this.sleep(spawnWaitMs > 0 ? Math.min(pollMs, spawnWaitMs) : pollMs);
+    }
+  }
+
+  private wake(): void {
+    this.wakePending = true;
+    this.wakeNow();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.wakePending || this.stopping) {
+      this.wakePending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done(): void {
+        clearTimeout(timer);
+        self.wakePending = false;
+        self.wakeNow = () => {};
+        resolve();
+      }
+      this.wakeNow = done;
+    });
+  }
+
+  /** Adopts or fails running rollouts this controller holds no live process for; cancels processes of others. */
+  private async reconcileRunning(running: Rollout[], listedAtMs: number): Promise<void> {
+    const runningIds = new Map(running.map((r) => [r.rollout_id, r.status.last_attempt_id]));
+    for (const owned of this.owned.values()) {
+      const stillOurs = runningIds.get(owned.rolloutId) === owned.record.attempt_id;
+      if (!stillOurs && owned.record.started_at_ms < listedAtMs && !owned.cancelled) {
+        this.log.info({ rolloutId: owned.rolloutId }, "rollout no longer running here; killing its process");
+        owned.cancelled = true;
+        this.kill(owned, null, this.config.kill_grace_seconds * 1000);
+      }
+    }
+    for (const rollout of running) {
+      const rolloutId = rollout.rollout_id;
+      if (this.owned.has(rolloutId) || this.finished.has(rolloutId)) continue;
+      const attemptId = rollout.status.last_attempt_id ?? "0";
+      const record = this.records.get(rolloutId);
+      if (record !== undefined && record.attempt_id === attemptId && processAlive(record.pid)) {
+        this.adopt(rolloutId, record);
+        continue;
+      }
+      this.log.error({ rolloutId, attemptId, pid: record?.pid }, "controller lost the process");
+      this.finished.set(rolloutId, { rolloutId, attemptId, state: "failed", reason: "controller lost the process" });
+    }
+    let changed = false;
+    for (const rolloutId of this.records.keys()) {
+      const busy = this.owned.has(rolloutId) || this.finished.has(rolloutId);
+      if (!busy && !runningIds.has(rolloutId)) changed = this.records.delete(rolloutId) || changed;
+    }
+    if (changed) this.saveState();
+  }
+
+  /** Watches a live process a previous controller spawned: its timeout still applies; its exit is reported lost. */
+  private adopt(rolloutId: string, record: OwnedProcess): void {
+    const owned: Owned = { rolloutId, record, cause: null, cancelled: false };
+    this.owned.set(rolloutId, owned);
+    const remainingMs = record.started_at_ms + record.timeout_seconds * 1000 - Date.now();
+    owned.timer = setTimeout(() => this.onTimeout(owned), Math.max(0, remainingMs));
+    this.log.info({ rolloutId, attemptId: record.attempt_id, pid: record.pid }, "adopted live rollout process");
+  }
+
+  /** Adopted processes that are gone: their exit status went with the old controller. */
+  private reapAdopted(): void {
+    for (const owned of [...this.owned.values()]) {
+      if (owned.process !== undefined || processAlive(owned.record.pid)) continue;
+      this.recordExit(owned, { code: null, signal: null }, owned.cause ?? "lost");
+    }
+  }
+
+  private async startQueuing(): Promise<void> {
+    let free = this.config.pool_size - this.owned.size;
+    if (free <= 0) return;
+    const queuing = await this.client.listRollouts({ states: ["queuing"], limit: this.config.list_page_size });
+    for (const rollout of queuing) {
+      if (free <= 0 || this.stopping) return;
+      if (this.owned.has(rollout.rollout_id) || this.finished.has(rollout.rollout_id)) continue;
+      if (!this.limiter.tryTake()) return;
+      if (await this.startOne(rollout)) free--;
+    }
+  }
+
+  /** Patches the rollout running, then spawns its process. @returns true when a process was started */
+  private async startOne(rollout: Rollout): Promise<boolean> {
+    const rolloutId = rollout.rollout_id;
+    const attemptId = rollout.status.last_attempt_id ?? "0";
+    const local = rollout.config.local ?? this.config.local;
+    let launch: ReturnType<typeof resolveLaunch>;
+    let env: Record<string, string>;
+    try {
+      launch = resolveLaunch(local);
+      const gateway = { url: this.config.gateway_url, key: this.config.key };
+      env = buildAgentEnv(rollout, attemptId, gateway, local?.env_map ?? {}, this.baseEnv);
+    } catch (err) {
+      if (!(err instanceof LaunchError || err instanceof EnvMapError)) throw err;
+      this.log.warn({ rolloutId, attemptId, reason: err.message }, "rollout cannot be started");
+      this.finished.set(rolloutId, { rolloutId, attemptId, state: "failed", reason: err.message });
+      return false;
+    }
+    try {
+      await this.client.patchRollout(rolloutId, { status: { state: "running", last_attempt_id: attemptId } });
+    } catch (err) {
+      if (err instanceof InvalidTransition || err instanceof StaleAttempt || err instanceof RolloutNotFound) {
+        this.log.info({ rolloutId, attemptId, reason: err.message }, "rollout taken or changed elsewhere; skipped");
+        return false;
+      }
+      throw err;
+    }
+    this.spawnOwned(rollout, attemptId, launch, env);
+    return true;
+  }
+
+  private spawnOwned(
+    rollout: Rollout,
+    attemptId: string,
+    launch: ReturnType<typeof resolveLaunch>,
+    env: Record<string, string>,
+  ): void {
+    const rolloutId = rollout.rollout_id;
+    const agent = AgentProcess.spawn(launch, { env, cwd: this.config.cwd, logTailBytes: this.config.log_tail_bytes });
+    const record: OwnedProcess = {
+      attempt_id: attemptId,
+      // A failed spawn has no pid; its record is never saved and never used to signal (killGroup refuses pid < 2).
+      pid: agent.pid ?? 0,
+      started_at_ms: Date.now(),
+      timeout_seconds: rollout.config.timeout_seconds,
+    };
+    const owned: Owned = { rolloutId, record, process: agent, cause: null, cancelled: false };
+    this.owned.set(rolloutId, owned);
+    owned.timer = setTimeout(() => this.onTimeout(owned), record.timeout_seconds * 1000);
+    owned.done = agent.exited.then((info) => this.recordExit(owned, info, owned.cause));
+    if (agent.pid !== undefined) {
+      this.records.set(rolloutId, record);
+      this.saveState();
+    }
+    this.log.info({ rolloutId, attemptId, pid: agent.pid }, "spawned rollout process");
+  }
+
+  private onTimeout(owned: Owned): void {
+    const { rolloutId, record } = owned;
+    this.log.warn(
+      { rolloutId, attemptId: record.attempt_id, pid: record.pid },
+      "rollout timed out; killing its process group",
+    );
+    this.kill(owned, "timeout", this.config.kill_grace_seconds * 1000);
+  }
+
+  /** Kills an owned process group (SIGTERM, SIGKILL after the grace period); the first cause given sticks. */
+  private kill(owned: Owned, cause: KillCause, graceMs: number): void {
+    if (owned.cause === null) owned.cause = cause;
+    if (owned.process !== undefined) {
+      owned.process.kill(graceMs);
+      return;
+    }
+    killGroup(owned.record.pid, "SIGTERM");
+    setTimeout(() => killGroup(owned.record.pid, "SIGKILL"), graceMs).unref();
+  }
+
+  /** Turns an exit into an outcome to report, frees the pool slot and wakes the loop. */
+  private recordExit(owned: Owned, info: ExitInfo, cause: KillCause): void {
+    if (this.abandoned || this.owned.get(owned.rolloutId) !== owned) return;
+    clearTimeout(owned.timer);
+    this.owned.delete(owned.rolloutId);
+    const { rolloutId, record } = owned;
+    if (owned.cancelled) {
+      this.records.delete(rolloutId);
+      this.saveState();
+    } else {
+      const { state, reason } = describeExit(info, cause, record.timeout_seconds);
+      const outcome: AttemptOutcome = { rolloutId, attemptId: record.attempt_id, state, reason };
+      if (state === "failed" && owned.process !== undefined && info.spawnError === undefined) {
+        const tail = owned.process.tail;
+        outcome.log = {
+          source: "controller",
+          reason,
+          exit_code: info.code,
+          signal: info.signal,
+          text: tail.text(),
+          dropped_bytes: tail.droppedBytes,
+        };
+      }
+      this.finished.set(rolloutId, outcome);
+      this.log[state === "succeeded" ? "info" : "warn"](
+        { rolloutId, attemptId: record.attempt_id, reason },
+        "rollout process ended",
+      );
+    }
+    this.wake();
+  }
+
+  /** Reports every pending outcome; one that fails on a transport error stays for the next pass. */
+  private async flushFinished(): Promise<void> {
+    let changed = false;
+    for (const outcome of [...this.finished.values()]) {
+      try {
+        const result = await reportOutcome(this.client, outcome);
+        if (result === "superseded")
+          this.log.warn({ ...outcome, log: undefined }, "rollout changed elsewhere; outcome dropped");
+      } catch (err) {
+        this.log.warn({ err, rolloutId: outcome.rolloutId }, "could not report rollout outcome; will retry");
+        continue;
+      }
+      this.finished.delete(outcome.rolloutId);
+      changed = this.records.delete(outcome.rolloutId) || changed;
+    }
+    if (changed) this.saveState();
+  }
+
+  private saveState(): void {
+    this.stateFile.save(this.records);
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * @module Test harness of the controller: a real gateway (MemoryStore, 127.0.0.1 port 0), a real `GatewayClient`,
+ * a temp dir for agent scripts and the state file, and controllers built on them.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { GatewayClient } from "../../gateway/client.js";
+import { startTestGateway, type TestGateway } from "../../gateway/testing/serve.js";
+import type { Rollout, RolloutCreateInput } from "../../protocol/index.js";
+import { type ControllerConfigInput, ControllerConfigSchema } from "../config.js";
+import { LocalController } from "../reconcile.js";
+
+/** A gateway, a client, a temp dir and the controllers started on them. */
+export interface ControllerHarness {
+  gateway: TestGateway;
+  client: GatewayClient;
+  /** Temp dir: agent scripts, marks, the controller state file. */
+  dir: string;
+  /** Writes `text` to `dir/name` (mode 755) and returns its path. */
+  script(name: string, text: string): string;
+  /** A new controller (not started) sharing this harness's state file; `overrides` win over test defaults. */
+  controller(overrides?: ControllerConfigInput): LocalController;
+  /** Creates rollouts. */
+  create(creates: RolloutCreateInput[]): Promise<Rollout[]>;
+  /** Polls `probe` every 20 ms until it returns a value other than undefined; fails after `timeoutMs`. */
+  waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs?: number): Promise<T>;
+  /** Waits until every rollout in `ids` is succeeded or failed; returns them in `ids` order. */
+  waitTerminal(ids: string[], timeoutMs?: number): Promise<Rollout[]>;
+  /** Shuts down every controller, closes client and gateway, removes the temp dir. */
+  close(): Promise<void>;
+}
+
+/** Starts a harness. Agents inherit only PATH (plus whatever `baseEnv` adds). */
+export async function startHarness(baseEnv: Record<string, string> = {}): Promise<ControllerHarness> {
+  const gateway = await startTestGateway({ key: "test-key" });
+  const client = new GatewayClient({ baseUrl: gateway.url, key: "test-key" });
+  const dir = mkdtempSync(join(tmpdir(), "arclight-controller-"));
+  const controllers: LocalController[] = [];
+  const logger = pino({ level: process.env.ARCLIGHT_TEST_LOG ?? "silent" });
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...baseEnv };
+
+  const waitFor: ControllerHarness["waitFor"] = async (what, probe, timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await probe();
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
+  return {
+    gateway,
+    client,
+    dir,
+    script(name, text) {
+      const path = join(dir, name);
+      writeFileSync(path, text, { mode: 0o755 });
+      return path;
+    },
+    controller(overrides = {}) {
+      const config = ControllerConfigSchema.parse({
+        gateway_url: gateway.url,
+        key: "test-key",
+        poll_interval_seconds: 0.05,
+        kill_grace_seconds: 0.5,
+        spawn_rate_per_second: 1000,
+        state_file: join(dir, "controller-state.json"),
+        cwd: dir,
+        ...overrides,
+      });
+      const controller = new LocalController({ client, config, logger, baseEnv: env });
+      controllers.push(controller);
+      return controller;
+    },
+    create(creates) {
+      return client.createRollouts(creates);
+    },
+    waitFor,
+    async waitTerminal(ids, timeoutMs) {
+      return waitFor(
+        `${ids.length} terminal rollouts`,
+        async () => {
+          const all = await client.listAllRollouts({ states: ["succeeded", "failed"] });
+          const byId = new Map(all.map((r) => [r.rollout_id, r]));
+          return ids.every((id) => byId.has(id)) ? ids.map((id) => byId.get(id)!) : undefined;
+        },
+        timeoutMs,
+      );
+    },
+    async close() {
+      for (const controller of controllers) await controller.shutdown(2000);
+      await client.close();
+      await gateway.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

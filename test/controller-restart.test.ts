@@ -1,0 +1,86 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { killGroup, processAlive } from "../src/controller/local.js";
+import { type ControllerHarness, startHarness } from "../src/controller/testing/harness.js";
+
+let h: ControllerHarness;
+beforeEach(async () => {
+  h = await startHarness();
+});
+afterEach(async () => {
+  await h.close();
+});
+
+function ownedPids(dir: string): Record<string, number> {
+  const state = JSON.parse(readFileSync(join(dir, "controller-state.json"), "utf8")) as {
+    processes: Record<string, { pid: number }>;
+  };
+  return Object.fromEntries(Object.entries(state.processes).map(([id, p]) => [id, p.pid]));
+}
+
+describe("controller restart", () => {
+  it("fails running rollouts whose process is gone with 'controller lost the process' and adopts live ones", async () => {
+    const long = { local: { command: ["sleep", "300"] } };
+    const [lostA, lostB, survivor] = await h.create([
+      { rollout_id: "lost-a", input: {}, config: long },
+      { rollout_id: "lost-b", input: {}, config: long },
+      // The survivor keeps running across the restart; its timeout still applies under the new controller.
+      { rollout_id: "survivor", input: {}, config: { ...long, timeout_seconds: 4 } },
+    ]);
+    const first = h.controller();
+    first.start();
+    const pids = await h.waitFor("3 owned processes", () => {
+      try {
+        const owned = ownedPids(h.dir);
+        return Object.keys(owned).length === 3 ? owned : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+    // The first controller "crashes": its loop stops, its children live on.
+    await first.abandon();
+    for (const id of ["lost-a", "lost-b"]) killGroup(pids[id]!, "SIGKILL");
+    await h.waitFor("killed agents gone", () =>
+      processAlive(pids["lost-a"]!) || processAlive(pids["lost-b"]!) ? undefined : true,
+    );
+    // A rollout patched running whose process never started (crash between patch and spawn): no record at all.
+    const [orphan] = await h.create([{ rollout_id: "orphan", input: {}, config: long }]);
+    await h.client.patchRollout("orphan", { status: { state: "running", last_attempt_id: "0" } });
+
+    h.controller().start();
+    const lost = await h.waitTerminal([lostA!.rollout_id, lostB!.rollout_id, orphan!.rollout_id]);
+    for (const rollout of lost) {
+      expect(rollout.status.state).toBe("failed");
+      expect(rollout.status.error_message).toBe("controller lost the process");
+    }
+    expect((await h.client.getRollout(survivor!.rollout_id)).rollout.status.state).toBe("running");
+    expect(processAlive(pids.survivor!)).toBe(true);
+
+    const [timedOut] = await h.waitTerminal([survivor!.rollout_id]);
+    expect(timedOut!.status.error_message).toBe("timed out after 4 s");
+    await h.waitFor("survivor gone", () => (processAlive(pids.survivor!) ? undefined : true), 5000);
+    await h.waitFor("state file emptied", () => (Object.keys(ownedPids(h.dir)).length === 0 ? true : undefined));
+  });
+
+  it("fails an adopted rollout 'controller lost the process' when its process exits under the new controller", async () => {
+    const [rollout] = await h.create([{ input: {}, config: { local: { command: ["sleep", "300"] } } }]);
+    const first = h.controller();
+    first.start();
+    const pid = await h.waitFor("owned process", () => {
+      try {
+        return ownedPids(h.dir)[rollout!.rollout_id];
+      } catch {
+        return undefined;
+      }
+    });
+    await first.abandon();
+    const second = h.controller();
+    await second.reconcileOnce();
+    expect(second.liveCount).toBe(1); // adopted, not failed
+    killGroup(pid, "SIGKILL");
+    second.start();
+    const [done] = await h.waitTerminal([rollout!.rollout_id]);
+    expect(done!.status.error_message).toBe("controller lost the process");
+  });
+});
