@@ -1,0 +1,131 @@
+/**
+ * @module AdamW with decoupled weight decay and global gradient-norm clipping, written out so its state (step, first
+ * and second moments) can be checkpointed and training resumes bit-exactly.
+ * @see Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019, arXiv:1711.05101 (Algorithm 2)
+ * @see Kingma & Ba, "Adam: A Method for Stochastic Optimization", arXiv:1412.6980
+ */
+import * as tf from "@tensorflow/tfjs";
+
+/** Constants of the optimiser that do not change between steps. */
+export interface AdamWConstants {
+  beta1: number;
+  beta2: number;
+  epsilon: number;
+}
+
+/** Defaults of `torch.optim.AdamW`. */
+export const ADAMW_DEFAULTS: AdamWConstants = { beta1: 0.9, beta2: 0.999, epsilon: 1e-8 };
+
+/** One parameter's update inputs. */
+export interface AdamWParam {
+  name: string;
+  variable: tf.Variable;
+  /** Whether decoupled weight decay applies (matrices and embeddings yes; biases and norm gains no). */
+  decay: boolean;
+}
+
+/** AdamW state and update. */
+export class AdamW {
+  /** Updates applied so far (t in the paper). */
+  step = 0;
+  readonly constants: AdamWConstants;
+  /** First moments by parameter name. */
+  readonly m = new Map<string, tf.Variable>();
+  /** Second moments by parameter name. */
+  readonly v = new Map<string, tf.Variable>();
+
+  /** @param constants - betas and epsilon */
+  constructor(constants: AdamWConstants = ADAMW_DEFAULTS) {
+    this.constants = constants;
+  }
+
+  /**
+   * Applies one update: m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²; θ ← θ − lr·(λ·θ + m̂/(√v̂ + ε)) with bias-corrected
+   * m̂ = m/(1−β1ᵗ), v̂ = v/(1−β2ᵗ); λ is applied only to params with `decay`.
+   * @param params - the trainable parameters
+   * @param grads - gradient per parameter name (already clipped), same shapes
+   * @param learningRate - lr
+   * @param weightDecay - λ (decoupled: not scaled by the adaptive denominator)
+   */
+  apply(params: AdamWParam[], grads: Map<string, tf.Tensor>, learningRate: number, weightDecay: number): void {
+    this.step += 1;
+    const { beta1, beta2, epsilon } = this.constants;
+    const correction1 = 1 - beta1 ** this.step;
+    const correction2 = 1 - beta2 ** this.step;
+    for (const { name, variable, decay } of params) {
+      const g = grads.get(name);
+      if (!g) continue;
+      const m = this.moment(this.m, name, variable);
+      const v = this.moment(this.v, name, variable);
+      tf.tidy(() => {
+        const nextM = tf.add(tf.mul(m, beta1), tf.mul(g, 1 - beta1));
+        const nextV = tf.add(tf.mul(v, beta2), tf.mul(tf.square(g), 1 - beta2));
+        const adaptive = tf.div(tf.div(nextM, correction1), tf.add(tf.sqrt(tf.div(nextV, correction2)), epsilon));
+        const decayed = decay && weightDecay > 0 ? tf.mul(variable, 1 - learningRate * weightDecay) : variable;
+        m.assign(nextM);
+        v.assign(nextV);
+        variable.assign(tf.sub(decayed, tf.mul(adaptive, learningRate)));
+      });
+    }
+  }
+
+  /**
+   * Restores state saved from {@link AdamW.m}, {@link AdamW.v} and {@link AdamW.step}.
+   * @param step - updates applied so far
+   * @param moments - "m.<name>" / "v.<name>" → values with the parameter's shape
+   * @param shapes - parameter name → shape
+   * @throws {RangeError} when a moment's size does not match its parameter
+   */
+  restore(step: number, moments: Map<string, Float32Array>, shapes: Map<string, number[]>): void {
+    this.dispose();
+    this.step = step;
+    for (const [key, values] of moments) {
+      const [kind, ...rest] = key.split(".");
+      const name = rest.join(".");
+      const shape = shapes.get(name);
+      const store = kind === "m" ? this.m : kind === "v" ? this.v : undefined;
+      if (!shape || !store || values.length !== shape.reduce((a, b) => a * b, 1))
+        throw new RangeError(`optimizer state ${key} does not match any parameter`);
+      const initial = tf.tensor(values, shape, "float32");
+      store.set(name, tf.variable(initial, false));
+      initial.dispose();
+    }
+  }
+
+  /** Frees the moments. */
+  dispose(): void {
+    for (const x of [...this.m.values(), ...this.v.values()]) x.dispose();
+    this.m.clear();
+    this.v.clear();
+  }
+
+  private moment(store: Map<string, tf.Variable>, name: string, like: tf.Variable): tf.Variable {
+    let moment = store.get(name);
+    if (!moment) {
+      const zeros = tf.zerosLike(like);
+      moment = tf.variable(zeros, false);
+      zeros.dispose();
+      store.set(name, moment);
+    }
+    return moment;
+  }
+}
+
+/**
+ * Global L2 norm of all gradients, and the gradients rescaled so that norm is at most `maxNorm`.
+ * @param grads - gradient per name; replaced in place by the clipped ones (old tensors disposed)
+ * @param maxNorm - clip threshold; 0 disables clipping
+ * @returns the norm before clipping
+ * @see Pascanu, Mikolov & Bengio, "On the difficulty of training recurrent neural networks", arXiv:1211.5063
+ */
+export function clipGlobalNorm(grads: Map<string, tf.Tensor>, maxNorm: number): number {
+  const norm = tf.tidy(() => tf.sqrt(tf.addN([...grads.values()].map((g) => tf.sum(tf.square(g))))).dataSync()[0]!);
+  if (maxNorm > 0 && norm > maxNorm) {
+    const scale = maxNorm / (norm + 1e-6);
+    for (const [name, g] of grads) {
+      grads.set(name, tf.mul(g, scale));
+      g.dispose();
+    }
+  }
+  return norm;
+}

@@ -1,0 +1,45 @@
+/**
+ * @module Model configuration of the embedded GPT and its named presets. Keys are snake_case because this object is
+ * written verbatim as a checkpoint's `config.json`.
+ */
+import { z } from "zod";
+
+/** Shape of the decoder-only transformer; `d_model` must divide by `n_heads`. */
+export const ModelConfigSchema = z
+  .object({
+    /** Vocabulary size (token ids). */
+    vocab: z.number().int().positive(),
+    /** Width of the residual stream (channels, C). */
+    d_model: z.number().int().positive(),
+    /** Transformer blocks. */
+    n_layers: z.number().int().positive(),
+    /** Attention heads (H); head width is d_model / n_heads. */
+    n_heads: z.number().int().positive(),
+    /** Maximum sequence length (tokens), i.e. rows of the learned position table. */
+    context: z.number().int().positive(),
+  })
+  .strict()
+  .refine((c) => c.d_model % c.n_heads === 0, { message: "d_model must be a multiple of n_heads" });
+
+/** Shape of the decoder-only transformer. */
+export type ModelConfig = z.infer<typeof ModelConfigSchema>;
+
+/** Named model shapes; `tiny` is the CI/default model, `bench` the 0.84M-param shape the speed targets refer to. */
+export const MODEL_PRESETS = {
+  tiny: { vocab: 261, d_model: 128, n_layers: 4, n_heads: 4, context: 256 },
+  bench: { vocab: 261, d_model: 128, n_layers: 4, n_heads: 4, context: 128 },
+  small: { vocab: 261, d_model: 256, n_layers: 6, n_heads: 8, context: 512 },
+} as const satisfies Record<string, ModelConfig>;
+
+/** Name of a preset in {@link MODEL_PRESETS}. */
+export type ModelPreset = keyof typeof MODEL_PRESETS;
+
+/**
+ * Validates a model config.
+ * @param value - parsed JSON or a literal config
+ * @returns the config
+ * @throws {z.ZodError} when a field is missing, not a positive integer, or d_model % n_heads != 0
+ */
+export function parseModelConfig(value: unknown): ModelConfig {
+  return ModelConfigSchema.parse(value);
+}

@@ -1,0 +1,208 @@
+/**
+ * @module `EmbeddedEngine`: the default `Engine`, a small GPT trained and sampled in-process on CPU with tfjs-wasm.
+ * Every numeric call runs synchronously between two decode steps (JS is single-threaded), so training, scoring and
+ * weight loads never interleave with a half-done step.
+ */
+
+import * as tf from "@tensorflow/tfjs";
+import type {
+  Engine,
+  GenerateOptions,
+  GenerationRequest,
+  GenerationResult,
+  LossConfig,
+  OptimizerConfig,
+  TrainMetrics,
+  TrainRow,
+} from "../engine.js";
+import { AdamW } from "./adamw.js";
+import { initWasmBackend } from "./backend.js";
+import { Batcher } from "./batcher.js";
+import { readCheckpoint, writeCheckpoint } from "./checkpoint.js";
+import { MODEL_PRESETS, type ModelConfig, type ModelPreset, parseModelConfig } from "./config.js";
+import { Gpt } from "./model.js";
+import { initialValues } from "./params.js";
+import type { SafeTensor } from "./safetensors.js";
+import { scoreTokens } from "./score.js";
+import { ByteTokenizer } from "./tokenizer.js";
+import { trainStep } from "./train.js";
+
+/** How to build a fresh engine. */
+export interface EmbeddedEngineOptions {
+  /** A model shape or the name of a preset (`tiny`, `bench`, `small`). */
+  config: ModelConfig | ModelPreset;
+  /** Weight-init seed; the same config and seed give identical weights. Default 0. */
+  seed?: number;
+  /** Most sequences decoded together (rows of the decode batch). Default 64. */
+  maxBatchSize?: number;
+  /** Rows per forward pass in `logprobs`. Default 32. */
+  scoreBatchSize?: number;
+}
+
+/** The embedded CPU engine. Build with {@link EmbeddedEngine.create} or {@link EmbeddedEngine.load}. */
+export class EmbeddedEngine implements Engine {
+  readonly tokenizer = new ByteTokenizer();
+  readonly model: Gpt;
+  private version = 0;
+  private optimizer = new AdamW();
+  private readonly batcher: Batcher;
+  private readonly scoreBatchSize: number;
+
+  private constructor(model: Gpt, options: Omit<EmbeddedEngineOptions, "config" | "seed">) {
+    this.model = model;
+    this.scoreBatchSize = options.scoreBatchSize ?? 32;
+    this.batcher = new Batcher(model, {
+      tokenizer: this.tokenizer,
+      maxBatchSize: options.maxBatchSize ?? 64,
+      policyVersion: () => this.version,
+    });
+  }
+
+  /**
+   * Builds an engine with freshly initialised weights (policy version 0).
+   * @param options - config or preset name, seed, batch sizes
+   * @returns the engine, on the wasm backend
+   * @throws {z.ZodError} for an invalid config
+   * @throws {WasmBackendUnavailable} when tfjs cannot run on wasm
+   */
+  static async create(options: EmbeddedEngineOptions): Promise<EmbeddedEngine> {
+    await initWasmBackend();
+    const config = parseModelConfig(
+      typeof options.config === "string" ? MODEL_PRESETS[options.config] : options.config,
+    );
+    return new EmbeddedEngine(new Gpt(config, initialValues(config, options.seed ?? 0)), options);
+  }
+
+  /**
+   * Builds an engine from a checkpoint directory; it reports the policy version stored there.
+   * @param dir - a directory written by {@link EmbeddedEngine.saveCheckpoint}
+   * @param options - batch sizes
+   * @returns the engine with the checkpoint's weights and optimiser state
+   * @throws {Error} with code ENOENT when `config.json` or `model.safetensors` is missing
+   * @throws {SafeTensorsFormatError} for a corrupt weights file
+   * @throws {RangeError} when a weight is missing or mis-sized
+   */
+  static async load(
+    dir: string,
+    options: Omit<EmbeddedEngineOptions, "config" | "seed"> = {},
+  ): Promise<EmbeddedEngine> {
+    await initWasmBackend();
+    const checkpoint = await readCheckpoint(dir);
+    const values = new Map([...checkpoint.weights].map(([name, t]) => [name, t.data]));
+    const engine = new EmbeddedEngine(new Gpt(checkpoint.config, values), options);
+    engine.restoreOptimizer(checkpoint.optimizer);
+    engine.version = checkpoint.policyVersion;
+    return engine;
+  }
+
+  get policyVersion(): number {
+    return this.version;
+  }
+
+  get contextLength(): number {
+    return this.model.config.context;
+  }
+
+  /**
+   * Generates one sequence per request; concurrent calls share the decode loop (continuous batching). Logprobs are
+   * those of the distribution actually sampled from (see `sample.ts`); `<|endoftext|>` always stops a sequence.
+   * A sequence in flight when the weights change continues on the new weights and reports the version it started on.
+   * @throws {RangeError} for an empty prompt, a prompt of context length or more, or an id outside the vocabulary
+   */
+  async generate(requests: GenerationRequest[], options?: GenerateOptions): Promise<GenerationResult[]> {
+    for (const request of requests) this.checkPrompt(request.promptTokenIds);
+    return this.batcher.submit(requests, options);
+  }
+
+  /**
+   * @throws {RangeError} for an empty row, a row longer than the context, or an id outside the vocabulary
+   */
+  async logprobs(tokenIds_B_T: number[][]): Promise<number[][]> {
+    for (const row of tokenIds_B_T) this.checkRow(row, this.contextLength);
+    return scoreTokens(this.model, tokenIds_B_T, this.scoreBatchSize);
+  }
+
+  /**
+   * @throws {RangeError} for malformed rows (lengths, missing refLogprobs/weights) or a step with no masked token
+   */
+  async trainStep(rows: TrainRow[], loss: LossConfig, optimizer: OptimizerConfig): Promise<TrainMetrics> {
+    const metrics = trainStep(this.model, this.optimizer, rows, loss, optimizer);
+    this.version += 1;
+    return metrics;
+  }
+
+  async saveCheckpoint(dir: string): Promise<void> {
+    const weights = new Map<string, SafeTensor>();
+    for (const [name, variable] of this.model.byName)
+      weights.set(name, { shape: variable.shape, data: variable.dataSync() as Float32Array });
+    const moments = new Map<string, SafeTensor>();
+    for (const [kind, store] of [
+      ["m", this.optimizer.m],
+      ["v", this.optimizer.v],
+    ] as const)
+      for (const [name, variable] of store)
+        moments.set(`${kind}.${name}`, { shape: variable.shape, data: variable.dataSync() as Float32Array });
+    await writeCheckpoint(dir, {
+      config: this.model.config,
+      policyVersion: this.version,
+      weights,
+      optimizer: { step: this.optimizer.step, constants: this.optimizer.constants, moments },
+    });
+  }
+
+  /**
+   * Swaps in a checkpoint's weights and optimiser state (hot swap; sequences in flight continue on the new weights).
+   * @throws {RangeError} when the checkpoint's model shape differs from this engine's
+   */
+  async loadCheckpoint(dir: string): Promise<void> {
+    const checkpoint = await readCheckpoint(dir);
+    if (JSON.stringify(checkpoint.config) !== JSON.stringify(this.model.config))
+      throw new RangeError(
+        `checkpoint ${dir} has config ${JSON.stringify(checkpoint.config)}, engine has ${JSON.stringify(this.model.config)}`,
+      );
+    for (const [name, variable] of this.model.byName) {
+      const tensor = checkpoint.weights.get(name);
+      if (!tensor || tensor.data.length !== variable.size)
+        throw new RangeError(`checkpoint ${dir}: weight ${name} is missing or mis-sized`);
+    }
+    for (const [name, variable] of this.model.byName) {
+      const values = tf.tensor(checkpoint.weights.get(name)!.data, variable.shape, "float32");
+      variable.assign(values);
+      values.dispose();
+    }
+    this.restoreOptimizer(checkpoint.optimizer);
+    this.version += 1;
+  }
+
+  dispose(): void {
+    this.optimizer.dispose();
+    this.model.dispose();
+  }
+
+  private restoreOptimizer(state: Awaited<ReturnType<typeof readCheckpoint>>["optimizer"]): void {
+    const shapes = new Map([...this.model.byName].map(([name, v]) => [name, v.shape]));
+    const optimizer = new AdamW(state.constants);
+    optimizer.restore(state.step, new Map([...state.moments].map(([key, t]) => [key, t.data])), shapes);
+    this.optimizer.dispose();
+    this.optimizer = optimizer;
+  }
+
+  private checkPrompt(promptTokenIds: number[]): void {
+    if (promptTokenIds.length >= this.contextLength)
+      throw new RangeError(
+        `prompt of ${promptTokenIds.length} tokens does not fit the context of ${this.contextLength} tokens ` +
+          "(at least one token must remain for the response)",
+      );
+    this.checkRow(promptTokenIds, this.contextLength - 1);
+  }
+
+  private checkRow(tokenIds: number[], maxLength: number): void {
+    if (tokenIds.length === 0) throw new RangeError("a token sequence must not be empty");
+    if (tokenIds.length > maxLength)
+      throw new RangeError(`sequence of ${tokenIds.length} tokens exceeds the context of ${this.contextLength} tokens`);
+    const vocab = this.model.config.vocab;
+    for (const id of tokenIds)
+      if (!Number.isInteger(id) || id < 0 || id >= vocab)
+        throw new RangeError(`token id ${id} is outside the vocabulary [0, ${vocab})`);
+  }
+}

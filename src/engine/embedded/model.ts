@@ -1,0 +1,177 @@
+/**
+ * @module The embedded GPT: a pre-LN decoder-only transformer (GELU MLP, learned positions, untied head) with a full
+ * causal forward pass for training/scoring and a one-token decode step over a KV cache for sampling.
+ * @see Radford et al., "Language Models are Unsupervised Multitask Learners" (GPT-2), 2019
+ */
+import * as tf from "@tensorflow/tfjs";
+import type { ModelConfig } from "./config.js";
+import { causalBias, gelu, layerNorm, linear } from "./ops.js";
+import { type BlockParams, buildParams, type GptParams, paramSpecs } from "./params.js";
+
+/** Keys and values of one layer for a batch, [B, H, L, C/H]. */
+export type LayerKv = {
+  k: tf.Tensor4D;
+  v: tf.Tensor4D;
+};
+
+/** Output of a full forward pass (a type alias so `tf.tidy` accepts it). */
+export type ForwardOutput = {
+  /** Next-token logits at every position, [B*T, V] (row b*T + t). */
+  logits: tf.Tensor2D;
+  /** Per-layer keys/values, [B, H, T, C/H]; empty unless requested. */
+  kv: LayerKv[];
+};
+
+/** Output of one decode step. */
+export type DecodeOutput = {
+  /** Next-token logits of each row, [B, V]. */
+  logits: tf.Tensor2D;
+  /** Per-layer keys/values including the new column, [B, H, L+1, C/H]. */
+  kv: LayerKv[];
+};
+
+/** The GPT: weights plus the two forward passes. Tensors returned by its methods belong to the caller. */
+export class Gpt {
+  readonly config: ModelConfig;
+  readonly params: GptParams;
+  /** Weights by checkpoint name, in {@link paramSpecs} order. */
+  readonly byName: Map<string, tf.Variable>;
+  private readonly masks = new Map<number, tf.Tensor2D>();
+
+  /**
+   * @param config - model shape
+   * @param values - weight name → float32 values (see {@link paramSpecs})
+   * @throws {RangeError} when a weight is missing or mis-sized
+   */
+  constructor(config: ModelConfig, values: Map<string, Float32Array>) {
+    this.config = config;
+    const built = buildParams(config, values);
+    this.params = built.params;
+    this.byName = built.byName;
+  }
+
+  /** Trainable weights in {@link paramSpecs} order. */
+  variables(): tf.Variable[] {
+    return [...this.byName.values()];
+  }
+
+  /** Number of scalar weights. */
+  parameterCount(): number {
+    return paramSpecs(this.config).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+  }
+
+  /**
+   * Full causal forward pass (differentiable; token embedding as oneHot × matmul because wasm has no `gather`
+   * gradient).
+   * @param tokenIds_B_T - int32 [B, T], T <= context
+   * @param returnKv - also return every layer's keys and values (for prefill)
+   * @returns logits [B*T, V] and, if asked, the KV of every layer
+   */
+  forward(tokenIds_B_T: tf.Tensor2D, returnKv = false): ForwardOutput {
+    const [batch, seqLen] = tokenIds_B_T.shape;
+    const { vocab, d_model: c } = this.config;
+    const flat = tf.reshape(tokenIds_B_T, [batch * seqLen]); // [B*T]
+    const tokens = linear(tf.oneHot(flat, vocab).toFloat() as tf.Tensor2D, this.params.tokenEmbedding); // [B*T, C]
+    const positions = tf.slice(this.params.positionEmbedding, [0, 0], [seqLen, c]); // [T, C]
+    let x = tf.reshape(tf.add(tf.reshape(tokens, [batch, seqLen, c]), positions), [batch * seqLen, c]) as tf.Tensor2D;
+    const kv: LayerKv[] = [];
+    const mask = this.causalMask(seqLen);
+    for (const block of this.params.blocks) {
+      const h = layerNorm(x, block.ln1Gain, block.ln1Bias);
+      const [q, k, v] = this.splitHeads(h, block, batch, seqLen); // each [B, H, T, C/H]
+      if (returnKv) kv.push({ k, v });
+      const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), this.scale()), mask); // [B, H, T, T]
+      const y = tf.matMul(tf.softmax(scores), v); // [B, H, T, C/H]
+      const merged = tf.reshape(tf.transpose(y, [0, 2, 1, 3]), [batch * seqLen, c]) as tf.Tensor2D; // [B*T, C]
+      x = this.residual(x, merged, block);
+    }
+    return { logits: this.head(x), kv };
+  }
+
+  /**
+   * One decode step for a batch of rows whose keys/values sit in a shared, column-padded cache. Columns a row does
+   * not own are hidden by `bias`; positions are per row, so rows of different lengths decode together.
+   * @param tokenIds_B - int32 [B], the last token of each row
+   * @param positions_B - int32 [B], position of that token in its sequence (< context)
+   * @param cache - per-layer KV, [B, H, L, C/H]
+   * @param bias_B_1_1_L1 - additive attention bias [B, 1, 1, L+1]: 0 for visible columns, -1e9 for hidden ones
+   * @returns logits [B, V] and the per-layer KV with the new column appended, [B, H, L+1, C/H]
+   */
+  decodeStep(
+    tokenIds_B: tf.Tensor1D,
+    positions_B: tf.Tensor1D,
+    cache: LayerKv[],
+    bias_B_1_1_L1: tf.Tensor4D,
+  ): DecodeOutput {
+    const batch = tokenIds_B.shape[0];
+    const { d_model: c, n_heads: heads } = this.config;
+    const headDim = c / heads;
+    let x = tf.add(
+      tf.gather(this.params.tokenEmbedding, tokenIds_B),
+      tf.gather(this.params.positionEmbedding, positions_B),
+    ) as tf.Tensor2D; // [B, C]
+    const kv: LayerKv[] = [];
+    this.params.blocks.forEach((block, l) => {
+      const h = layerNorm(x, block.ln1Gain, block.ln1Bias);
+      const qkv = tf.add(linear(h, block.qkvWeight), block.qkvBias); // [B, 3C]
+      const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.reshape(t, [batch, heads, 1, headDim]) as tf.Tensor4D); // [B, H, 1, C/H]
+      const layer = cache[l]!;
+      const keys = tf.concat([layer.k, k!], 2); // [B, H, L+1, C/H]
+      const values = tf.concat([layer.v, v!], 2); // [B, H, L+1, C/H]
+      kv.push({ k: keys, v: values });
+      const scores = tf.add(tf.mul(tf.matMul(q!, keys, false, true), this.scale()), bias_B_1_1_L1); // [B, H, 1, L+1]
+      const y = tf.reshape(tf.matMul(tf.softmax(scores), values), [batch, c]) as tf.Tensor2D; // [B, H, 1, C/H] → [B, C]
+      x = this.residual(x, y, block);
+    });
+    return { logits: this.head(x), kv };
+  }
+
+  /** Frees the weights and cached masks. */
+  dispose(): void {
+    for (const v of this.byName.values()) v.dispose();
+    for (const m of this.masks.values()) m.dispose();
+    this.masks.clear();
+  }
+
+  /** q, k, v of a [B*T, C] input, each [B, H, T, C/H]. */
+  private splitHeads(
+    h: tf.Tensor2D,
+    block: BlockParams,
+    batch: number,
+    seqLen: number,
+  ): [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D] {
+    const heads = this.config.n_heads;
+    const headDim = this.config.d_model / heads;
+    const qkv = tf.add(linear(h, block.qkvWeight), block.qkvBias); // [B*T, 3C]
+    const [q, k, v] = tf.split(qkv, 3, 1).map(
+      (t) => tf.transpose(tf.reshape(t, [batch, seqLen, heads, headDim]), [0, 2, 1, 3]) as tf.Tensor4D, // [B, H, T, C/H]
+    );
+    return [q!, k!, v!];
+  }
+
+  /** x + proj(attn) then x + mlp(ln2(x)), both [N, C]. */
+  private residual(x: tf.Tensor2D, attended: tf.Tensor2D, block: BlockParams): tf.Tensor2D {
+    const afterAttn = tf.add(x, tf.add(linear(attended, block.outWeight), block.outBias)) as tf.Tensor2D;
+    const h = layerNorm(afterAttn, block.ln2Gain, block.ln2Bias);
+    const up = gelu(tf.add(linear(h, block.upWeight), block.upBias)) as tf.Tensor2D; // [N, 4C]
+    return tf.add(afterAttn, tf.add(linear(up, block.downWeight), block.downBias)) as tf.Tensor2D;
+  }
+
+  /** Final norm and untied head: [N, C] → [N, V]. */
+  private head(x: tf.Tensor2D): tf.Tensor2D {
+    return linear(layerNorm(x, this.params.lnfGain, this.params.lnfBias), this.params.head);
+  }
+
+  private scale(): number {
+    return 1 / Math.sqrt(this.config.d_model / this.config.n_heads);
+  }
+
+  private causalMask(seqLen: number): tf.Tensor2D {
+    let mask = this.masks.get(seqLen);
+    if (!mask) {
+      mask = causalBias(seqLen);
+      this.masks.set(seqLen, mask);
+    }
+    return mask;
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * @module The GPT's weights: their names (the safetensors keys), shapes, and deterministic initialisation from a
+ * seed (GPT-2 scheme: N(0, 0.02), residual projections scaled by 1/sqrt(2·n_layers), norms at gain 1 bias 0).
+ */
+import * as tf from "@tensorflow/tfjs";
+import type { ModelConfig } from "./config.js";
+import { Rng } from "./rng.js";
+
+/** Weights of one transformer block. */
+export interface BlockParams {
+  ln1Gain: tf.Variable;
+  ln1Bias: tf.Variable;
+  /** Fused query/key/value projection, [C, 3C]. */
+  qkvWeight: tf.Variable;
+  qkvBias: tf.Variable;
+  /** Attention output projection, [C, C]. */
+  outWeight: tf.Variable;
+  outBias: tf.Variable;
+  ln2Gain: tf.Variable;
+  ln2Bias: tf.Variable;
+  /** MLP up projection, [C, 4C]. */
+  upWeight: tf.Variable;
+  upBias: tf.Variable;
+  /** MLP down projection, [4C, C]. */
+  downWeight: tf.Variable;
+  downBias: tf.Variable;
+}
+
+/** All weights of the GPT. */
+export interface GptParams {
+  /** Token embedding, [V, C]. */
+  tokenEmbedding: tf.Variable;
+  /** Learned position embedding, [context, C]. */
+  positionEmbedding: tf.Variable;
+  blocks: BlockParams[];
+  lnfGain: tf.Variable;
+  lnfBias: tf.Variable;
+  /** Untied output head, [C, V]. */
+  head: tf.Variable;
+}
+
+type Init = { kind: "normal"; std: number } | { kind: "ones" } | { kind: "zeros" };
+
+/** One weight's name, shape and initialiser, in the fixed order used for init, checkpoints and the optimizer. */
+export interface ParamSpec {
+  name: string;
+  shape: number[];
+  init: Init;
+}
+
+/**
+ * Lists every weight of a config in a fixed order (the order of initialisation and of checkpoint keys).
+ * @param config - model shape
+ * @returns one spec per weight
+ */
+export function paramSpecs(config: ModelConfig): ParamSpec[] {
+  const c = config.d_model;
+  const std = 0.02;
+  const residualStd = std / Math.sqrt(2 * config.n_layers);
+  const specs: ParamSpec[] = [
+    { name: "wte", shape: [config.vocab, c], init: { kind: "normal", std } },
+    { name: "wpe", shape: [config.context, c], init: { kind: "normal", std } },
+  ];
+  for (let l = 0; l < config.n_layers; l++) {
+    const p = `h.${l}.`;
+    specs.push(
+      { name: `${p}ln_1.weight`, shape: [c], init: { kind: "ones" } },
+      { name: `${p}ln_1.bias`, shape: [c], init: { kind: "zeros" } },
+      { name: `${p}attn.c_attn.weight`, shape: [c, 3 * c], init: { kind: "normal", std } },
+      { name: `${p}attn.c_attn.bias`, shape: [3 * c], init: { kind: "zeros" } },
+      { name: `${p}attn.c_proj.weight`, shape: [c, c], init: { kind: "normal", std: residualStd } },
+      { name: `${p}attn.c_proj.bias`, shape: [c], init: { kind: "zeros" } },
+      { name: `${p}ln_2.weight`, shape: [c], init: { kind: "ones" } },
+      { name: `${p}ln_2.bias`, shape: [c], init: { kind: "zeros" } },
+      { name: `${p}mlp.c_fc.weight`, shape: [c, 4 * c], init: { kind: "normal", std } },
+      { name: `${p}mlp.c_fc.bias`, shape: [4 * c], init: { kind: "zeros" } },
+      { name: `${p}mlp.c_proj.weight`, shape: [4 * c, c], init: { kind: "normal", std: residualStd } },
+      { name: `${p}mlp.c_proj.bias`, shape: [c], init: { kind: "zeros" } },
+    );
+  }
+  specs.push(
+    { name: "ln_f.weight", shape: [c], init: { kind: "ones" } },
+    { name: "ln_f.bias", shape: [c], init: { kind: "zeros" } },
+    { name: "lm_head.weight", shape: [c, config.vocab], init: { kind: "normal", std } },
+  );
+  return specs;
+}
+
+/**
+ * Draws initial weight values from a seed; the same config and seed give bit-identical weights everywhere.
+ * @param config - model shape
+ * @param seed - init seed
+ * @returns weight name → float32 values (row-major), in {@link paramSpecs} order
+ */
+export function initialValues(config: ModelConfig, seed: number): Map<string, Float32Array> {
+  const rng = new Rng(seed);
+  const values = new Map<string, Float32Array>();
+  for (const spec of paramSpecs(config)) {
+    const size = spec.shape.reduce((a, b) => a * b, 1);
+    const data = new Float32Array(size);
+    if (spec.init.kind === "ones") data.fill(1);
+    else if (spec.init.kind === "normal") for (let i = 0; i < size; i++) data[i] = rng.nextGaussian() * spec.init.std;
+    values.set(spec.name, data);
+  }
+  return values;
+}
+
+/**
+ * Builds tfjs variables from named values and groups them per block.
+ * @param config - model shape
+ * @param values - weight name → float32 values; every name of {@link paramSpecs} must be present with its size
+ * @returns the grouped weights and the same variables by name, in {@link paramSpecs} order
+ * @throws {RangeError} when a weight is missing or has the wrong number of values
+ */
+export function buildParams(
+  config: ModelConfig,
+  values: Map<string, Float32Array>,
+): { params: GptParams; byName: Map<string, tf.Variable> } {
+  const byName = new Map<string, tf.Variable>();
+  for (const spec of paramSpecs(config)) {
+    const data = values.get(spec.name);
+    const size = spec.shape.reduce((a, b) => a * b, 1);
+    if (!data || data.length !== size)
+      throw new RangeError(`weight ${spec.name}: expected ${size} values of shape [${spec.shape}]`);
+    // Unnamed: tfjs variable names are process-global and several models may live in one process.
+    const initial = tf.tensor(data, spec.shape, "float32");
+    byName.set(spec.name, tf.variable(initial, true));
+    initial.dispose();
+  }
+  const get = (name: string): tf.Variable => byName.get(name)!;
+  const blocks: BlockParams[] = [];
+  for (let l = 0; l < config.n_layers; l++) {
+    const p = `h.${l}.`;
+    blocks.push({
+      ln1Gain: get(`${p}ln_1.weight`),
+      ln1Bias: get(`${p}ln_1.bias`),
+      qkvWeight: get(`${p}attn.c_attn.weight`),
+      qkvBias: get(`${p}attn.c_attn.bias`),
+      outWeight: get(`${p}attn.c_proj.weight`),
+      outBias: get(`${p}attn.c_proj.bias`),
+      ln2Gain: get(`${p}ln_2.weight`),
+      ln2Bias: get(`${p}ln_2.bias`),
+      upWeight: get(`${p}mlp.c_fc.weight`),
+      upBias: get(`${p}mlp.c_fc.bias`),
+      downWeight: get(`${p}mlp.c_proj.weight`),
+      downBias: get(`${p}mlp.c_proj.bias`),
+    });
+  }
+  const params: GptParams = {
+    tokenEmbedding: get("wte"),
+    positionEmbedding: get("wpe"),
+    blocks,
+    lnfGain: get("ln_f.weight"),
+    lnfBias: get("ln_f.bias"),
+    head: get("lm_head.weight"),
+  };
+  return { params, byName };
+}

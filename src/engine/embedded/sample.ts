@@ -1,0 +1,92 @@
+/**
+ * @module Picks the next token from one row of logits with temperature, top-k and top-p (nucleus) filtering, and
+ * reports the logprob the trainer needs as the old-policy logprob.
+ *
+ * Which logprob is returned:
+ * - temperature > 0: log q(token), where q is the distribution actually sampled from — softmax(logits / temperature),
+ *   restricted to the top-k tokens, then to the top-p nucleus, then renormalised. With temperature 1, topK 0 and
+ *   topP 1 this equals the model's own log-softmax, so it matches a full-forward `logprobs` call.
+ * - temperature 0 (greedy): the argmax token and its log-softmax under the unmodified logits (q is a point mass,
+ *   whose log would always be 0 and tell the trainer nothing).
+ * @see Holtzman et al., "The Curious Case of Neural Text Degeneration", ICLR 2020 (nucleus sampling)
+ */
+import type { Rng } from "./rng.js";
+
+/** The filtering knobs of one sequence (a subset of the engine's `SamplingParams`). */
+export interface SamplerSettings {
+  /** Softmax temperature; 0 is greedy. */
+  temperature: number;
+  /** Keep only the k most likely tokens; 0 disables. */
+  topK: number;
+  /** Keep the smallest set of most likely tokens whose mass reaches topP; 1 disables. */
+  topP: number;
+}
+
+/** A sampled token and its logprob (nats) as described in the module doc. */
+export interface SampledToken {
+  tokenId: number;
+  logprob: number;
+}
+
+/**
+ * Samples one token.
+ * @param logits_V - one row of logits, [V]
+ * @param settings - temperature, topK, topP
+ * @param rng - this sequence's generator; greedy decoding draws nothing from it
+ * @returns the token and its logprob (nats)
+ */
+export function sampleToken(logits_V: Float32Array, settings: SamplerSettings, rng: Rng): SampledToken {
+  if (settings.temperature <= 0) return greedy(logits_V);
+  const vocab = logits_V.length;
+  let max = Number.NEGATIVE_INFINITY;
+  for (let j = 0; j < vocab; j++) max = Math.max(max, logits_V[j]! / settings.temperature);
+  const shifted = new Float64Array(vocab); // logits / T - max, so exp() <= 1
+  for (let j = 0; j < vocab; j++) shifted[j] = logits_V[j]! / settings.temperature - max;
+  const kept = keptTokens(shifted, settings);
+  let mass = 0;
+  for (const j of kept) mass += Math.exp(shifted[j]!);
+  let u = rng.nextFloat() * mass;
+  let chosen = kept[kept.length - 1]!;
+  for (const j of kept) {
+    u -= Math.exp(shifted[j]!);
+    if (u < 0) {
+      chosen = j;
+      break;
+    }
+  }
+  return { tokenId: chosen, logprob: shifted[chosen]! - Math.log(mass) };
+}
+
+/** Argmax (lowest id wins ties) with its log-softmax under the raw logits. */
+function greedy(logits_V: Float32Array): SampledToken {
+  let best = 0;
+  for (let j = 1; j < logits_V.length; j++) if (logits_V[j]! > logits_V[best]!) best = j;
+  const max = logits_V[best]!;
+  let sum = 0;
+  for (let j = 0; j < logits_V.length; j++) sum += Math.exp(logits_V[j]! - max);
+  return { tokenId: best, logprob: -Math.log(sum) };
+}
+
+/**
+ * Token ids that survive top-k then top-p, most likely first; all ids in id order when both are disabled.
+ * @param shifted_V - logits / temperature − max, [V]
+ */
+function keptTokens(shifted_V: Float64Array, settings: SamplerSettings): number[] {
+  const vocab = shifted_V.length;
+  const useTopK = settings.topK > 0 && settings.topK < vocab;
+  const useTopP = settings.topP < 1;
+  const all = Array.from({ length: vocab }, (_, j) => j);
+  if (!useTopK && !useTopP) return all;
+  // Stable sort: equal logits keep id order, so the kept set is deterministic.
+  const order = all.sort((a, b) => shifted_V[b]! - shifted_V[a]! || a - b);
+  const topK = useTopK ? order.slice(0, settings.topK) : order;
+  if (!useTopP) return topK;
+  let total = 0;
+  for (const j of topK) total += Math.exp(shifted_V[j]!);
+  let cumulative = 0;
+  for (let i = 0; i < topK.length; i++) {
+    cumulative += Math.exp(shifted_V[topK[i]!]!) / total;
+    if (cumulative >= settings.topP) return topK.slice(0, i + 1);
+  }
+  return topK;
+}

@@ -1,0 +1,138 @@
+/**
+ * @module One optimiser step over a batch of training rows: micro-batches of forward + backward passes with
+ * gradients summed (gradient accumulation keeps wasm under its 4 GiB memory cap), global-norm clipping, one AdamW
+ * update, and the step's metrics.
+ */
+import * as tf from "@tensorflow/tfjs";
+import type { LossConfig, OptimizerConfig, TrainMetrics, TrainRow } from "../engine.js";
+import { type AdamW, type AdamWParam, clipGlobalNorm } from "./adamw.js";
+import { pickLogprobs, rowEntropy } from "./logprob.js";
+import { type LossParts, microBatchLoss } from "./loss.js";
+import type { Gpt } from "./model.js";
+import { checkRows, lossDenominator, type PackedBatch, packBatch } from "./train-batch.js";
+
+/** Masked sums of one micro-batch. */
+interface MicroSums {
+  loss: number;
+  entropy: number;
+  clipped: number;
+  approxKl: number;
+  tokens: number;
+}
+
+/**
+ * Runs one training step in place on `model`'s weights and `optimizer`'s state.
+ * @param model - the GPT to update
+ * @param optimizer - its AdamW state
+ * @param rows - training rows, each at most `context` tokens
+ * @param loss - PPO or SFT loss
+ * @param settings - learning rate, weight decay, clip norm, micro-batch size (rows)
+ * @returns loss, gradient norm before clipping, and token-mean entropy / clip fraction / approximate KL
+ * @throws {RangeError} for malformed rows or a step without any masked token
+ */
+export function trainStep(
+  model: Gpt,
+  optimizer: AdamW,
+  rows: TrainRow[],
+  loss: LossConfig,
+  settings: OptimizerConfig,
+): TrainMetrics {
+  checkRows(rows, model.config.context, loss);
+  const denominator = lossDenominator(rows, loss);
+  if (!(denominator > 0)) throw new RangeError("trainStep: no masked token carries weight (Σ lossMask·weight is 0)");
+  const params = trainableParams(model);
+  const grads = new Map<string, tf.Tensor>();
+  const totals: MicroSums = { loss: 0, entropy: 0, clipped: 0, approxKl: 0, tokens: 0 };
+  const microBatchSize = Math.max(1, settings.microBatchSize);
+  for (let start = 0; start < rows.length; start += microBatchSize) {
+    const batch = packBatch(rows.slice(start, start + microBatchSize), loss);
+    const sums = accumulate(model, params, batch, loss, denominator, grads);
+    for (const key of Object.keys(totals) as (keyof MicroSums)[]) totals[key] += sums[key];
+  }
+  const gradNorm = clipGlobalNorm(grads, settings.maxGradNorm);
+  optimizer.apply(params, grads, settings.learningRate, settings.weightDecay);
+  for (const g of grads.values()) g.dispose();
+  const tokens = totals.tokens;
+  return {
+    loss: totals.loss,
+    gradNorm,
+    entropy: totals.entropy / tokens,
+    clipFraction: totals.clipped / tokens,
+    approxKl: totals.approxKl / tokens,
+    tokens,
+  };
+}
+
+/** Weights with their decay flag: rank >= 2 (matrices, embeddings) decay; biases and norm gains do not. */
+export function trainableParams(model: Gpt): AdamWParam[] {
+  return [...model.byName].map(([name, variable]) => ({ name, variable, decay: variable.rank >= 2 }));
+}
+
+/** A micro-batch's loss share with the masked entropy sum (scalars). */
+export interface BatchObjective extends LossParts {
+  /** Σ over masked tokens of the policy's entropy (nats). */
+  entropySum: tf.Scalar;
+}
+
+/**
+ * Forward pass and loss of one packed micro-batch (differentiable w.r.t. the model's weights); call inside a tfjs
+ * scope (`tidy` / `variableGrads`).
+ * @param model - the GPT
+ * @param batch - packed rows
+ * @param loss - loss config
+ * @param denominator - Σ mask·weight over the whole step
+ * @returns the loss share and metric sums
+ */
+export function batchObjective(model: Gpt, batch: PackedBatch, loss: LossConfig, denominator: number): BatchObjective {
+  const { logits } = model.forward(tf.tensor2d(batch.inputs, [batch.rows, batch.width], "int32"));
+  const logSoftmax = tf.logSoftmax(logits); // [N, V]
+  const logprobs = pickLogprobs(logSoftmax, tf.tensor1d(batch.targets, "int32"));
+  const mask = tf.tensor1d(batch.mask);
+  const optional = (values: Float32Array | null): tf.Tensor1D | null => (values ? tf.tensor1d(values) : null);
+  const parts = microBatchLoss(
+    {
+      logprobs,
+      mask,
+      weights: tf.tensor1d(batch.weights),
+      advantages: tf.tensor1d(batch.advantages),
+      oldLogprobs: optional(batch.oldLogprobs),
+      refLogprobs: optional(batch.refLogprobs),
+      isWeights: optional(batch.isWeights),
+    },
+    loss,
+    denominator,
+  );
+  return { ...parts, entropySum: tf.sum(tf.mul(rowEntropy(logSoftmax), mask)) as tf.Scalar };
+}
+
+/** Forward + backward of one micro-batch; adds its gradients into `grads` (by weight name). */
+function accumulate(
+  model: Gpt,
+  params: AdamWParam[],
+  batch: PackedBatch,
+  loss: LossConfig,
+  denominator: number,
+  grads: Map<string, tf.Tensor>,
+): MicroSums {
+  let metrics: tf.Scalar[] = [];
+  const { value, grads: micro } = tf.variableGrads(
+    () => {
+      const objective = batchObjective(model, batch, loss, denominator);
+      metrics = [objective.entropySum, objective.clippedTokens, objective.approxKlSum].map((t) => tf.keep(t));
+      return objective.loss;
+    },
+    params.map((p) => p.variable),
+  );
+  for (const { name, variable } of params) {
+    const g = micro[variable.name];
+    if (!g) continue;
+    const previous = grads.get(name);
+    grads.set(name, previous ? tf.add(previous, g) : g);
+    if (previous) tf.dispose([previous, g]);
+  }
+  const [entropy, clipped, approxKl] = metrics.map((t) => t.dataSync()[0]!) as [number, number, number];
+  const lossValue = value.dataSync()[0]!;
+  tf.dispose([value, ...metrics]);
+  const tokens = batch.mask.reduce((a, b) => a + b, 0);
+  return { loss: lossValue, entropy, clipped, approxKl, tokens };
+}
