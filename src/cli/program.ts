@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { registerGateway } from "./gateway.js";
+import { registerEngine } from "./engine.js";
 
 /** Reads this package's version from package.json (works from src/ under tsx and from dist/). */
 function packageVersion(): string {
@@ -30,5 +31,6 @@ export function buildProgram(): Command {
     .exitOverride();
   // Subcommands register here, one file each under src/cli/.
   registerGateway(program);
+  registerEngine(program);
   return program;
 }

@@ -11,11 +11,14 @@ import { makeAuthHook } from "./auth.js";
 import type { GatewayConfig } from "./config.js";
 import { errorHandler } from "./error-handler.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
+import { resolveProxyOptions } from "./proxy/options.js";
+import { PauseController } from "./proxy/pause.js";
 import type { GatewayRouteOptions } from "./route-options.js";
 import { eventRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { modelRoutes } from "./routes/models.js";
+import { proxyRoutes } from "./routes/proxy.js";
 import { rolloutRoutes } from "./routes/rollouts.js";
 
 /** Route plugins mounted on every app, each receiving {@link GatewayRouteOptions}. */
@@ -104,5 +107,15 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   installMetricsHooks(app, metrics);
   for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config });
   void app.register(metricsRoutes, { registry: metrics.registry });
+  // Interim wiring of the proxy plugin (the lead registers it at merge time); the trainer's tests need it.
+  const proxyOptions = resolveProxyOptions({
+    modelName: config.model_name,
+    trainTemperature: config.train_temperature,
+    valTemperature: config.val_temperature,
+    includeLogProbs: config.include_log_probs,
+    upstreamTimeoutMs: Math.round(config.upstream_timeout_seconds * 1000),
+    bodyLimitBytes: config.body_limit_bytes,
+  });
+  void app.register(proxyRoutes, { store, options: proxyOptions, pause: new PauseController() });
   return app;
 }

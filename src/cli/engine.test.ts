@@ -1,0 +1,53 @@
+/** `arclight engine serve` as a real child process: serving a fresh tiny model, and refusing an unknown model. */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+
+const main = fileURLToPath(new URL("./main.ts", import.meta.url));
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+});
+
+function cli(args: string[]): ChildProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", main, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  return child;
+}
+
+/** Resolves with the URL from the "engine server listening" log line. */
+function listeningUrl(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffered = "";
+    child.stdout?.on("data", (data: Buffer) => {
+      buffered += data.toString();
+      const match = /"url":"([^"]+)"[^\n]*"msg":"engine server listening"/.exec(buffered);
+      if (match?.[1]) resolve(match[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`exited ${code} before listening: ${buffered}`)));
+  });
+}
+
+describe("arclight engine serve", () => {
+  it("serves a fresh tiny model on the given port and stops on SIGTERM", async () => {
+    const child = cli(["engine", "serve", "--model", "new:tiny", "--port", "0", "--model-name", "cli-tiny"]);
+    const url = await listeningUrl(child);
+    const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
+    expect(models.data[0]?.id).toBe("cli-tiny");
+    child.kill("SIGTERM");
+    const [code] = await once(child, "exit");
+    expect(code).toBe(0);
+  });
+
+  it("exits non-zero with a message naming an unknown model path", async () => {
+    const child = cli(["engine", "serve", "--model", "/no/such/checkpoint"]);
+    let stderr = "";
+    child.stderr?.on("data", (data: Buffer) => {
+      stderr += data.toString();
+    });
+    const [code] = await once(child, "exit");
+    expect(code).not.toBe(0);
+    expect(stderr).toContain("/no/such/checkpoint");
+  });
+});

@@ -1,0 +1,96 @@
+import { describe, expect, it } from "vitest";
+import { renderChat } from "./chat-template.js";
+import { ByteTokenizer } from "./tokenizer.js";
+
+const tokenizer = new ByteTokenizer();
+
+describe("renderChat", () => {
+  it("renders each message as <|im_start|>role\\ncontent<|im_end|>\\n and ends with the generation prompt", () => {
+    const ids = renderChat(tokenizer, [
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "Hi" },
+    ]);
+    expect(tokenizer.decode(ids, false)).toBe(
+      "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    );
+    expect(ids[0]).toBe(tokenizer.imStartId);
+    expect(ids.filter((id) => id === tokenizer.imEndId)).toHaveLength(2);
+  });
+
+  it("round-trips the worked example of the TSDoc: render -> ids -> decode", () => {
+    const ids = renderChat(
+      tokenizer,
+      [
+        { role: "user", content: "2+2?" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "function", function: { name: "calc", arguments: '{"x": "2+2"}' } }],
+        },
+        { role: "tool", content: "4" },
+      ],
+      { tools: [{ type: "function", function: { name: "calc" } }] },
+    );
+    expect(tokenizer.decode(ids, false)).toBe(
+      '<|im_start|>system\nTools:\n{"name":"calc"}<|im_end|>\n' +
+        "<|im_start|>user\n2+2?<|im_end|>\n" +
+        '<|im_start|>assistant\n<tool_call>{"name": "calc", "arguments": {"x": "2+2"}}</tool_call><|im_end|>\n' +
+        "<|im_start|>tool\n4<|im_end|>\n<|im_start|>assistant\n",
+    );
+    expect(ids.filter((id) => id === tokenizer.toolCallStartId)).toHaveLength(1);
+    expect(ids.filter((id) => id === tokenizer.toolCallEndId)).toHaveLength(1);
+  });
+
+  it("keeps special-token text written by a user as plain bytes", () => {
+    const ids = renderChat(tokenizer, [{ role: "user", content: "<|im_end|>é😀" }], { addGenerationPrompt: false });
+    expect(ids.filter((id) => tokenizer.isSpecial(id))).toEqual([tokenizer.imStartId, tokenizer.imEndId]);
+    expect(tokenizer.decode(ids)).toBe("user\n<|im_end|>é😀\n");
+  });
+
+  it("re-renders a generated tool-call turn to exactly the ids the model produced", () => {
+    const prompt = renderChat(tokenizer, [{ role: "user", content: "weather?" }]);
+    const generated = [
+      ...tokenizer.encode("Checking."),
+      tokenizer.toolCallStartId,
+      ...tokenizer.encode('{"name": "get_weather", "arguments": {"city": "Paris"}}'),
+      tokenizer.toolCallEndId,
+      tokenizer.imEndId,
+    ];
+    const next = renderChat(
+      tokenizer,
+      [
+        { role: "user", content: "weather?" },
+        {
+          role: "assistant",
+          content: "Checking.",
+          tool_calls: [{ function: { name: "get_weather", arguments: '{"city": "Paris"}' } }],
+        },
+      ],
+      { addGenerationPrompt: false },
+    );
+    expect(next.slice(0, prompt.length + generated.length)).toEqual([...prompt, ...generated]);
+  });
+
+  it("joins text content parts and merges a system message with the tools", () => {
+    const ids = renderChat(
+      tokenizer,
+      [
+        {
+          role: "system",
+          content: [
+            { type: "text", text: "A" },
+            { type: "text", text: "B" },
+          ],
+        },
+        { role: "user", content: "x" },
+      ],
+      {
+        tools: [{ function: { name: "f", description: "d", parameters: { type: "object" } } }],
+        addGenerationPrompt: false,
+      },
+    );
+    expect(tokenizer.decode(ids)).toBe(
+      "system\nAB\nTools:\n" + '{"name":"f","description":"d","parameters":{"type":"object"}}\nuser\nx\n',
+    );
+  });
+});

@@ -1,0 +1,56 @@
+/**
+ * @module Builds the engine server: a Fastify app serving one `Engine` through vLLM-compatible routes
+ * (`/v1/chat/completions`, `/v1/completions`, `/v1/models`, `/tokenize`, `/detokenize`) and admin routes
+ * (`/v1/load_weights`, `/pause`, `/resume`). Errors are JSON `{detail, code}` from the shared error handler.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { errorHandler } from "../../gateway/error-handler.js";
+import { ByteTokenizer } from "../embedded/tokenizer.js";
+import type { Engine } from "../engine.js";
+import { Admission } from "./admission.js";
+import type { ServerContext } from "./context.js";
+import { adminRoutes } from "./routes/admin.js";
+import { chatRoutes } from "./routes/chat.js";
+import { completionRoutes } from "./routes/completions.js";
+import { modelRoutes } from "./routes/models.js";
+import { tokenizeRoutes } from "./routes/tokenize.js";
+
+/** What the engine server needs. */
+export interface EngineServerOptions {
+  /** The engine to serve; the server never disposes it. */
+  engine: Engine;
+  /** Model name in `/v1/models` and in every answer's `model`. */
+  modelName: string;
+  /** Root logger (the server logs as `component: "engine-server"`); omitted: no logging. */
+  log?: Logger;
+  /** Largest request body (bytes); default 8 MiB. */
+  bodyLimitBytes?: number;
+}
+
+/**
+ * Builds (does not start) the engine server. Concurrent requests reach the engine concurrently, where continuous
+ * batching decodes them together.
+ * @returns the Fastify app; call `listen` to serve, `close` to stop
+ */
+export async function buildEngineServer(options: EngineServerOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: options.log?.child({ component: "engine-server" }) as FastifyBaseLogger | undefined,
+    bodyLimit: options.bodyLimitBytes ?? 8 * 1024 * 1024,
+  });
+  const ctx: ServerContext = {
+    engine: options.engine,
+    tokenizer: new ByteTokenizer(),
+    modelName: options.modelName,
+    admission: new Admission(),
+    startedS: Math.floor(Date.now() / 1000),
+  };
+  app.setErrorHandler(errorHandler);
+  app.get("/health", async () => ({ status: "ok" }));
+  await app.register(chatRoutes(ctx));
+  await app.register(completionRoutes(ctx));
+  await app.register(modelRoutes(ctx));
+  await app.register(tokenizeRoutes(ctx));
+  await app.register(adminRoutes(ctx));
+  return app;
+}

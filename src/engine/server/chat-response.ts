@@ -1,0 +1,117 @@
+/**
+ * @module Non-stream `/v1/chat/completions` bodies in vLLM v0.19.0's exact shape (every key present, unset ones null).
+ *
+ * Facts copied from vLLM's source (see test fixtures in chat-response.test.ts):
+ * - top-level keys, in order: `id, object:"chat.completion", created, model, choices, service_tier:null,
+ *   system_fingerprint:null, usage, prompt_logprobs:null, prompt_token_ids, kv_transfer_params:null`;
+ * - choice keys: `index, message, logprobs, finish_reason, stop_reason, token_ids`; message keys: `role, content,
+ *   refusal, annotations, audio, function_call, tool_calls ([] when none), reasoning`;
+ * - `token_ids` / `prompt_token_ids` are null unless `return_token_ids: true`; `token_ids` include the stop id;
+ * - `logprobs` is `{content: [...]}`, one entry per id in `token_ids` (stop id included), only with `logprobs: true`;
+ * - a parsed tool call sets `finish_reason: "tool_calls"` even when the engine stopped for length.
+ * arclight adds one key at the end: `policy_version` (also sent as the `x-policy-version` header).
+ * @see vLLM v0.19.0 `vllm/entrypoints/openai/chat_completion/{protocol,serving}.py`
+ */
+import type { ByteTokenizer } from "../embedded/tokenizer.js";
+import type { GenerationResult } from "../engine.js";
+import { usage } from "./context.js";
+import { type ChatLogprobEntry, chatLogprobEntries, tokenStrings } from "./logprobs.js";
+import { wireStopReason } from "./sampling.js";
+import { visibleText } from "./text-stream.js";
+import { parseToolCalls, type WireToolCall } from "./tool-calls.js";
+
+/** How the choices of one chat request are written. */
+export interface ChatRenderOptions {
+  tokenizer: ByteTokenizer;
+  /** Stop strings of the request (the text is cut before them). */
+  stop: string[];
+  /** Parse `<tool_call>` blocks (tools given and `tool_choice` not "none"). */
+  parseTools: boolean;
+  /** `return_token_ids`: fill `token_ids` / `prompt_token_ids`. */
+  returnTokenIds: boolean;
+  /** `logprobs: true`: fill `logprobs.content`. */
+  logprobs: boolean;
+  /** The route's EOS ids, reported as `stop_reason: null`. */
+  defaultStopTokenIds: number[];
+}
+
+/** The message text and tool calls of one generation. */
+function messageOf(
+  result: GenerationResult,
+  options: ChatRenderOptions,
+): { content: string | null; toolCalls: WireToolCall[] } {
+  const { tokenizer, stop } = options;
+  if (!options.parseTools) return { content: visibleText(tokenizer, result.tokenIds, stop), toolCalls: [] };
+  const text = visibleText(tokenizer, result.tokenIds, stop, [tokenizer.toolCallStartId, tokenizer.toolCallEndId]);
+  return parseToolCalls(text);
+}
+
+/** Chat `logprobs` of a whole generation: `{content: [...]}`, or null when not asked. */
+function logprobsOf(result: GenerationResult, options: ChatRenderOptions): { content: ChatLogprobEntry[] } | null {
+  if (!options.logprobs) return null;
+  const strings = tokenStrings(options.tokenizer);
+  return { content: chatLogprobEntries(options.tokenizer, strings, result.tokenIds, result.logprobs) };
+}
+
+/**
+ * One non-stream chat choice.
+ * @param index - choice index
+ * @param result - the engine's generation
+ */
+export function chatChoice(index: number, result: GenerationResult, options: ChatRenderOptions) {
+  const { content, toolCalls } = messageOf(result, options);
+  return {
+    index,
+    message: {
+      role: "assistant" as const,
+      content,
+      refusal: null,
+      annotations: null,
+      audio: null,
+      function_call: null,
+      tool_calls: toolCalls,
+      reasoning: null,
+    },
+    logprobs: logprobsOf(result, options),
+    finish_reason: toolCalls.length > 0 ? "tool_calls" : result.finishReason,
+    stop_reason: wireStopReason(result.stopReason, options.defaultStopTokenIds),
+    token_ids: options.returnTokenIds ? result.tokenIds : null,
+  };
+}
+
+/** Identity of one answer: `id`, `created` (Unix s), served `model` name. */
+export interface AnswerIdentity {
+  id: string;
+  created: number;
+  model: string;
+}
+
+/**
+ * The whole non-stream chat body.
+ * @param promptTokenIds - the templated prompt, [promptLen]
+ * @param results - one generation per choice
+ * @param policyVersion - version of the weights that generated every choice
+ */
+export function chatBody(
+  identity: AnswerIdentity,
+  promptTokenIds: number[],
+  results: GenerationResult[],
+  policyVersion: number,
+  options: ChatRenderOptions,
+) {
+  const completionTokens = results.reduce((sum, r) => sum + r.tokenIds.length, 0);
+  return {
+    id: identity.id,
+    object: "chat.completion",
+    created: identity.created,
+    model: identity.model,
+    choices: results.map((result, index) => chatChoice(index, result, options)),
+    service_tier: null,
+    system_fingerprint: null,
+    usage: usage(promptTokenIds.length, completionTokens),
+    prompt_logprobs: null,
+    prompt_token_ids: options.returnTokenIds ? promptTokenIds : null,
+    kv_transfer_params: null,
+    policy_version: policyVersion,
+  };
+}

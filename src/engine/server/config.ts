@@ -1,0 +1,19 @@
+/** @module Configuration of `arclight engine serve`: a strict zod schema with defaults (flags are parsed into it). */
+import { z } from "zod";
+
+/** Settings of one engine server process. */
+export const EngineServeConfigSchema = z
+  .object({
+    /** `new:<preset>` (fresh weights from a preset: tiny, bench, small) or a checkpoint directory. */
+    model: z.string().min(1).default("new:tiny").describe("new:<preset> or a checkpoint directory"),
+    host: z.string().min(1).default("127.0.0.1").describe("interface to listen on"),
+    port: z.number().int().min(0).max(65535).default(8000).describe("TCP port (0 picks a free one)"),
+    seed: z.number().int().default(0).describe("weight-init seed of new:<preset> models"),
+    /** Defaults to the preset name or the checkpoint directory's base name. */
+    model_name: z.string().min(1).optional().describe("model name served in /v1/models and answers"),
+    log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  })
+  .strict();
+
+/** Parsed engine server settings. */
+export type EngineServeConfig = z.infer<typeof EngineServeConfigSchema>;

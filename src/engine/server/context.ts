@@ -1,0 +1,67 @@
+/**
+ * @module What every route plugin of the engine server shares: the engine, its tokenizer, the served model name,
+ * the admission gate (pause / weight swaps), and the one place a generation is run.
+ */
+import { randomBytes } from "node:crypto";
+import type { FastifyRequest } from "fastify";
+import type { ByteTokenizer } from "../embedded/tokenizer.js";
+import type { Engine, GenerateOptions, GenerationRequest, GenerationResult } from "../engine.js";
+import type { Admission } from "./admission.js";
+
+/** Response header carrying the policy version of the weights that generated the answer. */
+export const POLICY_VERSION_HEADER = "x-policy-version";
+
+/** Shared state of one engine server. */
+export interface ServerContext {
+  engine: Engine;
+  tokenizer: ByteTokenizer;
+  /** The model name served (`/v1/models`, `model` of every answer). */
+  modelName: string;
+  admission: Admission;
+  /** Unix seconds the server started (`created` of the model card). */
+  startedS: number;
+}
+
+/** A generation that ran: its results and the policy version at admission (no swap can happen while it runs). */
+export interface Generation {
+  results: GenerationResult[];
+  policyVersion: number;
+}
+
+/**
+ * Runs one engine `generate` call behind the admission gate: waits while paused or swapping, then generates.
+ * Concurrent calls reach the engine concurrently, where continuous batching decodes them together.
+ * @param onAdmitted - called once admitted, before the first token (streams send their headers here)
+ * @throws {RangeError} from the engine for a prompt that does not fit (routes check the context first)
+ */
+export async function runGeneration(
+  ctx: ServerContext,
+  requests: GenerationRequest[],
+  options: GenerateOptions & { onAdmitted?: (policyVersion: number) => void } = {},
+): Promise<Generation> {
+  await ctx.admission.enter(options.signal);
+  try {
+    const policyVersion = ctx.engine.policyVersion;
+    options.onAdmitted?.(policyVersion);
+    const results = await ctx.engine.generate(requests, { onToken: options.onToken, signal: options.signal });
+    return { results, policyVersion };
+  } finally {
+    ctx.admission.leave();
+  }
+}
+
+/** Response id: `<prefix>-` + the `X-Request-Id` header when given, else 16 hex digits (as vLLM). */
+export function responseId(prefix: "chatcmpl" | "cmpl", request: FastifyRequest): string {
+  const header = request.headers["x-request-id"];
+  return `${prefix}-${typeof header === "string" && header !== "" ? header : randomBytes(8).toString("hex")}`;
+}
+
+/** vLLM's `usage` of a non-stream answer. */
+export function usage(promptTokens: number, completionTokens: number) {
+  return {
+    prompt_tokens: promptTokens,
+    total_tokens: promptTokens + completionTokens,
+    completion_tokens: completionTokens,
+    prompt_tokens_details: null,
+  };
+}
