@@ -2,12 +2,23 @@
  * End-to-end tiny training through real components: gateway (proxy mounted), tiny embedded engine behind the engine
  * server, local controller running node agents that call the proxy with the openai SDK and post a reward.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseTrainerConfig, type TrainerConfigInput } from "../src/trainer/config.js";
 import { runTraining } from "../src/trainer/loop.js";
 import { startTrainerStack, TEST_AGENT, type TrainerStack } from "../src/trainer/testing/stack.js";
+
+const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
+const exec = promisify(execFile);
+/** Runs the CLI from source in a child process (async: the in-process gateway must keep answering). */
+function run(args: string[], cwd?: string) {
+  return exec(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { cwd, timeout: 120_000 });
+}
 
 let stack: TrainerStack | undefined;
 afterEach(async () => {
@@ -74,5 +85,60 @@ describe("trainer end to end", () => {
       .map((e) => (e.data as { server: { version: number } }).server.version);
     expect(served).toEqual([2]);
     expect(existsSync(join(runDir, "checkpoints", "latest.json"))).toBe(true);
+
+    // `arclight inspect` (a child process) shows the rows the adapter makes from one of the trained rollouts.
+    const { stdout } = await run([
+      "inspect",
+      "tiny-e0-d0-0",
+      "--gateway-url",
+      stack.gateway.url,
+      "--key",
+      "test-key",
+      "--max-prompt",
+      "128",
+      "--max-response",
+      "96",
+    ]);
+    const report = JSON.parse(stdout) as {
+      rows: { prompt_token_ids: number[]; response_token_ids: number[]; loss_mask: number[]; logprobs: unknown[] }[];
+      counts: { calls: number };
+      reward_filled: boolean;
+    };
+    expect(report.counts.calls).toBe(2);
+    expect(report.reward_filled).toBe(false);
+    expect(report.rows.length).toBeGreaterThanOrEqual(1);
+    for (const row of report.rows) {
+      expect(row.prompt_token_ids.length).toBeGreaterThan(0);
+      expect(row.loss_mask).toHaveLength(row.response_token_ids.length);
+      expect(row.logprobs).toHaveLength(row.response_token_ids.length);
+      expect(row.loss_mask.some((m) => m === 1)).toBe(true);
+    }
+  });
+
+  it("arclight train CONFIG.yaml runs one step with its own gateway child, engine and controller", async () => {
+    const dir = join(tmpdir(), `arclight-train-cli-${process.pid}-${Date.now()}`);
+    mkdirSync(dir, { recursive: true });
+    const lines = items(2).map((item) => JSON.stringify(item.input));
+    writeFileSync(join(dir, "train.jsonl"), `${lines.join("\n")}\n`);
+    const yaml = [
+      "name: cli",
+      "data: { train_path: train.jsonl }",
+      "train_batch_size: 1",
+      "n: 2",
+      "total_steps: 1",
+      `controller: { command: [node, ${JSON.stringify(TEST_AGENT)}], env_map: { AGL_INPUT: input } }`,
+      "aggregator: { max_prompt_length: 128, max_response_length: 96 }",
+      "pause_retry_after_seconds: 0",
+    ].join("\n");
+    writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
+    const { stdout } = await run(["train", "train.yaml"], dir);
+    expect(stdout).toContain("1 steps, policy version 1");
+    const metrics = readFileSync(join(dir, "runs", "cli", "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n");
+    expect(metrics).toHaveLength(1);
+    expect(JSON.parse(metrics[0] as string).rollouts).toBe(2);
+    expect(existsSync(join(dir, "runs", "cli", "gateway.db"))).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -1,8 +1,10 @@
 /** @module The `arclight` commander program: every subcommand is registered here, one file each under src/cli/. */
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
-import { registerGateway } from "./gateway.js";
 import { registerEngine } from "./engine.js";
+import { registerGateway } from "./gateway.js";
+import { registerInspect } from "./inspect.js";
+import { registerTrain } from "./train.js";
 
 /** Reads this package's version from package.json (works from src/ under tsx and from dist/). */
 function packageVersion(): string {
@@ -32,5 +34,7 @@ export function buildProgram(): Command {
   // Subcommands register here, one file each under src/cli/.
   registerGateway(program);
   registerEngine(program);
+  registerInspect(program);
+  registerTrain(program);
   return program;
 }

@@ -127,7 +127,6 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
   if (checkpoint !== null) {
     state = checkpoint.state;
     await engine.loadCheckpoint(engineCheckpointDir(checkpoint.dir));
-    await serving.publish(engine, state.policyVersion);
     truncateMetricsAfter(metricsPath, state.step);
     log.info({ step: state.step, dir: checkpoint.dir }, "resumed from checkpoint");
   }
@@ -141,6 +140,7 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
 
   // 2. Serve the policy: register the endpoints with the current version, re-create the groups a checkpoint left
   //    pending (same ids: rollouts the gateway still has are reused as they are).
+  await serving.publish(engine, policyVersion);
   await registerEndpoints(client, modelName, serving.endpoints, policyVersion);
   for (const plan of state.pending) {
     await launchGroup(client, tracker, plan, config);
