@@ -25,7 +25,8 @@ export interface GroupPlan {
 
 /**
  * Plans one group with pre-assigned rollout ids.
- * @param base - id prefix, e.g. `NAME-e0-d17`
+ * @param base - id prefix and group id, e.g. `NAME-e0-d17`
+ * @param fields - the input, its index, train or validation, launch step and policy version
  * @param n - group size
  * @returns the plan
  */
