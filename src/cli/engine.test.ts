@@ -1,8 +1,12 @@
 /** `arclight engine serve` as a real child process: serving a fresh tiny model, and refusing an unknown model. */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { EmbeddedEngine } from "../engine/embedded/engine.js";
 
 const main = fileURLToPath(new URL("./main.ts", import.meta.url));
 const children: ChildProcess[] = [];
@@ -38,6 +42,17 @@ describe("arclight engine serve", () => {
     child.kill("SIGTERM");
     const [code] = await once(child, "exit");
     expect(code).toBe(0);
+  });
+
+  it("serves a checkpoint directory under its directory name", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "arclight-cli-")), "my-policy");
+    const engine = await EmbeddedEngine.create({ config: "tiny", seed: 1 });
+    await engine.saveCheckpoint(dir);
+    engine.dispose();
+    const child = cli(["engine", "serve", "--model", dir, "--port", "0"]);
+    const url = await listeningUrl(child);
+    const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
+    expect(models.data[0]?.id).toBe("my-policy");
   });
 
   it("exits non-zero with a message naming an unknown model path", async () => {

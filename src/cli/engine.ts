@@ -2,11 +2,11 @@
  * @module `arclight engine serve`: serve an embedded engine (fresh `new:<preset>` weights or a checkpoint directory)
  * over the vLLM-compatible engine server until SIGINT/SIGTERM.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
-import { MODEL_PRESETS, type ModelPreset, parseModelConfig } from "../engine/embedded/config.js";
+import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { buildEngineServer } from "../engine/server/app.js";
 import { type EngineServeConfig, EngineServeConfigSchema } from "../engine/server/config.js";
@@ -38,11 +38,7 @@ export async function engineForModel(config: EngineServeConfig): Promise<{ engin
   const configPath = join(model, "config.json");
   if (!existsSync(configPath))
     throw new CliError(`--model ${model}: no checkpoint directory there (expected ${configPath}); or use new:<preset>`);
-  const engine = await EmbeddedEngine.create({
-    config: parseModelConfig(JSON.parse(readFileSync(configPath, "utf8"))),
-  });
-  await engine.loadCheckpoint(model);
-  return { engine, name: basename(model) };
+  return { engine: await EmbeddedEngine.load(model), name: basename(model) };
 }
 
 /** Serves until a signal; resolves once listening. */

@@ -28,7 +28,7 @@ describe("loadGatewayConfig", () => {
       key: "",
       store: "sqlite:./.arclight/gateway.db",
       body_limit_bytes: DEFAULT_BODY_LIMIT_BYTES,
-      model_name: "policy",
+      model_name: "",
       train_temperature: 1,
       val_temperature: 0.7,
       include_log_probs: true,

@@ -1,5 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 
@@ -87,7 +90,7 @@ describe("arclight gateway (child process)", () => {
     expect(gw.stdout() + gw.stderr()).not.toContain("child-secret");
   });
 
-  it("drains a request in flight at SIGTERM before exiting 0", async () => {
+  it("drains a request in flight at SIGINT before exiting 0", async () => {
     const gw = spawnGateway(["--port", "0", "--store", "memory", "--key", "", "--log-level", "info"]);
     const [, url] = await gw.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
     expect(gw.stderr()).toMatch(/WARNING: no API key set/);
@@ -111,13 +114,41 @@ describe("arclight gateway (child process)", () => {
       duplex: "half",
     } as RequestInit);
     await gw.waitFor(/"url":"\/api\/rollouts"[^\n]*"msg":"incoming request"/);
-    gw.child.kill("SIGTERM");
+    gw.child.kill("SIGINT");
     await gw.waitFor(/shutting down/);
     release();
     const res = await pending;
     expect(res.status).toBe(201);
     expect(((await res.json()) as { rollout_id: string }[])[0]?.rollout_id).toBe("drained");
     expect(await gw.exited).toBe(0);
+  });
+
+  it("closes the SQLite store on SIGTERM; a restart on the same file serves the same rollouts and events", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "arclight-cli-sqlite-"));
+    try {
+      const args = ["--port", "0", "--store", `sqlite:${join(dir, "gw.db")}`, "--key", "k", "--log-level", "warn"];
+      const headers = { authorization: "Bearer k", "content-type": "application/json" };
+      const first = spawnGateway(args);
+      const [, url1] = await first.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      await fetch(`${url1}/api/rollouts`, { method: "POST", headers, body: '[{"rollout_id": "kept", "input": 1}]' });
+      const posted = await fetch(`${url1}/api/rollouts/kept/attempt/0/events`, {
+        method: "POST",
+        headers,
+        body: '{"event_type": "reward", "data": {"value": 0.5}}',
+      });
+      expect(posted.status).toBe(200);
+      first.child.kill("SIGTERM");
+      expect(await first.exited).toBe(0);
+
+      const second = spawnGateway(args);
+      const [, url2] = await second.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      const events = (await (await fetch(`${url2}/api/rollouts/kept/events`, { headers })).json()) as unknown[];
+      expect(events).toEqual([await posted.json()]);
+      second.child.kill("SIGTERM");
+      expect(await second.exited).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("exits non-zero with one line naming a bad flag value", async () => {

@@ -71,7 +71,7 @@ export function registerGateway(program: Command): void {
     .option("--port <port>", "TCP port, 0 for any free one (default 8080)")
     .option("--key <key>", "API key; also ARCLIGHT_KEY or AGL_KEY; empty disables auth")
     .option("--store <spec>", "memory | sqlite:PATH (default sqlite:./.arclight/gateway.db)")
-    .option("--model-name <name>", "model name sent upstream by the proxy (default policy)")
+    .option("--model-name <name>", "model name the proxy sends upstream (default: the agent's own)")
     .option("--train-temperature <t>", "sampling temperature in train mode (default 1)")
     .option("--val-temperature <t>", "sampling temperature in val mode (default 0.7)")
     .option("--include-log-probs <bool>", "true|false: ask the upstream for logprobs in train mode (default true)")

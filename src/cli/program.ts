@@ -1,6 +1,7 @@
 /** @module The `arclight` commander program: every subcommand is registered here, one file each under src/cli/. */
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { registerController } from "./controller.js";
 import { registerEngine } from "./engine.js";
 import { registerGateway } from "./gateway.js";
 import { registerInspect } from "./inspect.js";
@@ -32,8 +33,9 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   // Subcommands register here, one file each under src/cli/.
-  registerGateway(program);
   registerEngine(program);
+  registerGateway(program);
+  registerController(program);
   registerInspect(program);
   registerTrain(program);
   return program;

@@ -33,6 +33,10 @@ export const ControllerConfigSchema = z.strictObject({
   cwd: z.string().optional().describe("working directory of agent processes; default: the controller's"),
   local: LocalConfigSchema.optional().describe("command / agent_class / env_map for rollouts whose config has none"),
   list_page_size: z.number().int().min(1).max(10_000).default(500).describe("rollouts fetched per list request"),
+  log_level: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+    .default("info")
+    .describe("pino log level of the controller"),
 });
 
 /** Controller settings, defaults applied. */

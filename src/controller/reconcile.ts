@@ -52,6 +52,7 @@ export class LocalController {
   /** Outcomes waiting to be reported, by rollout id; retried every pass until the gateway takes them. */
   private readonly finished = new Map<string, AttemptOutcome>();
   private loop?: Promise<void>;
+  private passTail: Promise<void> = Promise.resolve();
   private stopping = false;
   private abandoned = false;
   private wakePending = false;
@@ -85,7 +86,14 @@ export class LocalController {
    * restart), kill processes of rollouts finished elsewhere; 3. spawn queuing rollouts up to the pool size.
    * @throws whatever the gateway client throws (the loop logs it and tries again next pass)
    */
-  async reconcileOnce(): Promise<void> {
+  reconcileOnce(): Promise<void> {
+    // Passes never overlap: a second call waits for the one in flight.
+    const pass = this.passTail.then(() => this.runPass());
+    this.passTail = pass.catch(() => {});
+    return pass;
+  }
+
+  private async runPass(): Promise<void> {
     this.reapAdopted();
     await this.flushFinished();
     const listedAtMs = Date.now();
@@ -93,6 +101,7 @@ export class LocalController {
     await this.reconcileRunning(running, listedAtMs);
     await this.flushFinished();
     await this.startQueuing();
+    await this.flushFinished();
   }
 
   /**
@@ -182,6 +191,8 @@ export class LocalController {
       if (this.owned.has(rolloutId) || this.finished.has(rolloutId)) continue;
       const attemptId = rollout.status.last_attempt_id ?? "0";
       const record = this.records.get(rolloutId);
+      // A live pid with this attempt's record is taken to be the agent (pid reuse within one run is not guarded
+      // against: it would need the process start time, which Node does not expose portably).
       if (record !== undefined && record.attempt_id === attemptId && processAlive(record.pid)) {
         this.adopt(rolloutId, record);
         continue;
@@ -202,7 +213,7 @@ export class LocalController {
     const owned: Owned = { rolloutId, record, cause: null, cancelled: false };
     this.owned.set(rolloutId, owned);
     const remainingMs = record.started_at_ms + record.timeout_seconds * 1000 - Date.now();
-    owned.timer = setTimeout(() => this.onTimeout(owned), Math.max(0, remainingMs));
+    owned.timer = setTimeout(() => this.onTimeout(owned), clampTimerMs(remainingMs));
     this.log.info({ rolloutId, attemptId: record.attempt_id, pid: record.pid }, "adopted live rollout process");
   }
 
@@ -217,7 +228,9 @@ export class LocalController {
   private async startQueuing(): Promise<void> {
     let free = this.config.pool_size - this.owned.size;
     if (free <= 0) return;
-    const queuing = await this.client.listRollouts({ states: ["queuing"], limit: this.config.list_page_size });
+    // Fetch only as many as can start now: listing the whole queue every pass dominated a pass's cost.
+    const limit = Math.min(free, this.config.list_page_size);
+    const queuing = await this.client.listRollouts({ states: ["queuing"], limit });
     for (const rollout of queuing) {
       if (free <= 0 || this.stopping) return;
       if (this.owned.has(rollout.rollout_id) || this.finished.has(rollout.rollout_id)) continue;
@@ -273,7 +286,7 @@ export class LocalController {
     };
     const owned: Owned = { rolloutId, record, process: agent, cause: null, cancelled: false };
     this.owned.set(rolloutId, owned);
-    owned.timer = setTimeout(() => this.onTimeout(owned), record.timeout_seconds * 1000);
+    owned.timer = setTimeout(() => this.onTimeout(owned), clampTimerMs(record.timeout_seconds * 1000));
     owned.done = agent.exited.then((info) => this.recordExit(owned, info, owned.cause));
     if (agent.pid !== undefined) {
       this.records.set(rolloutId, record);
@@ -355,4 +368,9 @@ export class LocalController {
   private saveState(): void {
     this.stateFile.save(this.records);
   }
+}
+
+/** setTimeout fires at once for delays past 2^31 - 1 ms (~24.8 days); clamp so a huge timeout means "very late". */
+function clampTimerMs(ms: number): number {
+  return Math.min(2 ** 31 - 1, Math.max(0, ms));
 }

@@ -2,7 +2,7 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../store/memory.js";
-import { buildApp } from "./app.js";
+import { buildApp, rolloutIdFromUrl } from "./app.js";
 import { gatewayConfig } from "./config.js";
 import { startTestGateway, type TestGateway } from "./testing/serve.js";
 
@@ -122,6 +122,17 @@ describe("errors are JSON {detail}", () => {
     expect((await gw.call("POST", "/api/rollouts", [{ input: "x".repeat(500) }])).status).toBe(201);
   });
 
+  it("answers 415 {detail} for a form-encoded body", async () => {
+    const gw = await start();
+    const res = await fetch(`${gw.url}/api/rollouts`, {
+      method: "POST",
+      headers: { authorization: "Bearer test-key", "content-type": "application/x-www-form-urlencoded" },
+      body: "input=1",
+    });
+    expect(res.status).toBe(415);
+    expect(typeof ((await res.json()) as { detail: unknown }).detail).toBe("string");
+  });
+
   it("answers 404 {detail} for an unknown route or method", async () => {
     const gw = await start();
     const res = await gw.call("GET", "/api/nothing?x=1");
@@ -230,5 +241,21 @@ describe("buildApp", () => {
     const res = await app.inject({ method: "GET", url: "/healthz" });
     expect(res.json()).toEqual({ status: "ok" });
     await app.close();
+  });
+});
+
+describe("rolloutIdFromUrl", () => {
+  it("reads the rollout id of rollout, event and proxy paths, decoded", () => {
+    expect(rolloutIdFromUrl("/api/rollouts/r1")).toBe("r1");
+    expect(rolloutIdFromUrl("/api/rollouts/r1/attempt/0/events")).toBe("r1");
+    expect(rolloutIdFromUrl("/api/rollouts/r%3A1/events?format=triplet")).toBe("r:1");
+    expect(rolloutIdFromUrl("/proxy/rollout/r2/attempt/0/mode/train/openai/v1/chat/completions")).toBe("r2");
+  });
+
+  it("finds none on routes without a rollout", () => {
+    expect(rolloutIdFromUrl("/api/rollouts")).toBeUndefined();
+    expect(rolloutIdFromUrl("/api/rollouts?state_in=running")).toBeUndefined();
+    expect(rolloutIdFromUrl("/api/rollouts/terminal?after=0")).toBeUndefined();
+    expect(rolloutIdFromUrl("/healthz")).toBeUndefined();
   });
 });

@@ -55,12 +55,25 @@ function installJsonParser(app: FastifyInstance): void {
   });
 }
 
-/** Binds `rolloutId` to the request's logger on routes that name a rollout (`:id` or `:rid`). */
+/** Rollout id named by a request path: `/api/rollouts/{id}[/...]` (not `/terminal`) or `/proxy/rollout/{rid}/...`. */
+export function rolloutIdFromUrl(url: string): string | undefined {
+  const match = /^\/(api\/rollouts|proxy\/rollout)\/([^/?#]+)/.exec(url);
+  if (!match?.[2] || (match[1] === "api/rollouts" && match[2] === "terminal")) return undefined;
+  try {
+    return decodeURIComponent(match[2]);
+  } catch {
+    return match[2];
+  }
+}
+
+/**
+ * Per-request loggers bind `reqId` and, on routes that name a rollout, `rolloutId`. Done in the child logger
+ * factory so each request makes one pino child, not two.
+ */
 function bindRolloutId(app: FastifyInstance): void {
-  app.addHook("preHandler", async (request) => {
-    const params = request.params as { id?: unknown; rid?: unknown } | undefined;
-    const rolloutId = params?.id ?? params?.rid;
-    if (typeof rolloutId === "string") request.log = request.log.child({ rolloutId });
+  app.setChildLoggerFactory((logger, bindings, options, rawRequest) => {
+    const rolloutId = rolloutIdFromUrl(rawRequest.url ?? "");
+    return logger.child(rolloutId === undefined ? bindings : { ...bindings, rolloutId }, options);
   });
 }
 

@@ -6,6 +6,7 @@ import type { Store } from "../store/store.js";
 import { buildApp } from "./app.js";
 import { GatewayClient, GatewayHttpError, GatewayUnreachable } from "./client.js";
 import { gatewayConfig } from "./config.js";
+import { startProxyHarness } from "./testing/proxy-harness.js";
 import { startTestGateway, type TestGateway } from "./testing/serve.js";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -186,5 +187,23 @@ describe("GatewayClient against the real gateway", () => {
     });
     cleanups.push(() => nobody.close());
     await expect(nobody.healthz()).rejects.toBeInstanceOf(GatewayUnreachable);
+  });
+
+  it("pauses, reads and resumes the proxy", async () => {
+    const h = await startProxyHarness();
+    const client = new GatewayClient({ baseUrl: h.baseUrl, key: h.key });
+    cleanups.push(
+      () => h.close(),
+      () => client.close(),
+    );
+    await client.pauseProxy({ retry_after_seconds: 7, reason: "weight update" });
+    expect(await client.proxyState()).toEqual({
+      paused: true,
+      retry_after_seconds: 7,
+      reason: "weight update",
+      inflight: 0,
+    });
+    await client.resumeProxy();
+    expect((await client.proxyState()).paused).toBe(false);
   });
 });

@@ -30,9 +30,10 @@ export const GatewayConfigSchema = z.strictObject({
     .describe("largest request body accepted, in bytes (larger → 413)"),
   model_name: z
     .string()
-    .min(1)
-    .default("policy")
-    .describe("model name the proxy sends upstream and looks endpoints up by (POST /api/models)"),
+    .default("")
+    .describe(
+      "model name the proxy sends upstream and looks endpoints up by (POST /api/models); empty keeps the agent's",
+    ),
   train_temperature: z.number().min(0).default(1).describe("sampling temperature the proxy sets in train mode"),
   val_temperature: z.number().min(0).default(0.7).describe("sampling temperature the proxy sets in val mode"),
   include_log_probs: z.boolean().default(true).describe("ask the upstream for logprobs in train mode"),

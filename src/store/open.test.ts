@@ -37,4 +37,8 @@ describe("openStore", () => {
     await expect(openStore("sqlite:")).rejects.toThrow('store spec "sqlite:" names no file');
     await expect(openStore("Memory")).rejects.toThrow(StoreOpenError);
   });
+
+  it("a path that is a folder fails with StoreOpenError naming the path", async () => {
+    await expect(openStore(`sqlite:${dir}`)).rejects.toThrow(`cannot open SQLite store ${dir}:`);
+  });
 });

@@ -120,6 +120,27 @@ describe("SqliteStore file behaviour", () => {
     raw.close();
   });
 
+  it("three processes opening a fresh file at once migrate it once, then write without loss", async () => {
+    const path = dbPath();
+    const writers = ["w1", "w2", "w3"].map((tag) => spawnWriter(path, "shared", 40, tag));
+    try {
+      // All three open (WAL switch + migrations) concurrently on a file that does not exist yet.
+      await Promise.all(writers.map((w) => waitForLine(w, "ready")));
+      const store = SqliteStore.open(path);
+      await store.createRollouts([RolloutCreateSchema.parse({ rollout_id: "shared", input: 0 })]);
+      await store.patchRollout("shared", { status: { state: "running" } });
+      for (const w of writers) w.stdin!.write("go\n");
+      const codes = await Promise.all(writers.map(async (w) => (await once(w, "exit"))[0]));
+      expect(codes, writers.map((w) => childStderr.get(w)).join("\n")).toEqual([0, 0, 0]);
+      const stored = await store.listEvents("shared");
+      expect(stored.map((e) => e.sequence)).toEqual(range(120));
+      expect(new Set(stored.map((e) => e.event_id)).size).toBe(120);
+      await store.close();
+    } finally {
+      for (const w of writers) w.kill();
+    }
+  });
+
   it("a process killed with SIGKILL after its writes returned loses none of them", async () => {
     const path = dbPath();
     const setup = SqliteStore.open(path);
@@ -187,9 +208,9 @@ describe("SqliteStore file behaviour", () => {
 });
 
 const childStderr = new WeakMap<ChildProcess, string>();
-const writerScript = fileURLToPath(new URL("./sqlite-test-writer.ts", import.meta.url));
+const writerScript = fileURLToPath(new URL("./testing/sqlite-writer.ts", import.meta.url));
 
-/** Starts `sqlite-test-writer.ts` in a new Node process (real OS process, its own SQLite connection). */
+/** Starts `testing/sqlite-writer.ts` in a new Node process (real OS process, its own SQLite connection). */
 function spawnWriter(path: string, rolloutId: string, count: number, tag: string, mode = ""): ChildProcess {
   const args = ["--import", "tsx", writerScript, path, rolloutId, String(count), tag, mode];
   const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });

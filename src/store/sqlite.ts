@@ -149,8 +149,10 @@ export class SqliteStore implements Store {
     const where: string[] = [];
     const params: unknown[] = [];
     if (states && states.length > 0) {
-      where.push(`state IN (${states.map(() => "?").join(", ")})`);
-      params.push(...states);
+      // Deduplicated, so at most 4 placeholders: the statement cache stays small.
+      const distinct = [...new Set(states)];
+      where.push(`state IN (${distinct.map(() => "?").join(", ")})`);
+      params.push(...distinct);
     }
     if (isTrain !== undefined) {
       where.push("is_train = ?");
@@ -301,6 +303,11 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    try {
+      this.db.pragma("optimize"); // refreshes planner statistics the queries of this connection would benefit from
+    } finally {
+      this.db.close();
+    }
   }
 }

@@ -80,15 +80,20 @@ export async function startHarness(baseEnv: Record<string, string> = {}): Promis
     },
     waitFor,
     async waitTerminal(ids, timeoutMs) {
-      return waitFor(
+      // Follow the terminal cursor (cheap to poll), then read the rollouts once.
+      const wanted = new Set(ids);
+      let after = 0;
+      await waitFor(
         `${ids.length} terminal rollouts`,
         async () => {
-          const all = await client.listAllRollouts({ states: ["succeeded", "failed"] });
-          const byId = new Map(all.map((r) => [r.rollout_id, r]));
-          return ids.every((id) => byId.has(id)) ? ids.map((id) => byId.get(id)!) : undefined;
+          const page = await client.terminal(after, 10_000);
+          after = page.next_after;
+          for (const item of page.items) wanted.delete(item.rollout_id);
+          return wanted.size === 0 ? true : undefined;
         },
         timeoutMs,
       );
+      return Promise.all(ids.map(async (id) => (await client.getRollout(id)).rollout));
     },
     async close() {
       for (const controller of controllers) await controller.shutdown(2000);

@@ -2,6 +2,9 @@
  * The engine server against the REAL embedded engine (tiny config, random weights, few tokens): wire shapes of vLLM
  * with `return_token_ids`, stream vs non-stream identity, bad input, tokenize, concurrency.
  */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { renderChat } from "../embedded/chat-template.js";
@@ -310,5 +313,44 @@ describe("tokenize, detokenize, models (real engine)", () => {
     const body = (await res.json()) as { object: string; data: unknown[] };
     expect(body.object).toBe("list");
     expect(body.data[0]).toMatchObject({ id: "tiny-test", object: "model", max_model_len: 256 });
+  });
+});
+
+describe("POST /v1/load_weights (real engine)", () => {
+  it("hot-swaps to a saved checkpoint: version bumps and greedy ids become the checkpoint model's", async () => {
+    const { url } = await start();
+    const other = await EmbeddedEngine.create({ config: "tiny", seed: 8 });
+    closers.push(async () => other.dispose());
+    const dir = mkdtempSync(join(tmpdir(), "arclight-engine-ckpt-"));
+    await other.saveCheckpoint(dir);
+    const prompt = [...tokenizer.encode("Hello")];
+    const greedy = { prompt, max_tokens: 8, temperature: 0, return_token_ids: true };
+    const before = await postJson(url, "/v1/completions", greedy);
+    expect(before.body.policy_version).toBe(0);
+    const load = await postJson(url, "/v1/load_weights", { path: dir });
+    expect(load.body).toEqual({ status: "ok", policy_version: 1 });
+    const after = await postJson(url, "/v1/completions", greedy);
+    expect(after.headers.get("x-policy-version")).toBe("1");
+    expect(after.body.policy_version).toBe(1);
+    const sampling = { temperature: 0, topP: 1, topK: 0, maxTokens: 8, stopTokenIds: [tokenizer.eosId], stop: [] };
+    const [expected] = await other.generate([{ promptTokenIds: prompt, sampling }]);
+    expect(after.body.choices[0].token_ids).toEqual(expected?.tokenIds);
+    expect(after.body.choices[0].token_ids).not.toEqual(before.body.choices[0].token_ids);
+  });
+
+  it("answers 400 for a checkpoint of another model shape and keeps serving the old weights", async () => {
+    const { url } = await start();
+    const small = await EmbeddedEngine.create({
+      config: { vocab: 261, d_model: 32, n_layers: 1, n_heads: 2, context: 64 },
+    });
+    closers.push(async () => small.dispose());
+    const dir = mkdtempSync(join(tmpdir(), "arclight-engine-ckpt-"));
+    await small.saveCheckpoint(dir);
+    const load = await postJson(url, "/v1/load_weights", { path: dir });
+    expect(load.status).toBe(400);
+    expect(load.body.detail).toContain(dir);
+    const after = await postJson(url, "/v1/completions", { prompt: "a", max_tokens: 2 });
+    expect(after.status).toBe(200);
+    expect(after.body.policy_version).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * @module Non-stream `/v1/chat/completions` bodies in vLLM v0.19.0's exact shape (every key present, unset ones null).
  *
- * Facts copied from vLLM's source (see test fixtures in chat-response.test.ts):
+ * Facts copied from vLLM's source (checked key by key in app.test.ts):
  * - top-level keys, in order: `id, object:"chat.completion", created, model, choices, service_tier:null,
  *   system_fingerprint:null, usage, prompt_logprobs:null, prompt_token_ids, kv_transfer_params:null`;
  * - choice keys: `index, message, logprobs, finish_reason, stop_reason, token_ids`; message keys: `role, content,

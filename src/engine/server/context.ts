@@ -4,6 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { FastifyRequest } from "fastify";
+import { BadRequest } from "../../protocol/errors.js";
 import type { ByteTokenizer } from "../embedded/tokenizer.js";
 import type { Engine, GenerateOptions, GenerationRequest, GenerationResult } from "../engine.js";
 import type { Admission } from "./admission.js";
@@ -32,7 +33,7 @@ export interface Generation {
  * Runs one engine `generate` call behind the admission gate: waits while paused or swapping, then generates.
  * Concurrent calls reach the engine concurrently, where continuous batching decodes them together.
  * @param onAdmitted - called once admitted, before the first token (streams send their headers here)
- * @throws {RangeError} from the engine for a prompt that does not fit (routes check the context first)
+ * @throws {BadRequest} when the engine rejects a prompt (RangeError: empty, too long, id outside the vocabulary)
  */
 export async function runGeneration(
   ctx: ServerContext,
@@ -43,8 +44,14 @@ export async function runGeneration(
   try {
     const policyVersion = ctx.engine.policyVersion;
     options.onAdmitted?.(policyVersion);
-    const results = await ctx.engine.generate(requests, { onToken: options.onToken, signal: options.signal });
-    return { results, policyVersion };
+    try {
+      const results = await ctx.engine.generate(requests, { onToken: options.onToken, signal: options.signal });
+      return { results, policyVersion };
+    } catch (err) {
+      // The engine's own input checks (empty prompt, id outside the vocabulary) are the caller's mistake.
+      if (err instanceof RangeError) throw new BadRequest(err.message);
+      throw err;
+    }
   } finally {
     ctx.admission.leave();
   }

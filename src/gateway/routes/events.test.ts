@@ -49,6 +49,26 @@ describe("POST /api/rollouts/{id}/attempt/{aid}/events", () => {
     ]);
   });
 
+  it("answers an empty list with an empty list and stores nothing", async () => {
+    await withRollout();
+    const res = await post([]);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual([]);
+    expect(await gw.store.countEvents()).toBe(0);
+  });
+
+  it("stores the same event_id twice in one list once", async () => {
+    await withRollout();
+    const events = (await (
+      await post([
+        { event_type: "log", event_id: "x", data: { n: 1 } },
+        { event_type: "log", event_id: "x", data: { n: 2 } },
+      ])
+    ).json()) as Event[];
+    expect(events[1]).toEqual(events[0]);
+    expect(await gw.store.countEvents()).toBe(1);
+  });
+
   it("stores an event_id once: a retried post returns the stored event", async () => {
     await withRollout();
     const first = (await (await post({ event_type: "reward", event_id: "e1", data: { value: 1 } })).json()) as Event;

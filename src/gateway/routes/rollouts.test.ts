@@ -100,6 +100,7 @@ describe("GET /api/rollouts", () => {
     ["limit=abc", "limit"],
     ["limit=1&limit=2", "limit"],
     ["offset=-1", "offset"],
+    ["limit=10001", "limit"],
     ["is_train=maybe", "is_train"],
   ])("answers 422 naming the query parameter for %s", async (query, name) => {
     gw = await startTestGateway();

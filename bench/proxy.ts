@@ -1,0 +1,154 @@
+/**
+ * @module Proxy overhead bench: 64 concurrent clients against (a) the fake vLLM upstream directly and (b) the same
+ * upstream through the capturing proxy (event recorded for every call). Prints added p50/p99 latency and the
+ * throughput ratio. Targets: added p50 <= 1 ms, throughput >= 50% of direct.
+ *
+ * The upstream and the gateway each run in their own child process, so neither shares an event loop with the load
+ * generator. This file is both the main script and the child (`BENCH_ROLE` set by the parent).
+ */
+
+import { type ChildProcess, fork } from "node:child_process";
+import { availableParallelism } from "node:os";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { Agent } from "undici";
+
+const CONCURRENCY = 64;
+const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5000);
+const WARMUP_MS = 1000;
+const BODY = JSON.stringify({ model: "agent", messages: [{ role: "user", content: "hi" }], max_tokens: 4 });
+
+async function runWorker(): Promise<void> {
+  const { FakeVllm } = await import("../src/gateway/testing/fake-vllm.js");
+  const { startProxyHarness } = await import("../src/gateway/testing/proxy-harness.js");
+  const role = process.env.BENCH_ROLE as "upstream" | "gateway";
+  const send = (message: unknown): void => void process.send!(message);
+  if (role === "upstream") {
+    const fake = await FakeVllm.start({ content: "ok" });
+    // Keep the fake's memory flat: the bench does not need the received bodies.
+    setInterval(() => fake.received.splice(0), 200).unref();
+    send({ url: fake.url });
+    process.on("message", () => process.exit(0));
+    return;
+  }
+  const h = await startProxyHarness({ models: [{ model: "policy", endpoint: process.env.BENCH_UPSTREAM_URL! }] });
+  const rids = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => h.newRollout(`ro-bench-${i}`)));
+  send({ base: h.openaiBase("ROLLOUT"), rids, key: h.key, store: "memory (MemoryStore)" });
+  process.on("message", async (message) => {
+    if (message === "exit") process.exit(0);
+    send({ events: await h.store.countEvents() });
+  });
+}
+
+function startWorker(env: Record<string, string>): Promise<{ worker: ChildProcess; info: Record<string, unknown> }> {
+  const worker = fork(fileURLToPath(import.meta.url), [], {
+    execArgv: [
+      "--import",
+      "tsx",
+      ...(env.BENCH_ROLE === "gateway" && process.env.BENCH_PROF ? ["--cpu-prof", "--cpu-prof-dir=/tmp/prof"] : []),
+    ],
+    env: { ...process.env, ...env },
+  });
+  return new Promise((resolve, reject) => {
+    worker.once("message", (info) => resolve({ worker, info: info as Record<string, unknown> }));
+    worker.once("error", reject);
+  });
+}
+
+interface Run {
+  latenciesMs: number[];
+  requests: number;
+  seconds: number;
+}
+
+/** 64 clients, each sending its next call when the previous one is answered, for the bench duration. */
+async function load(
+  urlOf: (client: number) => string,
+  headers: Record<string, string>,
+  concurrency = CONCURRENCY,
+): Promise<Run> {
+  const dispatcher = new Agent({ connections: concurrency, keepAliveTimeout: 30_000 });
+  const latenciesMs: number[] = [];
+  let measuring = false;
+  let requests = 0;
+  const call = async (client: number): Promise<void> => {
+    const started = performance.now();
+    const res = await dispatcher.request({
+      origin: new URL(urlOf(client)).origin,
+      path: new URL(urlOf(client)).pathname,
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: BODY,
+    });
+    await res.body.arrayBuffer();
+    if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+    if (measuring) {
+      latenciesMs.push(performance.now() - started);
+      requests++;
+    }
+  };
+  let stop = false;
+  const clients = Array.from({ length: concurrency }, async (_, client) => {
+    while (!stop) await call(client);
+  });
+  await new Promise((r) => setTimeout(r, WARMUP_MS));
+  measuring = true;
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, DURATION_MS));
+  measuring = false;
+  const seconds = (performance.now() - t0) / 1000;
+  stop = true;
+  await Promise.all(clients);
+  await dispatcher.close();
+  return { latenciesMs, requests, seconds };
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function main(): Promise<void> {
+  const upstream = await startWorker({ BENCH_ROLE: "upstream" });
+  const upstreamUrl = upstream.info.url as string;
+  const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl });
+  const { base, rids, key, store } = gateway.info as { base: string; rids: string[]; key: string; store: string };
+  console.log(
+    `setup: ${availableParallelism()} cores, ${CONCURRENCY} concurrent clients, ${DURATION_MS} ms per run after ` +
+      `${WARMUP_MS} ms warm-up; non-stream chat calls; upstream, gateway and load generator in separate processes; ` +
+      `store: ${store}; node ${process.version}`,
+  );
+  const direct = await load(() => `${upstreamUrl}/chat/completions`, {});
+  const proxied = await load((c) => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`, {
+    authorization: `Bearer ${key}`,
+  });
+  // Same pair with one client: the proxy's own cost, without queueing behind 63 other calls.
+  const directOne = await load(() => `${upstreamUrl}/chat/completions`, {}, 1);
+  const proxiedOne = await load(
+    (c) => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`,
+    { authorization: `Bearer ${key}` },
+    1,
+  );
+  gateway.worker.send("count");
+  const { events } = await new Promise<{ events: number }>((r) => gateway.worker.once("message", r));
+  const row = (name: string, run: Run): string =>
+    `${name.padEnd(8)} p50 ${percentile(run.latenciesMs, 50).toFixed(3)} ms  p99 ${percentile(run.latenciesMs, 99).toFixed(3)} ms  ` +
+    `${(run.requests / run.seconds).toFixed(0)} calls/s (${run.requests} calls)`;
+  console.log(row("direct", direct));
+  console.log(row("proxied", proxied));
+  const addedP50 = percentile(proxied.latenciesMs, 50) - percentile(direct.latenciesMs, 50);
+  const addedP99 = percentile(proxied.latenciesMs, 99) - percentile(direct.latenciesMs, 99);
+  const ratio = proxied.requests / proxied.seconds / (direct.requests / direct.seconds);
+  const addedOne = percentile(proxiedOne.latenciesMs, 50) - percentile(directOne.latenciesMs, 50);
+  console.log(row("direct1", directOne));
+  console.log(row("proxied1", proxiedOne));
+  console.log(`added latency with 1 client: p50 ${addedOne.toFixed(3)} ms`);
+  console.log(`events recorded by the gateway: ${events} (warm-up included)`);
+  console.log(`added latency: p50 ${addedP50.toFixed(3)} ms (target <= 1 ms), p99 ${addedP99.toFixed(3)} ms`);
+  console.log(`throughput ratio proxied/direct: ${(ratio * 100).toFixed(1)}% (target >= 50%)`);
+  upstream.worker.send("exit");
+  gateway.worker.send("exit");
+}
+
+if (process.env.BENCH_ROLE === undefined) await main();
+else await runWorker();

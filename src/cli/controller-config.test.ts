@@ -1,0 +1,64 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadControllerConfig } from "./controller-config.js";
+import { CliError } from "./program.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function yamlFile(text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "arclight-cli-"));
+  dirs.push(dir);
+  const path = join(dir, "controller.yaml");
+  writeFileSync(path, text);
+  return path;
+}
+
+describe("loadControllerConfig", () => {
+  it("applies defaults", () => {
+    const config = loadControllerConfig({}, {});
+    expect(config).toMatchObject({
+      gateway_url: "http://127.0.0.1:8080",
+      key: "",
+      mode: "local",
+      pool_size: 8,
+      poll_interval_seconds: 1,
+      log_tail_bytes: 65_536,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it("layers YAML file < env key < flags", () => {
+    const file = yamlFile(
+      "gateway_url: http://gw:9000\nkey: from-file\npool_size: 2\nlocal:\n  command: [python3, agent.py]\n  env_map: {Q: input.q}\n",
+    );
+    const config = loadControllerConfig({ config: file, poolSize: "4" }, { AGL_KEY: "from-env" });
+    expect(config.gateway_url).toBe("http://gw:9000");
+    expect(config.key).toBe("from-env");
+    expect(config.pool_size).toBe(4);
+    expect(config.local).toEqual({ command: ["python3", "agent.py"], env_map: { Q: "input.q" } });
+    expect(loadControllerConfig({ config: file, key: "from-flag" }, { ARCLIGHT_KEY: "x" }).key).toBe("from-flag");
+  });
+
+  it("names the bad flag, file key or unknown key", () => {
+    expect(() => loadControllerConfig({ poolSize: "0" }, {})).toThrow(
+      new CliError("--pool-size: Too small: expected number to be >=1"),
+    );
+    expect(() => loadControllerConfig({ pollInterval: "fast" }, {})).toThrow("--poll-interval fast: expected a number");
+    expect(() => loadControllerConfig({ mode: "k8s" }, {})).toThrow(/^--mode: /);
+    expect(() => loadControllerConfig({ gatewayUrl: "not a url" }, {})).toThrow(/^--gateway-url: /);
+    const unknown = yamlFile("pool: 3\n");
+    expect(() => loadControllerConfig({ config: unknown }, {})).toThrow(
+      /unknown key\(s\) pool; accepted: gateway_url, /,
+    );
+    const nested = yamlFile("local:\n  comand: [x]\n");
+    expect(() => loadControllerConfig({ config: nested }, {})).toThrow(/key local: unknown key\(s\) comand/);
+    expect(() => loadControllerConfig({ config: join(tmpdir(), "does-not-exist.yaml") }, {})).toThrow(
+      /cannot read the file \(ENOENT\)/,
+    );
+  });
+});

@@ -1,0 +1,83 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { GatewayClient } from "../gateway/client.js";
+import { startTestGateway } from "../gateway/testing/serve.js";
+
+const TSX_LOADER = createRequire(import.meta.url).resolve("tsx");
+const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Resolves with the exit code once `child` exits. */
+function exitOf(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe("arclight controller", () => {
+  it("runs rollouts from the gateway and, on SIGTERM, fails live ones 'controller shutdown' and exits 0", async () => {
+    const gateway = await startTestGateway({ key: "cli-key" });
+    const client = new GatewayClient({ baseUrl: gateway.url, key: "cli-key" });
+    const dir = mkdtempSync(join(tmpdir(), "arclight-cli-controller-"));
+    cleanups.push(
+      () => gateway.close(),
+      () => client.close(),
+      () => rmSync(dir, { recursive: true, force: true }),
+    );
+    await client.createRollouts([
+      { rollout_id: "quick", input: {}, config: { local: { command: ["sh", "-c", '[ "$AGL_KEY" = cli-key ]'] } } },
+      { rollout_id: "slow", input: {}, config: { local: { command: ["sleep", "300"] } } },
+    ]);
+    const args = ["controller", "--gateway-url", gateway.url, "--pool-size", "2", "--poll-interval", "0.05"];
+    const child = spawn(
+      process.execPath,
+      ["--import", TSX_LOADER, MAIN, ...args, "--state-file", join(dir, "s.json")],
+      {
+        env: { ...process.env, ARCLIGHT_KEY: "cli-key" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    cleanups.push(() => {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    });
+    const exited = exitOf(child);
+    await waitFor("quick succeeded and slow running", async () => {
+      const [quick, slow] = await Promise.all([client.getRollout("quick"), client.getRollout("slow")]);
+      return quick.rollout.status.state === "succeeded" && slow.rollout.status.state === "running" ? true : undefined;
+    });
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const { rollout: slow } = await client.getRollout("slow");
+    expect(slow.status.state).toBe("failed");
+    expect(slow.status.error_message).toBe("controller shutdown");
+  });
+
+  it("exits 2 naming a bad flag", async () => {
+    const child = spawn(process.execPath, ["--import", TSX_LOADER, MAIN, "controller", "--pool-size", "many"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    expect(await exitOf(child)).toBe(2);
+    expect(stderr.trim()).toBe("arclight: --pool-size many: expected an integer");
+  });
+});

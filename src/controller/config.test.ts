@@ -1,0 +1,25 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { ControllerConfigSchema } from "./config.js";
+
+describe("ControllerConfigSchema", () => {
+  it("rejects unknown keys and out-of-range values", () => {
+    expect(() => ControllerConfigSchema.parse({ pool: 3 })).toThrow();
+    expect(() => ControllerConfigSchema.parse({ pool_size: 0 })).toThrow();
+    expect(() => ControllerConfigSchema.parse({ mode: "k8s" })).toThrow();
+    expect(() => ControllerConfigSchema.parse({ local: { command: [] } })).toThrow();
+  });
+
+  it("is documented in README's Controller section: one table row per key, with its default", () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const section = readme.slice(readme.indexOf("## Controller"), readme.indexOf("## Agent SDK"));
+    const defaults = ControllerConfigSchema.parse({}) as Record<string, unknown>;
+    for (const key of ControllerConfigSchema.keyof().options) {
+      const row = section.split("\n").find((line) => line.startsWith(`| \`${key}\` |`));
+      expect(row, `README row for ${key}`).toBeDefined();
+      const shown =
+        defaults[key] === undefined ? "—" : `\`${JSON.stringify(defaults[key]).replace(/^"(.+)"$/, "$1")}\``;
+      expect(row).toContain(`| ${shown} |`);
+    }
+  });
+});

@@ -1,0 +1,101 @@
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { LossConfig, OptimizerConfig, TrainRow } from "../engine.js";
+import { EmbeddedEngine } from "./engine.js";
+import { Rng } from "./rng.js";
+import { decodeSafeTensors } from "./safetensors.js";
+
+const config = { vocab: 261, d_model: 32, n_layers: 2, n_heads: 2, context: 16 };
+const loss: LossConfig = { kind: "ppo", clipLow: 0.2, clipHigh: 0.28, klCoef: 0, aggregation: "token-mean" };
+const adam: OptimizerConfig = { learningRate: 5e-3, weightDecay: 0.1, maxGradNorm: 1, microBatchSize: 2 };
+
+let cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups) await c();
+  cleanups = [];
+});
+const tempDir = async (): Promise<string> => {
+  const dir = await mkdtemp(join(tmpdir(), "arclight-ckpt-"));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+};
+const track = (engine: EmbeddedEngine): EmbeddedEngine => {
+  cleanups.push(() => engine.dispose());
+  return engine;
+};
+const batches = (count: number): TrainRow[][] => {
+  const rng = new Rng(8);
+  return Array.from({ length: count }, () =>
+    Array.from({ length: 4 }, () => {
+      const tokenIds = Array.from({ length: 10 }, () => Math.floor(rng.nextFloat() * 261));
+      return {
+        tokenIds,
+        lossMask: tokenIds.map((_, t) => (t >= 4 ? 1 : 0)),
+        advantages: tokenIds.map(() => rng.nextFloat() - 0.5),
+      };
+    }),
+  );
+};
+
+describe("checkpoints", () => {
+  it("save then load gives identical logprobs and the saved policy version", async () => {
+    const engine = track(await EmbeddedEngine.create({ config, seed: 4 }));
+    await engine.trainStep(batches(1)[0]!, loss, adam);
+    const dir = await tempDir();
+    await engine.saveCheckpoint(dir);
+    const loaded = track(await EmbeddedEngine.load(dir));
+    const probe = [
+      [1, 2, 3, 4, 5],
+      [200, 100, 50],
+    ];
+    expect(await loaded.logprobs(probe)).toEqual(await engine.logprobs(probe));
+    expect(loaded.policyVersion).toBe(1);
+    expect(JSON.parse(await readFile(join(dir, "config.json"), "utf8"))).toEqual(config);
+    const weights = decodeSafeTensors(await readFile(join(dir, "model.safetensors")));
+    expect(weights.tensors.get("wte")!.shape).toEqual([261, 32]);
+    expect(weights.metadata.policy_version).toBe("1");
+  });
+
+  it("training resumed from a checkpoint equals uninterrupted training (same losses and weights)", async () => {
+    const steps = batches(4);
+    const straight = track(await EmbeddedEngine.create({ config, seed: 4 }));
+    const straightLosses: number[] = [];
+    for (const rows of steps) straightLosses.push((await straight.trainStep(rows, loss, adam)).loss);
+
+    const first = track(await EmbeddedEngine.create({ config, seed: 4 }));
+    const resumedLosses: number[] = [];
+    for (const rows of steps.slice(0, 2)) resumedLosses.push((await first.trainStep(rows, loss, adam)).loss);
+    const dir = await tempDir();
+    await first.saveCheckpoint(dir);
+    const second = track(await EmbeddedEngine.load(dir));
+    for (const rows of steps.slice(2)) resumedLosses.push((await second.trainStep(rows, loss, adam)).loss);
+
+    expect(resumedLosses).toEqual(straightLosses);
+    const probe = [[3, 1, 4, 1, 5, 9, 2, 6]];
+    expect(await second.logprobs(probe)).toEqual(await straight.logprobs(probe));
+  });
+
+  it("loadCheckpoint hot-swaps weights into a running engine and bumps the policy version", async () => {
+    const trained = track(await EmbeddedEngine.create({ config, seed: 4 }));
+    await trained.trainStep(batches(1)[0]!, loss, adam);
+    const dir = await tempDir();
+    await trained.saveCheckpoint(dir);
+    const serving = track(await EmbeddedEngine.create({ config, seed: 99 }));
+    await serving.loadCheckpoint(dir);
+    expect(serving.policyVersion).toBe(1);
+    const probe = [[7, 7, 7, 7]];
+    expect(await serving.logprobs(probe)).toEqual(await trained.logprobs(probe));
+  });
+
+  it("refuses a checkpoint of another shape and a directory without one", async () => {
+    const other = track(await EmbeddedEngine.create({ config: { ...config, d_model: 16 }, seed: 1 }));
+    const dir = await tempDir();
+    await other.saveCheckpoint(dir);
+    const engine = track(await EmbeddedEngine.create({ config, seed: 1 }));
+    await expect(engine.loadCheckpoint(dir)).rejects.toThrow(/has config/);
+    expect(engine.policyVersion).toBe(0);
+    await expect(EmbeddedEngine.load(join(dir, "missing"))).rejects.toThrow(/ENOENT/);
+  });
+});

@@ -1,0 +1,172 @@
+/** @module Store contract cases: events (sequence, event_id, filters, atomicity, concurrency), models, counts. */
+import { describe, expect } from "vitest";
+import { RolloutNotFound } from "../../protocol/index.js";
+import { type ContractContext, creates, events, modelRequest, running } from "./contract-helpers.js";
+
+/** Registers the event, model and count cases of the store contract. */
+export function eventCases({ fresh, test }: ContractContext): void {
+  describe("events", () => {
+    test("appends one and a batch with server timestamps and gap-free per-rollout sequences", async () => {
+      const store = await fresh();
+      await running(store, { rollout_id: "r1", input: 0 });
+      await running(store, { rollout_id: "r2", input: 0 });
+      const before = Date.now() / 1000;
+      const [one] = await store.appendEvents("r1", "0", events({ event_type: "reward", data: { value: 1 } }));
+      const batch = await store.appendEvents("r1", "0", events(modelRequest(1), modelRequest(2), modelRequest(3)));
+      const other = await store.appendEvents("r2", "0", events(modelRequest(9)));
+      const after = Date.now() / 1000;
+      expect(one).toEqual({
+        event_type: "reward",
+        rollout_id: "r1",
+        attempt_id: "0",
+        timestamp: one!.timestamp,
+        data: { value: 1 },
+        sequence: 1,
+        event_id: null,
+      });
+      expect(batch.map((e) => e.sequence)).toEqual([2, 3, 4]);
+      expect(other[0]!.sequence).toBe(1);
+      for (const e of [one!, ...batch]) {
+        expect(e.timestamp).toBeGreaterThanOrEqual(before - 0.001);
+        expect(e.timestamp).toBeLessThanOrEqual(after + 0.001);
+      }
+      expect(await store.listEvents("r1")).toEqual([one, ...batch]);
+      expect(await store.countEvents()).toBe(5);
+      expect(await store.appendEvents("r1", "0", [])).toEqual([]);
+    });
+
+    test("appending to an unknown rollout throws RolloutNotFound", async () => {
+      const store = await fresh();
+      await expect(store.appendEvents("ghost", "0", events({ event_type: "log" }))).rejects.toThrow(RolloutNotFound);
+      expect(await store.listEvents("ghost")).toEqual([]);
+      expect(await store.listAttempts("ghost")).toEqual([]);
+    });
+
+    test("the same event_id stores one event, across posts and within one batch", async () => {
+      const store = await fresh();
+      await running(store, { rollout_id: "r1", input: 0 });
+      await running(store, { rollout_id: "r2", input: 0 });
+      const [first] = await store.appendEvents(
+        "r1",
+        "0",
+        events({ event_type: "log", data: { n: 1 }, event_id: "e1" }),
+      );
+      const [retry] = await store.appendEvents(
+        "r1",
+        "0",
+        events({ event_type: "log", data: { n: 2 }, event_id: "e1" }),
+      );
+      expect(retry).toEqual(first);
+      const batch = await store.appendEvents(
+        "r1",
+        "0",
+        events(
+          { event_type: "log", event_id: "e2" },
+          { event_type: "log", data: { other: true }, event_id: "e2" },
+          { event_type: "log" },
+          { event_type: "log", event_id: "e1" },
+        ),
+      );
+      expect(batch.map((e) => e.sequence)).toEqual([2, 2, 3, 1]);
+      expect(batch[1]).toEqual(batch[0]);
+      expect((await store.listEvents("r1")).map((e) => e.event_id)).toEqual(["e1", "e2", null]);
+      // event_id dedupes per rollout: another rollout may use the same id.
+      expect((await store.appendEvents("r2", "0", events({ event_type: "log", event_id: "e1" })))[0]!.sequence).toBe(1);
+      expect(await store.countEvents()).toBe(4);
+    });
+
+    test("listEvents filters by attempt and by type, in sequence order", async () => {
+      const store = await fresh();
+      await running(store, { rollout_id: "r1", input: 0, config: { max_attempts: 2 } });
+      await store.appendEvents("r1", "0", events(modelRequest(1), { event_type: "reward", data: { value: 0 } }));
+      await store.patchRollout("r1", { status: { state: "failed" } });
+      await store.patchRollout("r1", { status: { state: "running" } });
+      await store.appendEvents("r1", "1", events(modelRequest(2), { event_type: "reward", data: { value: 1 } }));
+      const seqs = (es: { sequence: number }[]) => es.map((e) => e.sequence);
+      expect(seqs(await store.listEvents("r1"))).toEqual([1, 2, 3, 4]);
+      expect(seqs(await store.listEvents("r1", { attemptId: "1" }))).toEqual([3, 4]);
+      expect(seqs(await store.listEvents("r1", { eventType: "reward" }))).toEqual([2, 4]);
+      expect(seqs(await store.listEvents("r1", { attemptId: "0", eventType: "model_request" }))).toEqual([1]);
+      expect(await store.listEvents("r1", { attemptId: "9" })).toEqual([]);
+    });
+
+    test("listAttempts returns attempt ids with events, oldest first", async () => {
+      const store = await fresh();
+      await running(store, { rollout_id: "r1", input: 0, config: { max_attempts: 3 } });
+      expect(await store.listAttempts("r1")).toEqual([]);
+      for (const attempt of ["0", "1", "2"]) {
+        if (attempt !== "0") await store.patchRollout("r1", { status: { state: "running" } });
+        await store.appendEvents("r1", attempt, events({ event_type: "log" }, { event_type: "log" }));
+        if (attempt !== "2") await store.patchRollout("r1", { status: { state: "failed" } });
+      }
+      expect(await store.listAttempts("r1")).toEqual(["0", "1", "2"]);
+    });
+
+    test("a batch that fails part-way leaves nothing written", async () => {
+      const store = await fresh();
+      await running(store, { rollout_id: "r1", input: 0 });
+      await store.appendEvents("r1", "0", events({ event_type: "log" }));
+      // A BigInt cannot be stored as JSON: the third event fails after two were accepted.
+      const bad = events(modelRequest(1), modelRequest(2), { event_type: "log", data: { n: 10n } });
+      await expect(store.appendEvents("r1", "0", bad)).rejects.toThrow();
+      expect((await store.listEvents("r1")).map((e) => e.sequence)).toEqual([1]);
+      expect(await store.countEvents()).toBe(1);
+      expect((await store.appendEvents("r1", "0", events({ event_type: "log" })))[0]!.sequence).toBe(2);
+      // Same for rollout creation.
+      const badCreates = creates({ rollout_id: "ok", input: 1 }, { rollout_id: "bad", input: 1 });
+      (badCreates[1] as { input: unknown }).input = { n: 10n };
+      await expect(store.createRollouts(badCreates)).rejects.toThrow();
+      expect(await store.getRollout("ok")).toBeUndefined();
+    });
+
+    test("50 concurrent appends to one rollout lose nothing and leave sequence 1..50 gap-free", async () => {
+      const store = await fresh();
+      await running(store, { rollout_id: "r1", input: 0 });
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => store.appendEvents("r1", "0", events(modelRequest(i)))),
+      );
+      expect(results.map((r) => r[0]!.sequence).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 50 }, (_, i) => i + 1),
+      );
+      const stored = await store.listEvents("r1");
+      expect(stored.map((e) => e.sequence)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+      expect(new Set(stored.map((e) => (e.data.request as { i: number }).i)).size).toBe(50);
+    });
+  });
+
+  describe("models and counts", () => {
+    test("upserts models by (model, endpoint), lists and deletes them", async () => {
+      const store = await fresh();
+      const a1 = { model: "a", endpoint: "http://h1:8000/v1", version: 0 };
+      const a2 = { model: "a", endpoint: "http://h2:8000/v1", version: 0 };
+      const b1 = { model: "b", endpoint: "http://h1:8000/v1", version: 3 };
+      expect(await store.upsertModels([b1, a2, a1])).toEqual([b1, a2, a1]);
+      await store.upsertModels([{ ...a1, version: 2 }]);
+      expect(await store.listModels()).toEqual([{ ...a1, version: 2 }, a2, b1]);
+      expect(await store.listModels("a")).toEqual([{ ...a1, version: 2 }, a2]);
+      expect(await store.listModels("zzz")).toEqual([]);
+      expect(await store.deleteModels("a")).toBe(2);
+      expect(await store.listModels()).toEqual([b1]);
+      expect(await store.deleteModels()).toBe(1);
+      expect(await store.deleteModels()).toBe(0);
+    });
+
+    test("countByState lists every state and countEvents counts all rollouts' events", async () => {
+      const store = await fresh();
+      expect(await store.countByState()).toEqual({ queuing: 0, running: 0, succeeded: 0, failed: 0 });
+      expect(await store.countEvents()).toBe(0);
+      await store.createRollouts(creates({ input: 0 }, { input: 0 }, { rollout_id: "f", input: 0 }));
+      await store.patchRollout("f", { status: { state: "failed" } });
+      await running(store, { rollout_id: "r", input: 0 });
+      await store.appendEvents("r", "0", events(modelRequest(1), modelRequest(2)));
+      expect(await store.countByState()).toEqual({ queuing: 2, running: 1, succeeded: 0, failed: 1 });
+      expect(await store.countEvents()).toBe(2);
+    });
+
+    test("calls after close fail", async () => {
+      const store = await fresh();
+      await store.close();
+      await expect(store.listRollouts()).rejects.toThrow();
+    });
+  });
+}
