@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -79,5 +79,38 @@ describe("arclight controller", () => {
     });
     expect(await exitOf(child)).toBe(2);
     expect(stderr.trim()).toBe("arclight: --pool-size many: expected an integer");
+  });
+
+  it("exits 2 with one line naming --state-file and what is wrong when the state file is unusable", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "arclight-cli-controller-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, "bad.json"), "{bad json");
+    writeFileSync(join(dir, "empty.json"), "{}");
+    mkdirSync(join(dir, "folder"));
+    const run = async (name: string): Promise<{ code: number | null; stderr: string }> => {
+      const args = ["controller", "--gateway-url", "http://127.0.0.1:9", "--state-file", join(dir, name)];
+      const child = spawn(process.execPath, ["--import", TSX_LOADER, MAIN, ...args], {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      cleanups.push(() => {
+        if (child.exitCode === null) child.kill("SIGKILL");
+      });
+      let stderr = "";
+      child.stderr?.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      return { code: await exitOf(child), stderr: stderr.trim() };
+    };
+    const [bad, empty, folder] = await Promise.all([run("bad.json"), run("empty.json"), run("folder")]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(new RegExp(`^arclight: --state-file ${join(dir, "bad.json")}: not JSON \\(.*\\)$`));
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(
+      /^arclight: --state-file \S+empty\.json: not a controller state file \(key version: .*\)$/,
+    );
+    expect(folder).toEqual({
+      code: 2,
+      stderr: `arclight: --state-file ${join(dir, "folder")}: is a directory, expected a JSON file`,
+    });
   });
 });

@@ -6,14 +6,17 @@ import type { Command } from "commander";
 import { pino } from "pino";
 import type { ControllerConfig } from "../controller/config.js";
 import { LocalController } from "../controller/reconcile.js";
+import { StateFileInvalid } from "../controller/state-file.js";
 import { GatewayClient } from "../gateway/client.js";
 import { type ControllerFlags, loadControllerConfig } from "./controller-config.js";
+import { CliError } from "./program.js";
 
 /**
  * Runs the controller until SIGINT or SIGTERM (a second signal exits at once with code 130).
  * @param config - the resolved configuration
  * @param env - inherited by every agent process (the controller's own environment)
  * @returns once every agent is killed and its rollout reported
+ * @throws {CliError} when the state file exists but is unusable (a directory, not JSON, not a state file)
  */
 export async function runController(
   config: Readonly<ControllerConfig>,
@@ -21,7 +24,14 @@ export async function runController(
 ): Promise<void> {
   const logger = pino({ level: config.log_level });
   const client = new GatewayClient({ baseUrl: config.gateway_url, key: config.key });
-  const controller = new LocalController({ client, config, logger, baseEnv: env });
+  let controller: LocalController;
+  try {
+    controller = new LocalController({ client, config, logger, baseEnv: env });
+  } catch (err) {
+    await client.close();
+    if (err instanceof StateFileInvalid) throw new CliError(`--state-file ${err.path}: ${err.reason}`);
+    throw err;
+  }
   controller.start();
   console.log(
     `arclight controller: pool ${config.pool_size}, gateway ${config.gateway_url}, state ${config.state_file}`,

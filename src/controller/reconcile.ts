@@ -58,6 +58,11 @@ export class LocalController {
   private wakePending = false;
   private wakeNow: () => void = () => {};
 
+  /**
+   * Reads the state file (nothing is spawned until {@link LocalController.start}).
+   * @param options - gateway client, resolved config, logger and the environment agents inherit
+   * @throws {StateFileInvalid} when `config.state_file` exists but is unusable
+   */
   constructor(options: LocalControllerOptions) {
     this.client = options.client;
     this.config = options.config;

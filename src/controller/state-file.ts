@@ -23,6 +23,22 @@ const StateSchema = z.strictObject({
   processes: z.record(z.string(), OwnedProcessSchema),
 });
 
+/** A state file that exists but cannot be used: unreadable, not JSON, or not in the state file's shape. */
+export class StateFileInvalid extends Error {
+  /**
+   * @param path - the state file
+   * @param reason - what is wrong with it, e.g. `not JSON (Unexpected token b ...)`
+   */
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`controller state file ${path}: ${reason}`, options);
+    this.name = "StateFileInvalid";
+  }
+}
+
 /** Reads and writes the state file at one path. */
 export class ControllerStateFile {
   /** @param path - the JSON file; its folder is created on first save */
@@ -30,18 +46,30 @@ export class ControllerStateFile {
 
   /**
    * @returns owned processes by rollout id; empty when the file does not exist
-   * @throws {Error} when the file exists but is not a valid state file (naming the path)
+   * @throws {StateFileInvalid} when the path exists but is a directory, unreadable, not JSON or not a state file
    */
   load(): Map<string, OwnedProcess> {
     let text: string;
     try {
       text = readFileSync(this.path, "utf8");
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return new Map();
-      throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return new Map();
+      const reason = code === "EISDIR" ? "is a directory, expected a JSON file" : `cannot read it (${code ?? err})`;
+      throw new StateFileInvalid(this.path, reason, { cause: err });
     }
-    const parsed = StateSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) throw new Error(`controller state file ${this.path} is invalid: ${parsed.error.message}`);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      throw new StateFileInvalid(this.path, `not JSON (${(err as Error).message})`, { cause: err });
+    }
+    const parsed = StateSchema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const where = issue.path.length > 0 ? `key ${issue.path.join(".")}: ` : "";
+      throw new StateFileInvalid(this.path, `not a controller state file (${where}${issue.message})`);
+    }
     return new Map(Object.entries(parsed.data.processes));
   }
 
