@@ -1,7 +1,7 @@
 /** `arclight engine serve` as a real child process: serving a fresh tiny model, and refusing an unknown model. */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -64,5 +64,19 @@ describe("arclight engine serve", () => {
     const [code] = await once(child, "exit");
     expect(code).not.toBe(0);
     expect(stderr).toContain("/no/such/checkpoint");
+  });
+
+  it("exits 2 with one line naming --model and what is wrong with an invalid checkpoint config", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "arclight-cli-"));
+    writeFileSync(join(dir, "config.json"), '{"x":1}');
+    const child = cli(["engine", "serve", "--model", dir, "--port", "0"]);
+    let stderr = "";
+    child.stderr?.on("data", (data: Buffer) => {
+      stderr += data.toString();
+    });
+    const [code] = await once(child, "exit");
+    expect(code).toBe(2);
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr.trim()).toMatch(new RegExp(`^arclight: --model ${dir}: config\\.json: vocab: .*x`));
   });
 });

@@ -2,10 +2,10 @@
  * @module `arclight engine serve`: serve an embedded engine (fresh `new:<preset>` weights or a checkpoint directory)
  * over the vLLM-compatible engine server until SIGINT/SIGTERM.
  */
-import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
+import { CheckpointInvalid } from "../engine/embedded/checkpoint.js";
 import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { buildEngineServer } from "../engine/server/app.js";
@@ -23,7 +23,8 @@ function intFlag(flag: string): (value: string) => number {
 
 /**
  * Builds the engine a `--model` value names.
- * @throws {CliError} for an unknown preset or a path that is not a checkpoint directory
+ * @throws {CliError} for an unknown preset, a path that is not a checkpoint directory, or a checkpoint whose config or
+ * weights are invalid
  */
 export async function engineForModel(config: EngineServeConfig): Promise<{ engine: EmbeddedEngine; name: string }> {
   const { model, seed } = config;
@@ -35,10 +36,16 @@ export async function engineForModel(config: EngineServeConfig): Promise<{ engin
       );
     return { engine: await EmbeddedEngine.create({ config: preset as ModelPreset, seed }), name: preset };
   }
-  const configPath = join(model, "config.json");
-  if (!existsSync(configPath))
-    throw new CliError(`--model ${model}: no checkpoint directory there (expected ${configPath}); or use new:<preset>`);
-  return { engine: await EmbeddedEngine.load(model), name: basename(model) };
+  try {
+    return { engine: await EmbeddedEngine.load(model), name: basename(model) };
+  } catch (err) {
+    if (!(err instanceof CheckpointInvalid)) throw err;
+    if (err.kind === "missing")
+      throw new CliError(
+        `--model ${model}: no checkpoint directory there (expected ${join(model, "config.json")}); or use new:<preset>`,
+      );
+    throw new CliError(`--model ${model}: ${err.reason}`);
+  }
 }
 
 /** Serves until a signal; resolves once listening. */

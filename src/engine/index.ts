@@ -1,6 +1,7 @@
 /** @module Public API of the engine: the `Engine` interface, the embedded CPU engine, its tokenizer and config. */
 
 export { initWasmBackend, WasmBackendUnavailable } from "./embedded/backend.js";
+export { CheckpointInvalid } from "./embedded/checkpoint.js";
 export {
   MODEL_PRESETS,
   type ModelConfig,

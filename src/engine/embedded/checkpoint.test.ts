@@ -1,12 +1,13 @@
 /** @module Tests of checkpoint save/load: identical logprobs, exact training resume, hot swap, bad directories. */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { LossConfig, OptimizerConfig, TrainRow } from "../engine.js";
+import { CheckpointInvalid, readCheckpoint } from "./checkpoint.js";
 import { EmbeddedEngine } from "./engine.js";
 import { Rng } from "./rng.js";
-import { decodeSafeTensors } from "./safetensors.js";
+import { decodeSafeTensors, encodeSafeTensors } from "./safetensors.js";
 
 const config = { vocab: 261, d_model: 32, n_layers: 2, n_heads: 2, context: 16 };
 const loss: LossConfig = { kind: "ppo", clipLow: 0.2, clipHigh: 0.28, klCoef: 0, aggregation: "token-mean" };
@@ -97,6 +98,70 @@ describe("checkpoints", () => {
     const engine = track(await EmbeddedEngine.create({ config, seed: 1 }));
     await expect(engine.loadCheckpoint(dir)).rejects.toThrow(/has config/);
     expect(engine.policyVersion).toBe(0);
-    await expect(EmbeddedEngine.load(join(dir, "missing"))).rejects.toThrow(/ENOENT/);
+    await expect(EmbeddedEngine.load(join(dir, "missing"))).rejects.toMatchObject({
+      name: "CheckpointInvalid",
+      kind: "missing",
+      reason: "no such directory",
+    });
+  });
+});
+
+describe("readCheckpoint refuses what is not a valid checkpoint, saying what is wrong", () => {
+  const reasonOf = async (dir: string): Promise<string> => {
+    const err = await readCheckpoint(dir).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(CheckpointInvalid);
+    expect((err as CheckpointInvalid).kind).toBe("invalid");
+    return (err as CheckpointInvalid).reason;
+  };
+  const saved = async (): Promise<string> => {
+    const engine = track(await EmbeddedEngine.create({ config, seed: 2 }));
+    const dir = await tempDir();
+    await engine.saveCheckpoint(dir);
+    return dir;
+  };
+
+  it("a file, and a directory without config.json", async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, "file.txt"), "hello");
+    expect(await reasonOf(join(dir, "file.txt"))).toBe("not a directory");
+    expect(await reasonOf(dir)).toBe("no config.json (not a checkpoint directory)");
+  });
+
+  it("a config.json that is not JSON or not a model config", async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, "config.json"), "{oops");
+    expect(await reasonOf(dir)).toMatch(/^config\.json is not JSON \(/);
+    await writeFile(join(dir, "config.json"), '{"x":1}');
+    const reason = await reasonOf(dir);
+    expect(reason).toMatch(/^config\.json: vocab: /);
+    expect(reason).toContain("x");
+  });
+
+  it("missing or corrupt weights, and weights that do not fit config.json", async () => {
+    const dir = await saved();
+    await writeFile(join(dir, "config.json"), JSON.stringify({ ...config, d_model: 16 }));
+    expect(await reasonOf(dir)).toBe("model.safetensors: weight wte has shape [261,32], config.json needs [261,16]");
+    await writeFile(join(dir, "config.json"), JSON.stringify(config));
+    await writeFile(join(dir, "model.safetensors"), "short");
+    expect(await reasonOf(dir)).toMatch(/^model\.safetensors: invalid safetensors: /);
+    await rm(join(dir, "model.safetensors"));
+    expect(await reasonOf(dir)).toBe("no model.safetensors (not a checkpoint directory)");
+  });
+
+  it("a failed hot swap leaves the engine's weights and policy version as they were", async () => {
+    const dir = await saved();
+    // Weights fine, moments of the wrong shape: the old code assigned the weights before the optimiser failed.
+    const moments = new Map([["m.wte", { shape: [2], data: new Float32Array(2) }]]);
+    await writeFile(join(dir, "optimizer.safetensors"), encodeSafeTensors(moments, { step: "1" }));
+    expect(await reasonOf(dir)).toBe("optimizer.safetensors: m.wte [2] does not match any weight of config.json");
+    const engine = track(await EmbeddedEngine.create({ config, seed: 9 }));
+    const probe = [[1, 2, 3, 4, 5]];
+    const before = await engine.logprobs(probe);
+    await expect(engine.loadCheckpoint(dir)).rejects.toBeInstanceOf(CheckpointInvalid);
+    expect(engine.policyVersion).toBe(0);
+    expect(await engine.logprobs(probe)).toEqual(before);
   });
 });

@@ -3,11 +3,19 @@
  * weights, policy version in its metadata) and `optimizer.safetensors` (AdamW moments `m.<name>` / `v.<name>`, step
  * and constants in its metadata). Weights and moments are stored as exact float32, so training resumes bit-exactly.
  */
+import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { AdamWConstants } from "./adamw.js";
-import { type ModelConfig, parseModelConfig } from "./config.js";
-import { decodeSafeTensors, encodeSafeTensors, type SafeTensor } from "./safetensors.js";
+import { type ModelConfig, ModelConfigSchema } from "./config.js";
+import { paramSpecs } from "./params.js";
+import {
+  decodeSafeTensors,
+  encodeSafeTensors,
+  type SafeTensor,
+  type SafeTensorsFile,
+  SafeTensorsFormatError,
+} from "./safetensors.js";
 
 /** Everything a checkpoint holds. */
 export interface CheckpointData {
@@ -53,22 +61,45 @@ export async function writeCheckpoint(dir: string, data: CheckpointData): Promis
 }
 
 /**
- * Reads a checkpoint written by {@link writeCheckpoint}. A directory without `optimizer.safetensors` (weights only)
- * loads with a fresh optimiser.
+ * A checkpoint that cannot be loaded. `kind` is `missing` when nothing exists at the path and `invalid` for anything
+ * else (a file, no `config.json`, a config or weights that are malformed or do not match each other).
+ */
+export class CheckpointInvalid extends Error {
+  /**
+   * @param dir - the checkpoint path as given
+   * @param kind - `missing` (nothing there) or `invalid`
+   * @param reason - what is wrong, e.g. `config.json: vocab: expected number, received undefined`
+   */
+  constructor(
+    readonly dir: string,
+    readonly kind: "missing" | "invalid",
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`checkpoint ${dir}: ${reason}`, options);
+    this.name = "CheckpointInvalid";
+  }
+}
+
+/**
+ * Reads a checkpoint written by {@link writeCheckpoint} and checks it fully before returning, so a caller never
+ * builds a model from a half-valid directory: the config must pass {@link ModelConfigSchema}, every weight of
+ * {@link paramSpecs} must be present with its shape, and optimiser moments must name weights of the same shapes.
+ * A directory without `optimizer.safetensors` (weights only) loads with a fresh optimiser.
  * @param dir - checkpoint directory
  * @returns its contents
- * @throws {Error} with code ENOENT when `config.json` or `model.safetensors` is missing
- * @throws {z.ZodError} for an invalid config
- * @throws {SafeTensorsFormatError} for a corrupt safetensors file
+ * @throws {CheckpointInvalid} `missing` when nothing exists at `dir`; `invalid` for a file, a missing or malformed
+ * `config.json` / `model.safetensors`, a corrupt safetensors file, or weights that do not fit the config
  */
 export async function readCheckpoint(dir: string): Promise<CheckpointData> {
-  const config = parseModelConfig(JSON.parse(await readFile(join(dir, CHECKPOINT_FILES.config), "utf8")));
-  const weightsFile = decodeSafeTensors(await readFile(join(dir, CHECKPOINT_FILES.weights)));
-  const optimizerBytes = await readFile(join(dir, CHECKPOINT_FILES.optimizer)).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT") return null;
-    throw error;
-  });
-  const optimizerFile = optimizerBytes ? decodeSafeTensors(optimizerBytes) : { tensors: new Map(), metadata: {} };
+  const config = parseConfigFile(dir, await readRequired(dir, CHECKPOINT_FILES.config));
+  const weightsBytes = await readRequired(dir, CHECKPOINT_FILES.weights);
+  const weightsFile = decodeCheckpointFile(dir, CHECKPOINT_FILES.weights, weightsBytes);
+  const optimizerBytes = await readOptional(dir, CHECKPOINT_FILES.optimizer);
+  const optimizerFile = optimizerBytes
+    ? decodeCheckpointFile(dir, CHECKPOINT_FILES.optimizer, optimizerBytes)
+    : { tensors: new Map<string, SafeTensor>(), metadata: {} };
+  checkTensors(dir, config, weightsFile.tensors, optimizerFile.tensors);
   const meta = optimizerFile.metadata as Record<string, string | undefined>;
   return {
     config,
@@ -84,6 +115,85 @@ export async function readCheckpoint(dir: string): Promise<CheckpointData> {
       moments: optimizerFile.tensors,
     },
   };
+}
+
+/** Reads one file of a checkpoint. */
+async function readRequired(dir: string, name: string): Promise<Buffer> {
+  try {
+    return await readFile(join(dir, name));
+  } catch (error) {
+    throw readError(dir, name, error);
+  }
+}
+
+/** Reads one file of a checkpoint; `null` when the directory lacks it. */
+async function readOptional(dir: string, name: string): Promise<Buffer | null> {
+  try {
+    return await readFile(join(dir, name));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw readError(dir, name, error);
+  }
+}
+
+function readError(dir: string, name: string, error: unknown): CheckpointInvalid {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "ENOTDIR") return new CheckpointInvalid(dir, "invalid", "not a directory", { cause: error });
+  if (code === "ENOENT" && !existsSync(dir))
+    return new CheckpointInvalid(dir, "missing", "no such directory", { cause: error });
+  const reason = code === "ENOENT" ? `no ${name} (not a checkpoint directory)` : `cannot read ${name} (${code})`;
+  return new CheckpointInvalid(dir, "invalid", reason, { cause: error });
+}
+
+function parseConfigFile(dir: string, bytes: Buffer): ModelConfig {
+  let json: unknown;
+  try {
+    json = JSON.parse(bytes.toString("utf8"));
+  } catch (error) {
+    throw new CheckpointInvalid(dir, "invalid", `config.json is not JSON (${(error as Error).message})`);
+  }
+  const parsed = ModelConfigSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((i) => (i.path.length > 0 ? `${i.path.join(".")}: ` : "") + i.message);
+  throw new CheckpointInvalid(dir, "invalid", `config.json: ${problems.join("; ")}`);
+}
+
+function decodeCheckpointFile(dir: string, name: string, bytes: Buffer): SafeTensorsFile {
+  try {
+    return decodeSafeTensors(bytes);
+  } catch (error) {
+    if (!(error instanceof SafeTensorsFormatError)) throw error;
+    throw new CheckpointInvalid(dir, "invalid", `${name}: ${error.message}`, { cause: error });
+  }
+}
+
+/** Every weight the config needs, with its shape; moments only for known weights, with their shapes. */
+function checkTensors(
+  dir: string,
+  config: ModelConfig,
+  weights: Map<string, SafeTensor>,
+  moments: Map<string, SafeTensor>,
+): void {
+  const shapes = new Map(paramSpecs(config).map((spec) => [spec.name, spec.shape]));
+  for (const [name, shape] of shapes) {
+    const tensor = weights.get(name);
+    if (!tensor) throw new CheckpointInvalid(dir, "invalid", `${CHECKPOINT_FILES.weights}: weight ${name} is missing`);
+    if (tensor.shape.join() !== shape.join())
+      throw new CheckpointInvalid(
+        dir,
+        "invalid",
+        `${CHECKPOINT_FILES.weights}: weight ${name} has shape [${tensor.shape}], config.json needs [${shape}]`,
+      );
+  }
+  for (const [key, tensor] of moments) {
+    const shape = shapes.get(key.replace(/^[mv]\./, ""));
+    if (!/^[mv]\./.test(key) || !shape || tensor.shape.join() !== shape.join())
+      throw new CheckpointInvalid(
+        dir,
+        "invalid",
+        `${CHECKPOINT_FILES.optimizer}: ${key} [${tensor.shape}] does not match any weight of config.json`,
+      );
+  }
 }
 
 async function atomicWrite(path: string, bytes: Buffer): Promise<void> {

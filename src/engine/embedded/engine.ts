@@ -18,7 +18,7 @@ import type {
 import { AdamW } from "./adamw.js";
 import { initWasmBackend } from "./backend.js";
 import { Batcher } from "./batcher.js";
-import { readCheckpoint, writeCheckpoint } from "./checkpoint.js";
+import { CheckpointInvalid, readCheckpoint, writeCheckpoint } from "./checkpoint.js";
 import { MODEL_PRESETS, type ModelConfig, type ModelPreset, parseModelConfig } from "./config.js";
 import { Gpt } from "./model.js";
 import { initialValues } from "./params.js";
@@ -78,9 +78,9 @@ export class EmbeddedEngine implements Engine {
    * @param dir - a directory written by {@link EmbeddedEngine.saveCheckpoint}
    * @param options - batch sizes
    * @returns the engine with the checkpoint's weights and optimiser state
-   * @throws {Error} with code ENOENT when `config.json` or `model.safetensors` is missing
-   * @throws {SafeTensorsFormatError} for a corrupt weights file
-   * @throws {RangeError} when a weight is missing or mis-sized
+   * @throws {CheckpointInvalid} `missing` when nothing exists at `dir`; `invalid` when it is not a checkpoint
+   * directory or its config, weights or optimiser state are malformed or do not fit each other
+   * @throws {WasmBackendUnavailable} when tfjs cannot run on wasm
    */
   static async load(
     dir: string,
@@ -152,19 +152,19 @@ export class EmbeddedEngine implements Engine {
 
   /**
    * Swaps in a checkpoint's weights and optimiser state (hot swap; sequences in flight continue on the new weights).
-   * @throws {RangeError} when the checkpoint's model shape differs from this engine's
+   * Nothing changes when it throws: the checkpoint is read and checked in full before any weight is assigned.
+   * @throws {CheckpointInvalid} as {@link EmbeddedEngine.load}, and `invalid` when the checkpoint's model shape
+   * differs from this engine's
    */
   async loadCheckpoint(dir: string): Promise<void> {
     const checkpoint = await readCheckpoint(dir);
+    // readCheckpoint checked every weight against the checkpoint's config, so equal configs mean fitting weights.
     if (JSON.stringify(checkpoint.config) !== JSON.stringify(this.model.config))
-      throw new RangeError(
-        `checkpoint ${dir} has config ${JSON.stringify(checkpoint.config)}, engine has ${JSON.stringify(this.model.config)}`,
+      throw new CheckpointInvalid(
+        dir,
+        "invalid",
+        `has config ${JSON.stringify(checkpoint.config)}, the engine has ${JSON.stringify(this.model.config)}`,
       );
-    for (const [name, variable] of this.model.byName) {
-      const tensor = checkpoint.weights.get(name);
-      if (!tensor || tensor.data.length !== variable.size)
-        throw new RangeError(`checkpoint ${dir}: weight ${name} is missing or mis-sized`);
-    }
     for (const [name, variable] of this.model.byName) {
       const values = tf.tensor(checkpoint.weights.get(name)!.data, variable.shape, "float32");
       variable.assign(values);
