@@ -147,7 +147,13 @@ export interface Engine {
   trainStep(rows: TrainRow[], loss: LossConfig, optimizer: OptimizerConfig): Promise<TrainMetrics>;
   /** Writes weights (safetensors), config (JSON) and optimiser state to `dir`. */
   saveCheckpoint(dir: string): Promise<void>;
-  /** Loads a checkpoint written by `saveCheckpoint`; training then continues exactly. Bumps `policyVersion`. */
+  /**
+   * Loads a checkpoint written by `saveCheckpoint`; training then continues exactly. Bumps `policyVersion`.
+   * When it throws, the engine keeps its weights.
+   * @param dir - checkpoint directory
+   * @throws {CheckpointInvalid} (the embedded engine) `missing` when nothing is at `dir`, `invalid` for anything else
+   * wrong with it, including another model shape
+   */
   loadCheckpoint(dir: string): Promise<void>;
   /** Frees the model's memory. */
   dispose(): void;

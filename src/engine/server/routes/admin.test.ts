@@ -2,10 +2,11 @@
  * Admin routes: pause holds new requests until resume; load_weights waits for in-flight requests, swaps, bumps the
  * reported policy version. Uses a scripted engine so generation length and timing are under the test's control.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { EmbeddedEngine } from "../../embedded/engine.js";
 import { postJson } from "../../testing/http-client.js";
 import { ScriptedEngine } from "../../testing/scripted-engine.js";
 import { buildEngineServer } from "../app.js";
@@ -21,6 +22,9 @@ async function serve(tokens = 3): Promise<{ url: string; engine: ScriptedEngine 
   closers.push(() => app.close());
   return { url: await app.listen({ port: 0, host: "127.0.0.1" }), engine };
 }
+
+/** A model small enough to build in a few milliseconds. */
+const tinyConfig = { vocab: 261, d_model: 16, n_layers: 1, n_heads: 2, context: 32 };
 
 const chat = { messages: [{ role: "user", content: "x" }], max_tokens: 100 };
 
@@ -86,5 +90,51 @@ describe("POST /v1/load_weights", () => {
     const text = await streamText;
     expect(text).toContain('"finish_reason":"length"');
     expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
+  });
+});
+
+describe("POST /v1/load_weights with a bad path keeps serving the old weights", () => {
+  it("answers 400 {detail, code} for a file and for a directory that is not a checkpoint", async () => {
+    const { url } = await serve();
+    const dir = mkdtempSync(join(tmpdir(), "arclight-ckpt-"));
+    writeFileSync(join(dir, "file.txt"), "not a checkpoint");
+    const file = await postJson(url, "/v1/load_weights", { path: join(dir, "file.txt") });
+    expect(file.status).toBe(400);
+    expect(file.body).toEqual({
+      detail: `load_weights ${join(dir, "file.txt")}: not a directory (expected a checkpoint directory)`,
+      code: "bad_request",
+    });
+  });
+
+  it("answers 400 naming the problem for an invalid config.json or another model shape, weights unchanged", async () => {
+    const engine = await EmbeddedEngine.create({ config: tinyConfig, seed: 3 });
+    closers.push(async () => engine.dispose());
+    const app = await buildEngineServer({ engine, modelName: "m" });
+    closers.push(() => app.close());
+    const url = await app.listen({ port: 0, host: "127.0.0.1" });
+    const probe = [[1, 2, 3, 4]];
+    const before = await engine.logprobs(probe);
+
+    const bad = mkdtempSync(join(tmpdir(), "arclight-ckpt-"));
+    writeFileSync(join(bad, "config.json"), '{"x":1}');
+    const invalid = await postJson(url, "/v1/load_weights", { path: bad });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.code).toBe("bad_request");
+    expect(invalid.body.detail).toMatch(new RegExp(`^load_weights ${bad}: config\\.json: vocab: `));
+
+    const other = await EmbeddedEngine.create({ config: { ...tinyConfig, d_model: 8 }, seed: 3 });
+    closers.push(async () => other.dispose());
+    const otherDir = mkdtempSync(join(tmpdir(), "arclight-ckpt-"));
+    await other.saveCheckpoint(otherDir);
+    const mismatch = await postJson(url, "/v1/load_weights", { path: otherDir });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.body.detail).toContain("has config");
+
+    const models = await fetch(`${url}/v1/models`);
+    expect(models.status).toBe(200);
+    const after = await postJson(url, "/v1/completions", { prompt: [1, 2, 3], max_tokens: 2 });
+    expect(after.status).toBe(200);
+    expect(after.body.policy_version).toBe(0);
+    expect(await engine.logprobs(probe)).toEqual(before);
   });
 });

@@ -2,30 +2,54 @@
  * @module Admin routes of the engine server.
  * - `POST /v1/load_weights {path}`: hot swap to a checkpoint directory (written by `Engine.saveCheckpoint`). New
  *   requests are held, in-flight ones finish on the old weights, the engine loads, requests resume. Answers
- *   `{status: "ok", policy_version}` with the bumped version; a missing directory is a 404, a checkpoint of another
- *   model shape a 400.
+ *   `{status: "ok", policy_version}` with the bumped version; a missing directory is a 404; a file, a directory that
+ *   is not a checkpoint, an invalid `config.json`, bad weights or a checkpoint of another model shape are a 400, and
+ *   the engine keeps serving its old weights.
  * - `POST /pause`: new generation requests wait (they are not refused) until `POST /resume`; in-flight ones finish.
  *   Answers `{status: "paused", in_flight}`. `POST /resume` answers `{status: "running"}`.
  */
-import { existsSync } from "node:fs";
+import { statSync } from "node:fs";
 import type { FastifyPluginAsync } from "fastify";
 import { BadRequest, NotFound } from "../../../protocol/errors.js";
+import { CheckpointInvalid } from "../../embedded/checkpoint.js";
 import { POLICY_VERSION_HEADER, type ServerContext } from "../context.js";
 import { loadWeightsRequestSchema, parseBody } from "../request-schemas.js";
+
+/**
+ * Checks that `path` is an existing directory before the engine is asked to load it.
+ * @throws {NotFound} when nothing exists at `path`
+ * @throws {BadRequest} when `path` is not a directory
+ */
+function checkCheckpointPath(path: string): void {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (!stat) throw new NotFound(`Checkpoint directory ${path} not found`);
+  if (!stat.isDirectory())
+    throw new BadRequest(`load_weights ${path}: not a directory (expected a checkpoint directory)`);
+}
+
+/** Maps an engine's load failure to the caller's 4xx; anything else stays a 500. */
+function loadError(path: string, err: unknown): unknown {
+  if (err instanceof CheckpointInvalid)
+    return err.kind === "missing"
+      ? new NotFound(`Checkpoint directory ${path} not found`)
+      : new BadRequest(`load_weights ${path}: ${err.reason}`);
+  // Engines other than the embedded one report a checkpoint of another model shape as a RangeError.
+  if (err instanceof RangeError) return new BadRequest(`load_weights ${path}: ${err.message}`);
+  return err;
+}
 
 /** Route plugin of the admin routes. */
 export function adminRoutes(ctx: ServerContext): FastifyPluginAsync {
   return async (app) => {
     app.post("/v1/load_weights", async (request, reply) => {
       const { path } = parseBody(loadWeightsRequestSchema, request.body, "load_weights request");
-      if (!existsSync(path)) throw new NotFound(`Checkpoint directory ${path} not found`);
+      checkCheckpointPath(path);
       const policyVersion = await ctx.admission.exclusive(async () => {
         try {
           await ctx.engine.loadCheckpoint(path);
         } catch (err) {
-          // A checkpoint of another model shape, or with missing weights: the caller's mistake, weights unchanged.
-          if (err instanceof RangeError) throw new BadRequest(`load_weights ${path}: ${err.message}`);
-          throw err;
+          // The caller's mistake: the engine checked the whole checkpoint first, so it still serves the old weights.
+          throw loadError(path, err);
         }
         return ctx.engine.policyVersion;
       });
