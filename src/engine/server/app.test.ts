@@ -247,7 +247,13 @@ describe("POST /v1/completions (real engine)", () => {
     ]);
     expect(choice.prompt_token_ids).toEqual(prompt);
     expect(choice.logprobs.token_logprobs).toHaveLength(choice.token_ids.length);
-    expect(choice.logprobs.tokens.join("")).toBe(tokenizer.decode(choice.token_ids, false));
+    // Each token string is made of its own id's bytes, joined onto bytes before it only to complete a character.
+    choice.logprobs.tokens.forEach((token: string, i: number) => {
+      const upToHere = Buffer.from(choice.token_ids.slice(0, i + 1).flatMap((id: number) => tokenizer.tokenBytes(id)));
+      const own = Buffer.from(token, "utf8");
+      expect(token).not.toContain("\uFFFD");
+      expect(upToHere.subarray(upToHere.length - own.length)).toEqual(own);
+    });
     expect(choice.logprobs.text_offset[0]).toBe(0);
     expect(body.usage.prompt_tokens).toBe(3);
   });

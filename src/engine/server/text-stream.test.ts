@@ -45,4 +45,15 @@ describe("TokenStrings", () => {
     const out = [...tok.encode("a😀"), tok.imEndId].map((id) => strings.next(id));
     expect(out).toEqual(["a", "", "", "", "😀", "<|im_end|>"]);
   });
+
+  it("gives an ASCII id its own character after an incomplete sequence, never a replacement character", () => {
+    const strings = new TokenStrings(tok);
+    expect([0xe4, 0xb8, 29, 119].map((id) => strings.next(id))).toEqual(["", "", "\u001d", "w"]);
+  });
+
+  it("drops a piece cut off by a new lead byte or a special token, and stray or invalid bytes", () => {
+    const strings = new TokenStrings(tok);
+    const ids = [0xf0, 0x9f, ...tok.encode("é"), 0xe4, tok.imEndId, 0x80, 0xff, 0xe0, 0x80, 0x80, 0x41];
+    expect(ids.map((id) => strings.next(id))).toEqual(["", "", "", "é", "", "<|im_end|>", "", "", "", "", "", "A"]);
+  });
 });

@@ -5,20 +5,61 @@
  */
 import type { ByteTokenizer } from "../embedded/tokenizer.js";
 
+/** Bytes of the UTF-8 character a lead byte starts (2-4); 0 for a continuation or a byte UTF-8 never uses. */
+function utf8Length(byte: number): number {
+  if (byte >= 0xc2 && byte <= 0xdf) return 2;
+  if (byte >= 0xe0 && byte <= 0xef) return 3;
+  if (byte >= 0xf0 && byte <= 0xf4) return 4;
+  return 0;
+}
+
 /**
- * Per-token strings for logprobs: a special token is its string; a byte is the characters it completes (the bytes of
- * a multi-byte character are joined onto the id that completes it, earlier pieces are `""`, as vLLM repairs
- * incomplete UTF-8 by joining neighbours). The strings of a sequence concatenate to its text with specials written.
+ * Per-token strings for logprobs, one per id, each from that id's own bytes: a special token is its string; an ASCII
+ * byte is its character; the bytes of a multi-byte character are joined onto the id that completes it and the
+ * earlier pieces are `""` (vLLM repairs an incomplete UTF-8 piece by joining neighbours, or makes it `""`). A piece
+ * that never completes (cut off by an ASCII byte, a special token or a new lead byte), a stray continuation byte and
+ * an invalid sequence are `""`: no id ever carries a replacement character made from other ids' bytes.
+ * @see https://github.com/vllm-project/vllm/blob/v0.19.0/vllm/v1/engine/logprobs.py (`_verify_tokens`)
+ * @example bytes of "a😀b" → ["a", "", "", "", "😀", "b"]; bytes F0 9F then "w" → ["", "", "w"]
  */
 export class TokenStrings {
-  private readonly decoder = new TextDecoder("utf-8");
+  private readonly decoder = new TextDecoder("utf-8", { fatal: true });
+  /** Bytes of the character being assembled, lead byte first. */
+  private pending: number[] = [];
 
   constructor(private readonly tokenizer: ByteTokenizer) {}
 
-  /** @returns the string of the next id of the sequence */
+  /**
+   * @param id - the next id of the sequence
+   * @returns its string (often `""` for a byte inside a multi-byte character)
+   */
   next(id: number): string {
-    if (this.tokenizer.isSpecial(id)) return this.tokenizer.decode([id], false);
-    return this.decoder.decode(Uint8Array.of(id), { stream: true });
+    if (this.tokenizer.isSpecial(id)) {
+      this.pending = [];
+      return this.tokenizer.decode([id], false);
+    }
+    if (id < 0x80) {
+      this.pending = [];
+      return String.fromCharCode(id);
+    }
+    if (utf8Length(id) > 0) {
+      this.pending = [id];
+      return "";
+    }
+    // A continuation byte (0x80-0xBF) or a byte UTF-8 never uses (0xC0, 0xC1, 0xF5-0xFF).
+    if (this.pending.length === 0 || id > 0xbf) {
+      this.pending = [];
+      return "";
+    }
+    this.pending.push(id);
+    if (this.pending.length < utf8Length(this.pending[0]!)) return "";
+    const bytes = Uint8Array.from(this.pending);
+    this.pending = [];
+    try {
+      return this.decoder.decode(bytes);
+    } catch {
+      return ""; // overlong or surrogate encodings, e.g. E0 80 80
+    }
   }
 }
 
