@@ -9,7 +9,8 @@ import { ArclightError, ValidationFailed } from "../protocol/index.js";
 /** The body of every gateway error answer. `detail` is a string, or FastAPI validation items for 422. */
 export interface ErrorBody {
   detail: unknown;
-  code?: string;
+  /** Stable machine-readable name: an `ArclightError` code, a lowercased Fastify code, or `internal_error`. */
+  code: string;
 }
 
 /** Turns any thrown value into the status and body the gateway answers with. */
@@ -23,7 +24,7 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
       fastifyError.code === "FST_ERR_CTP_INVALID_JSON_BODY" || err instanceof SyntaxError
         ? `Invalid JSON body: ${fastifyError.message}`
         : (fastifyError.message ?? "Bad request");
-    return { status, body: { detail, code: fastifyError.code?.toLowerCase() } };
+    return { status, body: { detail, code: fastifyError.code?.toLowerCase() ?? "bad_request" } };
   }
   return { status: 500, body: { detail: "Internal Server Error", code: "internal_error" } };
 }

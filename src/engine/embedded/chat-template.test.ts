@@ -93,4 +93,23 @@ describe("renderChat", () => {
       "system\nAB\nTools:\n" + '{"name":"f","description":"d","parameters":{"type":"object"}}\nuser\nx\n',
     );
   });
+
+  it("renders a developer message exactly as a system message, leading (merged with tools) or later", () => {
+    const tools = [{ function: { name: "f" } }];
+    const asRole = (role: "system" | "developer") =>
+      renderChat(
+        tokenizer,
+        [
+          { role, content: "Be brief." },
+          { role: "user", content: "Hi" },
+          { role, content: "Now in French." },
+        ],
+        { tools },
+      );
+    expect(asRole("developer")).toEqual(asRole("system"));
+    expect(tokenizer.decode(asRole("developer"), false)).toBe(
+      '<|im_start|>system\nBe brief.\nTools:\n{"name":"f"}<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n' +
+        "<|im_start|>system\nNow in French.<|im_end|>\n<|im_start|>assistant\n",
+    );
+  });
 });

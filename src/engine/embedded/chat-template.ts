@@ -17,7 +17,8 @@ export interface ChatToolCall {
 
 /** One message of a chat (OpenAI wire shape, the fields the template reads). */
 export interface ChatMessage {
-  role: "system" | "user" | "assistant" | "tool";
+  /** `developer` is OpenAI's newer name for the system role and renders exactly as `system`. */
+  role: "system" | "developer" | "user" | "assistant" | "tool";
   /** Text, or text parts (`[{type: "text", text}]`, joined), or null (an assistant turn with only tool calls). */
   content: string | null | { type: string; text?: string }[];
   tool_calls?: ChatToolCall[];
@@ -79,17 +80,22 @@ function turnPieces(role: string, content: string, toolCalls: ChatToolCall[] = [
   return pieces;
 }
 
+/** The role name a message renders with: `developer` is a system turn (as OpenAI and vLLM treat it). */
+function turnRole(role: ChatMessage["role"]): string {
+  return role === "developer" ? "system" : role;
+}
+
 /** Renders a chat to pieces (see {@link renderChat}). */
 function chatPieces(messages: readonly ChatMessage[], options: RenderOptions): Piece[] {
   const tools = options.tools ?? [];
   const first = messages[0];
-  const leadingSystem = first?.role === "system" ? contentText(first.content) : undefined;
+  const leadingSystem = first && turnRole(first.role) === "system" ? contentText(first.content) : undefined;
   const pieces: Piece[] = [];
   const system = systemText(leadingSystem, tools);
   if (system !== undefined) pieces.push(...turnPieces("system", system));
   const rest = leadingSystem === undefined ? messages : messages.slice(1);
   for (const message of rest)
-    pieces.push(...turnPieces(message.role, contentText(message.content), message.tool_calls));
+    pieces.push(...turnPieces(turnRole(message.role), contentText(message.content), message.tool_calls));
   if (options.addGenerationPrompt ?? true) pieces.push({ special: "<|im_start|>" }, "assistant\n");
   return pieces;
 }
@@ -99,8 +105,8 @@ function chatPieces(messages: readonly ChatMessage[], options: RenderOptions): P
  *
  * Format, per message: `<|im_start|>{role}\n{content}<|im_end|>\n`; `<|im_start|>`, `<|im_end|>`, `<tool_call>` and
  * `</tool_call>` are single special ids, everything else is UTF-8 bytes (so a user writing the text "<|im_end|>"
- * produces bytes, never the special id). A leading system message and the tools share one system turn; each tool is
- * one JSON line. An assistant message renders its content, then each tool call as
+ * produces bytes, never the special id). A `developer` message (OpenAI's newer system role) renders exactly as a
+ * `system` one. A leading system message and the tools share one system turn; each tool is one JSON line. An assistant message renders its content, then each tool call as
  * `<tool_call>{"name": NAME, "arguments": ARGS}</tool_call>` with ARGS verbatim (see {@link toolCallText}), so
  * re-rendering a turn the model generated reproduces its ids. The generation prompt is `<|im_start|>assistant\n`;
  * the model ends its turn with `<|im_end|>`.

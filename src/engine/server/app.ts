@@ -1,11 +1,13 @@
 /**
  * @module Builds the engine server: a Fastify app serving one `Engine` through vLLM-compatible routes
  * (`/v1/chat/completions`, `/v1/completions`, `/v1/models`, `/tokenize`, `/detokenize`) and admin routes
- * (`/v1/load_weights`, `/pause`, `/resume`). Errors are JSON `{detail, code}` from the shared error handler.
+ * (`/v1/load_weights`, `/pause`, `/resume`). Every error, unknown routes included, is JSON `{detail, code}` from the
+ * shared error handler.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { errorHandler } from "../../gateway/error-handler.js";
+import { NotFound } from "../../protocol/errors.js";
 import { ByteTokenizer } from "../embedded/tokenizer.js";
 import type { Engine } from "../engine.js";
 import { Admission } from "./admission.js";
@@ -46,6 +48,10 @@ export async function buildEngineServer(options: EngineServerOptions): Promise<F
     startedS: Math.floor(Date.now() / 1000),
   };
   app.setErrorHandler(errorHandler);
+  // Unknown routes answer like every other error, `{detail, code}`, not Fastify's `{message, error, statusCode}`.
+  app.setNotFoundHandler(async (request) => {
+    throw new NotFound(`Route ${request.method} ${request.url.split("?", 1)[0]} not found`);
+  });
   app.get("/health", async () => ({ status: "ok" }));
   await app.register(chatRoutes(ctx));
   await app.register(completionRoutes(ctx));

@@ -15,9 +15,10 @@ const toolCall = z.object({
   function: z.object({ name: z.string(), arguments: z.string() }),
 });
 
-/** One chat message (roles system, user, assistant, tool). */
+/** One chat message (roles system, developer — OpenAI's newer system role, rendered as system — user, assistant, tool). */
 export const messageSchema = z.discriminatedUnion("role", [
   z.object({ role: z.literal("system"), content }),
+  z.object({ role: z.literal("developer"), content }),
   z.object({ role: z.literal("user"), content }),
   z.object({
     role: z.literal("assistant"),
