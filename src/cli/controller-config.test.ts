@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadControllerConfig } from "./controller-config.js";
-import { CliError } from "./program.js";
+import { ControllerConfigSchema } from "../controller/config.js";
+import { CONTROLLER_FLAGS, loadControllerConfig } from "./controller-config.js";
+import { buildProgram, CliError } from "./program.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -60,5 +61,43 @@ describe("loadControllerConfig", () => {
     expect(() => loadControllerConfig({ config: join(tmpdir(), "does-not-exist.yaml") }, {})).toThrow(
       /cannot read the file \(ENOENT\)/,
     );
+  });
+
+  it("reads every config key from its --kebab-case flag; --poll-interval and --spawn-rate stay as aliases", () => {
+    const config = loadControllerConfig(
+      {
+        pollIntervalSeconds: "2",
+        spawnRatePerSecond: "5",
+        spawnBurst: "3",
+        listPageSize: "10",
+        local: "{command: [python3, agent.py], env_map: {Q: input.q}}",
+      },
+      {},
+    );
+    expect(config).toMatchObject({
+      poll_interval_seconds: 2,
+      spawn_rate_per_second: 5,
+      spawn_burst: 3,
+      list_page_size: 10,
+      local: { command: ["python3", "agent.py"], env_map: { Q: "input.q" } },
+    });
+    const aliased = loadControllerConfig({ pollInterval: "0.5", spawnRate: "7" }, {});
+    expect([aliased.poll_interval_seconds, aliased.spawn_rate_per_second]).toEqual([0.5, 7]);
+    // The long flag wins over its alias.
+    expect(loadControllerConfig({ pollInterval: "0.5", pollIntervalSeconds: "3" }, {}).poll_interval_seconds).toBe(3);
+    expect(() => loadControllerConfig({ spawnBurst: "0" }, {})).toThrow(/^--spawn-burst: /);
+    expect(() => loadControllerConfig({ local: "{command: [x]" }, {})).toThrow(/^--local: invalid YAML\/JSON/);
+    expect(() => loadControllerConfig({ local: "{comand: [x]}" }, {})).toThrow(/^--local: unknown key\(s\) comand$/);
+  });
+});
+
+describe("arclight controller flags", () => {
+  it("registers one --kebab-case flag per config key plus the --poll-interval and --spawn-rate aliases", () => {
+    const controller = buildProgram().commands.find((c) => c.name() === "controller")!;
+    const longs = controller.options.map((o) => o.long);
+    const expected = ControllerConfigSchema.keyof().options.map((key) => `--${key.replaceAll("_", "-")}`);
+    expect([...longs].sort()).toEqual(["--config", ...expected, "--poll-interval", "--spawn-rate"].sort());
+    expect(longs).toEqual(expect.arrayContaining(["--poll-interval-seconds", "--spawn-burst", "--list-page-size"]));
+    expect(CONTROLLER_FLAGS.map((f) => f.key)).toEqual(ControllerConfigSchema.keyof().options);
   });
 });

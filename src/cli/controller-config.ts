@@ -7,47 +7,69 @@ import { parse as parseYaml } from "yaml";
 import { type ControllerConfig, ControllerConfigSchema } from "../controller/config.js";
 import { CliError } from "./program.js";
 
-/** Controller flags as commander hands them over (strings; absent when not given). */
-export interface ControllerFlags {
-  config?: string;
-  gatewayUrl?: string;
-  key?: string;
-  mode?: string;
-  poolSize?: string;
-  pollInterval?: string;
-  spawnRate?: string;
-  logTailBytes?: string;
-  killGraceSeconds?: string;
-  stateFile?: string;
-  cwd?: string;
-  logLevel?: string;
+/** How a flag's text becomes a config value: as is, a number, an integer, or YAML/JSON (for a mapping). */
+type FlagKind = "string" | "int" | "number" | "yaml";
+
+/** One `arclight controller` flag: the `--kebab-case` of its config key, maybe with a shorter alias. */
+export interface ControllerFlag {
+  /** The config key it sets. */
+  key: keyof ControllerConfig;
+  /** `--` + the key in kebab-case, e.g. `--poll-interval-seconds`. */
+  flag: string;
+  /** commander's placeholder, e.g. `<s>`. */
+  placeholder: string;
+  kind: FlagKind;
+  /** A shorter spelling kept for the issue's command line, e.g. `--poll-interval`; the long flag wins over it. */
+  alias?: string;
 }
 
-/** Each flag → config key and how to convert its text. */
-const FLAG_KEYS: readonly [keyof ControllerFlags, keyof ControllerConfig, "string" | "int" | "number"][] = [
-  ["gatewayUrl", "gateway_url", "string"],
-  ["key", "key", "string"],
-  ["mode", "mode", "string"],
-  ["poolSize", "pool_size", "int"],
-  ["pollInterval", "poll_interval_seconds", "number"],
-  ["spawnRate", "spawn_rate_per_second", "number"],
-  ["logTailBytes", "log_tail_bytes", "int"],
-  ["killGraceSeconds", "kill_grace_seconds", "number"],
-  ["stateFile", "state_file", "string"],
-  ["cwd", "cwd", "string"],
-  ["logLevel", "log_level", "string"],
-];
+/** Placeholder and conversion of every controller key; a key missing here fails the type check. */
+const KEY_KINDS: Record<keyof ControllerConfig, [placeholder: string, kind: FlagKind, alias?: string]> = {
+  gateway_url: ["<url>", "string"],
+  key: ["<key>", "string"],
+  mode: ["<mode>", "string"],
+  pool_size: ["<n>", "int"],
+  poll_interval_seconds: ["<s>", "number", "--poll-interval"],
+  spawn_rate_per_second: ["<n>", "number", "--spawn-rate"],
+  spawn_burst: ["<n>", "int"],
+  log_tail_bytes: ["<n>", "int"],
+  kill_grace_seconds: ["<s>", "number"],
+  state_file: ["<path>", "string"],
+  cwd: ["<dir>", "string"],
+  local: ["<yaml>", "yaml"],
+  list_page_size: ["<n>", "int"],
+  log_level: ["<level>", "string"],
+};
 
-/** `--pool-size` from `poolSize`. */
-function flagName(flag: string): string {
-  return `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+/** Every controller flag, one per config key, in the schema's key order. */
+export const CONTROLLER_FLAGS: readonly ControllerFlag[] = ControllerConfigSchema.keyof().options.map((key) => {
+  const [placeholder, kind, alias] = KEY_KINDS[key];
+  return { key, flag: `--${key.replaceAll("_", "-")}`, placeholder, kind, ...(alias ? { alias } : {}) };
+});
+
+/** commander's attribute name of a flag: `--poll-interval-seconds` → `pollIntervalSeconds`. */
+export function flagAttribute(flag: string): string {
+  return flag.slice(2).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
-function convertFlag(flag: string, text: string, kind: "string" | "int" | "number"): unknown {
+/**
+ * Controller flags as commander hands them over, by attribute name (`poolSize`, `pollInterval`, …): strings, absent
+ * when not given; `config` is the YAML file.
+ */
+export type ControllerFlags = Partial<Record<string, string>> & { config?: string };
+
+function convertFlag(flag: string, text: string, kind: FlagKind): unknown {
   if (kind === "string") return text;
+  if (kind === "yaml") {
+    try {
+      return parseYaml(text);
+    } catch (err) {
+      throw new CliError(`${flag}: invalid YAML/JSON (${(err as Error).message.split("\n", 1)[0]})`);
+    }
+  }
   const value = Number(text);
   if (text.trim() === "" || !Number.isFinite(value) || (kind === "int" && !Number.isInteger(value))) {
-    throw new CliError(`${flagName(flag)} ${text}: expected ${kind === "int" ? "an integer" : "a number"}`);
+    throw new CliError(`${flag} ${text}: expected ${kind === "int" ? "an integer" : "a number"}`);
   }
   return value;
 }
@@ -87,11 +109,12 @@ export function loadControllerConfig(flags: ControllerFlags, env: NodeJS.Process
     merged.key = env[envKey];
     source.set("key", `env ${envKey}`);
   }
-  for (const [flag, key, kind] of FLAG_KEYS) {
-    const text = flags[flag];
-    if (text === undefined) continue;
-    merged[key] = convertFlag(flag, text, kind);
-    source.set(key, flagName(flag));
+  for (const { key, flag, kind, alias } of CONTROLLER_FLAGS) {
+    // The long flag wins over its alias when both are given.
+    const given = [flag, alias].find((name) => name !== undefined && flags[flagAttribute(name)] !== undefined);
+    if (given === undefined) continue;
+    merged[key] = convertFlag(given, flags[flagAttribute(given)]!, kind);
+    source.set(key, given);
   }
   const result = ControllerConfigSchema.safeParse(merged);
   if (result.success) return Object.freeze(result.data);
@@ -100,8 +123,11 @@ export function loadControllerConfig(flags: ControllerFlags, env: NodeJS.Process
   if (issue.code === "unrecognized_keys") {
     const keys = (issue as { keys: string[] }).keys.join(", ");
     const accepted = ControllerConfigSchema.keyof().options.join(", ");
+    // Unknown top-level keys can only come from the file; a nested one comes from whoever set the outer key.
     const where =
-      issue.path.length === 0 ? `--config ${flags.config}` : `--config ${flags.config}: key ${issue.path.join(".")}`;
+      issue.path.length === 0
+        ? `--config ${flags.config}`
+        : `${source.get(key) ?? `key ${key}`}${issue.path.length > 1 ? ` (${issue.path.join(".")})` : ""}`;
     throw new CliError(`${where}: unknown key(s) ${keys}${issue.path.length === 0 ? `; accepted: ${accepted}` : ""}`);
   }
   const where = source.get(key) ?? `key ${key}`;

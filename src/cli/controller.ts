@@ -2,13 +2,18 @@
  * @module `arclight controller`: runs queued rollouts as local agent processes until SIGINT/SIGTERM, then kills every
  * live agent, fails its rollout ("controller shutdown") and exits 0.
  */
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { pino } from "pino";
-import type { ControllerConfig } from "../controller/config.js";
+import { type ControllerConfig, ControllerConfigSchema } from "../controller/config.js";
 import { LocalController } from "../controller/reconcile.js";
 import { StateFileInvalid } from "../controller/state-file.js";
 import { GatewayClient } from "../gateway/client.js";
-import { type ControllerFlags, loadControllerConfig } from "./controller-config.js";
+import {
+  CONTROLLER_FLAGS,
+  type ControllerFlag,
+  type ControllerFlags,
+  loadControllerConfig,
+} from "./controller-config.js";
 import { CliError } from "./program.js";
 
 /**
@@ -48,25 +53,26 @@ export async function runController(
   await client.close();
 }
 
-/** Registers `arclight controller` on the program. */
+/** Help line of a flag: the schema's description, the default, and the alias. */
+function flagHelp({ key, alias }: ControllerFlag): string {
+  const field = ControllerConfigSchema.shape[key];
+  const parsed = field.safeParse(undefined);
+  const fallback = parsed.success && parsed.data !== undefined ? ` (default ${JSON.stringify(parsed.data)})` : "";
+  return `${field.description ?? key}${fallback}${alias ? `; alias ${alias}` : ""}`;
+}
+
+/** Registers `arclight controller` on the program: `--config` plus one `--kebab-case` flag per config key. */
 export function registerController(program: Command): void {
-  program
+  const command = program
     .command("controller")
     .description("Run queued rollouts as agent processes (any language), reporting their outcome to the gateway")
     .showHelpAfterError(false)
-    .option("--config <file>", "YAML file with controller keys (flags and env override it)")
-    .option("--gateway-url <url>", "gateway base URL (default http://127.0.0.1:8080)")
-    .option("--key <key>", "gateway API key; also ARCLIGHT_KEY or AGL_KEY; passed to agents as AGL_KEY")
-    .option("--mode <mode>", "where agents run: local (default local)")
-    .option("--pool-size <n>", "most agent processes alive at once (default 8)")
-    .option("--poll-interval <s>", "seconds between reconcile passes (default 1)")
-    .option("--spawn-rate <n>", "most process spawns per second (default 20)")
-    .option("--log-tail-bytes <n>", "output bytes kept as the log event of a failed agent (default 65536)")
-    .option("--kill-grace-seconds <s>", "seconds between SIGTERM and SIGKILL (default 5)")
-    .option("--state-file <path>", "record of owned processes (default .arclight/controller-state.json)")
-    .option("--cwd <dir>", "working directory of agent processes (default: the controller's)")
-    .option("--log-level <level>", "fatal|error|warn|info|debug|trace|silent (default info)")
-    .action(async (flags: ControllerFlags) => {
-      await runController(loadControllerConfig(flags, process.env), process.env);
-    });
+    .option("--config <file>", "YAML file with controller keys (flags and env override it)");
+  for (const flag of CONTROLLER_FLAGS) {
+    command.option(`${flag.flag} ${flag.placeholder}`, flagHelp(flag));
+    if (flag.alias) command.addOption(new Option(`${flag.alias} ${flag.placeholder}`).hideHelp());
+  }
+  command.action(async (flags: ControllerFlags) => {
+    await runController(loadControllerConfig(flags, process.env), process.env);
+  });
 }

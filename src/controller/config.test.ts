@@ -10,7 +10,7 @@ describe("ControllerConfigSchema", () => {
     expect(() => ControllerConfigSchema.parse({ local: { command: [] } })).toThrow();
   });
 
-  it("is documented in README's Controller section: one table row per key, with its default", () => {
+  it("is documented in README's Controller section: one table row per key, with its flag and default", () => {
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
     const section = readme.slice(readme.indexOf("## Controller"), readme.indexOf("## Agent SDK"));
     const defaults = ControllerConfigSchema.parse({}) as Record<string, unknown>;
@@ -20,6 +20,7 @@ describe("ControllerConfigSchema", () => {
       const shown =
         defaults[key] === undefined ? "—" : `\`${JSON.stringify(defaults[key]).replace(/^"(.+)"$/, "$1")}\``;
       expect(row).toContain(`| ${shown} |`);
+      expect(row).toContain(`| \`--${key.replaceAll("_", "-")}\``);
     }
   });
 });
