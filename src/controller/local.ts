@@ -121,6 +121,7 @@ export interface SpawnOptions {
 export class AgentProcess {
   /** Resolves once the leader exited and its output was drained (stragglers in its group are SIGKILLed first). */
   readonly exited: Promise<ExitInfo>;
+  /** The last bytes of the agent's interleaved stdout/stderr. */
   readonly tail: LogTail;
 
   private constructor(

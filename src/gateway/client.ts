@@ -18,6 +18,7 @@ import type {
 } from "../protocol/index.js";
 import { errorFromResponse, GatewayUnreachable } from "./client-errors.js";
 
+/** The errors the client raises besides the protocol classes, and the body → error mapping. */
 export { errorFromResponse, GatewayHttpError, GatewayUnreachable } from "./client-errors.js";
 
 /** Options of {@link GatewayClient}. */
@@ -98,6 +99,7 @@ function enc(segment: string): string {
  * `GatewayHttpError` for other HTTP errors, or `GatewayUnreachable` when retries run out on transport errors.
  */
 export class GatewayClient {
+  /** The gateway base URL, without a trailing slash. */
   readonly baseUrl: string;
   private readonly key: string;
   private readonly retries: number;
@@ -106,6 +108,7 @@ export class GatewayClient {
   private readonly timeoutMs: number;
   private readonly dispatcher: Agent;
 
+  /** @param options - base URL, key, retry and timeout settings */
   constructor(options: GatewayClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.key = options.key ?? "";

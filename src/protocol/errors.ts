@@ -20,6 +20,7 @@ export class ArclightError extends Error {
 
 /** A rollout id that the store does not hold (HTTP 404). */
 export class RolloutNotFound extends ArclightError {
+  /** The unknown rollout id. */
   readonly rolloutId: string;
   constructor(rolloutId: string) {
     super("rollout_not_found", 404, `Rollout ${rolloutId} not found`);
@@ -64,6 +65,7 @@ export interface ValidationIssue {
 
 /** Input that violates a schema (HTTP 422). `issues` lists every problem, in the FastAPI `detail` item shape. */
 export class ValidationFailed extends ArclightError {
+  /** Every problem found, in the FastAPI `detail` item shape. */
   readonly issues: ValidationIssue[];
   constructor(message: string, issues: ValidationIssue[]) {
     super("validation_failed", 422, message);

@@ -1,8 +1,15 @@
 /** @module Everything every component may import: wire types, the state machine, errors, validation. */
+/** Errors that reach the wire (`ArclightError` and its subclasses). */
 export * from "./errors.js";
+/** Events: append-only records per attempt (`model_request`, `reward`, `log`, custom) and their zod schemas. */
 export * from "./event.js";
+/** Model endpoints: which OpenAI-compatible servers serve a model, at which policy version. */
 export * from "./model.js";
+/** Rollouts, their configs, creates and patches. */
 export * from "./rollout.js";
+/** The rollout state machine. */
 export * from "./state.js";
+/** The trimmed triplet view of events (token ids, logprobs, rewards) the trainer reads. */
 export * from "./triplet.js";
+/** Schema validation that throws `ValidationFailed`. */
 export * from "./validate.js";

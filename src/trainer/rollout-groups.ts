@@ -80,6 +80,7 @@ export class GroupTracker {
   private readonly states = new Map<string, RolloutState | null>();
   private cursor = 0;
 
+  /** @param client - reads terminal rollouts from the gateway */
   constructor(client: GatewayClient) {
     this.client = client;
   }

@@ -28,6 +28,7 @@ export interface AdamWParam {
 export class AdamW {
   /** Updates applied so far (t in the paper). */
   step = 0;
+  /** beta1, beta2 and epsilon, fixed for the optimiser's life (saved with a checkpoint). */
   readonly constants: AdamWConstants;
   /** First moments by parameter name. */
   readonly m = new Map<string, tf.Variable>();

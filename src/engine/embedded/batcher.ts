@@ -37,6 +37,10 @@ export class Batcher {
   private running: { sequence: Sequence; group: Group }[] = [];
   private loop: Promise<void> | null = null;
 
+  /**
+   * @param model - the model every sequence decodes with (its current weights at each step)
+   * @param options - batch limits of the decode loop
+   */
   constructor(model: Gpt, options: BatcherOptions) {
     this.model = model;
     this.options = options;

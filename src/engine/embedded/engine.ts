@@ -41,7 +41,9 @@ export interface EmbeddedEngineOptions {
 
 /** The embedded CPU engine. Build with {@link EmbeddedEngine.create} or {@link EmbeddedEngine.load}. */
 export class EmbeddedEngine implements Engine {
+  /** The byte tokenizer prompts are encoded with. */
   readonly tokenizer = new ByteTokenizer();
+  /** The GPT whose weights train and serve. */
   readonly model: Gpt;
   private version = 0;
   private optimizer = new AdamW();
@@ -95,10 +97,12 @@ export class EmbeddedEngine implements Engine {
     return engine;
   }
 
+  /** Version of the current weights: +1 per train step and per loaded checkpoint. */
   get policyVersion(): number {
     return this.version;
   }
 
+  /** Longest sequence (tokens), prompt plus response. */
   get contextLength(): number {
     return this.model.config.context;
   }
@@ -131,6 +135,10 @@ export class EmbeddedEngine implements Engine {
     return metrics;
   }
 
+  /**
+   * Writes the weights, config and optimiser state (see `checkpoint.ts`), each file atomically.
+   * @param dir - checkpoint directory, created if missing
+   */
   async saveCheckpoint(dir: string): Promise<void> {
     const weights = new Map<string, SafeTensor>();
     for (const [name, variable] of this.model.byName)
@@ -174,6 +182,7 @@ export class EmbeddedEngine implements Engine {
     this.version += 1;
   }
 
+  /** Frees the weights and optimiser moments; the engine is unusable afterwards. */
   dispose(): void {
     this.optimizer.dispose();
     this.model.dispose();

@@ -55,7 +55,9 @@ function project(x: tf.Tensor, w: tf.Tensor, b: tf.Tensor, inference: boolean): 
 
 /** The GPT: weights plus the two forward passes. Tensors returned by its methods belong to the caller. */
 export class Gpt {
+  /** The model shape. */
   readonly config: ModelConfig;
+  /** The weights grouped per block, as the forward passes read them. */
   readonly params: GptParams;
   /** Weights by checkpoint name, in {@link paramSpecs} order. */
   readonly byName: Map<string, tf.Variable>;

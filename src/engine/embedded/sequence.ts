@@ -22,12 +22,19 @@ export interface SequenceContext {
 
 /** A sequence in the decode loop. */
 export class Sequence {
+  /** The prompt, [promptLen]. */
   readonly promptTokenIds: number[];
+  /** Its sampling settings. */
   readonly sampling: SamplingParams;
+  /** Its own random stream (seeded from `sampling.seed` when given). */
   readonly rng: Rng;
+  /** Generated ids so far, [respLen]. */
   readonly tokenIds: number[] = [];
+  /** Logprob (nats) of each generated id under the distribution sampled from, [respLen]. */
   readonly logprobs: number[] = [];
+  /** Why it ended; `null` while decoding. */
   finishReason: FinishReason | null = null;
+  /** The stop id or stop string that ended it; `null` otherwise. */
   stopReason: number | string | null = null;
   private readonly context: SequenceContext;
 

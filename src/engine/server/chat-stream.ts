@@ -33,6 +33,11 @@ export class ChatChoiceStream {
   private readonly tools: ToolCallStream | undefined;
   private readonly text: TextAssembler;
 
+  /**
+   * @param index - the choice index
+   * @param identity - id, created and model shared by every chunk of the answer
+   * @param options - tokenizer, stop strings, tool parsing and logprob settings
+   */
   constructor(
     private readonly index: number,
     private readonly identity: AnswerIdentity,

@@ -84,6 +84,13 @@ export class CompletionChoiceStream {
   private offset = 0;
   private first = true;
 
+  /**
+   * @param index - the choice index (prompt × n + choice)
+   * @param identity - id, created and model shared by every chunk of the answer
+   * @param promptTokenIds - this choice's prompt, [promptLen], sent in its first chunk
+   * @param policyVersion - version of the weights generating it, sent in its first chunk
+   * @param options - tokenizer, stop strings and logprob settings
+   */
   constructor(
     private readonly index: number,
     private readonly identity: AnswerIdentity,

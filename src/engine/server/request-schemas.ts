@@ -93,7 +93,9 @@ export const detokenizeRequestSchema = z.object({ model: z.string().optional(), 
 /** `POST /v1/load_weights` body: a checkpoint directory written by `Engine.saveCheckpoint`. */
 export const loadWeightsRequestSchema = z.object({ path: z.string().min(1) });
 
+/** A parsed `POST /v1/chat/completions` body. */
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
+/** A parsed `POST /v1/completions` body. */
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 
 /**

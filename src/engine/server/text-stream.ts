@@ -27,6 +27,7 @@ export class TokenStrings {
   /** Bytes of the character being assembled, lead byte first. */
   private pending: number[] = [];
 
+  /** @param tokenizer - writes special tokens as their strings */
   constructor(private readonly tokenizer: ByteTokenizer) {}
 
   /**

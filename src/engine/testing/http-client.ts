@@ -51,9 +51,16 @@ export async function postSse(url: string, path: string, body: unknown): Promise
   return { status: response.status, headers: response.headers, events, done, raw };
 }
 
-/** Concatenates the `token_ids` of every chunk of choice `index` (what a capturing proxy does). */
 // biome-ignore lint/suspicious/noExplicitAny: chunk shapes are checked by the tests
-export function streamedTokenIds(events: any[], index = 0): number[] {
+type SseChunk = any;
+
+/**
+ * Concatenates the `token_ids` of every chunk of choice `index` (what a capturing proxy does).
+ * @param events - parsed SSE chunks, as {@link SseAnswer.events}
+ * @param index - the choice
+ * @returns the choice's token ids in stream order
+ */
+export function streamedTokenIds(events: SseChunk[], index = 0): number[] {
   return events.flatMap(
     (e) =>
       e.choices

@@ -23,10 +23,15 @@ function seededBytes(seed: number, count: number): number[] {
 
 /** Scripted stand-in for an engine (see the module doc). */
 export class ScriptedEngine implements Engine {
+  /** +1 per `loadCheckpoint`. */
   policyVersion = 0;
   /** Calls of `generate` seen, with their request counts (to check batching of n > 1). */
   readonly calls: number[] = [];
 
+  /**
+   * @param contextLength - context (tokens); a prompt this long or longer is refused
+   * @param script - ids to "generate" per prompt; omitted: seeded printable bytes
+   */
   constructor(
     readonly contextLength = 256,
     private readonly script?: Script,

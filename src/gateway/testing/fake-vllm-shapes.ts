@@ -26,8 +26,9 @@ import { createHash } from "node:crypto";
 
 /** The fake EOS id. */
 export const EOS_ID = 2;
-/** The fake `<tool_call>` / `</tool_call>` special-token ids. */
+/** The fake `<tool_call>` special-token id. */
 export const TOOL_CALL_OPEN_ID = 7;
+/** The fake `</tool_call>` special-token id. */
 export const TOOL_CALL_CLOSE_ID = 8;
 /** Fixed `created` (epoch s); vLLM uses the clock, fixed here so that two calls compare equal. */
 export const CREATED = 1760000000;
