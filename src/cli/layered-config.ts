@@ -1,0 +1,118 @@
+/**
+ * @module Layered configuration for long-running commands: YAML file < env (`ARCLIGHT_KEY`, `AGL_KEY` for the key) <
+ * flags, validated by a component's strict zod schema. Every failure is a `CliError` naming the flag, env var or file key.
+ */
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import type { z } from "zod";
+import { CliError } from "./program.js";
+
+/** How a flag's text becomes a config value: as is, a number, an integer, `true`/`false`, or YAML/JSON (a mapping). */
+export type FlagKind = "string" | "int" | "number" | "bool" | "yaml";
+
+/** One flag that was given: the name the user typed (e.g. `--pool-size`), its text, and the key it sets. */
+export interface GivenFlag {
+  key: string;
+  flag: string;
+  text: string;
+  kind: FlagKind;
+}
+
+/**
+ * Converts one flag's text to a config value.
+ * @throws {CliError} naming the flag and what it accepts
+ */
+export function convertFlag(flag: string, text: string, kind: FlagKind): unknown {
+  if (kind === "string") return text;
+  if (kind === "yaml") {
+    try {
+      return parseYaml(text);
+    } catch (err) {
+      throw new CliError(`${flag}: invalid YAML/JSON (${(err as Error).message.split("\n", 1)[0]})`);
+    }
+  }
+  if (kind === "bool") {
+    if (text === "true" || text === "false") return text === "true";
+    throw new CliError(`${flag} ${text}: expected true or false`);
+  }
+  const value = Number(text);
+  if (text.trim() === "" || !Number.isFinite(value) || (kind === "int" && !Number.isInteger(value))) {
+    throw new CliError(`${flag} ${text}: expected ${kind === "int" ? "an integer" : "a number"}`);
+  }
+  return value;
+}
+
+/**
+ * Reads a YAML config file into a plain mapping (an empty file is `{}`).
+ * @param what - what the keys configure, for the message, e.g. "gateway"
+ * @throws {CliError} naming the file: unreadable, invalid YAML, or not a mapping
+ */
+export function readConfigFile(path: string, what: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new CliError(`--config ${path}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? err})`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (err) {
+    throw new CliError(`--config ${path}: invalid YAML (${(err as Error).message.split("\n", 1)[0]})`);
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw new CliError(`--config ${path}: expected a mapping of ${what} keys`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** Inputs of {@link resolveLayeredConfig}. */
+export interface LayeredConfigInput<S extends z.ZodObject> {
+  /** The component's strict schema. */
+  schema: S;
+  /** What the keys configure, for messages, e.g. "controller". */
+  what: string;
+  /** The YAML file given with `--config`, if any. */
+  configPath?: string;
+  /** The process environment; only `ARCLIGHT_KEY` and `AGL_KEY` are read, into the `key` key. */
+  env: NodeJS.ProcessEnv;
+  /** Flags the user gave, in order; a later flag for the same key wins. */
+  flags: readonly GivenFlag[];
+}
+
+/**
+ * Merges file < env < flags and validates the result.
+ * @returns the frozen configuration, defaults applied
+ * @throws {CliError} naming the first bad flag, env var or file key and what it accepts
+ */
+export function resolveLayeredConfig<S extends z.ZodObject>(input: LayeredConfigInput<S>): Readonly<z.infer<S>> {
+  const { schema, configPath, env } = input;
+  const merged: Record<string, unknown> = configPath ? readConfigFile(configPath, input.what) : {};
+  const source = new Map<string, string>(Object.keys(merged).map((k) => [k, `--config ${configPath}: key ${k}`]));
+  const envKey = env.ARCLIGHT_KEY !== undefined ? "ARCLIGHT_KEY" : env.AGL_KEY !== undefined ? "AGL_KEY" : undefined;
+  if (envKey) {
+    merged.key = env[envKey];
+    source.set("key", `env ${envKey}`);
+  }
+  for (const { key, flag, text, kind } of input.flags) {
+    merged[key] = convertFlag(flag, text, kind);
+    source.set(key, flag);
+  }
+  const result = schema.safeParse(merged);
+  if (result.success) return Object.freeze(result.data) as Readonly<z.infer<S>>;
+  const issue = result.error.issues[0]!;
+  const key = String(issue.path[0] ?? "");
+  const nested = issue.path.length > 1 ? ` (${issue.path.join(".")})` : "";
+  if (issue.code === "unrecognized_keys") {
+    const keys = (issue as { keys: string[] }).keys.join(", ");
+    // Unknown top-level keys can only come from the file; a nested one comes from whoever set the outer key.
+    if (issue.path.length === 0) {
+      throw new CliError(
+        `--config ${configPath}: unknown key(s) ${keys}; accepted: ${schema.keyof().options.join(", ")}`,
+      );
+    }
+    throw new CliError(`${source.get(key) ?? `key ${key}`}${nested}: unknown key(s) ${keys}`);
+  }
+  throw new CliError(`${source.get(key) ?? `key ${key}`}${nested}: ${issue.message}`);
+}
