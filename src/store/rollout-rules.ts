@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import {
   assertTransition,
+  Conflict,
   FIRST_ATTEMPT_ID,
   isTerminal,
   nextAttemptId,
@@ -60,12 +61,14 @@ export interface PatchOutcome {
  * Applies a status patch to a stored rollout without mutating it.
  *
  * Retry rule: a patch to `failed` while `config.max_attempts` is not used up moves the rollout back to `queuing` with
- * the next attempt id instead, keeping the error in `error_message`.
+ * the next attempt id instead, keeping the error in `error_message`. Only this rule starts attempts: a patch's
+ * `last_attempt_id` may only name the current attempt (a no-op, e.g. the controller's "attempt 1 is running").
  *
- * @param attempts - every attempt id this rollout has had (used to reject patches naming a superseded attempt)
+ * @param attempts - every attempt id this rollout has had (used to tell superseded attempts from unknown ones)
  * @param now - epoch seconds
  * @throws {InvalidTransition} a move the state machine forbids
  * @throws {StaleAttempt} `last_attempt_id` names a superseded attempt
+ * @throws {Conflict} `last_attempt_id` names an attempt the rollout never had (unknown or future)
  */
 export function applyPatch(
   rollout: Rollout,
@@ -79,14 +82,7 @@ export function applyPatch(
   let supersededAttemptId: string | null = null;
 
   if (requested.last_attempt_id !== undefined && requested.last_attempt_id !== current.last_attempt_id) {
-    const named = requested.last_attempt_id;
-    if (named !== null && attempts.has(named)) {
-      throw new StaleAttempt(rollout.rollout_id, named, current.last_attempt_id);
-    }
-    if (isTerminal(current.state)) {
-      assertTransition(rollout.rollout_id, current.state, current.state);
-    }
-    next.last_attempt_id = named;
+    assertNamedAttempt(rollout, requested.last_attempt_id, attempts);
   }
   if (requested.k8s_job_name !== undefined) next.k8s_job_name = requested.k8s_job_name;
   if (requested.error_message !== undefined) next.error_message = requested.error_message;
@@ -105,6 +101,21 @@ export function applyPatch(
   }
   const becameTerminal = !isTerminal(current.state) && isTerminal(next.state);
   return { rollout: { ...rollout, status: next }, becameTerminal, supersededAttemptId };
+}
+
+/**
+ * Rejects a patch whose `last_attempt_id` is not the current attempt.
+ * @throws {StaleAttempt} it names a superseded attempt
+ * @throws {Conflict} it names an attempt the rollout never had (unknown, future or null)
+ */
+function assertNamedAttempt(rollout: Rollout, named: string | null, attempts: ReadonlySet<string>): never {
+  const current = rollout.status.last_attempt_id;
+  if (named !== null && attempts.has(named)) throw new StaleAttempt(rollout.rollout_id, named, current);
+  throw new Conflict(
+    `Rollout ${rollout.rollout_id}: last_attempt_id ${named === null ? "null" : JSON.stringify(named)} is not the ` +
+      `current attempt (current: ${current ?? "none"}); a patch may only name the current attempt, new attempts ` +
+      "start when a failed attempt is retried",
+  );
 }
 
 /**

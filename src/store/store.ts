@@ -38,8 +38,9 @@ export interface EventQuery {
  *
  * Attempt rules: a new rollout's current attempt is "0" (`status.last_attempt_id`). When a rollout with
  * `config.max_attempts > 1` is patched to `failed` and attempts remain, it goes back to `queuing` with the next attempt
- * id ("1", …) and the failure in `error_message`, instead of failing. Writes aimed at any attempt other than the current
- * one are rejected with `StaleAttempt`.
+ * id ("1", …) and the failure in `error_message`, instead of failing. That rule is the only way an attempt starts: a
+ * patch's `last_attempt_id` may only name the current attempt (a no-op). Writes aimed at a superseded attempt are
+ * rejected with `StaleAttempt`; a patch naming an attempt the rollout never had, with `Conflict`.
  */
 export interface Store {
   /**
@@ -58,6 +59,7 @@ export interface Store {
    * @throws {RolloutNotFound} unknown rollout
    * @throws {InvalidTransition} a move the state machine forbids
    * @throws {StaleAttempt} `last_attempt_id` names a superseded attempt
+   * @throws {Conflict} `last_attempt_id` names an attempt the rollout never had (unknown or future)
    */
   patchRollout(rolloutId: string, patch: RolloutPatch): Promise<Rollout>;
   /** Deletes the rollout with all its events. @returns false when it did not exist */

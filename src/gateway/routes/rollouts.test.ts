@@ -217,6 +217,21 @@ describe("PATCH /api/rollouts/{id}", () => {
     expect(((await stale.json()) as { code: string }).code).toBe("stale_attempt");
   });
 
+  it("answers 409 when last_attempt_id names an attempt the rollout never had, and keeps the attempt", async () => {
+    gw = await startTestGateway();
+    await create([{ rollout_id: "p1", input: 1, config: { max_attempts: 3 } }]);
+    for (const named of ["5", "abc"]) {
+      const res = await gw.call("PATCH", "/api/rollouts/p1", { status: { state: "running", last_attempt_id: named } });
+      expect(res.status).toBe(409);
+      expect(((await res.json()) as { code: string }).code).toBe("conflict");
+    }
+    expect((await gw.store.getRollout("p1"))?.status).toMatchObject({ state: "queuing", last_attempt_id: "0" });
+    const ok = await gw.call("PATCH", "/api/rollouts/p1", { status: { state: "running", last_attempt_id: "0" } });
+    expect(ok.status).toBe(200);
+    const event = await gw.call("POST", "/api/rollouts/p1/attempt/0/events", { event_type: "log", data: {} });
+    expect(event.status).toBe(200);
+  });
+
   it("answers 422 for an unknown state, an unknown status field or a non-status field", async () => {
     gw = await startTestGateway();
     await create([{ rollout_id: "r", input: 1 }]);

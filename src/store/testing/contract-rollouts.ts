@@ -1,6 +1,6 @@
 /** @module Store contract cases: rollouts, status patches and attempts, delete, terminal cursor. */
 import { describe, expect } from "vitest";
-import { InvalidTransition, type Rollout, RolloutNotFound, StaleAttempt } from "../../protocol/index.js";
+import { Conflict, InvalidTransition, type Rollout, RolloutNotFound, StaleAttempt } from "../../protocol/index.js";
 import { type ContractContext, creates, events, modelRequest, running } from "./contract-helpers.js";
 
 /** Registers the rollout, status patch, delete and terminal cursor cases of the store contract. */
@@ -121,7 +121,7 @@ export function rolloutCases({ fresh, test }: ContractContext): void {
       for (const state of ["running", "failed", "queuing", "succeeded"] as const) {
         await expect(store.patchRollout("r1", { status: { state } })).rejects.toThrow(InvalidTransition);
       }
-      await expect(store.patchRollout("r1", { status: { last_attempt_id: "1" } })).rejects.toThrow(InvalidTransition);
+      await expect(store.patchRollout("r1", { status: { last_attempt_id: "1" } })).rejects.toThrow(Conflict);
       expect((await store.getRollout("r1"))!.status).toMatchObject({ state: "succeeded", version: 3 });
     });
 
@@ -172,13 +172,24 @@ export function rolloutCases({ fresh, test }: ContractContext): void {
       expect(ok.status.state).toBe("running");
     });
 
-    test("a patch may start a new attempt id, after which the old one is stale", async () => {
+    test("a patch naming an attempt the rollout never had throws Conflict and changes nothing", async () => {
+      // Attempts start only through the retry rule; a patch that could jump to attempt "5" (or "abc") would leave
+      // the running agent's attempt "0" stale and the retry count meaningless.
       const store = await fresh();
-      await running(store, { rollout_id: "r1", input: 0 });
-      await store.patchRollout("r1", { status: { last_attempt_id: "5" } });
-      await expect(store.appendEvents("r1", "0", events({ event_type: "log" }))).rejects.toThrow(StaleAttempt);
-      await expect(store.patchRollout("r1", { status: { last_attempt_id: "0" } })).rejects.toThrow(StaleAttempt);
-      expect((await store.appendEvents("r1", "5", events({ event_type: "log" })))[0]!.attempt_id).toBe("5");
+      const before = await running(store, { rollout_id: "r1", input: 0, config: { max_attempts: 3 } });
+      for (const named of ["5", "1", "abc", null]) {
+        const patch = { status: { state: "running" as const, last_attempt_id: named } };
+        await expect(store.patchRollout("r1", patch)).rejects.toThrow(Conflict);
+      }
+      await expect(store.patchRollout("r1", { status: { last_attempt_id: "5" } })).rejects.toThrow(
+        'Rollout r1: last_attempt_id "5" is not the current attempt (current: 0)',
+      );
+      expect(await store.getRollout("r1")).toEqual(before);
+      expect((await store.appendEvents("r1", "0", events({ event_type: "log" })))[0]!.attempt_id).toBe("0");
+      // Naming the current attempt is a no-op on the attempt; the retry rule still counts from it.
+      await store.patchRollout("r1", { status: { last_attempt_id: "0" } });
+      const retried = await store.patchRollout("r1", { status: { state: "failed", last_attempt_id: "0" } });
+      expect(retried.status).toMatchObject({ state: "queuing", last_attempt_id: "1" });
     });
   });
 
