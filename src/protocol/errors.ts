@@ -45,6 +45,16 @@ export class StaleAttempt extends ArclightError {
   }
 }
 
+/**
+ * A write (event, status patch or proxied model call) aimed at a rollout that is already `succeeded` or `failed`
+ * (HTTP 409): terminal rollouts are final, so what the trainer read from them stays what they hold.
+ */
+export class RolloutFinished extends ArclightError {
+  constructor(rolloutId: string, state: string) {
+    super("rollout_finished", 409, `Rollout ${rolloutId} is ${state}: no more writes`);
+  }
+}
+
 /** A write that conflicts with stored data in a way other than a state transition (HTTP 409). */
 export class Conflict extends ArclightError {
   constructor(message: string) {
@@ -118,6 +128,7 @@ export const ERROR_CODES: Readonly<Record<string, number>> = Object.freeze({
   rollout_not_found: 404,
   invalid_transition: 409,
   stale_attempt: 409,
+  rollout_finished: 409,
   conflict: 409,
   validation_failed: 422,
   no_endpoint: 503,

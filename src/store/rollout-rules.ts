@@ -1,6 +1,6 @@
 /**
  * @module Pure rules every store applies the same way: building a new rollout, applying a status patch (transition
- * check, attempt retry, version bump) and checking which attempt a write may target.
+ * check, attempt retry, version bump) and checking which attempt a write may target (terminal rollouts take none).
  */
 import { randomUUID } from "node:crypto";
 import {
@@ -11,6 +11,7 @@ import {
   nextAttemptId,
   type Rollout,
   type RolloutCreate,
+  RolloutFinished,
   type RolloutPatch,
   StaleAttempt,
 } from "../protocol/index.js";
@@ -66,6 +67,7 @@ export interface PatchOutcome {
  *
  * @param attempts - every attempt id this rollout has had (used to tell superseded attempts from unknown ones)
  * @param now - epoch seconds
+ * @throws {RolloutFinished} the rollout is already terminal (any patch, even an empty one)
  * @throws {InvalidTransition} a move the state machine forbids
  * @throws {StaleAttempt} `last_attempt_id` names a superseded attempt
  * @throws {Conflict} `last_attempt_id` names an attempt the rollout never had (unknown or future)
@@ -77,6 +79,7 @@ export function applyPatch(
   now: number,
 ): PatchOutcome {
   const current = rollout.status;
+  if (isTerminal(current.state)) throw new RolloutFinished(rollout.rollout_id, current.state);
   const requested = patch.status ?? {};
   const next = { ...current, version: current.version + 1, updated_at: now };
   let supersededAttemptId: string | null = null;
@@ -125,5 +128,21 @@ function assertNamedAttempt(rollout: Rollout, named: string | null, attempts: Re
 export function assertCurrentAttempt(rollout: Rollout, attemptId: string): void {
   if (rollout.status.last_attempt_id !== attemptId) {
     throw new StaleAttempt(rollout.rollout_id, attemptId, rollout.status.last_attempt_id);
+  }
+}
+
+/**
+ * Checks that events may be appended to `attemptId`: it is the current attempt and the rollout is not terminal.
+ * A terminal rollout still answers a batch whose every event is a replay (an `event_id` already stored), so a client
+ * retrying a post that landed just before the rollout finished gets the stored events, not an error.
+ * @param isReplay - true when every event of the batch carries an `event_id` already stored for this rollout;
+ *   called only for a terminal rollout
+ * @throws {StaleAttempt} `attemptId` is not the current attempt
+ * @throws {RolloutFinished} the rollout is terminal and the batch holds a new event
+ */
+export function assertEventsWritable(rollout: Rollout, attemptId: string, isReplay: () => boolean): void {
+  assertCurrentAttempt(rollout, attemptId);
+  if (isTerminal(rollout.status.state) && !isReplay()) {
+    throw new RolloutFinished(rollout.rollout_id, rollout.status.state);
   }
 }

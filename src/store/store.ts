@@ -55,8 +55,9 @@ export interface Store {
   listRollouts(query?: RolloutQuery): Promise<Rollout[]>;
   /**
    * Applies a status patch: checks the state transition, bumps `status.version`, sets `updated_at`, and appends the
-   * rollout to the terminal cursor when it becomes terminal.
+   * rollout to the terminal cursor when it becomes terminal. A terminal rollout takes no patch at all.
    * @throws {RolloutNotFound} unknown rollout
+   * @throws {RolloutFinished} the rollout is `succeeded` or `failed`
    * @throws {InvalidTransition} a move the state machine forbids
    * @throws {StaleAttempt} `last_attempt_id` names a superseded attempt
    * @throws {Conflict} `last_attempt_id` names an attempt the rollout never had (unknown or future)
@@ -72,9 +73,11 @@ export interface Store {
   /**
    * Appends events to the rollout's current attempt in one transaction. Each gets the server's timestamp (epoch s) and
    * the next gap-free per-rollout `sequence`. An `event_id` already stored for this rollout returns the stored event
-   * instead of a new one.
+   * instead of a new one. A terminal rollout takes no new events; a batch made only of such replays still
+   * returns the stored events.
    * @throws {RolloutNotFound} unknown rollout
    * @throws {StaleAttempt} `attemptId` is not the current attempt
+   * @throws {RolloutFinished} the rollout is `succeeded` or `failed` and the batch holds a new event
    */
   appendEvents(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Promise<Event[]>;
   /** @returns the rollout's events in sequence order (empty for an unknown rollout) */

@@ -69,6 +69,17 @@ describe("proxy routing and errors", () => {
     expect(await modelEvents(h, rid)).toHaveLength(0);
   });
 
+  it("answers 409 rollout_finished for a call to a terminal rollout, without calling upstream", async () => {
+    const { h, rid, fake } = await setup();
+    await h.store.patchRollout(rid, { status: { state: "running" } });
+    await h.store.patchRollout(rid, { status: { state: "failed" } });
+    const late = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(late.status).toBe(409);
+    expect(late.json).toMatchObject({ code: "rollout_finished", detail: `Rollout ${rid} is failed: no more writes` });
+    expect(fake.received).toHaveLength(0);
+    expect(await modelEvents(h, rid)).toHaveLength(0);
+  });
+
   it("answers 503 when no endpoint is registered for the model", async () => {
     const { h, rid } = await setup({ modelName: "unregistered" });
     const answer = await agentCall(h, rid, "chat/completions", chatRequest());

@@ -5,7 +5,15 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { BadRequest, NotFound, parseOrThrow, RolloutNotFound, StaleAttempt } from "../../protocol/index.js";
+import {
+  BadRequest,
+  isTerminal,
+  NotFound,
+  parseOrThrow,
+  RolloutFinished,
+  RolloutNotFound,
+  StaleAttempt,
+} from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
 import type { ProxyEndpointKind } from "../proxy/capture.js";
 import { EndpointPicker } from "../proxy/endpoint-picker.js";
@@ -54,12 +62,13 @@ function sendPaused(reply: FastifyReply, pause: PauseController): FastifyReply {
     });
 }
 
-/** The rollout must exist and `aid` must be its current attempt. */
+/** The rollout must exist, `aid` must be its current attempt, and the rollout must not be terminal. */
 async function checkAttempt(store: Store, rolloutId: string, attemptId: string): Promise<void> {
   const rollout = await store.getRollout(rolloutId);
   if (!rollout) throw new RolloutNotFound(rolloutId);
   const current = rollout.status.last_attempt_id;
   if (current !== attemptId) throw new StaleAttempt(rolloutId, attemptId, current);
+  if (isTerminal(rollout.status.state)) throw new RolloutFinished(rolloutId, rollout.status.state);
 }
 
 /**
@@ -67,6 +76,7 @@ async function checkAttempt(store: Store, rolloutId: string, attemptId: string):
  * `POST /proxy/resume` and `GET /proxy/state`. Register it in the app with the error handler and auth hook set on
  * the parent; the plugin closes its upstream pool on `onClose`.
  * @throws {NotFound} unknown mode or path (404); {@link RolloutNotFound} (404); {@link StaleAttempt} (409);
+ *   {@link RolloutFinished} the rollout is terminal (409);
  *   {@link BadRequest} body not a JSON object (400); `NoEndpoint` (503); `UpstreamFailed` (502); `UpstreamTimeout` (504)
  */
 export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, { store, options, pause }) => {
