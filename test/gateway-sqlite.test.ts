@@ -42,6 +42,7 @@ describe("gateway on a SQLite file", () => {
       { event_type: "model_request", data: { response: { prompt_token_ids: [1, 2], choices: [{ token_ids: [3] }] } } },
       { event_type: "reward", event_id: "reward-a", data: { value: 0.25, source: "judge" } },
     ]);
+    await first.call("POST", "/api/rollouts/c/attempt/0/events", { event_type: "log", data: { n: 1 } });
     await first.call("PATCH", "/api/rollouts/b", { status: { state: "failed" } });
     await first.call("PATCH", "/api/rollouts/a", { status: { state: "succeeded" } });
     const page1 = await json<TerminalPage>(first.call("GET", "/api/rollouts/terminal?after=0&limit=1"));
@@ -69,10 +70,13 @@ describe("gateway on a SQLite file", () => {
       }),
     );
     expect(again).toEqual(eventsBefore[1]);
+    // "a" is succeeded: a replayed event_id is answered, a new event is not.
+    const late = await second.call("POST", "/api/rollouts/a/attempt/0/events", { event_type: "log", data: {} });
+    expect(late.status).toBe(409);
     const next = await json<Event>(
-      second.call("POST", "/api/rollouts/a/attempt/0/events", { event_type: "log", data: {} }),
+      second.call("POST", "/api/rollouts/c/attempt/0/events", { event_type: "log", data: { n: 2 } }),
     );
-    expect(next.sequence).toBe(3);
+    expect(next.sequence).toBe(2);
     expect(await json<{ attempts: string[] }>(second.call("GET", "/api/rollouts/a"))).toMatchObject({
       attempts: ["0"],
     });
