@@ -62,6 +62,33 @@ describe("POST /api/rollouts", () => {
     expect(await gw.store.listRollouts()).toEqual([]);
   });
 
+  it("answers 422 for a config.local the controller could never run, and stores nothing", async () => {
+    gw = await startTestGateway();
+    const both = await gw.call("POST", "/api/rollouts", [
+      { input: 1, config: { local: { command: ["python3", "agent.py"], agent_class: "agent.js:Agent" } } },
+    ]);
+    expect(both.status).toBe(422);
+    const bothBody = (await both.json()) as { detail: { loc: unknown[]; msg: string }[] };
+    expect(bothBody.detail[0]).toMatchObject({
+      loc: ["body", 0, "config", "local", "agent_class"],
+      msg: "set command or agent_class, not both",
+    });
+    for (const name of ["1BAD", "BAD=X", "WITH SPACE", ""]) {
+      const res = await gw.call("POST", "/api/rollouts", [
+        { input: { q: 1 }, config: { local: { command: ["true"], env_map: { [name]: "input.q" } } } },
+      ]);
+      expect(res.status, name).toBe(422);
+      const body = (await res.json()) as { detail: { loc: unknown[]; msg: string }[] };
+      expect(body.detail[0]?.loc.slice(0, 5)).toEqual(["body", 0, "config", "local", "env_map"]);
+      expect(body.detail[0]?.msg).toMatch(/env var name/);
+    }
+    expect(await gw.store.listRollouts()).toEqual([]);
+    const ok = await gw.call("POST", "/api/rollouts", [
+      { input: { q: 1 }, config: { local: { command: ["true"], env_map: { _Q1: "input.q", Q: "input.q" } } } },
+    ]);
+    expect(ok.status).toBe(201);
+  });
+
   it("answers 422 for a missing body", async () => {
     gw = await startTestGateway();
     const res = await gw.call("POST", "/api/rollouts");
