@@ -82,6 +82,22 @@ describe("gateway on a SQLite file", () => {
     });
   });
 
+  it("answers 422 for an event_type with a lone surrogate; a well-formed emoji type is stored and filterable", async () => {
+    // SQLite would have stored "\ud800" as U+FFFD, so the event echoed back would never match its own type again.
+    const gw = await start();
+    await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: 1 }]);
+    const bad = await gw.call("POST", "/api/rollouts/r/attempt/0/events", { event_type: "ü🚀\ud800", data: {} });
+    expect(bad.status).toBe(422);
+    const detail = ((await bad.json()) as { detail: { loc: unknown[]; msg: string }[] }).detail;
+    expect(detail[0]).toMatchObject({ loc: ["body", "event_type"], msg: expect.stringMatching(/lone surrogate/) });
+    expect(await gw.store.countEvents()).toBe(0);
+    const data = { text: "half a pair: \udc00" }; // payloads are JSON text in SQLite: they survive as sent
+    const ok = await gw.call("POST", "/api/rollouts/r/attempt/0/events", { event_type: "ü🚀", data });
+    expect(ok.status).toBe(200);
+    const found = await json<Event[]>(gw.call("GET", `/api/rollouts/r/events?event_type=${encodeURIComponent("ü🚀")}`));
+    expect(found.map((e) => [e.event_type, e.data])).toEqual([["ü🚀", data]]);
+  });
+
   it("loses nothing under 200 concurrent event posts: sequences 1..200, gap-free", async () => {
     const gw = await start();
     await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: 1 }]);

@@ -4,5 +4,6 @@ export * from "./event.js";
 export * from "./model.js";
 export * from "./rollout.js";
 export * from "./state.js";
+export * from "./text.js";
 export * from "./triplet.js";
 export * from "./validate.js";

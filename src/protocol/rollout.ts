@@ -3,6 +3,7 @@
  * A rollout is one run of an agent on one input; each execution of it is an attempt ("0", "1", …).
  */
 import { z } from "zod";
+import { wellFormedString } from "./text.js";
 
 /** Rollout states. `succeeded` and `failed` are terminal. */
 export const RolloutStateSchema = z.enum(["queuing", "running", "succeeded", "failed"]);
@@ -115,9 +116,9 @@ export const RolloutPatchSchema = z.strictObject({
   status: z
     .strictObject({
       state: RolloutStateSchema.optional(),
-      k8s_job_name: z.string().nullable().optional(),
-      last_attempt_id: z.string().min(1).nullable().optional(),
-      error_message: z.string().nullable().optional(),
+      k8s_job_name: wellFormedString().nullable().optional(),
+      last_attempt_id: wellFormedString(1).nullable().optional(),
+      error_message: wellFormedString().nullable().optional(),
     })
     .optional(),
 });
