@@ -72,8 +72,10 @@ export interface Store {
   listTerminal(after: number, limit: number): Promise<TerminalPage>;
   /**
    * Appends events to the rollout's current attempt in one transaction. Each gets the server's timestamp (epoch s) and
-   * the next gap-free per-rollout `sequence`. An `event_id` already stored for this rollout returns the stored event
-   * instead of a new one. A terminal rollout takes no new events; a batch made only of such replays still
+   * the next gap-free per-rollout `sequence`. An `event_id` already stored for this rollout (in any of its attempts)
+   * returns the stored event instead of a new one, unchanged, even when the new post carries another `event_type` or
+   * `data`: a repeated id is taken to be a client's retry, so nothing is compared or overwritten. Use a fresh id per
+   * event. A terminal rollout takes no new events; a batch made only of such replays still
    * returns the stored events.
    * @throws {RolloutNotFound} unknown rollout
    * @throws {StaleAttempt} `attemptId` is not the current attempt
