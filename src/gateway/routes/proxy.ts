@@ -18,6 +18,7 @@ import type { Store } from "../../store/store.js";
 import type { ProxyEndpointKind } from "../proxy/capture.js";
 import { EndpointPicker } from "../proxy/endpoint-picker.js";
 import { forwardCall, type ProxyContext } from "../proxy/forward.js";
+import { listProxyModels } from "../proxy/model-list.js";
 import type { ProxyOptions } from "../proxy/options.js";
 import type { PauseController } from "../proxy/pause.js";
 import type { ProxyMode } from "../proxy/rewrite.js";
@@ -72,7 +73,8 @@ async function checkAttempt(store: Store, rolloutId: string, attemptId: string):
 }
 
 /**
- * The proxy routes: `POST {PREFIX}/openai/v1/chat/completions` and `…/completions`, plus `POST /proxy/pause`,
+ * The proxy routes: `POST {PREFIX}/openai/v1/chat/completions` and `…/completions`, `GET …/models` (OpenAI's model
+ * list: the configured model name, else every registered model), plus `POST /proxy/pause`,
  * `POST /proxy/resume` and `GET /proxy/state`. Register it in the app with the error handler and auth hook set on
  * the parent; the plugin closes its upstream pool on `onClose`.
  * @throws {NotFound} unknown mode or path (404); {@link RolloutNotFound} (404); {@link StaleAttempt} (409);
@@ -113,6 +115,15 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
         release();
       }
     };
+
+  // Listing models is not a model call: no pause gate, no attempt check (an agent may list before its first call).
+  const startedSeconds = Math.floor(Date.now() / 1000);
+  app.get<{ Params: ProxyParams }>(`${PREFIX}/openai/v1/models`, async (request) => {
+    const { rid, mode } = request.params;
+    if (!MODES.has(mode)) throw new NotFound(`Unknown proxy mode ${mode} (expected train or val)`);
+    if (!(await store.getRollout(rid))) throw new RolloutNotFound(rid);
+    return listProxyModels(store, options.modelName, startedSeconds);
+  });
 
   const routeOptions = { bodyLimit: options.bodyLimitBytes };
   app.post(`${PREFIX}/openai/v1/chat/completions`, routeOptions, handle("chat"));
