@@ -81,10 +81,19 @@ export class ValidationFailed extends ArclightError {
   }
 }
 
-/** No model endpoint is registered to serve a proxied call (HTTP 503). */
+/**
+ * No model endpoint is registered to serve a proxied call (HTTP 503). OpenAI clients retry a 503 many times, so the
+ * message says how to fix it, for whoever reads the agent's log.
+ */
 export class NoEndpoint extends ArclightError {
   constructor(model: string) {
-    super("no_endpoint", 503, `No endpoint is registered for model ${model}`);
+    super(
+      "no_endpoint",
+      503,
+      `No endpoint is registered for model ${model}: register an endpoint with POST /api/models ` +
+        `[{"model": ${JSON.stringify(model)}, "endpoint": "http://HOST:PORT/v1"}], or start the gateway with ` +
+        "--model-name set to a registered model",
+    );
   }
 }
 

@@ -84,7 +84,13 @@ describe("proxy routing and errors", () => {
     const { h, rid } = await setup({ modelName: "unregistered" });
     const answer = await agentCall(h, rid, "chat/completions", chatRequest());
     expect(answer.status).toBe(503);
-    expect(answer.json).toMatchObject({ code: "no_endpoint", detail: expect.stringMatching(/unregistered/) });
+    expect(answer.json).toMatchObject({
+      code: "no_endpoint",
+      detail:
+        'No endpoint is registered for model unregistered: register an endpoint with POST /api/models [{"model": ' +
+        '"unregistered", "endpoint": "http://HOST:PORT/v1"}], or start the gateway with --model-name set to a ' +
+        "registered model",
+    });
   });
 });
 
