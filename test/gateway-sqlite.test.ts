@@ -42,6 +42,7 @@ describe("gateway on a SQLite file", () => {
       { event_type: "model_request", data: { response: { prompt_token_ids: [1, 2], choices: [{ token_ids: [3] }] } } },
       { event_type: "reward", event_id: "reward-a", data: { value: 0.25, source: "judge" } },
     ]);
+    await first.call("POST", "/api/rollouts/c/attempt/0/events", { event_type: "log", data: { n: 1 } });
     await first.call("PATCH", "/api/rollouts/b", { status: { state: "failed" } });
     await first.call("PATCH", "/api/rollouts/a", { status: { state: "succeeded" } });
     const page1 = await json<TerminalPage>(first.call("GET", "/api/rollouts/terminal?after=0&limit=1"));
@@ -69,13 +70,32 @@ describe("gateway on a SQLite file", () => {
       }),
     );
     expect(again).toEqual(eventsBefore[1]);
+    // "a" is succeeded: a replayed event_id is answered, a new event is not.
+    const late = await second.call("POST", "/api/rollouts/a/attempt/0/events", { event_type: "log", data: {} });
+    expect(late.status).toBe(409);
     const next = await json<Event>(
-      second.call("POST", "/api/rollouts/a/attempt/0/events", { event_type: "log", data: {} }),
+      second.call("POST", "/api/rollouts/c/attempt/0/events", { event_type: "log", data: { n: 2 } }),
     );
-    expect(next.sequence).toBe(3);
+    expect(next.sequence).toBe(2);
     expect(await json<{ attempts: string[] }>(second.call("GET", "/api/rollouts/a"))).toMatchObject({
       attempts: ["0"],
     });
+  });
+
+  it("answers 422 for an event_type with a lone surrogate; a well-formed emoji type is stored and filterable", async () => {
+    // SQLite would have stored "\ud800" as U+FFFD, so the event echoed back would never match its own type again.
+    const gw = await start();
+    await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: 1 }]);
+    const bad = await gw.call("POST", "/api/rollouts/r/attempt/0/events", { event_type: "ü🚀\ud800", data: {} });
+    expect(bad.status).toBe(422);
+    const detail = ((await bad.json()) as { detail: { loc: unknown[]; msg: string }[] }).detail;
+    expect(detail[0]).toMatchObject({ loc: ["body", "event_type"], msg: expect.stringMatching(/lone surrogate/) });
+    expect(await gw.store.countEvents()).toBe(0);
+    const data = { text: "half a pair: \udc00" }; // payloads are JSON text in SQLite: they survive as sent
+    const ok = await gw.call("POST", "/api/rollouts/r/attempt/0/events", { event_type: "ü🚀", data });
+    expect(ok.status).toBe(200);
+    const found = await json<Event[]>(gw.call("GET", `/api/rollouts/r/events?event_type=${encodeURIComponent("ü🚀")}`));
+    expect(found.map((e) => [e.event_type, e.data])).toEqual([["ü🚀", data]]);
   });
 
   it("loses nothing under 200 concurrent event posts: sequences 1..200, gap-free", async () => {

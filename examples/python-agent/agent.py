@@ -42,7 +42,7 @@ def main() -> None:
     # max_retries is high because a paused gateway (weight update) answers 429 + Retry-After, which the SDK honours.
     client = OpenAI(base_url=os.environ["AGL_OPENAI_BASE_URL"], api_key=os.environ.get("AGL_KEY") or "none", max_retries=50)
     completion = client.chat.completions.create(
-        model="policy",  # the gateway replaces it with the model it serves
+        model="policy",  # replaced by the gateway's --model-name; without one, this name must be registered
         messages=[{"role": "user", "content": os.environ["QUESTION"]}],
         max_tokens=32,
     )

@@ -3,7 +3,7 @@
  * the status patch (`succeeded`, or `failed` with a reason). Both writes are safe to repeat.
  */
 import type { GatewayClient } from "../gateway/client.js";
-import { InvalidTransition, RolloutNotFound, StaleAttempt } from "../protocol/index.js";
+import { Conflict, InvalidTransition, RolloutFinished, RolloutNotFound, StaleAttempt } from "../protocol/index.js";
 import type { ExitInfo } from "./local.js";
 
 /** The end of one attempt, waiting to be reported. */
@@ -42,12 +42,28 @@ export function describeExit(
   return { state: "failed", reason: `killed by ${info.signal ?? "unknown signal"}` };
 }
 
+/**
+ * True for the gateway answers that mean "this attempt's write no longer applies": the rollout was deleted, finished
+ * (`RolloutFinished`, e.g. a repeated report whose first patch landed), moved to another attempt (`StaleAttempt`,
+ * `Conflict`), or forbids the move (`InvalidTransition`). Such an outcome is dropped, never retried.
+ */
+export function isSuperseded(err: unknown): err is Error {
+  return (
+    err instanceof InvalidTransition ||
+    err instanceof StaleAttempt ||
+    err instanceof RolloutNotFound ||
+    err instanceof RolloutFinished ||
+    err instanceof Conflict
+  );
+}
+
 /** What {@link reportOutcome} did. */
 export type ReportResult = "reported" | "superseded";
 
 /**
- * Writes an outcome to the gateway: the `log` event first (while the attempt is still current), then the patch.
- * The log event's `event_id` is fixed per attempt, so a repeated report stores it once.
+ * Writes an outcome to the gateway: the `log` event first (while the attempt is current and the rollout not yet
+ * terminal: a terminal rollout takes no new events), then the patch. The log event's `event_id` is fixed per attempt,
+ * so a repeated report stores it once (the gateway answers a replayed `event_id` even after the rollout finished).
  * @returns `superseded` when the gateway no longer lets this attempt end (the rollout was deleted, finished or moved
  *   to another attempt elsewhere): the outcome is dropped, nothing else to do
  * @throws whatever else the client throws (e.g. `GatewayUnreachable`): report again later
@@ -64,7 +80,7 @@ export async function reportOutcome(client: GatewayClient, outcome: AttemptOutco
     });
     return "reported";
   } catch (err) {
-    if (err instanceof InvalidTransition || err instanceof StaleAttempt || err instanceof RolloutNotFound) {
+    if (isSuperseded(err)) {
       return "superseded";
     }
     throw err;

@@ -4,11 +4,11 @@
  */
 import type { Logger } from "pino";
 import type { GatewayClient } from "../gateway/client.js";
-import { InvalidTransition, type Rollout, RolloutNotFound, StaleAttempt } from "../protocol/index.js";
+import type { Rollout } from "../protocol/index.js";
 import { buildAgentEnv, EnvMapError } from "./agent-env.js";
 import type { ControllerConfig } from "./config.js";
 import { AgentProcess, type ExitInfo, killGroup, LaunchError, processAlive, resolveLaunch } from "./local.js";
-import { type AttemptOutcome, describeExit, type KillCause, reportOutcome } from "./outcome.js";
+import { type AttemptOutcome, describeExit, isSuperseded, type KillCause, reportOutcome } from "./outcome.js";
 import { SpawnLimiter } from "./spawn-limiter.js";
 import { ControllerStateFile, type OwnedProcess } from "./state-file.js";
 
@@ -264,7 +264,7 @@ export class LocalController {
     try {
       await this.client.patchRollout(rolloutId, { status: { state: "running", last_attempt_id: attemptId } });
     } catch (err) {
-      if (err instanceof InvalidTransition || err instanceof StaleAttempt || err instanceof RolloutNotFound) {
+      if (isSuperseded(err)) {
         this.log.info({ rolloutId, attemptId, reason: err.message }, "rollout taken or changed elsewhere; skipped");
         return false;
       }

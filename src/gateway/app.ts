@@ -11,6 +11,7 @@ import type { Store } from "../store/store.js";
 import { makeAuthHook } from "./auth.js";
 import { type GatewayConfig, proxyOptionsOf } from "./config.js";
 import { errorHandler } from "./error-handler.js";
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from "./json-depth.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
 import { PauseController } from "./proxy/pause.js";
 import type { GatewayRouteOptions } from "./route-options.js";
@@ -42,12 +43,19 @@ function requestId(header: string | string[] | undefined): string {
   return typeof header === "string" && /^[\w.:-]{1,128}$/.test(header) ? header : randomUUID();
 }
 
-/** JSON bodies: parsed with Fastify's prototype-poisoning-safe parser; an empty body counts as no body. */
+/**
+ * JSON bodies: parsed with Fastify's prototype-poisoning-safe parser; an empty body counts as no body. A body nested
+ * deeper than {@link MAX_JSON_DEPTH} levels is refused (400) before parsing, so nothing stores a value that
+ * `JSON.stringify` cannot walk.
+ */
 function installJsonParser(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser("error", "ignore");
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     if ((body as string).trim() === "") return done(null, undefined);
+    if (jsonDepthExceeds(body as string, MAX_JSON_DEPTH)) {
+      return done(new BadRequest(`JSON body nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+    }
     parseJson(request, body as string, (err, value) => {
       if (err) done(new BadRequest(`Invalid JSON body: ${err.message}`), undefined);
       else done(null, value);

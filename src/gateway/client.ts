@@ -174,6 +174,7 @@ export class GatewayClient {
    * @throws {RolloutNotFound} unknown rollout
    * @throws {InvalidTransition} a move the state machine forbids (409)
    * @throws {StaleAttempt} `last_attempt_id` names a superseded attempt (409)
+   * @throws {Conflict} `last_attempt_id` names an attempt the rollout never had (409)
    * @throws {ValidationFailed} a field other than `status.*`, or a bad enum (422)
    */
   patchRollout(rolloutId: string, patch: RolloutPatch): Promise<Rollout> {

@@ -46,6 +46,16 @@ export class StaleAttempt extends ArclightError {
   }
 }
 
+/**
+ * A write (event, status patch or proxied model call) aimed at a rollout that is already `succeeded` or `failed`
+ * (HTTP 409): terminal rollouts are final, so what the trainer read from them stays what they hold.
+ */
+export class RolloutFinished extends ArclightError {
+  constructor(rolloutId: string, state: string) {
+    super("rollout_finished", 409, `Rollout ${rolloutId} is ${state}: no more writes`);
+  }
+}
+
 /** A write that conflicts with stored data in a way other than a state transition (HTTP 409). */
 export class Conflict extends ArclightError {
   constructor(message: string) {
@@ -73,10 +83,19 @@ export class ValidationFailed extends ArclightError {
   }
 }
 
-/** No model endpoint is registered to serve a proxied call (HTTP 503). */
+/**
+ * No model endpoint is registered to serve a proxied call (HTTP 503). OpenAI clients retry a 503 many times, so the
+ * message says how to fix it, for whoever reads the agent's log.
+ */
 export class NoEndpoint extends ArclightError {
   constructor(model: string) {
-    super("no_endpoint", 503, `No endpoint is registered for model ${model}`);
+    super(
+      "no_endpoint",
+      503,
+      `No endpoint is registered for model ${model}: register an endpoint with POST /api/models ` +
+        `[{"model": ${JSON.stringify(model)}, "endpoint": "http://HOST:PORT/v1"}], or start the gateway with ` +
+        "--model-name set to a registered model",
+    );
   }
 }
 
@@ -120,6 +139,7 @@ export const ERROR_CODES: Readonly<Record<string, number>> = Object.freeze({
   rollout_not_found: 404,
   invalid_transition: 409,
   stale_attempt: 409,
+  rollout_finished: 409,
   conflict: 409,
   validation_failed: 422,
   no_endpoint: 503,

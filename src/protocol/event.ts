@@ -3,15 +3,16 @@
  * Field names follow Agent Lightning v1.0.
  */
 import { z } from "zod";
+import { wellFormedString } from "./text.js";
 
 /** Event types the system itself writes or reads; any other non-empty type passes through untouched. */
 export const WELL_KNOWN_EVENT_TYPES = ["model_request", "reward", "log"] as const;
 
 /** Body of `POST /api/rollouts/{id}/attempt/{aid}/events` (one item). `event_id` makes the post idempotent. */
 export const EventCreateSchema = z.strictObject({
-  event_type: z.string().min(1).max(200),
+  event_type: wellFormedString(1, 200),
   data: z.record(z.string(), z.unknown()).default(() => ({})),
-  event_id: z.string().min(1).max(200).optional(),
+  event_id: wellFormedString(1, 200).optional(),
 });
 /** An event to append, defaults applied. */
 export type EventCreate = z.infer<typeof EventCreateSchema>;

@@ -9,6 +9,8 @@ export * from "./model.js";
 export * from "./rollout.js";
 /** The rollout state machine. */
 export * from "./state.js";
+/** Text checks shared by the schemas (well-formed UTF-16). */
+export * from "./text.js";
 /** The trimmed triplet view of events (token ids, logprobs, rewards) the trainer reads. */
 export * from "./triplet.js";
 /** Schema validation that throws `ValidationFailed`. */

@@ -1,9 +1,10 @@
 /** @module Model endpoint registration: which OpenAI-compatible servers serve a model, at which policy version. */
 import { z } from "zod";
+import { wellFormedString } from "./text.js";
 
 /** A registered model endpoint, keyed by (model, endpoint). `version` is the policy version its weights carry. */
 export const ModelSchema = z.strictObject({
-  model: z.string().min(1),
+  model: wellFormedString(1),
   endpoint: z.url({ protocol: /^https?$/ }).describe("base URL of an OpenAI-compatible server, e.g. http://h:8000/v1"),
   version: z.number().int().min(0).default(0),
 });

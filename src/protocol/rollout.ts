@@ -3,21 +3,41 @@
  * A rollout is one run of an agent on one input; each execution of it is an attempt ("0", "1", …).
  */
 import { z } from "zod";
+import { wellFormedString } from "./text.js";
 
 /** Rollout states. `succeeded` and `failed` are terminal. */
 export const RolloutStateSchema = z.enum(["queuing", "running", "succeeded", "failed"]);
 /** One of `queuing | running | succeeded | failed`. */
 export type RolloutState = z.infer<typeof RolloutStateSchema>;
 
-/** How a local controller runs the agent: an argv array (any language) or a JS `module.js:Export` (AGL `agent_class`). */
-export const LocalConfigSchema = z.strictObject({
-  command: z.array(z.string()).min(1).optional().describe("argv of the agent process, e.g. ['python3', 'agent.py']"),
-  agent_class: z.string().min(1).optional().describe("JS module and export, 'path/to/module.js:ExportName'"),
-  env_map: z
-    .record(z.string(), z.string())
-    .default({})
-    .describe("env var name -> dotted path into the rollout input, e.g. {QUESTION: 'input.question'}"),
+/** Environment variable names `env_map` may set: a letter or `_`, then letters, digits and `_` (POSIX portable). */
+export const ENV_VAR_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** `env_map`: env var name → dotted path into the rollout; every name must match {@link ENV_VAR_NAME_PATTERN}. */
+export const EnvMapSchema = z.record(z.string(), z.string()).superRefine((envMap, ctx) => {
+  for (const name of Object.keys(envMap)) {
+    if (ENV_VAR_NAME_PATTERN.test(name)) continue;
+    const message = `env_map key ${JSON.stringify(name)} is not an env var name ([A-Za-z_][A-Za-z0-9_]*)`;
+    ctx.addIssue({ code: "custom", message, path: [name] });
+  }
 });
+
+/**
+ * How a local controller runs the agent: an argv array (any language) or a JS `module.js:Export` (AGL `agent_class`),
+ * never both (the controller could not tell which to run). Neither is allowed: the controller's own `local` applies.
+ */
+export const LocalConfigSchema = z
+  .strictObject({
+    command: z.array(z.string()).min(1).optional().describe("argv of the agent process, e.g. ['python3', 'agent.py']"),
+    agent_class: z.string().min(1).optional().describe("JS module and export, 'path/to/module.js:ExportName'"),
+    env_map: EnvMapSchema.default({}).describe(
+      "env var name -> dotted path into the rollout input, e.g. {QUESTION: 'input.question'}",
+    ),
+  })
+  .refine((local) => local.command === undefined || local.agent_class === undefined, {
+    message: "set command or agent_class, not both",
+    path: ["agent_class"],
+  });
 /** Local execution settings of a rollout. */
 export type LocalConfig = z.infer<typeof LocalConfigSchema>;
 
@@ -96,9 +116,9 @@ export const RolloutPatchSchema = z.strictObject({
   status: z
     .strictObject({
       state: RolloutStateSchema.optional(),
-      k8s_job_name: z.string().nullable().optional(),
-      last_attempt_id: z.string().min(1).nullable().optional(),
-      error_message: z.string().nullable().optional(),
+      k8s_job_name: wellFormedString().nullable().optional(),
+      last_attempt_id: wellFormedString(1).nullable().optional(),
+      error_message: wellFormedString().nullable().optional(),
     })
     .optional(),
 });

@@ -12,7 +12,7 @@ import {
   RolloutStateSchema,
   type TerminalPage,
 } from "../protocol/index.js";
-import { applyPatch, assertCurrentAttempt, buildRollout, nowSeconds } from "./rollout-rules.js";
+import { applyPatch, assertEventsWritable, buildRollout, nowSeconds } from "./rollout-rules.js";
 import type { EventQuery, RolloutQuery, Store } from "./store.js";
 
 interface RolloutRecord {
@@ -144,7 +144,9 @@ export class MemoryStore implements Store {
     this.check();
     const record = this.rollouts.get(rolloutId);
     if (!record) throw new RolloutNotFound(rolloutId);
-    assertCurrentAttempt(record.rollout, attemptId);
+    assertEventsWritable(record.rollout, attemptId, () =>
+      events.every((e) => e.event_id !== undefined && record.eventsById.has(e.event_id)),
+    );
     const timestamp = nowSeconds();
     const added: Event[] = [];
     const addedById = new Map<string, Event>();

@@ -1,15 +1,17 @@
 /**
  * @module Pure rules every store applies the same way: building a new rollout, applying a status patch (transition
- * check, attempt retry, version bump) and checking which attempt a write may target.
+ * check, attempt retry, version bump) and checking which attempt a write may target (terminal rollouts take none).
  */
 import { randomUUID } from "node:crypto";
 import {
   assertTransition,
+  Conflict,
   FIRST_ATTEMPT_ID,
   isTerminal,
   nextAttemptId,
   type Rollout,
   type RolloutCreate,
+  RolloutFinished,
   type RolloutPatch,
   StaleAttempt,
 } from "../protocol/index.js";
@@ -60,12 +62,15 @@ export interface PatchOutcome {
  * Applies a status patch to a stored rollout without mutating it.
  *
  * Retry rule: a patch to `failed` while `config.max_attempts` is not used up moves the rollout back to `queuing` with
- * the next attempt id instead, keeping the error in `error_message`.
+ * the next attempt id instead, keeping the error in `error_message`. Only this rule starts attempts: a patch's
+ * `last_attempt_id` may only name the current attempt (a no-op, e.g. the controller's "attempt 1 is running").
  *
- * @param attempts - every attempt id this rollout has had (used to reject patches naming a superseded attempt)
+ * @param attempts - every attempt id this rollout has had (used to tell superseded attempts from unknown ones)
  * @param now - epoch seconds
+ * @throws {RolloutFinished} the rollout is already terminal (any patch, even an empty one)
  * @throws {InvalidTransition} a move the state machine forbids
  * @throws {StaleAttempt} `last_attempt_id` names a superseded attempt
+ * @throws {Conflict} `last_attempt_id` names an attempt the rollout never had (unknown or future)
  */
 export function applyPatch(
   rollout: Rollout,
@@ -74,19 +79,13 @@ export function applyPatch(
   now: number,
 ): PatchOutcome {
   const current = rollout.status;
+  if (isTerminal(current.state)) throw new RolloutFinished(rollout.rollout_id, current.state);
   const requested = patch.status ?? {};
   const next = { ...current, version: current.version + 1, updated_at: now };
   let supersededAttemptId: string | null = null;
 
   if (requested.last_attempt_id !== undefined && requested.last_attempt_id !== current.last_attempt_id) {
-    const named = requested.last_attempt_id;
-    if (named !== null && attempts.has(named)) {
-      throw new StaleAttempt(rollout.rollout_id, named, current.last_attempt_id);
-    }
-    if (isTerminal(current.state)) {
-      assertTransition(rollout.rollout_id, current.state, current.state);
-    }
-    next.last_attempt_id = named;
+    assertNamedAttempt(rollout, requested.last_attempt_id, attempts);
   }
   if (requested.k8s_job_name !== undefined) next.k8s_job_name = requested.k8s_job_name;
   if (requested.error_message !== undefined) next.error_message = requested.error_message;
@@ -108,11 +107,42 @@ export function applyPatch(
 }
 
 /**
+ * Rejects a patch whose `last_attempt_id` is not the current attempt.
+ * @throws {StaleAttempt} it names a superseded attempt
+ * @throws {Conflict} it names an attempt the rollout never had (unknown, future or null)
+ */
+function assertNamedAttempt(rollout: Rollout, named: string | null, attempts: ReadonlySet<string>): never {
+  const current = rollout.status.last_attempt_id;
+  if (named !== null && attempts.has(named)) throw new StaleAttempt(rollout.rollout_id, named, current);
+  throw new Conflict(
+    `Rollout ${rollout.rollout_id}: last_attempt_id ${named === null ? "null" : JSON.stringify(named)} is not the ` +
+      `current attempt (current: ${current ?? "none"}); a patch may only name the current attempt, new attempts ` +
+      "start when a failed attempt is retried",
+  );
+}
+
+/**
  * Checks that a write may target `attemptId`: only the rollout's current attempt may be written.
  * @throws {StaleAttempt} otherwise
  */
 export function assertCurrentAttempt(rollout: Rollout, attemptId: string): void {
   if (rollout.status.last_attempt_id !== attemptId) {
     throw new StaleAttempt(rollout.rollout_id, attemptId, rollout.status.last_attempt_id);
+  }
+}
+
+/**
+ * Checks that events may be appended to `attemptId`: it is the current attempt and the rollout is not terminal.
+ * A terminal rollout still answers a batch whose every event is a replay (an `event_id` already stored), so a client
+ * retrying a post that landed just before the rollout finished gets the stored events, not an error.
+ * @param isReplay - true when every event of the batch carries an `event_id` already stored for this rollout;
+ *   called only for a terminal rollout
+ * @throws {StaleAttempt} `attemptId` is not the current attempt
+ * @throws {RolloutFinished} the rollout is terminal and the batch holds a new event
+ */
+export function assertEventsWritable(rollout: Rollout, attemptId: string, isReplay: () => boolean): void {
+  assertCurrentAttempt(rollout, attemptId);
+  if (isTerminal(rollout.status.state) && !isReplay()) {
+    throw new RolloutFinished(rollout.rollout_id, rollout.status.state);
   }
 }

@@ -18,7 +18,7 @@ import {
   type TerminalPage,
 } from "../protocol/index.js";
 import { StoreOpenError } from "./errors.js";
-import { applyPatch, assertCurrentAttempt, buildRollout, nowSeconds } from "./rollout-rules.js";
+import { applyPatch, assertEventsWritable, buildRollout, nowSeconds } from "./rollout-rules.js";
 import { migrate } from "./sqlite-migrations.js";
 import {
   EVENT_COLUMNS,
@@ -210,13 +210,15 @@ export class SqliteStore implements Store {
     return this.write(() => {
       const rollout = this.readRollout(rolloutId);
       if (!rollout) throw new RolloutNotFound(rolloutId);
-      assertCurrentAttempt(rollout, attemptId);
+      const byId = this.stmt(`SELECT ${EVENT_COLUMNS} FROM events WHERE rollout_id = ? AND event_id = ?`);
+      assertEventsWritable(rollout, attemptId, () =>
+        events.every((e) => e.event_id !== undefined && byId.get(rolloutId, e.event_id) !== undefined),
+      );
       const timestamp = nowSeconds();
       // The write lock is held, so MAX(sequence) cannot move under us, in this process or another one.
       let sequence = this.stmt("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE rollout_id = ?")
         .pluck()
         .get(rolloutId) as number;
-      const byId = this.stmt(`SELECT ${EVENT_COLUMNS} FROM events WHERE rollout_id = ? AND event_id = ?`);
       return events.map((create) => {
         if (create.event_id !== undefined) {
           const stored = byId.get(rolloutId, create.event_id) as EventRow | undefined;

@@ -38,8 +38,9 @@ export interface EventQuery {
  *
  * Attempt rules: a new rollout's current attempt is "0" (`status.last_attempt_id`). When a rollout with
  * `config.max_attempts > 1` is patched to `failed` and attempts remain, it goes back to `queuing` with the next attempt
- * id ("1", …) and the failure in `error_message`, instead of failing. Writes aimed at any attempt other than the current
- * one are rejected with `StaleAttempt`.
+ * id ("1", …) and the failure in `error_message`, instead of failing. That rule is the only way an attempt starts: a
+ * patch's `last_attempt_id` may only name the current attempt (a no-op). Writes aimed at a superseded attempt are
+ * rejected with `StaleAttempt`; a patch naming an attempt the rollout never had, with `Conflict`.
  */
 export interface Store {
   /**
@@ -54,10 +55,12 @@ export interface Store {
   listRollouts(query?: RolloutQuery): Promise<Rollout[]>;
   /**
    * Applies a status patch: checks the state transition, bumps `status.version`, sets `updated_at`, and appends the
-   * rollout to the terminal cursor when it becomes terminal.
+   * rollout to the terminal cursor when it becomes terminal. A terminal rollout takes no patch at all.
    * @throws {RolloutNotFound} unknown rollout
+   * @throws {RolloutFinished} the rollout is `succeeded` or `failed`
    * @throws {InvalidTransition} a move the state machine forbids
    * @throws {StaleAttempt} `last_attempt_id` names a superseded attempt
+   * @throws {Conflict} `last_attempt_id` names an attempt the rollout never had (unknown or future)
    */
   patchRollout(rolloutId: string, patch: RolloutPatch): Promise<Rollout>;
   /** Deletes the rollout with all its events. @returns false when it did not exist */
@@ -69,10 +72,14 @@ export interface Store {
   listTerminal(after: number, limit: number): Promise<TerminalPage>;
   /**
    * Appends events to the rollout's current attempt in one transaction. Each gets the server's timestamp (epoch s) and
-   * the next gap-free per-rollout `sequence`. An `event_id` already stored for this rollout returns the stored event
-   * instead of a new one.
+   * the next gap-free per-rollout `sequence`. An `event_id` already stored for this rollout (in any of its attempts)
+   * returns the stored event instead of a new one, unchanged, even when the new post carries another `event_type` or
+   * `data`: a repeated id is taken to be a client's retry, so nothing is compared or overwritten. Use a fresh id per
+   * event. A terminal rollout takes no new events; a batch made only of such replays still
+   * returns the stored events.
    * @throws {RolloutNotFound} unknown rollout
    * @throws {StaleAttempt} `attemptId` is not the current attempt
+   * @throws {RolloutFinished} the rollout is `succeeded` or `failed` and the batch holds a new event
    */
   appendEvents(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Promise<Event[]>;
   /** @returns the rollout's events in sequence order (empty for an unknown rollout) */

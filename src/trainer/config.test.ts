@@ -43,4 +43,14 @@ describe("trainer config", () => {
     expect(parseTrainerConfig({ train_batch_size: 16, async: { enabled: false } }).async.enabled).toBe(false);
     expect(TrainerConfigSchema.safeParse({ async: { enabled: true, async_train_batch_size: 9 } }).success).toBe(true);
   });
+
+  it("refuses a controller section whose rollouts the gateway would refuse: both launchers, or a bad env name", () => {
+    const both = { controller: { command: ["python3", "a.py"], agent_class: "a.js:A" } };
+    expect(() => parseTrainerConfig(both)).toThrow(/controller\.agent_class: set command or agent_class, not both/);
+    const badEnv = { controller: { command: ["true"], env_map: { "1BAD": "input.q" } } };
+    expect(() => parseTrainerConfig(badEnv)).toThrow(/controller\.env_map\.1BAD: .*not an env var name/);
+    expect(
+      parseTrainerConfig({ controller: { command: ["true"], env_map: { Q_1: "input.q" } } }).controller.env_map,
+    ).toEqual({ Q_1: "input.q" });
+  });
 });

@@ -3,6 +3,7 @@
  * descriptions). The CLI parses YAML, then env, then flags into it once and passes the frozen result down.
  */
 import { z } from "zod";
+import { EnvMapSchema } from "../protocol/rollout.js";
 import { parseOrThrow } from "../protocol/validate.js";
 
 /**
@@ -30,23 +31,27 @@ export const DataConfigSchema = z.strictObject({
 });
 
 /** How agents are started (local processes; a Kubernetes template comes later). */
-export const ControllerConfigSchema = z.strictObject({
-  command: z
-    .array(z.string())
-    .default([])
-    .describe("Agent command line (argv) started once per rollout; empty when agent_class is used"),
-  agent_class: z
-    .string()
-    .min(1)
-    .nullable()
-    .default(null)
-    .describe("Agent JS module and export (`path/to/agent.js:Agent`) run instead of command; null: use command"),
-  env_map: z
-    .record(z.string(), z.string())
-    .default({})
-    .describe("Env var name -> dotted path into the rollout input (e.g. {QUESTION: 'input.question'}) for each agent"),
-  pool_size: z.number().int().min(1).default(4).describe("Agent processes running at once (local controller)"),
-});
+export const ControllerConfigSchema = z
+  .strictObject({
+    command: z
+      .array(z.string())
+      .default([])
+      .describe("Agent command line (argv) started once per rollout; empty when agent_class is used"),
+    agent_class: z
+      .string()
+      .min(1)
+      .nullable()
+      .default(null)
+      .describe("Agent JS module and export (`path/to/agent.js:Agent`) run instead of command; null: use command"),
+    env_map: EnvMapSchema.default({}).describe(
+      "Env var name -> dotted path into the rollout input (e.g. {QUESTION: 'input.question'}) for each agent",
+    ),
+    pool_size: z.number().int().min(1).default(4).describe("Agent processes running at once (local controller)"),
+  })
+  .refine((c) => c.command.length === 0 || c.agent_class === null, {
+    message: "set command or agent_class, not both",
+    path: ["agent_class"],
+  });
 
 /** How model calls become training rows. */
 export const AggregatorConfigSchema = z.strictObject({

@@ -67,4 +67,45 @@ describe("proxy driven by the openai npm client", () => {
     const call = client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
     await expect(call).rejects.toBeInstanceOf(OpenAI.RateLimitError);
   });
+
+  it("lists the configured model name at GET …/openai/v1/models, as the openai client reads it", async () => {
+    const { client } = await setup("unused");
+    const page = await client.models.list();
+    expect(page.data.map((m) => [m.id, m.object, m.owned_by])).toEqual([["policy", "model", "arclight"]]);
+    expect(Number.isInteger(page.data[0]!.created)).toBe(true);
+  });
+});
+
+describe("GET …/openai/v1/models", () => {
+  async function harness(modelName: string) {
+    const h = await startProxyHarness({
+      options: { modelName },
+      models: [
+        { model: "b-model", endpoint: "http://127.0.0.1:9/v1" },
+        { model: "a-model", endpoint: "http://127.0.0.1:9/v1" },
+        { model: "a-model", endpoint: "http://127.0.0.2:9/v1" },
+      ],
+    });
+    cleanups.push(() => h.close());
+    return { h, rid: await h.newRollout() };
+  }
+
+  const get = (url: string, key: string | null) =>
+    fetch(url, { headers: key === null ? {} : { authorization: `Bearer ${key}` } });
+
+  it("lists every registered model once when no model name is configured", async () => {
+    const { h, rid } = await harness("");
+    const res = await get(`${h.openaiBase(rid)}/models`, h.key);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { object: string; data: { id: string; object: string }[] };
+    expect(body.object).toBe("list");
+    expect(body.data.map((m) => m.id)).toEqual(["a-model", "b-model"]);
+  });
+
+  it("needs the key, a known mode and a known rollout, like the other proxy routes", async () => {
+    const { h, rid } = await harness("policy");
+    expect((await get(`${h.openaiBase(rid)}/models`, null)).status).toBe(401);
+    expect((await get(`${h.openaiBase(rid, "0", "eval")}/models`, h.key)).status).toBe(404);
+    expect((await get(`${h.openaiBase("ro-nope")}/models`, h.key)).status).toBe(404);
+  });
 });

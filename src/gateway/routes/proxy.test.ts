@@ -69,11 +69,28 @@ describe("proxy routing and errors", () => {
     expect(await modelEvents(h, rid)).toHaveLength(0);
   });
 
+  it("answers 409 rollout_finished for a call to a terminal rollout, without calling upstream", async () => {
+    const { h, rid, fake } = await setup();
+    await h.store.patchRollout(rid, { status: { state: "running" } });
+    await h.store.patchRollout(rid, { status: { state: "failed" } });
+    const late = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(late.status).toBe(409);
+    expect(late.json).toMatchObject({ code: "rollout_finished", detail: `Rollout ${rid} is failed: no more writes` });
+    expect(fake.received).toHaveLength(0);
+    expect(await modelEvents(h, rid)).toHaveLength(0);
+  });
+
   it("answers 503 when no endpoint is registered for the model", async () => {
     const { h, rid } = await setup({ modelName: "unregistered" });
     const answer = await agentCall(h, rid, "chat/completions", chatRequest());
     expect(answer.status).toBe(503);
-    expect(answer.json).toMatchObject({ code: "no_endpoint", detail: expect.stringMatching(/unregistered/) });
+    expect(answer.json).toMatchObject({
+      code: "no_endpoint",
+      detail:
+        'No endpoint is registered for model unregistered: register an endpoint with POST /api/models [{"model": ' +
+        '"unregistered", "endpoint": "http://HOST:PORT/v1"}], or start the gateway with --model-name set to a ' +
+        "registered model",
+    });
   });
 });
 

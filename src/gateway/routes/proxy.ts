@@ -5,11 +5,20 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { BadRequest, NotFound, parseOrThrow, RolloutNotFound, StaleAttempt } from "../../protocol/index.js";
+import {
+  BadRequest,
+  isTerminal,
+  NotFound,
+  parseOrThrow,
+  RolloutFinished,
+  RolloutNotFound,
+  StaleAttempt,
+} from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
 import type { ProxyEndpointKind } from "../proxy/capture.js";
 import { EndpointPicker } from "../proxy/endpoint-picker.js";
 import { forwardCall, type ProxyContext } from "../proxy/forward.js";
+import { listProxyModels } from "../proxy/model-list.js";
 import type { ProxyOptions } from "../proxy/options.js";
 import type { PauseController } from "../proxy/pause.js";
 import type { ProxyMode } from "../proxy/rewrite.js";
@@ -54,19 +63,22 @@ function sendPaused(reply: FastifyReply, pause: PauseController): FastifyReply {
     });
 }
 
-/** The rollout must exist and `aid` must be its current attempt. */
+/** The rollout must exist, `aid` must be its current attempt, and the rollout must not be terminal. */
 async function checkAttempt(store: Store, rolloutId: string, attemptId: string): Promise<void> {
   const rollout = await store.getRollout(rolloutId);
   if (!rollout) throw new RolloutNotFound(rolloutId);
   const current = rollout.status.last_attempt_id;
   if (current !== attemptId) throw new StaleAttempt(rolloutId, attemptId, current);
+  if (isTerminal(rollout.status.state)) throw new RolloutFinished(rolloutId, rollout.status.state);
 }
 
 /**
- * The proxy routes: `POST {PREFIX}/openai/v1/chat/completions` and `…/completions`, plus `POST /proxy/pause`,
+ * The proxy routes: `POST {PREFIX}/openai/v1/chat/completions` and `…/completions`, `GET …/models` (OpenAI's model
+ * list: the configured model name, else every registered model), plus `POST /proxy/pause`,
  * `POST /proxy/resume` and `GET /proxy/state`. Register it in the app with the error handler and auth hook set on
  * the parent; the plugin closes its upstream pool on `onClose`.
  * @throws {NotFound} unknown mode or path (404); {@link RolloutNotFound} (404); {@link StaleAttempt} (409);
+ *   {@link RolloutFinished} the rollout is terminal (409);
  *   {@link BadRequest} body not a JSON object (400); `NoEndpoint` (503); `UpstreamFailed` (502); `UpstreamTimeout` (504)
  */
 export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, { store, options, pause }) => {
@@ -103,6 +115,15 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
         release();
       }
     };
+
+  // Listing models is not a model call: no pause gate, no attempt check (an agent may list before its first call).
+  const startedSeconds = Math.floor(Date.now() / 1000);
+  app.get<{ Params: ProxyParams }>(`${PREFIX}/openai/v1/models`, async (request) => {
+    const { rid, mode } = request.params;
+    if (!MODES.has(mode)) throw new NotFound(`Unknown proxy mode ${mode} (expected train or val)`);
+    if (!(await store.getRollout(rid))) throw new RolloutNotFound(rid);
+    return listProxyModels(store, options.modelName, startedSeconds);
+  });
 
   const routeOptions = { bodyLimit: options.bodyLimitBytes };
   app.post(`${PREFIX}/openai/v1/chat/completions`, routeOptions, handle("chat"));

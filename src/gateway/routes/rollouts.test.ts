@@ -62,6 +62,33 @@ describe("POST /api/rollouts", () => {
     expect(await gw.store.listRollouts()).toEqual([]);
   });
 
+  it("answers 422 for a config.local the controller could never run, and stores nothing", async () => {
+    gw = await startTestGateway();
+    const both = await gw.call("POST", "/api/rollouts", [
+      { input: 1, config: { local: { command: ["python3", "agent.py"], agent_class: "agent.js:Agent" } } },
+    ]);
+    expect(both.status).toBe(422);
+    const bothBody = (await both.json()) as { detail: { loc: unknown[]; msg: string }[] };
+    expect(bothBody.detail[0]).toMatchObject({
+      loc: ["body", 0, "config", "local", "agent_class"],
+      msg: "set command or agent_class, not both",
+    });
+    for (const name of ["1BAD", "BAD=X", "WITH SPACE", ""]) {
+      const res = await gw.call("POST", "/api/rollouts", [
+        { input: { q: 1 }, config: { local: { command: ["true"], env_map: { [name]: "input.q" } } } },
+      ]);
+      expect(res.status, name).toBe(422);
+      const body = (await res.json()) as { detail: { loc: unknown[]; msg: string }[] };
+      expect(body.detail[0]?.loc.slice(0, 5)).toEqual(["body", 0, "config", "local", "env_map"]);
+      expect(body.detail[0]?.msg).toMatch(/env var name/);
+    }
+    expect(await gw.store.listRollouts()).toEqual([]);
+    const ok = await gw.call("POST", "/api/rollouts", [
+      { input: { q: 1 }, config: { local: { command: ["true"], env_map: { _Q1: "input.q", Q: "input.q" } } } },
+    ]);
+    expect(ok.status).toBe(201);
+  });
+
   it("answers 422 for a missing body", async () => {
     gw = await startTestGateway();
     const res = await gw.call("POST", "/api/rollouts");
@@ -215,6 +242,21 @@ describe("PATCH /api/rollouts/{id}", () => {
     const stale = await gw.call("PATCH", "/api/rollouts/r", { status: { last_attempt_id: "0" } });
     expect(stale.status).toBe(409);
     expect(((await stale.json()) as { code: string }).code).toBe("stale_attempt");
+  });
+
+  it("answers 409 when last_attempt_id names an attempt the rollout never had, and keeps the attempt", async () => {
+    gw = await startTestGateway();
+    await create([{ rollout_id: "p1", input: 1, config: { max_attempts: 3 } }]);
+    for (const named of ["5", "abc"]) {
+      const res = await gw.call("PATCH", "/api/rollouts/p1", { status: { state: "running", last_attempt_id: named } });
+      expect(res.status).toBe(409);
+      expect(((await res.json()) as { code: string }).code).toBe("conflict");
+    }
+    expect((await gw.store.getRollout("p1"))?.status).toMatchObject({ state: "queuing", last_attempt_id: "0" });
+    const ok = await gw.call("PATCH", "/api/rollouts/p1", { status: { state: "running", last_attempt_id: "0" } });
+    expect(ok.status).toBe(200);
+    const event = await gw.call("POST", "/api/rollouts/p1/attempt/0/events", { event_type: "log", data: {} });
+    expect(event.status).toBe(200);
   });
 
   it("answers 422 for an unknown state, an unknown status field or a non-status field", async () => {

@@ -57,6 +57,13 @@ export function eventCases({ fresh, test }: ContractContext): void {
         events({ event_type: "log", data: { n: 2 }, event_id: "e1" }),
       );
       expect(retry).toEqual(first);
+      // Even another type and payload: a repeated id is taken to be a retry, and answered with what was stored.
+      const [changed] = await store.appendEvents(
+        "r1",
+        "0",
+        events({ event_type: "reward", data: { value: 1 }, event_id: "e1" }),
+      );
+      expect(changed).toEqual(first);
       const batch = await store.appendEvents(
         "r1",
         "0",

@@ -1,6 +1,13 @@
 /** @module Store contract cases: rollouts, status patches and attempts, delete, terminal cursor. */
 import { describe, expect } from "vitest";
-import { InvalidTransition, type Rollout, RolloutNotFound, StaleAttempt } from "../../protocol/index.js";
+import {
+  Conflict,
+  InvalidTransition,
+  type Rollout,
+  RolloutFinished,
+  RolloutNotFound,
+  StaleAttempt,
+} from "../../protocol/index.js";
 import { type ContractContext, creates, events, modelRequest, running } from "./contract-helpers.js";
 
 /** Registers the rollout, status patch, delete and terminal cursor cases of the store contract. */
@@ -95,12 +102,12 @@ export function rolloutCases({ fresh, test }: ContractContext): void {
       expect(p1.status).toMatchObject({ state: "running", k8s_job_name: "job-1", version: 2, last_attempt_id: "0" });
       expect(p1.status.updated_at).toBeGreaterThanOrEqual(r!.status.updated_at);
       expect(p1.status.created_at).toBe(r!.status.created_at);
+      // An empty patch is still a patch: version grows.
+      expect((await store.patchRollout("r1", {})).status.version).toBe(3);
       const p2 = await store.patchRollout("r1", { status: { state: "succeeded" } });
-      expect(p2.status).toMatchObject({ state: "succeeded", k8s_job_name: "job-1", version: 3 });
+      expect(p2.status).toMatchObject({ state: "succeeded", k8s_job_name: "job-1", version: 4 });
       expect(p2.input).toEqual({ q: 1 });
       expect(await store.getRollout("r1")).toEqual(p2);
-      // An empty patch is still a patch: version grows.
-      expect((await store.patchRollout("r1", {})).status.version).toBe(4);
     });
 
     test("a forbidden transition throws InvalidTransition and changes nothing", async () => {
@@ -114,15 +121,48 @@ export function rolloutCases({ fresh, test }: ContractContext): void {
       expect((await store.getRollout("r1"))!.status).toMatchObject({ state: "running", version: 2 });
     });
 
-    test("terminal states are final", async () => {
+    test("terminal states are final: every patch, even one without a state, throws RolloutFinished", async () => {
       const store = await fresh();
       await running(store, { rollout_id: "r1", input: 0 });
       await store.patchRollout("r1", { status: { state: "succeeded" } });
       for (const state of ["running", "failed", "queuing", "succeeded"] as const) {
-        await expect(store.patchRollout("r1", { status: { state } })).rejects.toThrow(InvalidTransition);
+        await expect(store.patchRollout("r1", { status: { state } })).rejects.toThrow(RolloutFinished);
       }
-      await expect(store.patchRollout("r1", { status: { last_attempt_id: "1" } })).rejects.toThrow(InvalidTransition);
-      expect((await store.getRollout("r1"))!.status).toMatchObject({ state: "succeeded", version: 3 });
+      await expect(store.patchRollout("r1", { status: { error_message: "late" } })).rejects.toThrow(
+        "Rollout r1 is succeeded: no more writes",
+      );
+      await expect(store.patchRollout("r1", { status: { k8s_job_name: "j" } })).rejects.toThrow(RolloutFinished);
+      await expect(store.patchRollout("r1", { status: { last_attempt_id: "0" } })).rejects.toThrow(RolloutFinished);
+      await expect(store.patchRollout("r1", {})).rejects.toThrow(RolloutFinished);
+      expect((await store.getRollout("r1"))!.status).toMatchObject({
+        state: "succeeded",
+        version: 3,
+        error_message: null,
+      });
+    });
+
+    test("a terminal rollout takes no new events, but a replayed event_id still returns the stored event", async () => {
+      const store = await fresh();
+      await running(store, { rollout_id: "r1", input: 0, config: { max_attempts: 2 } });
+      await store.patchRollout("r1", { status: { state: "failed" } }); // retried: attempt "1"
+      await store.patchRollout("r1", { status: { state: "running" } });
+      const [stored] = await store.appendEvents(
+        "r1",
+        "1",
+        events({ event_type: "log", event_id: "e1", data: { n: 1 } }),
+      );
+      await store.patchRollout("r1", { status: { state: "failed", error_message: "boom" } });
+      await expect(store.appendEvents("r1", "1", events({ event_type: "reward", data: { value: 1 } }))).rejects.toThrow(
+        "Rollout r1 is failed: no more writes",
+      );
+      // A batch mixing a replay with a new event is refused as a whole.
+      const mixed = events({ event_type: "log", event_id: "e1" }, { event_type: "log", event_id: "e2" });
+      await expect(store.appendEvents("r1", "1", mixed)).rejects.toThrow(RolloutFinished);
+      // The superseded attempt is still answered StaleAttempt.
+      await expect(store.appendEvents("r1", "0", events({ event_type: "log" }))).rejects.toThrow(StaleAttempt);
+      expect(await store.appendEvents("r1", "1", events({ event_type: "log", event_id: "e1" }))).toEqual([stored]);
+      expect(await store.listEvents("r1")).toEqual([stored]);
+      expect(await store.countEvents()).toBe(1);
     });
 
     test("patching an unknown rollout throws RolloutNotFound", async () => {
@@ -172,13 +212,24 @@ export function rolloutCases({ fresh, test }: ContractContext): void {
       expect(ok.status.state).toBe("running");
     });
 
-    test("a patch may start a new attempt id, after which the old one is stale", async () => {
+    test("a patch naming an attempt the rollout never had throws Conflict and changes nothing", async () => {
+      // Attempts start only through the retry rule; a patch that could jump to attempt "5" (or "abc") would leave
+      // the running agent's attempt "0" stale and the retry count meaningless.
       const store = await fresh();
-      await running(store, { rollout_id: "r1", input: 0 });
-      await store.patchRollout("r1", { status: { last_attempt_id: "5" } });
-      await expect(store.appendEvents("r1", "0", events({ event_type: "log" }))).rejects.toThrow(StaleAttempt);
-      await expect(store.patchRollout("r1", { status: { last_attempt_id: "0" } })).rejects.toThrow(StaleAttempt);
-      expect((await store.appendEvents("r1", "5", events({ event_type: "log" })))[0]!.attempt_id).toBe("5");
+      const before = await running(store, { rollout_id: "r1", input: 0, config: { max_attempts: 3 } });
+      for (const named of ["5", "1", "abc", null]) {
+        const patch = { status: { state: "running" as const, last_attempt_id: named } };
+        await expect(store.patchRollout("r1", patch)).rejects.toThrow(Conflict);
+      }
+      await expect(store.patchRollout("r1", { status: { last_attempt_id: "5" } })).rejects.toThrow(
+        'Rollout r1: last_attempt_id "5" is not the current attempt (current: 0)',
+      );
+      expect(await store.getRollout("r1")).toEqual(before);
+      expect((await store.appendEvents("r1", "0", events({ event_type: "log" })))[0]!.attempt_id).toBe("0");
+      // Naming the current attempt is a no-op on the attempt; the retry rule still counts from it.
+      await store.patchRollout("r1", { status: { last_attempt_id: "0" } });
+      const retried = await store.patchRollout("r1", { status: { state: "failed", last_attempt_id: "0" } });
+      expect(retried.status).toMatchObject({ state: "queuing", last_attempt_id: "1" });
     });
   });
 
