@@ -4,6 +4,8 @@ import { Command } from "commander";
 import { registerController } from "./controller.js";
 import { registerEngine } from "./engine.js";
 import { registerGateway } from "./gateway.js";
+import { registerInspect } from "./inspect.js";
+import { registerTrain } from "./train.js";
 
 /** Reads this package's version from package.json (works from src/ under tsx and from dist/). */
 function packageVersion(): string {
@@ -34,5 +36,7 @@ export function buildProgram(): Command {
   registerEngine(program);
   registerGateway(program);
   registerController(program);
+  registerInspect(program);
+  registerTrain(program);
   return program;
 }

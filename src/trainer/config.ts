@@ -40,12 +40,12 @@ export const ControllerConfigSchema = z.strictObject({
     .min(1)
     .nullable()
     .default(null)
-    .describe("Agent class (`path/to/agent.js#Agent`) the controller runs instead of command; null: use command"),
+    .describe("Agent JS module and export (`path/to/agent.js:Agent`) run instead of command; null: use command"),
   env_map: z
     .record(z.string(), z.string())
     .default({})
-    .describe("Extra environment variables given to every agent process"),
-  pool_size: z.number().int().min(1).default(4).describe("Agent processes running at once"),
+    .describe("Env var name -> dotted path into the rollout input (e.g. {QUESTION: 'input.question'}) for each agent"),
+  pool_size: z.number().int().min(1).default(4).describe("Agent processes running at once (local controller)"),
 });
 
 /** How model calls become training rows. */
@@ -168,6 +168,18 @@ export const TrainerConfigSchema = z
       .default(1)
       .describe("Optimiser updates per batch of rollouts (PPO epochs)"),
     reward_fillna_value: z.number().default(0).describe("Reward given to a rollout that posted none"),
+    failed_rollouts: z
+      .enum(["drop", "fillna"])
+      .default("drop")
+      .describe(
+        "A failed rollout (agent crash, timeout): drop it from its group, or train it with reward_fillna_value",
+      ),
+    pause_retry_after_seconds: z
+      .number()
+      .int()
+      .min(0)
+      .default(1)
+      .describe("Retry-After (s) the paused proxy tells agents during a weight update"),
     async: section(AsyncConfigSchema, "Collocated asynchronous training"),
     checkpoint_interval: z
       .number()

@@ -1,0 +1,144 @@
+/**
+ * @module `arclight inspect ROLLOUT_ID`: prints, as JSON, the training rows the sample adapter makes from one
+ * rollout's events (per row: prompt and response token ids, loss mask, logprobs, mismatches), via `buildRolloutRows`.
+ */
+import type { Command } from "commander";
+import { GatewayClient } from "../gateway/client.js";
+import { dataIdOf } from "../protocol/index.js";
+import type { MergeMismatch } from "../trainer/aggregate.js";
+import { buildRolloutRows } from "../trainer/batch.js";
+import type { TripletEvent } from "../trainer/triplets.js";
+import { CliError } from "./program.js";
+
+/** Flags of `arclight inspect` as commander hands them over. */
+interface InspectFlags {
+  gatewayUrl?: string;
+  key?: string;
+  level: string;
+  maxPrompt: string;
+  maxResponse: string;
+  rewardFillna: string;
+}
+
+/** Parses a positive integer flag, naming it on failure. */
+function positiveInt(flag: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new CliError(`${flag} ${text}: expected a positive integer`);
+  return value;
+}
+
+/** The JSON printed for one rollout. */
+export interface InspectReport {
+  rollout_id: string;
+  data_id: string;
+  state: string;
+  reward: number;
+  reward_filled: boolean;
+  level: "transition" | "trajectory";
+  rows: {
+    prompt_token_ids: number[];
+    response_token_ids: number[];
+    loss_mask: number[];
+    logprobs: (number | null)[];
+    policy_versions: number[];
+    turns: number[];
+    /** Mismatches that started this row (its first turn did not extend the previous row). */
+    mismatches: MergeMismatch[];
+  }[];
+  mismatches: MergeMismatch[];
+  counts: Record<string, number>;
+}
+
+/**
+ * Reads a rollout and its triplet events from the gateway and builds its rows.
+ * @param client - gateway client
+ * @param rolloutId - the rollout
+ * @param options - aggregation level, limits, reward fill value
+ * @returns the report printed by the command
+ * @throws {RolloutNotFound} when the gateway has no such rollout
+ */
+export async function inspectRollout(
+  client: GatewayClient,
+  rolloutId: string,
+  options: { level: "transition" | "trajectory"; maxPrompt: number; maxResponse: number; rewardFillna: number },
+): Promise<InspectReport> {
+  const { rollout } = await client.getRollout(rolloutId);
+  const events = (await client.getEvents(rolloutId, { format: "triplet" })) as TripletEvent[];
+  const dataId = dataIdOf(rollout.input);
+  const { triplets, aggregate } = buildRolloutRows(
+    { rolloutId, dataId, events },
+    {
+      level: options.level,
+      limits: { maxPromptLength: options.maxPrompt, maxResponseLength: options.maxResponse },
+      rewardFillnaValue: options.rewardFillna,
+    },
+  );
+  return {
+    rollout_id: rolloutId,
+    data_id: dataId,
+    state: rollout.status.state,
+    reward: triplets.reward,
+    reward_filled: triplets.rewardFilled,
+    level: options.level,
+    rows: aggregate.rows.map((row) => ({
+      prompt_token_ids: row.promptTokenIds,
+      response_token_ids: row.responseTokenIds,
+      loss_mask: row.lossMask,
+      logprobs: row.oldLogprobs,
+      policy_versions: row.policyVersions,
+      turns: row.turns,
+      mismatches: aggregate.mismatches.filter((m) => m.turn === row.turns[0]),
+    })),
+    mismatches: aggregate.mismatches,
+    counts: {
+      calls: triplets.calls.length,
+      truncated_rows: aggregate.truncatedRows,
+      dropped_rows: aggregate.droppedRows,
+      empty_rows: aggregate.emptyRows,
+      error_calls: triplets.errorCalls,
+      incomplete_calls: triplets.incompleteCalls,
+      malformed_events: triplets.malformedEvents,
+    },
+  };
+}
+
+/**
+ * Registers `arclight inspect`.
+ * @param program - the root commander program
+ */
+export function registerInspect(program: Command): void {
+  program
+    .command("inspect")
+    .description("Print, as JSON, the training rows the trainer would make from one rollout's events")
+    .argument("<rollout_id>", "the rollout to inspect")
+    .option("--gateway-url <url>", "gateway base URL (also ARCLIGHT_GATEWAY_URL; default http://127.0.0.1:8080)")
+    .option("--key <key>", "gateway API key (also ARCLIGHT_KEY or AGL_KEY)")
+    .option("--level <level>", "trajectory | transition", "trajectory")
+    .option("--max-prompt <n>", "maximum prompt length (tokens)", "1024")
+    .option("--max-response <n>", "maximum response-region length (tokens)", "1024")
+    .option("--reward-fillna <value>", "reward used when the rollout posted none", "0")
+    .action(async (rolloutId: string, flags: InspectFlags) => {
+      if (flags.level !== "trajectory" && flags.level !== "transition") {
+        throw new CliError(`--level ${flags.level}: expected trajectory or transition`);
+      }
+      const rewardFillna = Number(flags.rewardFillna);
+      if (!Number.isFinite(rewardFillna))
+        throw new CliError(`--reward-fillna ${flags.rewardFillna}: expected a number`);
+      const client = new GatewayClient({
+        baseUrl: flags.gatewayUrl ?? process.env.ARCLIGHT_GATEWAY_URL ?? "http://127.0.0.1:8080",
+        key: flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "",
+        retries: 1,
+      });
+      try {
+        const report = await inspectRollout(client, rolloutId, {
+          level: flags.level,
+          maxPrompt: positiveInt("--max-prompt", flags.maxPrompt),
+          maxResponse: positiveInt("--max-response", flags.maxResponse),
+          rewardFillna,
+        });
+        process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      } finally {
+        await client.close();
+      }
+    });
+}

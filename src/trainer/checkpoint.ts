@@ -1,0 +1,86 @@
+/**
+ * @module Trainer checkpoints: the engine's own checkpoint plus the trainer state (step, policy version, data cursor,
+ * seed, pending async groups) under `runs/NAME/checkpoints/step-NNNNNN/`, and `latest.json` pointing at the newest.
+ * Writes go to a temp name and are renamed, so a crash mid-save leaves the previous checkpoint intact.
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import type { Engine } from "../engine/engine.js";
+import { parseOrThrow } from "../protocol/validate.js";
+import type { GroupPlan } from "./rollout-groups.js";
+
+const GroupPlanSchema = z.object({
+  groupId: z.string(),
+  dataIndex: z.number().int(),
+  input: z.unknown(),
+  isTrain: z.boolean(),
+  batchIdx: z.number().int(),
+  launchVersion: z.number().int(),
+  rolloutIds: z.array(z.string()),
+});
+
+/** What the trainer needs, besides the engine's weights, to continue exactly where it stopped. */
+export const TrainerStateSchema = z.strictObject({
+  /** Steps completed. */
+  step: z.number().int().min(0),
+  /** Trainer policy version (updates applied). */
+  policyVersion: z.number().int().min(0),
+  /** Next input to draw: epoch and index in that epoch's seeded order. */
+  data: z.strictObject({ epoch: z.number().int().min(0), index: z.number().int().min(0) }),
+  /** The run's seed; the data order of every epoch is derived from it. */
+  seed: z.number().int(),
+  /** Async: groups launched but not yet trained on; a resumed run re-creates them with the same ids. */
+  pending: z.array(GroupPlanSchema),
+});
+/** The trainer state in a checkpoint. */
+export type TrainerState = z.infer<typeof TrainerStateSchema> & { pending: GroupPlan[] };
+
+/** `runs/NAME/checkpoints`. */
+export function checkpointsDir(runDir: string): string {
+  return join(runDir, "checkpoints");
+}
+
+/**
+ * Saves a checkpoint: the engine's weights and optimiser state, then the trainer state, then `latest.json`.
+ * @param runDir - `runs/NAME`
+ * @param engine - the engine being trained
+ * @param state - trainer state after `state.step` steps
+ * @returns the checkpoint directory
+ */
+export async function saveTrainerCheckpoint(runDir: string, engine: Engine, state: TrainerState): Promise<string> {
+  const name = `step-${String(state.step).padStart(6, "0")}`;
+  const dir = join(checkpointsDir(runDir), name);
+  const tmp = `${dir}.tmp`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  await engine.saveCheckpoint(join(tmp, "engine"));
+  writeFileSync(join(tmp, "trainer-state.json"), `${JSON.stringify(state, null, 2)}\n`);
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(tmp, dir);
+  const latest = join(checkpointsDir(runDir), "latest.json");
+  writeFileSync(`${latest}.tmp`, `${JSON.stringify({ dir: name, step: state.step })}\n`);
+  renameSync(`${latest}.tmp`, latest);
+  return dir;
+}
+
+/**
+ * Finds the newest checkpoint of a run.
+ * @param runDir - `runs/NAME`
+ * @returns its directory and trainer state, or null when the run has none
+ * @throws {ValidationFailed} when the trainer state file is malformed
+ */
+export function loadLatestCheckpoint(runDir: string): { dir: string; state: TrainerState } | null {
+  const latest = join(checkpointsDir(runDir), "latest.json");
+  if (!existsSync(latest)) return null;
+  const pointer = JSON.parse(readFileSync(latest, "utf8")) as { dir: string };
+  const dir = join(checkpointsDir(runDir), pointer.dir);
+  const raw: unknown = JSON.parse(readFileSync(join(dir, "trainer-state.json"), "utf8"));
+  const state = parseOrThrow(TrainerStateSchema, raw, `trainer state ${dir}`) as TrainerState;
+  return { dir, state };
+}
+
+/** The engine checkpoint inside a trainer checkpoint directory. */
+export function engineCheckpointDir(checkpointDir: string): string {
+  return join(checkpointDir, "engine");
+}

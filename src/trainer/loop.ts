@@ -1,0 +1,299 @@
+/**
+ * @module The reference training loop, meant to be read top to bottom (after Tinker's `rl_loop`): launch groups of
+ * rollouts, wait for them (sync: all; async: the first `train_batch_size` complete groups, never a split group), read
+ * their triplet events, pause and drain the proxy, assemble the batch, update the policy, publish the weights and
+ * re-register the endpoints with the new version, resume, validate, log metrics, checkpoint.
+ */
+import { join } from "node:path";
+import { type Logger, pino } from "pino";
+import type { Engine, LossConfig, OptimizerConfig, TrainMetrics, TrainRow } from "../engine/engine.js";
+import type { GatewayClient } from "../gateway/client.js";
+import { assembleBatch, batchOptionsFromConfig, type StepBatch, withTruncatedIsBatch } from "./batch.js";
+import { engineCheckpointDir, loadLatestCheckpoint, saveTrainerCheckpoint, type TrainerState } from "./checkpoint.js";
+import type { TrainerConfig } from "./config.js";
+import { DataCursor, type DataItem } from "./data-order.js";
+import { type FinishedGroup, launchGroup, pauseAndDrain, readFinishedGroup, registerEndpoints } from "./gateway-io.js";
+import { engineAggregation } from "./loss-weights.js";
+import { appendMetrics, meanTrainMetrics, type StepMetrics, stepMetrics, truncateMetricsAfter } from "./metrics.js";
+import { type GroupPlan, GroupTracker, planGroup } from "./rollout-groups.js";
+import type { PolicyServing } from "./serving.js";
+import { runValidation } from "./validation.js";
+
+/** Receives each step's metrics (console table, progress bar); see console-report.ts. */
+export interface StepReporter {
+  onStep(metrics: StepMetrics, totalSteps: number): void;
+  close(): void;
+}
+
+/** Everything the loop drives. */
+export interface TrainLoopOptions {
+  config: Readonly<TrainerConfig>;
+  client: GatewayClient;
+  /** The engine being trained (and, collocated, the one serving). */
+  engine: Engine;
+  serving: PolicyServing;
+  /** Frozen reference policy for the KL term; required when `loss.kl_coef` > 0. */
+  referenceEngine?: Engine;
+  trainData: readonly DataItem[];
+  valData?: readonly DataItem[] | null;
+  /** `runs/NAME`: metrics.jsonl and checkpoints go here. */
+  runDir: string;
+  /** Continue from the run's latest checkpoint (same step, same data order). */
+  resume?: boolean;
+  /** Model name the gateway proxy looks endpoints up by; default "policy". */
+  modelName?: string;
+  logger?: Logger;
+  reporter?: StepReporter;
+  /** Interval between gateway polls while waiting or draining (ms); default 100. */
+  pollIntervalMs?: number;
+  /** Return after this many steps of this call (a test's stand-in for a crash); default: run to the end. */
+  stopAfterSteps?: number;
+}
+
+/** What a call of {@link runTraining} did. */
+export interface TrainSummary {
+  /** Steps completed in total (a resumed run counts the earlier ones too). */
+  steps: number;
+  policyVersion: number;
+  /** Metrics of the steps run by this call. */
+  metrics: StepMetrics[];
+}
+
+/**
+ * Number of steps of a run: `total_steps`, or enough steps for `epochs` passes over the train data.
+ * @param config - trainer config
+ * @param trainSize - number of train inputs
+ */
+export function totalStepsOf(config: TrainerConfig, trainSize: number): number {
+  return config.total_steps ?? Math.max(1, Math.ceil((config.epochs * trainSize) / config.train_batch_size));
+}
+
+/** The engine loss and optimiser settings from the trainer config. */
+function lossAndOptimizer(config: TrainerConfig): { loss: LossConfig; optimizer: OptimizerConfig } {
+  return {
+    loss: {
+      kind: "ppo",
+      clipLow: config.loss.clip_low,
+      clipHigh: config.loss.clip_high,
+      ...(config.loss.dual_clip === null ? {} : { dualClip: config.loss.dual_clip }),
+      klCoef: config.loss.kl_coef,
+      aggregation: engineAggregation(config.loss.aggregation),
+    },
+    optimizer: {
+      learningRate: config.optimizer.learning_rate,
+      weightDecay: config.optimizer.weight_decay,
+      maxGradNorm: config.optimizer.max_grad_norm,
+      microBatchSize: config.optimizer.micro_batch_size,
+    },
+  };
+}
+
+/** Fails early on settings the engine cannot honour. */
+function checkSetup(options: TrainLoopOptions): void {
+  const { config, engine } = options;
+  const longest = config.aggregator.max_prompt_length + config.aggregator.max_response_length;
+  if (longest > engine.contextLength) {
+    throw new RangeError(
+      `aggregator.max_prompt_length + aggregator.max_response_length = ${longest} tokens exceed the engine's ` +
+        `context of ${engine.contextLength} tokens`,
+    );
+  }
+  if (config.loss.kl_coef > 0 && options.referenceEngine === undefined) {
+    throw new RangeError("loss.kl_coef > 0 needs a reference engine (the initial weights)");
+  }
+}
+
+/**
+ * Runs (or resumes) training to the configured number of steps.
+ * @param options - config, gateway client, engine, serving, data, run directory
+ * @returns steps done, final policy version, this call's metrics
+ * @throws {RangeError} for settings the engine cannot honour (see `checkSetup`)
+ * @throws whatever the gateway client or engine throws outside a single rollout's data (network gone, engine failure)
+ */
+export async function runTraining(options: TrainLoopOptions): Promise<TrainSummary> {
+  checkSetup(options);
+  const { config, client, engine, serving } = options;
+  const log = (options.logger ?? pino({ level: "silent" })).child({ component: "trainer" });
+  const pollMs = options.pollIntervalMs ?? 100;
+  const modelName = options.modelName ?? "policy";
+  const metricsPath = join(options.runDir, "metrics.jsonl");
+  const totalSteps = totalStepsOf(config, options.trainData.length);
+  const { loss, optimizer } = lossAndOptimizer(config);
+  const batchOptions = batchOptionsFromConfig(config);
+
+  // 1. State: fresh, or the latest checkpoint (engine weights + optimiser, step, data cursor, pending groups).
+  let state: TrainerState = { step: 0, policyVersion: 0, data: { epoch: 0, index: 0 }, seed: config.seed, pending: [] };
+  const checkpoint = options.resume ? loadLatestCheckpoint(options.runDir) : null;
+  if (checkpoint !== null) {
+    state = checkpoint.state;
+    await engine.loadCheckpoint(engineCheckpointDir(checkpoint.dir));
+    truncateMetricsAfter(metricsPath, state.step);
+    log.info({ step: state.step, dir: checkpoint.dir }, "resumed from checkpoint");
+  }
+  const cursor = new DataCursor(options.trainData, state.seed, state.data);
+  const tracker = new GroupTracker(client);
+  let pending: GroupPlan[] = [];
+  let policyVersion = state.policyVersion;
+  let step = state.step;
+  const ran: StepMetrics[] = [];
+  const stopAt = Math.min(totalSteps, step + (options.stopAfterSteps ?? Number.POSITIVE_INFINITY));
+
+  // 2. Serve the policy: register the endpoints with the current version, re-create the groups a checkpoint left
+  //    pending (same ids: rollouts the gateway still has are reused as they are).
+  await serving.publish(engine, policyVersion);
+  await registerEndpoints(client, modelName, serving.endpoints, policyVersion);
+  for (const plan of state.pending) {
+    await launchGroup(client, tracker, plan, config);
+    pending.push(plan);
+  }
+
+  while (step < stopAt) {
+    const stepStarted = performance.now();
+    // 3. Launch groups: sync keeps train_batch_size in flight, async async_train_batch_size, never more than the
+    //    remaining steps can use.
+    const inFlight = config.async.enabled ? config.async.async_train_batch_size : config.train_batch_size;
+    const stillNeeded = (totalSteps - step) * config.train_batch_size;
+    const launch = async () => {
+      while (pending.length < Math.min(inFlight, stillNeeded)) {
+        const { item, epoch } = cursor.next();
+        const base = `${config.name}-e${epoch}-d${item.index}`;
+        const fields = {
+          dataIndex: item.index,
+          input: item.input,
+          isTrain: true,
+          batchIdx: step,
+          launchVersion: policyVersion,
+        };
+        const plan = planGroup(base, fields, config.n);
+        await launchGroup(client, tracker, plan, config);
+        pending.push(plan);
+      }
+    };
+    await launch();
+
+    // 4. Wait. Sync: every launched group. Async: the first train_batch_size complete groups (launch order) whose
+    //    policy lag is within max_staleness; stale complete groups are dropped and replaced; the rest carry over.
+    const finished = new Map<string, FinishedGroup>();
+    let staleGroupsDropped = 0;
+    let chosen: FinishedGroup[] = [];
+    for (;;) {
+      await tracker.poll();
+      for (const plan of pending) {
+        if (!finished.has(plan.groupId) && tracker.isComplete(plan)) {
+          finished.set(plan.groupId, await readFinishedGroup(client, tracker, plan, config));
+        }
+      }
+      const stale = [...finished.values()].filter(
+        (g) => g.oldestVersion !== null && policyVersion - g.oldestVersion > config.async.max_staleness,
+      );
+      for (const group of stale) {
+        staleGroupsDropped += 1;
+        finished.delete(group.plan.groupId);
+        tracker.forget(group.plan);
+        pending = pending.filter((p) => p.groupId !== group.plan.groupId);
+        log.warn({ groupId: group.plan.groupId, oldestVersion: group.oldestVersion }, "dropped stale group");
+      }
+      if (stale.length > 0) await launch();
+      const complete = pending.filter((p) => finished.has(p.groupId));
+      const need = config.async.enabled ? config.train_batch_size : pending.length;
+      if (complete.length >= Math.min(need, pending.length) && pending.length > 0) {
+        chosen = complete.slice(0, need).map((p) => finished.get(p.groupId) as FinishedGroup);
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+    }
+    const chosenIds = new Set(chosen.map((g) => g.plan.groupId));
+    pending = pending.filter((p) => !chosenIds.has(p.groupId));
+    for (const group of chosen) tracker.forget(group.plan);
+    const waitS = (performance.now() - stepStarted) / 1000;
+
+    // 5. Pause the proxy and drain the calls in flight: no call may straddle the weight update.
+    const drainS = await pauseAndDrain(
+      client,
+      config.pause_retry_after_seconds,
+      `weight update to policy version ${policyVersion + 1}`,
+      pollMs,
+    );
+
+    // 6. Rows, advantages, loss weights; async switches to recomputed π_old logprobs with truncated IS.
+    const updateStarted = performance.now();
+    let batch: StepBatch = assembleBatch(
+      chosen.flatMap((g) => g.records),
+      batchOptions,
+    );
+    let tisCappedTokens = 0;
+    if (config.async.enabled && batch.rows.length > 0) {
+      const proximal = await engine.logprobs(batch.engineRows.map((row) => row.tokenIds));
+      const tis = withTruncatedIsBatch(batch, proximal, config.loss.tis_cap);
+      tisCappedTokens = tis.tisCappedTokens;
+      batch = tis;
+    }
+
+    // 7. Update: up to max_ppo_update_times optimiser steps on the batch, then publish and bump the version.
+    const versionAtTrain = policyVersion;
+    const updates: TrainMetrics[] = [];
+    if (batch.counts.tokens > 0) {
+      const rows = await withReferenceLogprobs(batch.engineRows, options.referenceEngine, config.loss.kl_coef);
+      for (let k = 0; k < config.max_ppo_update_times; k++) updates.push(await engine.trainStep(rows, loss, optimizer));
+      policyVersion += 1;
+      await serving.publish(engine, policyVersion);
+      await registerEndpoints(client, modelName, serving.endpoints, policyVersion);
+    } else {
+      log.warn({ step }, "no trainable tokens this step; weights unchanged");
+    }
+    await client.resumeProxy();
+    const updateS = (performance.now() - updateStarted) / 1000;
+    step += 1;
+
+    // 8. Validation every val_interval steps (is_train=false rollouts, one per input, reward mean).
+    const validate = options.valData && config.val_interval > 0 && step % config.val_interval === 0;
+    const valRewardMean = validate
+      ? await runValidation(client, tracker, options.valData ?? [], { config, step, policyVersion, pollMs })
+      : null;
+
+    // 9. Metrics, then a checkpoint every checkpoint_interval steps (and at the end).
+    const versions = chosen.flatMap((g) => (g.oldestVersion === null ? [] : [g.oldestVersion]));
+    const metrics = stepMetrics(
+      {
+        step,
+        policyVersion,
+        rewards: batch.rewards.map((r) => r.reward),
+        valRewardMean,
+        failedRollouts: chosen.reduce((a, g) => a + g.failed, 0),
+        failedDropped: chosen.reduce((a, g) => a + g.failedDropped, 0),
+        staleGroupsDropped,
+        carriedOver: pending.length,
+        maxStaleness: versions.length === 0 ? 0 : versionAtTrain - Math.min(...versions),
+        waitS,
+        drainS,
+        updateS,
+        stepS: (performance.now() - stepStarted) / 1000,
+        train: meanTrainMetrics(updates),
+        tisCappedTokens,
+      },
+      batch.counts,
+    );
+    appendMetrics(metricsPath, metrics);
+    ran.push(metrics);
+    options.reporter?.onStep(metrics, totalSteps);
+    log.info({ step, policyVersion, rewardMean: metrics["reward/mean"], rows: metrics.rows }, "step done");
+    const checkpointDue = config.checkpoint_interval > 0 && step % config.checkpoint_interval === 0;
+    if (checkpointDue || step === totalSteps) {
+      const saved: TrainerState = { step, policyVersion, data: cursor.current, seed: state.seed, pending };
+      await saveTrainerCheckpoint(options.runDir, engine, saved);
+    }
+  }
+  options.reporter?.close();
+  return { steps: step, policyVersion, metrics: ran };
+}
+
+/** Adds the reference policy's logprobs to each row when the KL term is on. */
+async function withReferenceLogprobs(
+  rows: TrainRow[],
+  reference: Engine | undefined,
+  klCoef: number,
+): Promise<TrainRow[]> {
+  if (klCoef === 0 || reference === undefined) return rows;
+  const refLogprobs = await reference.logprobs(rows.map((row) => row.tokenIds));
+  return rows.map((row, i) => ({ ...row, refLogprobs: refLogprobs[i] ?? [] }));
+}

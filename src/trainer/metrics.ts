@@ -1,0 +1,132 @@
+/**
+ * @module Step metrics: the slash-namespaced record of one training step (Tinker's naming), built from the batch
+ * counts, the engine's train metrics and the loop's timings, and appended as one JSON line to `runs/NAME/metrics.jsonl`.
+ */
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import type { TrainMetrics } from "../engine/engine.js";
+import type { BatchCounts } from "./batch.js";
+
+/** One step's metrics; keys are slash-namespaced, values numbers (null where not measured this step). */
+export type StepMetrics = Record<string, number | null>;
+
+/** What the loop measured around one step, besides the batch and the engine. */
+export interface StepFacts {
+  step: number;
+  /** Policy version after the step's update. */
+  policyVersion: number;
+  /** Final rewards of the trained rollouts. */
+  rewards: readonly number[];
+  /** Validation reward mean, when validation ran after this step; else null. */
+  valRewardMean: number | null;
+  /** Rollouts that failed (agent crash, timeout), and how many of them were dropped. */
+  failedRollouts: number;
+  failedDropped: number;
+  /** Async: groups dropped for exceeding max_staleness, groups carried over to the next step. */
+  staleGroupsDropped: number;
+  carriedOver: number;
+  /** Largest policy-version lag among trained rows (versions); 0 in sync mode. */
+  maxStaleness: number;
+  /** Seconds waiting for rollouts, draining the proxy, updating weights, and the whole step. */
+  waitS: number;
+  drainS: number;
+  updateS: number;
+  stepS: number;
+  /** Mean of the engine's metrics over the step's PPO updates; null when no update ran (no trainable rows). */
+  train: TrainMetrics | null;
+  /** Async: TIS tokens whose weight hit the cap. */
+  tisCappedTokens: number;
+}
+
+/** Population mean and standard deviation; zeros for an empty list. */
+function meanStd(values: readonly number[]): { mean: number; std: number } {
+  if (values.length === 0) return { mean: 0, std: 0 };
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  const variance = values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length;
+  return { mean, std: Math.sqrt(variance) };
+}
+
+/**
+ * Builds one step's metric record.
+ * @param facts - what the loop measured
+ * @param counts - the batch counts from `assembleBatch`
+ * @returns the record written to metrics.jsonl (times in seconds, entropy and KL in nats)
+ */
+export function stepMetrics(facts: StepFacts, counts: BatchCounts): StepMetrics {
+  const reward = meanStd(facts.rewards);
+  return {
+    step: facts.step,
+    policy_version: facts.policyVersion,
+    "reward/mean": reward.mean,
+    "reward/std": reward.std,
+    "val/reward_mean": facts.valRewardMean,
+    rollouts: counts.rollouts,
+    groups: counts.groups,
+    rows: counts.rows,
+    tokens: counts.tokens,
+    truncated: counts.truncatedRows,
+    dropped: counts.droppedRows,
+    empty_rows: counts.emptyRows,
+    mismatches: counts.mismatches,
+    zero_adv_groups: counts.zeroAdvantageGroups,
+    reward_filled: counts.rewardFilled,
+    excluded_from_stats: counts.excludedFromStats,
+    error_calls: counts.errorCalls,
+    "rollouts/failed": facts.failedRollouts,
+    "rollouts/failed_dropped": facts.failedDropped,
+    entropy: facts.train?.entropy ?? null,
+    kl: facts.train?.approxKl ?? null,
+    clip_fraction: facts.train?.clipFraction ?? null,
+    loss: facts.train?.loss ?? null,
+    grad_norm: facts.train?.gradNorm ?? null,
+    "time/wait_s": facts.waitS,
+    "time/drain_s": facts.drainS,
+    "time/update_s": facts.updateS,
+    "time/step_s": facts.stepS,
+    "async/carried_over": facts.carriedOver,
+    "async/stale_groups_dropped": facts.staleGroupsDropped,
+    "async/tis_capped_tokens": facts.tisCappedTokens,
+    "staleness/max": facts.maxStaleness,
+  };
+}
+
+/**
+ * Averages the engine's metrics over the PPO updates of one step.
+ * @param updates - one entry per `trainStep` call
+ * @returns the mean of each field, or null for no update
+ */
+export function meanTrainMetrics(updates: readonly TrainMetrics[]): TrainMetrics | null {
+  if (updates.length === 0) return null;
+  const mean = (pick: (m: TrainMetrics) => number) => updates.reduce((a, m) => a + pick(m), 0) / updates.length;
+  return {
+    loss: mean((m) => m.loss),
+    gradNorm: mean((m) => m.gradNorm),
+    entropy: mean((m) => m.entropy),
+    clipFraction: mean((m) => m.clipFraction),
+    approxKl: mean((m) => m.approxKl),
+    tokens: mean((m) => m.tokens),
+  };
+}
+
+/**
+ * Appends one record as a JSON line, creating the directory if needed.
+ * @param path - `runs/NAME/metrics.jsonl`
+ * @param record - one step's metrics
+ */
+export function appendMetrics(path: string, record: StepMetrics): void {
+  mkdirSync(dirname(path), { recursive: true });
+  appendFileSync(path, `${JSON.stringify(record)}\n`);
+}
+
+/**
+ * Keeps only the records of steps up to `step` (a resumed run rewrites the steps after its checkpoint).
+ * @param path - `runs/NAME/metrics.jsonl`; nothing happens when it does not exist
+ * @param step - last step to keep
+ */
+export function truncateMetricsAfter(path: string, step: number): void {
+  if (!existsSync(path)) return;
+  const kept = readFileSync(path, "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "" && (JSON.parse(line) as { step: number }).step <= step);
+  writeFileSync(path, kept.map((line) => `${line}\n`).join(""));
+}

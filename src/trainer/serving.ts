@@ -1,0 +1,55 @@
+/**
+ * @module How the trained weights reach the servers that answer the agents: collocated (the engine server serves
+ * the very engine the trainer updates, so nothing moves) or remote (save a checkpoint, `POST /v1/load_weights`).
+ */
+import { join } from "node:path";
+import { request } from "undici";
+import type { Engine } from "../engine/engine.js";
+
+/** The servers answering agents' model calls, and how they get new weights. */
+export interface PolicyServing {
+  /** OpenAI-compatible base URLs (ending in `/v1`) registered with the gateway. */
+  readonly endpoints: readonly string[];
+  /**
+   * Makes every server serve `engine`'s current weights. Called while the gateway proxy is paused and drained.
+   * @param engine - the trained engine
+   * @param policyVersion - the trainer's version of these weights
+   * @throws {Error} when a server refuses the new weights
+   */
+  publish(engine: Engine, policyVersion: number): Promise<void>;
+}
+
+/**
+ * Serving by an engine server in this process over the same engine object: a train step already changed the weights
+ * it serves, so publishing is a no-op.
+ * @param endpoint - the engine server's base URL, e.g. `http://127.0.0.1:PORT/v1`
+ */
+export function collocatedServing(endpoint: string): PolicyServing {
+  return { endpoints: [endpoint], publish: async () => {} };
+}
+
+/**
+ * Serving by separate engine servers: each publish saves the weights to `weightsDir/vVERSION` and asks every server
+ * to hot-swap to it (`POST {endpoint}/load_weights {path}`); the servers must see the same file system.
+ * @param endpoints - base URLs ending in `/v1`
+ * @param weightsDir - where published weights are written, e.g. `runs/NAME/weights`
+ */
+export function remoteServing(endpoints: readonly string[], weightsDir: string): PolicyServing {
+  return {
+    endpoints,
+    async publish(engine, policyVersion) {
+      const dir = join(weightsDir, `v${policyVersion}`);
+      await engine.saveCheckpoint(dir);
+      for (const endpoint of endpoints) {
+        const url = `${endpoint.replace(/\/+$/, "")}/load_weights`;
+        const response = await request(url, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ path: dir }),
+        });
+        const text = await response.body.text();
+        if (response.statusCode >= 400) throw new Error(`${url} answered ${response.statusCode}: ${text}`);
+      }
+    },
+  };
+}

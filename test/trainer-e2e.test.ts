@@ -1,0 +1,144 @@
+/**
+ * End-to-end tiny training through real components: gateway (proxy mounted), tiny embedded engine behind the engine
+ * server, local controller running node agents that call the proxy with the openai SDK and post a reward.
+ */
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseTrainerConfig, type TrainerConfigInput } from "../src/trainer/config.js";
+import { runTraining } from "../src/trainer/loop.js";
+import { startTrainerStack, TEST_AGENT, type TrainerStack } from "../src/trainer/testing/stack.js";
+
+const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
+const exec = promisify(execFile);
+/** Runs the CLI from source in a child process (async: the in-process gateway must keep answering). */
+function run(args: string[], cwd?: string) {
+  return exec(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { cwd, timeout: 120_000 });
+}
+
+let stack: TrainerStack | undefined;
+afterEach(async () => {
+  await stack?.close();
+  stack = undefined;
+});
+
+function tinyConfig(overrides: TrainerConfigInput = {}) {
+  return parseTrainerConfig({
+    name: "tiny",
+    train_batch_size: 2,
+    n: 2,
+    total_steps: 2,
+    rollout_timeout_seconds: 60,
+    controller: { command: ["node", TEST_AGENT], env_map: { AGL_INPUT: "input" } },
+    aggregator: { level: "trajectory", max_prompt_length: 128, max_response_length: 96 },
+    optimizer: { learning_rate: 1e-3 },
+    checkpoint_interval: 0,
+    val_interval: 1,
+    pause_retry_after_seconds: 0,
+    ...overrides,
+  });
+}
+
+const items = (n: number, extra: object = {}) =>
+  Array.from({ length: n }, (_, i) => ({ index: i, input: { prompt: `say a ${i}`, turns: 2, ...extra } }));
+
+describe("trainer end to end", () => {
+  it("trains 2 steps: rows built from proxied calls, rewards recorded, policy version advanced, metrics written", async () => {
+    stack = await startTrainerStack();
+    const runDir = join(stack.dir, "runs", "tiny");
+    const summary = await runTraining({
+      config: tinyConfig(),
+      client: stack.client,
+      engine: stack.engine,
+      serving: stack.serving,
+      trainData: items(4),
+      valData: items(2, { turns: 1 }),
+      runDir,
+      pollIntervalMs: 20,
+    });
+    expect(summary.steps).toBe(2);
+    expect(summary.policyVersion).toBe(2);
+    expect(stack.engine.policyVersion).toBe(2);
+    const lines = readFileSync(join(runDir, "metrics.jsonl"), "utf8").trim().split("\n");
+    const metrics = lines.map((line) => JSON.parse(line) as Record<string, number | null>);
+    expect(metrics.map((m) => m.step)).toEqual([1, 2]);
+    for (const m of metrics) {
+      expect(m.rollouts).toBe(4);
+      expect(m.rows).toBeGreaterThanOrEqual(4);
+      expect(m.tokens).toBeGreaterThan(0);
+      expect(m.reward_filled).toBe(0);
+      expect(m["val/reward_mean"]).not.toBeNull();
+      expect(m.entropy).toBeGreaterThan(0);
+    }
+    // The gateway records the version that served each call: step 2's rollouts ran on version 1.
+    const events = await stack.client.getEvents("tiny-e0-d0-0", { format: "triplet" });
+    expect(events.some((e) => e.event_type === "reward")).toBe(true);
+    const models = await stack.client.getEvents(summary.metrics.length > 0 ? "tiny-v2-d0-0" : "", {
+      format: "triplet",
+    });
+    const served = models
+      .filter((e) => e.event_type === "model_request")
+      .map((e) => (e.data as { server: { version: number } }).server.version);
+    expect(served).toEqual([2]);
+    expect(existsSync(join(runDir, "checkpoints", "latest.json"))).toBe(true);
+
+    // `arclight inspect` (a child process) shows the rows the adapter makes from one of the trained rollouts.
+    const { stdout } = await run([
+      "inspect",
+      "tiny-e0-d0-0",
+      "--gateway-url",
+      stack.gateway.url,
+      "--key",
+      "test-key",
+      "--max-prompt",
+      "128",
+      "--max-response",
+      "96",
+    ]);
+    const report = JSON.parse(stdout) as {
+      rows: { prompt_token_ids: number[]; response_token_ids: number[]; loss_mask: number[]; logprobs: unknown[] }[];
+      counts: { calls: number };
+      reward_filled: boolean;
+    };
+    expect(report.counts.calls).toBe(2);
+    expect(report.reward_filled).toBe(false);
+    expect(report.rows.length).toBeGreaterThanOrEqual(1);
+    for (const row of report.rows) {
+      expect(row.prompt_token_ids.length).toBeGreaterThan(0);
+      expect(row.loss_mask).toHaveLength(row.response_token_ids.length);
+      expect(row.logprobs).toHaveLength(row.response_token_ids.length);
+      expect(row.loss_mask.some((m) => m === 1)).toBe(true);
+    }
+  });
+
+  it("arclight train CONFIG.yaml runs one step with its own gateway child, engine and controller", async () => {
+    const dir = join(tmpdir(), `arclight-train-cli-${process.pid}-${Date.now()}`);
+    mkdirSync(dir, { recursive: true });
+    const lines = items(2).map((item) => JSON.stringify(item.input));
+    writeFileSync(join(dir, "train.jsonl"), `${lines.join("\n")}\n`);
+    const yaml = [
+      "name: cli",
+      "data: { train_path: train.jsonl }",
+      "train_batch_size: 1",
+      "n: 2",
+      "total_steps: 1",
+      `controller: { command: [node, ${JSON.stringify(TEST_AGENT)}], env_map: { AGL_INPUT: input } }`,
+      "aggregator: { max_prompt_length: 128, max_response_length: 96 }",
+      "pause_retry_after_seconds: 0",
+    ].join("\n");
+    writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
+    const { stdout } = await run(["train", "train.yaml"], dir);
+    expect(stdout).toContain("1 steps, policy version 1");
+    const metrics = readFileSync(join(dir, "runs", "cli", "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n");
+    expect(metrics).toHaveLength(1);
+    expect(JSON.parse(metrics[0] as string).rollouts).toBe(2);
+    expect(existsSync(join(dir, "runs", "cli", "gateway.db"))).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});

@@ -1,0 +1,146 @@
+/**
+ * Loop behaviours through real components: async never splits a group and bounds staleness; a crashing agent fails
+ * only its rollout; a resumed run equals an uninterrupted one (metrics and weights).
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseTrainerConfig, type TrainerConfigInput } from "../src/trainer/config.js";
+import { runTraining, type TrainLoopOptions } from "../src/trainer/loop.js";
+import { startTrainerStack, TEST_AGENT, type TrainerStack } from "../src/trainer/testing/stack.js";
+
+const stacks: TrainerStack[] = [];
+afterEach(async () => {
+  for (const stack of stacks.splice(0)) await stack.close();
+});
+
+async function stack(): Promise<TrainerStack> {
+  const started = await startTrainerStack();
+  stacks.push(started);
+  return started;
+}
+
+function config(overrides: TrainerConfigInput) {
+  return parseTrainerConfig({
+    name: "loop",
+    n: 2,
+    rollout_timeout_seconds: 60,
+    controller: { command: ["node", TEST_AGENT], env_map: { AGL_INPUT: "input" } },
+    aggregator: { level: "trajectory", max_prompt_length: 128, max_response_length: 96 },
+    optimizer: { learning_rate: 1e-3 },
+    checkpoint_interval: 0,
+    val_interval: 0,
+    pause_retry_after_seconds: 0,
+    ...overrides,
+  });
+}
+
+const items = (n: number, extra: object = {}) =>
+  Array.from({ length: n }, (_, i) => ({ index: i, input: { prompt: `say a ${i}`, ...extra } }));
+
+function options(s: TrainerStack, overrides: Partial<TrainLoopOptions> & Pick<TrainLoopOptions, "config">) {
+  return {
+    client: s.client,
+    engine: s.engine,
+    serving: s.serving,
+    trainData: items(6),
+    runDir: join(s.dir, "runs", "loop"),
+    pollIntervalMs: 20,
+    ...overrides,
+  };
+}
+
+function readMetrics(runDir: string): Record<string, number | null>[] {
+  return readFileSync(join(runDir, "metrics.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Record<string, number | null>);
+}
+
+describe("trainer loop", () => {
+  it("async trains whole groups only, carries the rest over, and never trains past max_staleness", async () => {
+    const s = await stack();
+    const cfg = config({
+      train_batch_size: 1,
+      total_steps: 3,
+      async: { enabled: true, async_train_batch_size: 3, max_staleness: 1 },
+    });
+    // Log-normal sleeps make groups finish out of launch order.
+    const summary = await runTraining(
+      options(s, { config: cfg, trainData: items(6, { sleep_ms: 40, sleep_sigma: 1 }) }),
+    );
+    expect(summary.steps).toBe(3);
+    for (const m of summary.metrics) {
+      expect(m.rollouts).toBe(2); // one whole group of n = 2, never a part of one
+      expect(m.groups).toBe(1);
+      expect(m["staleness/max"]).toBeLessThanOrEqual(1);
+    }
+    expect(summary.metrics.some((m) => (m["async/carried_over"] ?? 0) > 0)).toBe(true);
+  });
+
+  it("a crashing agent fails only its rollout: dropped from its group, the step trains on the rest", async () => {
+    const s = await stack();
+    const cfg = config({ train_batch_size: 2, total_steps: 1, failed_rollouts: "drop" });
+    const summary = await runTraining(
+      options(s, { config: cfg, trainData: items(2, { crash: true, crash_index: 0 }) }),
+    );
+    const [m] = summary.metrics;
+    expect(m?.["rollouts/failed"]).toBe(2);
+    expect(m?.["rollouts/failed_dropped"]).toBe(2);
+    expect(m?.rollouts).toBe(2);
+    expect(summary.policyVersion).toBe(1);
+    const states = await Promise.all(
+      ["loop-e0-d0-0", "loop-e0-d0-1", "loop-e0-d1-0", "loop-e0-d1-1"].map(
+        async (id) => (await s.client.getRollout(id)).rollout.status.state,
+      ),
+    );
+    expect(states.sort()).toEqual(["failed", "failed", "succeeded", "succeeded"]);
+  });
+
+  it("a crashing agent's rollout trains with reward_fillna_value when failed_rollouts is fillna", async () => {
+    const s = await stack();
+    const cfg = config({ train_batch_size: 1, total_steps: 1, failed_rollouts: "fillna", reward_fillna_value: -1 });
+    const summary = await runTraining(
+      options(s, { config: cfg, trainData: items(1, { crash: true, crash_index: 1 }) }),
+    );
+    const [m] = summary.metrics;
+    expect(m?.rollouts).toBe(2);
+    expect(m?.reward_filled).toBe(1);
+    expect(m?.["rollouts/failed"]).toBe(1);
+    expect(m?.["rollouts/failed_dropped"]).toBe(0);
+  });
+
+  it("resuming from a checkpoint continues at the same step and data order, equal to an uninterrupted run", async () => {
+    const cfg = config({ train_batch_size: 2, total_steps: 3, checkpoint_interval: 1 });
+    const a = await stack();
+    await runTraining(options(a, { config: cfg }));
+    const probe = [[10, 20, 30, 40, 50, 60, 70, 80]];
+    const weightsA = await a.engine.logprobs(probe);
+
+    const b = await stack();
+    const stopped = await runTraining(options(b, { config: cfg, stopAfterSteps: 2 }));
+    expect(stopped.steps).toBe(2);
+    // Scramble the live weights: the resumed run must take them from the checkpoint, not from memory.
+    const row = { tokenIds: [1, 2, 3, 4], lossMask: [0, 1, 1, 1], advantages: [0, 1, 1, 1] };
+    await b.engine.trainStep(
+      [row],
+      { kind: "sft", aggregation: "token-mean" },
+      {
+        learningRate: 0.1,
+        weightDecay: 0,
+        maxGradNorm: 0,
+        microBatchSize: 8,
+      },
+    );
+    const resumed = await runTraining(options(b, { config: cfg, resume: true }));
+    expect(resumed.steps).toBe(3);
+    expect(resumed.metrics.map((m) => m.step)).toEqual([3]);
+
+    const withoutTimes = (rows: Record<string, number | null>[]) =>
+      rows.map((m) => Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith("time/"))));
+    expect(withoutTimes(readMetrics(join(b.dir, "runs", "loop")))).toEqual(
+      withoutTimes(readMetrics(join(a.dir, "runs", "loop"))),
+    );
+    expect(await b.engine.logprobs(probe)).toEqual(weightsA);
+  });
+});
