@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { registerController } from "./controller.js";
+import { registerDemo } from "./demo.js";
 import { registerEngine } from "./engine.js";
 import { registerGateway } from "./gateway.js";
 import { registerInspect } from "./inspect.js";
@@ -38,5 +39,6 @@ export function buildProgram(): Command {
   registerController(program);
   registerInspect(program);
   registerTrain(program);
+  registerDemo(program);
   return program;
 }
