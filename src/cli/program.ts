@@ -4,6 +4,7 @@ import { Command } from "commander";
 import { registerController } from "./controller.js";
 import { registerDemo } from "./demo.js";
 import { registerEngine } from "./engine.js";
+import { registerEval } from "./eval.js";
 import { registerGateway } from "./gateway.js";
 import { registerInspect } from "./inspect.js";
 import { registerTrain } from "./train.js";
@@ -40,5 +41,6 @@ export function buildProgram(): Command {
   registerInspect(program);
   registerTrain(program);
   registerDemo(program);
+  registerEval(program);
   return program;
 }

@@ -6,7 +6,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import type { ModelPreset } from "../engine/embedded/config.js";
+import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
+import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { batchOptionsFromConfig } from "../trainer/batch.js";
 import { engineCheckpointDir, loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import type { TrainerConfig } from "../trainer/config.js";
@@ -60,10 +61,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const { budget } = options;
   const say = (line: string) => out.write(`${line}\n`);
   say(`[1/6] starting gateway (SQLite in ${options.runDir}), embedded engine (${options.preset}), controller`);
+  const engine = await EmbeddedEngine.create({ config: MODEL_PRESETS[options.preset], seed: options.seed });
   const stack = await startDemoStack({
     runDir: options.runDir,
-    preset: options.preset,
-    engineSeed: options.seed,
+    engine,
     modelName: MODEL_NAME,
     poolSize: budget.poolSize,
     logger: options.logger,

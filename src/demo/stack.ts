@@ -1,6 +1,6 @@
 /**
- * @module What the demo runs on: the gateway as a child process on SQLite under runs/NAME/ (greedy validation),
- * the embedded engine and its OpenAI server in this process, a local controller, and the teacher server as a child
+ * @module What the demo and `arclight eval` run on: the gateway as a child process on SQLite (greedy validation),
+ * an embedded engine's OpenAI server in this process, a local controller, and the teacher server as a child
  * process while demonstrations are recorded. Every start registers its stop; {@link DemoStack.close} runs them in
  * reverse.
  */
@@ -8,8 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { startController, startEngineServer, startGatewayChild } from "../cli/train-stack.js";
-import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
-import { EmbeddedEngine } from "../engine/embedded/engine.js";
+import type { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { GatewayClient } from "../gateway/client.js";
 import { CALCULATOR_DIR } from "./settings.js";
 
@@ -26,9 +25,10 @@ export interface DemoStack {
 
 /** What to start. */
 export interface DemoStackOptions {
+  /** Where gateway.db and the controller's state file go. */
   runDir: string;
-  preset: ModelPreset;
-  engineSeed: number;
+  /** The engine to serve; the stack disposes it on close. */
+  engine: EmbeddedEngine;
   modelName: string;
   poolSize: number;
   logger: Logger;
@@ -36,12 +36,13 @@ export interface DemoStackOptions {
 
 /**
  * Starts gateway, engine, engine server and controller. On a failure part-way, what was started is stopped.
- * @param options - run directory, model preset and seed, model name, agent pool size, logger
+ * @param options - run directory, engine, model name, agent pool size, logger
  * @returns the stack
  * @throws {CliError} when the gateway child does not start
  */
 export async function startDemoStack(options: DemoStackOptions): Promise<DemoStack> {
   const stops: (() => Promise<void> | void)[] = [];
+  stops.push(() => options.engine.dispose());
   const close = async () => {
     for (const stop of stops.reverse()) await stop();
   };
@@ -51,8 +52,7 @@ export async function startDemoStack(options: DemoStackOptions): Promise<DemoSta
     stops.push(() => gateway.stop());
     const client = new GatewayClient({ baseUrl: gateway.url, key: gateway.key });
     stops.push(() => client.close());
-    const engine = await EmbeddedEngine.create({ config: MODEL_PRESETS[options.preset], seed: options.engineSeed });
-    stops.push(() => engine.dispose());
+    const { engine } = options;
     const { server, endpoint } = await startEngineServer(engine, options.modelName);
     stops.push(() => server.close());
     const controller = startController(client, {
