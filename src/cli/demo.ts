@@ -17,7 +17,7 @@ interface DemoFlags {
   name: string;
   quick?: boolean;
   steps?: string;
-  preset: string;
+  preset?: string;
   seed: string;
   logLevel: string;
 }
@@ -78,7 +78,7 @@ async function demo(flags: DemoFlags): Promise<void> {
   if (!/^[A-Za-z0-9._-]+$/.test(flags.name)) {
     throw new CliError(`--name ${flags.name}: letters, digits, '.', '_' or '-' only`);
   }
-  if (!(flags.preset in MODEL_PRESETS)) {
+  if (flags.preset !== undefined && !(flags.preset in MODEL_PRESETS)) {
     throw new CliError(`--preset ${flags.preset}: expected one of ${Object.keys(MODEL_PRESETS).join(", ")}`);
   }
   const seed = Number(flags.seed);
@@ -91,7 +91,7 @@ async function demo(flags: DemoFlags): Promise<void> {
     name: flags.name,
     runDir,
     budget,
-    preset: flags.preset as ModelPreset,
+    preset: (flags.preset ?? null) as ModelPreset | null,
     seed,
     logger: pino({ level: flags.logLevel }),
   });
@@ -109,7 +109,7 @@ export function registerDemo(program: Command): void {
     .option("--name <name>", "run name: files go to runs/NAME (an earlier demo run there is replaced)", "demo")
     .option("--quick", "a cut-down run (about a minute): checks the pipeline, learns nothing")
     .option("--steps <n>", "GRPO steps (default 20; --quick 2)")
-    .option("--preset <name>", "embedded engine model preset", "tiny")
+    .option("--preset <name>", "embedded engine model preset instead of the demo's 2-block model (tiny, bench, small)")
     .option("--seed <n>", "seed of the weight init and the SFT row order", "0")
     .option("--log-level <level>", "pino log level of the components", "warn")
     .action(demo);

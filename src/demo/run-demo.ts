@@ -19,7 +19,7 @@ import { startPhase } from "./progress.js";
 import { rewardTableReporter } from "./reporter.js";
 import { type RewardSummary, readRewards, runRolloutBatch, summariseRewards } from "./rollout-batch.js";
 import { readRewardCurves, writeRewardPlots } from "./run-plots.js";
-import { type DemoBudget, demoTrainerConfig } from "./settings.js";
+import { DEMO_MODEL, type DemoBudget, demoTrainerConfig } from "./settings.js";
 import { type DemoStack, startDemoStack, startTeacherChild } from "./stack.js";
 import { demonstrationRows, warmStart } from "./warm-start.js";
 
@@ -29,7 +29,8 @@ export interface DemoOptions {
   /** runs/NAME (absolute). */
   runDir: string;
   budget: DemoBudget;
-  preset: ModelPreset;
+  /** A model preset name, or null for the demo's own shape ({@link DEMO_MODEL}). */
+  preset: ModelPreset | null;
   seed: number;
   logger: Logger;
   /** Where the narration goes (default process.stdout). */
@@ -60,8 +61,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const out = options.out ?? process.stdout;
   const { budget } = options;
   const say = (line: string) => out.write(`${line}\n`);
-  say(`[1/6] starting gateway (SQLite in ${options.runDir}), embedded engine (${options.preset}), controller`);
-  const engine = await EmbeddedEngine.create({ config: MODEL_PRESETS[options.preset], seed: options.seed });
+  const model = options.preset === null ? DEMO_MODEL : MODEL_PRESETS[options.preset];
+  say(
+    `[1/6] starting gateway (SQLite in ${options.runDir}), embedded engine ` +
+      `(${options.preset ?? "demo"}: ${model.n_layers} blocks x ${model.d_model}), controller`,
+  );
+  const engine = await EmbeddedEngine.create({ config: model, seed: options.seed });
   const stack = await startDemoStack({
     runDir: options.runDir,
     engine,

@@ -3,10 +3,23 @@
  * and the budgets of the full and the `--quick` run (demonstrations, SFT steps, RL steps, validation size).
  */
 import { fileURLToPath } from "node:url";
+import type { ModelConfig } from "../engine/embedded/config.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 
 /** `examples/calculator/` of this package (the same from src/ under tsx and from dist/). */
 export const CALCULATOR_DIR = fileURLToPath(new URL("../../examples/calculator/", import.meta.url));
+
+/**
+ * The demo's policy: the `tiny` preset's width and context with 2 blocks instead of 4. On the shared 2-core machine
+ * it reached a non-zero calculator reward in half the SFT wall time of `tiny` (README, Demo: feasibility).
+ */
+export const DEMO_MODEL: Readonly<ModelConfig> = Object.freeze({
+  vocab: 261,
+  d_model: 128,
+  n_layers: 2,
+  n_heads: 4,
+  context: 256,
+});
 
 /** Budgets of one demo run. */
 export interface DemoBudget {
@@ -30,16 +43,16 @@ export interface DemoBudget {
 
 /** The full demo: measured at about 15 minutes on a 2-core machine (see README, Demo). */
 export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
-  demonstrations: 400,
-  sftSteps: 160,
-  sftBatchSize: 16,
-  sftLearningRate: 1e-2,
-  rlSteps: 20,
+  demonstrations: 300,
+  sftSteps: 200,
+  sftBatchSize: 8,
+  sftLearningRate: 2e-3,
+  rlSteps: 12,
   groupsPerStep: 8,
   groupSize: 4,
   rlLearningRate: 1e-3,
   valProblems: 100,
-  valInterval: 5,
+  valInterval: 6,
   poolSize: 8,
 });
 
@@ -48,7 +61,7 @@ export const QUICK_BUDGET: Readonly<DemoBudget> = Object.freeze({
   demonstrations: 8,
   sftSteps: 2,
   sftBatchSize: 4,
-  sftLearningRate: 1e-2,
+  sftLearningRate: 2e-3,
   rlSteps: 2,
   groupsPerStep: 2,
   groupSize: 2,
