@@ -1,6 +1,6 @@
 /**
- * @module Progress of one demo phase: a cli-progress bar on a TTY, nothing until the end elsewhere (CI logs stay
- * short), then one summary line either way.
+ * @module Progress of one demo phase: a cli-progress bar on a TTY, a plain line at each quarter elsewhere (logs
+ * stay short), then one summary line either way.
  */
 import { SingleBar } from "cli-progress";
 
@@ -24,9 +24,16 @@ export function startPhase(label: string, total: number, stream: NodeJS.WriteStr
     ? new SingleBar({ stream, format: `  ${label} [{bar}] {value}/{total} {note}`, hideCursor: true })
     : null;
   bar?.start(total, 0, { note: "" });
+  let quarter = 0;
   return {
     update(done, note = "") {
       bar?.update(done, { note });
+      // Without a TTY: one line per quarter reached (25%, 50%, 75%), so a log shows the run is alive.
+      const reached = total > 0 ? Math.floor((done / total) * 4) : 0;
+      if (bar === null && reached > quarter && reached < 4) {
+        quarter = reached;
+        stream.write(`  ${label} ${done}/${total} ${note}\n`);
+      }
     },
     finish(summary) {
       bar?.stop();
