@@ -71,6 +71,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     runDir: options.runDir,
     engine,
     modelName: MODEL_NAME,
+    trainTemperature: budget.trainTemperature,
     poolSize: budget.poolSize,
     logger: options.logger,
   });
@@ -89,7 +90,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     const before = await evaluate(stack, config, val, `${options.name}-before`, out);
     appendMetrics(join(options.runDir, "metrics.jsonl"), { step: 0, "val/reward_mean": before.mean });
 
-    say(`[5/6] GRPO: ${budget.rlSteps} steps x ${budget.groupsPerStep} problems x ${budget.groupSize} rollouts`);
+    say(
+      `[5/6] GRPO: ${budget.rlSteps} steps x ${budget.groupsPerStep} problems x ${budget.groupSize} rollouts ` +
+        `(temperature ${budget.trainTemperature})`,
+    );
     await stack.client.deleteModels();
     const summary = await runTraining({
       config,

@@ -34,6 +34,12 @@ export interface DemoBudget {
   groupsPerStep: number;
   groupSize: number;
   rlLearningRate: number;
+  /**
+   * Sampling temperature of the GRPO rollouts (the gateway's train temperature). Below 1 the samples stay near the
+   * weak warm-start policy's best behaviour; the PPO ratio then compares the temperature-1 policy with this sampler,
+   * which mostly switches off the clipped side of negative advantages (see README, Demo).
+   */
+  trainTemperature: number;
   /** Validation problems (first N of val.jsonl) and validation every this many RL steps. */
   valProblems: number;
   valInterval: number;
@@ -44,13 +50,14 @@ export interface DemoBudget {
 /** The full demo: measured at about 15 minutes on a 2-core machine (see README, Demo). */
 export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
   demonstrations: 300,
-  sftSteps: 200,
+  sftSteps: 180,
   sftBatchSize: 8,
   sftLearningRate: 2e-3,
   rlSteps: 12,
   groupsPerStep: 8,
   groupSize: 4,
   rlLearningRate: 1e-3,
+  trainTemperature: 0.7,
   valProblems: 100,
   valInterval: 6,
   poolSize: 8,
@@ -66,6 +73,7 @@ export const QUICK_BUDGET: Readonly<DemoBudget> = Object.freeze({
   groupsPerStep: 2,
   groupSize: 2,
   rlLearningRate: 1e-3,
+  trainTemperature: 0.7,
   valProblems: 4,
   valInterval: 1,
   poolSize: 4,

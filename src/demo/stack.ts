@@ -30,6 +30,8 @@ export interface DemoStackOptions {
   /** The engine to serve; the stack disposes it on close. */
   engine: EmbeddedEngine;
   modelName: string;
+  /** Sampling temperature the gateway sets on train-mode calls; default 1. */
+  trainTemperature?: number;
   poolSize: number;
   logger: Logger;
 }
@@ -47,7 +49,7 @@ export async function startDemoStack(options: DemoStackOptions): Promise<DemoSta
     for (const stop of stops.reverse()) await stop();
   };
   try {
-    const gatewayArgs = ["--val-temperature", "0"];
+    const gatewayArgs = ["--val-temperature", "0", "--train-temperature", String(options.trainTemperature ?? 1)];
     const gateway = await startGatewayChild(join(options.runDir, "gateway.db"), options.modelName, gatewayArgs);
     stops.push(() => gateway.stop());
     const client = new GatewayClient({ baseUrl: gateway.url, key: gateway.key });
