@@ -105,7 +105,7 @@ async function demo(flags: DemoFlags): Promise<void> {
 export function registerDemo(program: Command): void {
   program
     .command("demo")
-    .description("Train the bundled calculator agent with SFT + GRPO on the embedded engine (about 15 minutes)")
+    .description("Train the bundled calculator agent with SFT + GRPO on the embedded engine (about 12-15 minutes)")
     .option("--name <name>", "run name: files go to runs/NAME (an earlier demo run there is replaced)", "demo")
     .option("--quick", "a cut-down run (about a minute): checks the pipeline, learns nothing")
     .option("--steps <n>", "GRPO steps (default 12; --quick 2)")

@@ -47,7 +47,7 @@ export interface DemoBudget {
   poolSize: number;
 }
 
-/** The full demo: measured at about 15 minutes on a 2-core machine (see README, Demo). */
+/** The full demo: 12m13s measured on the shared 2-core machine (see README, Demo). */
 export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
   demonstrations: 300,
   sftSteps: 180,
