@@ -237,6 +237,16 @@ describe("calculator agent", () => {
     expect(JSON.parse(result.stdout)).toMatchObject({ reason: "correct", value: 1, toolUsed: true, modelCalls: 2 });
   });
 
+  it("sends no max_tokens unless CALC_MAX_TOKENS sets one", async () => {
+    // A fixed cap plus a long second-turn prompt can overflow a 256-token context, which vLLM-style servers reject.
+    const plain = await setup((messages) => teacherReply(messages));
+    expect((await runAgent(plain.env)).code).toBe(0);
+    expect(plain.model.received.map((r) => "max_tokens" in r.body)).toEqual([false, false]);
+    const capped = await setup((messages) => teacherReply(messages), [200], { CALC_MAX_TOKENS: "40" });
+    expect((await runAgent(capped.env)).code).toBe(0);
+    expect(capped.model.received.map((r) => r.body.max_tokens)).toEqual([40, 40]);
+  });
+
   it("posts the shaped reward for a wrong answer and still exits 0", async () => {
     const { events, env } = await setup(teacherThen("ANSWER: 56"));
     const result = await runAgent(env);

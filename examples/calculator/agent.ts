@@ -14,7 +14,7 @@
  * | `AGL_ROLLOUT_ID`, `AGL_ATTEMPT_ID` | no | make the reward's `event_id` stable, so a retried post stores one event |
  * | `CALC_MODEL` | no | model name sent (default `policy`; the gateway substitutes its own) |
  * | `CALC_MAX_TURNS` | no | most model calls per question (default 3) |
- * | `CALC_MAX_TOKENS` | no | `max_tokens` per model call (default 96) |
+ * | `CALC_MAX_TOKENS` | no | `max_tokens` per model call (default: not sent, so the server allows the rest of the context) |
  * | `CALC_DESCRIBED_TOOL` | no | `1`: offer the tool with description and JSON schema (for general-purpose LLMs) |
  * | `CALC_SYSTEM_PROMPT` | no | a system message (none by default: the tiny policy's context is ~256 tokens) |
  *
@@ -38,7 +38,8 @@ interface AgentConfig {
   eventId: string;
   model: string;
   maxTurns: number;
-  maxTokens: number;
+  /** `max_tokens` of each call; undefined: not sent (an OpenAI-compatible server then allows the rest of the context). */
+  maxTokens: number | undefined;
   tool: ChatCompletionTool;
   systemPrompt: string | undefined;
 }
@@ -88,7 +89,9 @@ function readConfig(env: NodeJS.ProcessEnv): AgentConfig {
     eventId: rolloutId && attemptId ? `reward-${rolloutId}-${attemptId}` : `reward-${randomUUID()}`,
     model: env.CALC_MODEL || "policy",
     maxTurns: positiveInt(env, "CALC_MAX_TURNS", 3),
-    maxTokens: positiveInt(env, "CALC_MAX_TOKENS", 96),
+    // No default cap: a fixed max_tokens plus a long second-turn prompt can exceed the tiny policy's 256-token
+    // context, and a server with vLLM's rules rejects that call (400) instead of shortening it.
+    maxTokens: env.CALC_MAX_TOKENS ? positiveInt(env, "CALC_MAX_TOKENS", 1) : undefined,
     tool: env.CALC_DESCRIBED_TOOL === "1" ? CALCULATOR_TOOL_DESCRIBED : CALCULATOR_TOOL,
     systemPrompt: env.CALC_SYSTEM_PROMPT || undefined,
   };
@@ -111,7 +114,7 @@ async function solve(client: OpenAI, config: AgentConfig): Promise<Outcome> {
         model: config.model,
         messages,
         tools: [config.tool],
-        max_tokens: config.maxTokens,
+        ...(config.maxTokens === undefined ? {} : { max_tokens: config.maxTokens }),
       });
     } catch (err) {
       if (call > 1 && err instanceof OpenAI.BadRequestError) {

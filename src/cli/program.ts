@@ -2,7 +2,9 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { registerController } from "./controller.js";
+import { registerDemo } from "./demo.js";
 import { registerEngine } from "./engine.js";
+import { registerEval } from "./eval.js";
 import { registerGateway } from "./gateway.js";
 import { registerInspect } from "./inspect.js";
 import { registerTrain } from "./train.js";
@@ -38,5 +40,7 @@ export function buildProgram(): Command {
   registerController(program);
   registerInspect(program);
   registerTrain(program);
+  registerDemo(program);
+  registerEval(program);
   return program;
 }

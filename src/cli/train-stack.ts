@@ -46,14 +46,19 @@ export function cliCommand(): string[] {
  * Starts `arclight gateway --port 0` on a SQLite store and waits for its "listening on URL" line.
  * @param dbPath - SQLite file, e.g. runs/NAME/gateway.db
  * @param modelName - the proxy's model name
+ * @param extraArgs - more `arclight gateway` flags, e.g. `["--val-temperature", "0"]`
  * @returns the child, its URL and the random API key it was given
  * @throws {CliError} when the gateway exits or does not report its URL within 30 s
  */
-export async function startGatewayChild(dbPath: string, modelName: string): Promise<GatewayChild> {
+export async function startGatewayChild(
+  dbPath: string,
+  modelName: string,
+  extraArgs: readonly string[] = [],
+): Promise<GatewayChild> {
   const key = randomBytes(16).toString("hex");
   const [exe, ...args] = cliCommand();
   const argv = [...args, "gateway", "--port", "0", "--store", `sqlite:${dbPath}`, "--model-name", modelName];
-  const child = spawn(exe as string, [...argv, "--log-level", "warn"], {
+  const child = spawn(exe as string, [...argv, ...extraArgs, "--log-level", "warn"], {
     env: { ...process.env, ARCLIGHT_KEY: key },
     stdio: ["ignore", "pipe", "inherit"],
   });

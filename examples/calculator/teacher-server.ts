@@ -1,0 +1,50 @@
+/**
+ * @module The calculator teacher as an OpenAI-compatible server: arclight's engine server (`/v1/chat/completions` in
+ * vLLM's shape, `token_ids` and `prompt_token_ids` included) serving the {@link TeacherEngine}. Register it with the
+ * gateway as the model endpoint and run the real agent under the controller: the gateway records demonstrations as
+ * ordinary triplets, ready for SFT.
+ *
+ * Run: `npx tsx examples/calculator/teacher-server.ts [--port N]`; prints `teacher listening on http://127.0.0.1:N/v1`
+ * once it listens, and stops on SIGTERM or SIGINT.
+ */
+import { pathToFileURL } from "node:url";
+import type { FastifyInstance } from "fastify";
+import { buildEngineServer } from "../../src/engine/server/app.js";
+import { TeacherEngine } from "./teacher-engine.js";
+
+/**
+ * Starts the teacher server on 127.0.0.1.
+ * @param port - TCP port; 0 picks a free one
+ * @returns the server and its OpenAI base URL (ending in `/v1`)
+ */
+export async function startTeacherServer(port = 0): Promise<{ server: FastifyInstance; endpoint: string }> {
+  const server = await buildEngineServer({ engine: new TeacherEngine(), modelName: "teacher" });
+  const url = await server.listen({ host: "127.0.0.1", port });
+  return { server, endpoint: `${url}/v1` };
+}
+
+/** Parses `--port N` (default 0). */
+function portFlag(argv: readonly string[]): number {
+  const index = argv.indexOf("--port");
+  if (index < 0) return 0;
+  const port = Number(argv[index + 1]);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new Error(`--port ${argv[index + 1]}: expected an integer in 0..65535`);
+  }
+  return port;
+}
+
+async function main(): Promise<void> {
+  const { server, endpoint } = await startTeacherServer(portFlag(process.argv));
+  console.log(`teacher listening on ${endpoint}`);
+  const stop = () => void server.close();
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err: unknown) => {
+    console.error(`teacher server: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,116 @@
+/**
+ * @module `arclight demo`: the bundled calculator agent learns with RL on the embedded engine, in one command —
+ * teacher demonstrations recorded through the gateway, SFT warm start, GRPO, reward table and curve; everything in
+ * runs/NAME/.
+ */
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { pino } from "pino";
+import { type DemoSummary, runDemo } from "../demo/run-demo.js";
+import { type DemoBudget, FULL_BUDGET, QUICK_BUDGET } from "../demo/settings.js";
+import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
+import { CliError } from "./program.js";
+
+/** Flags of `arclight demo`. */
+interface DemoFlags {
+  name: string;
+  quick?: boolean;
+  steps?: string;
+  preset?: string;
+  seed: string;
+  logLevel: string;
+}
+
+/** Marker file that says a run directory was written by the demo (and may be replaced by the next demo). */
+const MARKER = "demo-run.json";
+
+/** A positive integer flag value. @throws {CliError} naming the flag */
+function positiveInt(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`${flag} ${value}: expected a positive integer`);
+  return n;
+}
+
+/** The budget from `--quick` and `--steps` (validation still runs after the last step). */
+function budgetOf(flags: DemoFlags): DemoBudget {
+  const base = flags.quick ? QUICK_BUDGET : FULL_BUDGET;
+  if (flags.steps === undefined) return base;
+  const rlSteps = positiveInt("--steps", flags.steps);
+  return { ...base, rlSteps, valInterval: Math.min(base.valInterval, rlSteps) };
+}
+
+/**
+ * Prepares runs/NAME: creates it, or empties one an earlier demo wrote.
+ * @throws {CliError} when the directory exists, is not empty, and was not written by the demo
+ */
+function prepareRunDir(runDir: string, name: string): void {
+  if (existsSync(runDir) && readdirSync(runDir).length > 0) {
+    if (!existsSync(join(runDir, MARKER))) {
+      throw new CliError(`--name ${name}: ${runDir} exists and was not written by arclight demo; pick another name`);
+    }
+    rmSync(runDir, { recursive: true, force: true });
+  }
+  mkdirSync(runDir, { recursive: true });
+  writeFileSync(join(runDir, MARKER), `${JSON.stringify({ name, started: new Date().toISOString() })}\n`);
+}
+
+/** The closing lines: before/after, wall time, where the files are. */
+function printSummary(summary: DemoSummary, runDir: string): void {
+  const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
+  const minutes = Math.floor(summary.wallSeconds / 60);
+  const seconds = Math.round(summary.wallSeconds % 60);
+  console.log(
+    [
+      "",
+      `val reward before RL ${summary.before.mean.toFixed(3)} (solved ${pct(summary.before.solved)}) -> after ` +
+        `${summary.rlSteps} GRPO steps ${summary.after.mean.toFixed(3)} (solved ${pct(summary.after.solved)})`,
+      `wall time ${minutes}m${String(seconds).padStart(2, "0")}s`,
+      `files: ${join(runDir, "metrics.jsonl")}, ${join(runDir, "reward.svg")}, ${join(runDir, "summary.json")}`,
+      `final checkpoint: ${summary.checkpointDir} (evaluate it: arclight eval ${summary.checkpointDir} ` +
+        "--data examples/calculator/data/val.jsonl)",
+    ].join("\n"),
+  );
+}
+
+/** Runs the command. */
+async function demo(flags: DemoFlags): Promise<void> {
+  if (!/^[A-Za-z0-9._-]+$/.test(flags.name)) {
+    throw new CliError(`--name ${flags.name}: letters, digits, '.', '_' or '-' only`);
+  }
+  if (flags.preset !== undefined && !(flags.preset in MODEL_PRESETS)) {
+    throw new CliError(`--preset ${flags.preset}: expected one of ${Object.keys(MODEL_PRESETS).join(", ")}`);
+  }
+  const seed = Number(flags.seed);
+  if (!Number.isInteger(seed)) throw new CliError(`--seed ${flags.seed}: expected an integer`);
+  const budget = budgetOf(flags);
+  const runDir = resolve("runs", flags.name);
+  prepareRunDir(runDir, flags.name);
+  console.log(`arclight demo: run ${flags.name}${flags.quick ? " (quick)" : ""} -> ${runDir}`);
+  const summary = await runDemo({
+    name: flags.name,
+    runDir,
+    budget,
+    preset: (flags.preset ?? null) as ModelPreset | null,
+    seed,
+    logger: pino({ level: flags.logLevel }),
+  });
+  printSummary(summary, runDir);
+}
+
+/**
+ * Registers `arclight demo`.
+ * @param program - the root commander program
+ */
+export function registerDemo(program: Command): void {
+  program
+    .command("demo")
+    .description("Train the bundled calculator agent with SFT + GRPO on the embedded engine (about 12-15 minutes)")
+    .option("--name <name>", "run name: files go to runs/NAME (an earlier demo run there is replaced)", "demo")
+    .option("--quick", "a cut-down run (about a minute): checks the pipeline, learns nothing")
+    .option("--steps <n>", "GRPO steps (default 12; --quick 2)")
+    .option("--preset <name>", "embedded engine model preset instead of the demo's 2-block model (tiny, bench, small)")
+    .option("--seed <n>", "seed of the weight init and the SFT row order", "0")
+    .option("--log-level <level>", "pino log level of the components", "warn")
+    .action(demo);
+}

@@ -1,0 +1,112 @@
+/**
+ * @module `arclight eval CHECKPOINT --data FILE`: loads an embedded-engine checkpoint, runs the real agent once per
+ * input through a fresh gateway (SQLite in a temporary directory, greedy validation mode) and the engine server, and
+ * prints the mean reward. The agent is the bundled calculator unless `--config` names a trainer YAML whose
+ * `controller` section says what to run.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { pino } from "pino";
+import { parse as parseYaml } from "yaml";
+import { runRolloutBatch, summariseRewards } from "../demo/rollout-batch.js";
+import { demoTrainerConfig, QUICK_BUDGET } from "../demo/settings.js";
+import { startDemoStack } from "../demo/stack.js";
+import { EmbeddedEngine } from "../engine/embedded/engine.js";
+import { ValidationFailed } from "../protocol/index.js";
+import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
+import { readJsonl } from "../trainer/data-order.js";
+import { CliError } from "./program.js";
+
+/** Flags of `arclight eval`. */
+interface EvalFlags {
+  data: string;
+  limit?: string;
+  config?: string;
+  poolSize: string;
+  logLevel: string;
+}
+
+/** The trainer config whose controller section runs the agent: `--config` YAML, or the bundled calculator. */
+function agentConfig(flags: EvalFlags, contextLength: number): Readonly<TrainerConfig> {
+  if (flags.config === undefined) return demoTrainerConfig("eval", QUICK_BUDGET, contextLength);
+  try {
+    return Object.freeze(parseTrainerConfig(parseYaml(readFileSync(flags.config, "utf8")) ?? {}));
+  } catch (err) {
+    if (err instanceof ValidationFailed || err instanceof Error)
+      throw new CliError(`--config ${flags.config}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** A positive integer flag value. @throws {CliError} naming the flag */
+function positiveInt(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`${flag} ${value}: expected a positive integer`);
+  return n;
+}
+
+/** Runs the command. */
+async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise<void> {
+  const limit = flags.limit === undefined ? undefined : positiveInt("--limit", flags.limit);
+  const poolSize = positiveInt("--pool-size", flags.poolSize);
+  let items: ReturnType<typeof readJsonl>;
+  try {
+    items = readJsonl(resolve(flags.data)).slice(0, limit);
+  } catch (err) {
+    throw new CliError(`--data ${flags.data}: ${(err as Error).message}`);
+  }
+  let engine: EmbeddedEngine;
+  try {
+    engine = await EmbeddedEngine.load(resolve(checkpoint));
+  } catch (err) {
+    throw new CliError(`CHECKPOINT ${checkpoint}: not an embedded-engine checkpoint (${(err as Error).message})`);
+  }
+  const config = agentConfig(flags, engine.contextLength);
+  const workDir = mkdtempSync(join(tmpdir(), "arclight-eval-"));
+  const stack = await startDemoStack({
+    runDir: workDir,
+    engine,
+    modelName: "policy",
+    poolSize,
+    logger: pino({ level: flags.logLevel }),
+  });
+  try {
+    await stack.client.upsertModels([{ model: "policy", endpoint: stack.engineEndpoint, version: 0 }]);
+    const batch = await runRolloutBatch(stack.client, items, {
+      prefix: "eval",
+      isTrain: false,
+      config,
+      policyVersion: engine.policyVersion,
+    });
+    const summary = summariseRewards(batch.rewards);
+    console.log(
+      `arclight eval: ${summary.count} inputs from ${flags.data}: reward ${summary.mean.toFixed(3)}, ` +
+        `solved (reward >= 1) ${(summary.solved * 100).toFixed(1)}%, failed rollouts ${batch.failed}`,
+    );
+  } finally {
+    await stack.close();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Registers `arclight eval`.
+ * @param program - the root commander program
+ */
+export function registerEval(program: Command): void {
+  program
+    .command("eval")
+    .description("Evaluate an embedded-engine checkpoint: run the agent once per input (greedy) and print the reward")
+    .argument(
+      "<checkpoint>",
+      "checkpoint directory (config.json + model.safetensors), e.g. runs/demo/checkpoints/step-000020/engine",
+    )
+    .requiredOption("--data <file>", "JSONL file of inputs, e.g. examples/calculator/data/val.jsonl")
+    .option("--limit <n>", "only the first N inputs")
+    .option("--config <file>", "trainer YAML whose controller section runs the agent (default: the calculator agent)")
+    .option("--pool-size <n>", "agent processes at once", "8")
+    .option("--log-level <level>", "pino log level of the components", "warn")
+    .action(evaluateCheckpoint);
+}

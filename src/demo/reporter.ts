@@ -1,0 +1,53 @@
+/**
+ * @module The demo's live reward table: one line per GRPO step (train reward, share solved, validation reward,
+ * entropy, timings) under a progress bar over the run's steps.
+ */
+import { SingleBar } from "cli-progress";
+import type { StepReporter } from "../trainer/loop.js";
+import type { StepMetrics } from "../trainer/metrics.js";
+
+/** Columns: header, metric key, decimals. */
+const COLUMNS: readonly [string, string, number][] = [
+  ["step", "step", 0],
+  ["train reward", "reward/mean", 3],
+  ["val reward", "val/reward_mean", 3],
+  ["entropy", "entropy", 3],
+  ["rows", "rows", 0],
+  ["update s", "time/update_s", 1],
+  ["step s", "time/step_s", 1],
+];
+
+/**
+ * One line of the table, or its header when `metrics` is null.
+ * @param metrics - a step's metrics
+ * @returns the line (fixed-width columns), no newline
+ */
+export function rewardTableLine(metrics: StepMetrics | null): string {
+  return COLUMNS.map(([header, key, decimals]) => {
+    const value = metrics?.[key];
+    const text = metrics === null ? header : value === null || value === undefined ? "-" : value.toFixed(decimals);
+    return text.padStart(header.length + 2);
+  }).join("");
+}
+
+/**
+ * A reporter printing the reward table, with a progress bar over the steps on a TTY.
+ * @param stream - where to print (default process.stdout)
+ * @returns the reporter for `runTraining`
+ */
+export function rewardTableReporter(stream: NodeJS.WriteStream = process.stdout): StepReporter {
+  const bar = stream.isTTY
+    ? new SingleBar({ stream, format: "  GRPO [{bar}] {value}/{total} steps | ETA {eta_formatted}" })
+    : null;
+  stream.write(`${rewardTableLine(null)}\n`);
+  return {
+    onStep(metrics, totalSteps) {
+      bar?.stop();
+      stream.write(`${rewardTableLine(metrics)}\n`);
+      if ((metrics.step ?? 0) < totalSteps) bar?.start(totalSteps, metrics.step ?? 0);
+    },
+    close() {
+      bar?.stop();
+    },
+  };
+}

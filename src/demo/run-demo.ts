@@ -1,0 +1,243 @@
+/**
+ * @module The calculator demo end to end, read top to bottom: start the stack; record teacher demonstrations
+ * through the gateway; SFT warm start on those same traces; validate; GRPO with the trainer loop; plot. Everything
+ * lands in runs/NAME/: gateway.db, metrics.jsonl, reward.svg, summary.json, checkpoints/.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
+import { EmbeddedEngine } from "../engine/embedded/engine.js";
+import { batchOptionsFromConfig } from "../trainer/batch.js";
+import { engineCheckpointDir, loadLatestCheckpoint } from "../trainer/checkpoint.js";
+import type { TrainerConfig } from "../trainer/config.js";
+import { type DataItem, readJsonl } from "../trainer/data-order.js";
+import { runTraining } from "../trainer/loop.js";
+import { appendMetrics } from "../trainer/metrics.js";
+import { collocatedServing } from "../trainer/serving.js";
+import { startPhase } from "./progress.js";
+import { rewardTableReporter } from "./reporter.js";
+import { type RewardSummary, readRewards, runRolloutBatch, summariseRewards } from "./rollout-batch.js";
+import { readRewardCurves, writeRewardPlots } from "./run-plots.js";
+import { DEMO_MODEL, type DemoBudget, demoTrainerConfig } from "./settings.js";
+import { type DemoStack, startDemoStack, startTeacherChild } from "./stack.js";
+import { demonstrationRows, warmStart } from "./warm-start.js";
+
+/** What to run. */
+export interface DemoOptions {
+  name: string;
+  /** runs/NAME (absolute). */
+  runDir: string;
+  budget: DemoBudget;
+  /** A model preset name, or null for the demo's own shape ({@link DEMO_MODEL}). */
+  preset: ModelPreset | null;
+  seed: number;
+  logger: Logger;
+  /** Where the narration goes (default process.stdout). */
+  out?: NodeJS.WriteStream;
+}
+
+/** What a demo measured; also written to runs/NAME/summary.json. */
+export interface DemoSummary {
+  demonstrations: { recorded: number; kept: number; rows: number; mismatches: number; failed: number };
+  sft: { steps: number; firstLoss: number; lastLoss: number };
+  before: RewardSummary;
+  after: RewardSummary;
+  rlSteps: number;
+  checkpointDir: string;
+  wallSeconds: number;
+}
+
+const MODEL_NAME = "policy";
+
+/**
+ * Runs the demo.
+ * @param options - run name and directory, budget, model preset, seed, logger
+ * @returns the measured summary
+ * @throws whatever a component throws (the stack is stopped first)
+ */
+export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
+  const started = performance.now();
+  const out = options.out ?? process.stdout;
+  const { budget } = options;
+  const say = (line: string) => out.write(`${line}\n`);
+  const model = options.preset === null ? DEMO_MODEL : MODEL_PRESETS[options.preset];
+  say(
+    `[1/6] starting gateway (SQLite in ${options.runDir}), embedded engine ` +
+      `(${options.preset ?? "demo"}: ${model.n_layers} blocks x ${model.d_model}), controller`,
+  );
+  const engine = await EmbeddedEngine.create({ config: model, seed: options.seed });
+  const stack = await startDemoStack({
+    runDir: options.runDir,
+    engine,
+    modelName: MODEL_NAME,
+    trainTemperature: budget.trainTemperature,
+    poolSize: budget.poolSize,
+    logger: options.logger,
+  });
+  try {
+    const config = demoTrainerConfig(options.name, budget, stack.engine.contextLength);
+    const train = readJsonl(config.data.train_path);
+    const val = readJsonl(config.data.val_path as string).slice(0, budget.valProblems);
+
+    say(`[2/6] recording ${budget.demonstrations} teacher demonstrations through the gateway`);
+    const demos = await recordDemonstrations(stack, config, train.slice(0, budget.demonstrations), out);
+
+    say(`[3/6] SFT warm start: ${budget.sftSteps} steps x ${budget.sftBatchSize} rows on the recorded traces`);
+    const sft = await runWarmStart(stack, demos.rows, budget, options.seed, out);
+
+    say(`[4/6] validation before RL: ${val.length} val problems, greedy`);
+    const before = await evaluate(stack, config, val, `${options.name}-before`, out);
+    appendMetrics(join(options.runDir, "metrics.jsonl"), { step: 0, "val/reward_mean": before.mean });
+
+    say(
+      `[5/6] GRPO: ${budget.rlSteps} steps x ${budget.groupsPerStep} problems x ${budget.groupSize} rollouts ` +
+        `(temperature ${budget.trainTemperature})`,
+    );
+    await stack.client.deleteModels();
+    const summary = await runTraining({
+      config,
+      client: stack.client,
+      engine: stack.engine,
+      serving: collocatedServing(stack.engineEndpoint),
+      trainData: train,
+      valData: val,
+      runDir: options.runDir,
+      modelName: MODEL_NAME,
+      logger: options.logger,
+      reporter: rewardTableReporter(out),
+    });
+
+    say(`[6/6] validation after RL: ${val.length} val problems, greedy`);
+    const after = await validationAfter(stack, config, val, summary.steps, out);
+    if (summary.steps % config.val_interval !== 0 || config.val_interval === 0) {
+      appendMetrics(join(options.runDir, "metrics.jsonl"), { step: summary.steps, "val/reward_mean": after.mean });
+    }
+
+    const result: DemoSummary = {
+      demonstrations: demos.counts,
+      sft,
+      before,
+      after,
+      rlSteps: summary.steps,
+      checkpointDir: finalCheckpointDir(options.runDir),
+      wallSeconds: (performance.now() - started) / 1000,
+    };
+    writeFileSync(join(options.runDir, "summary.json"), `${JSON.stringify(result, null, 2)}\n`);
+    writeRewardPlots(options.runDir, readRewardCurves(join(options.runDir, "metrics.jsonl")), out);
+    return result;
+  } finally {
+    await stack.close();
+  }
+}
+
+/** The engine directory of the run's latest checkpoint (what `arclight eval` loads). */
+function finalCheckpointDir(runDir: string): string {
+  const latest = loadLatestCheckpoint(runDir);
+  if (latest === null) throw new Error(`${runDir}: the trainer saved no checkpoint`);
+  return engineCheckpointDir(latest.dir);
+}
+
+/** Records demonstrations with the teacher registered as the model endpoint, then unregisters it. */
+async function recordDemonstrations(
+  stack: DemoStack,
+  config: Readonly<TrainerConfig>,
+  items: readonly DataItem[],
+  out: NodeJS.WriteStream,
+) {
+  const teacher = await startTeacherChild();
+  try {
+    await stack.client.deleteModels();
+    await stack.client.upsertModels([{ model: MODEL_NAME, endpoint: teacher.endpoint, version: 0 }]);
+    const phase = startPhase("teacher", items.length, out);
+    const batch = await runRolloutBatch(stack.client, items, {
+      prefix: `${config.name}-teacher`,
+      isTrain: true,
+      config,
+      policyVersion: 0,
+      onProgress: (done) => phase.update(done),
+    });
+    const built = demonstrationRows(batch.records, batch.rewards, batchOptionsFromConfig(config), 1);
+    const summary = summariseRewards(batch.rewards);
+    phase.finish(
+      `${items.length} demonstrations: teacher reward ${summary.mean.toFixed(3)}, ${built.kept} kept, ` +
+        `${built.rows.length} SFT rows, ${built.mismatches} prefix mismatches, ${batch.failed} failed`,
+    );
+    const counts = {
+      recorded: items.length,
+      kept: built.kept,
+      rows: built.rows.length,
+      mismatches: built.mismatches,
+      failed: batch.failed,
+    };
+    return { rows: built.rows, counts };
+  } finally {
+    await stack.client.deleteModels();
+    await teacher.stop();
+  }
+}
+
+/** SFT on the demonstration rows, with a progress bar showing the loss. */
+async function runWarmStart(
+  stack: DemoStack,
+  rows: Parameters<typeof warmStart>[1],
+  budget: DemoBudget,
+  seed: number,
+  out: NodeJS.WriteStream,
+) {
+  const phase = startPhase("SFT", budget.sftSteps, out);
+  const metrics = await warmStart(stack.engine, rows, {
+    steps: budget.sftSteps,
+    batchSize: budget.sftBatchSize,
+    learningRate: budget.sftLearningRate,
+    seed,
+    onStep: (step, m) => phase.update(step, `loss ${m.loss.toFixed(3)}`),
+  });
+  const firstLoss = metrics[0]?.loss ?? 0;
+  const lastLoss = metrics.at(-1)?.loss ?? 0;
+  phase.finish(`SFT loss ${firstLoss.toFixed(3)} -> ${lastLoss.toFixed(3)} nats/token`);
+  return { steps: metrics.length, firstLoss, lastLoss };
+}
+
+/**
+ * The validation after the last step: read back from the loop's own validation rollouts when it validated at that
+ * step (ids `NAME-vSTEP-dINDEX-0`), else run it.
+ */
+async function validationAfter(
+  stack: DemoStack,
+  config: Readonly<TrainerConfig>,
+  items: readonly DataItem[],
+  step: number,
+  out: NodeJS.WriteStream,
+): Promise<RewardSummary> {
+  if (config.val_interval === 0 || step % config.val_interval !== 0) {
+    return evaluate(stack, config, items, `${config.name}-after`, out);
+  }
+  const ids = items.map((item) => `${config.name}-v${step}-d${item.index}-0`);
+  const summary = summariseRewards(await readRewards(stack.client, ids, config.reward_fillna_value));
+  out.write(`  val reward ${summary.mean.toFixed(3)}, solved ${(summary.solved * 100).toFixed(0)}% (step ${step})\n`);
+  return summary;
+}
+
+/** Validation rollouts (`is_train: false`, greedy) against the engine, with a progress bar. */
+async function evaluate(
+  stack: DemoStack,
+  config: Readonly<TrainerConfig>,
+  items: readonly DataItem[],
+  prefix: string,
+  out: NodeJS.WriteStream,
+): Promise<RewardSummary> {
+  await stack.client.deleteModels();
+  await stack.client.upsertModels([{ model: MODEL_NAME, endpoint: stack.engineEndpoint, version: 0 }]);
+  const phase = startPhase("val", items.length, out);
+  const batch = await runRolloutBatch(stack.client, items, {
+    prefix,
+    isTrain: false,
+    config,
+    policyVersion: stack.engine.policyVersion,
+    onProgress: (done) => phase.update(done),
+  });
+  const summary = summariseRewards(batch.rewards);
+  phase.finish(`val reward ${summary.mean.toFixed(3)}, solved ${(summary.solved * 100).toFixed(0)}%`);
+  return summary;
+}

@@ -1,0 +1,123 @@
+/**
+ * @module The calculator demo's settings: where the bundled example lives, the trainer config of its GRPO phase,
+ * and the budgets of the full and the `--quick` run (demonstrations, SFT steps, RL steps, validation size).
+ */
+import { fileURLToPath } from "node:url";
+import type { ModelConfig } from "../engine/embedded/config.js";
+import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
+
+/** `examples/calculator/` of this package (the same from src/ under tsx and from dist/). */
+export const CALCULATOR_DIR = fileURLToPath(new URL("../../examples/calculator/", import.meta.url));
+
+/**
+ * The demo's policy: the `tiny` preset's width and context with 2 blocks instead of 4. On the shared 2-core machine
+ * it reached a non-zero calculator reward in half the SFT wall time of `tiny` (README, Demo: feasibility).
+ */
+export const DEMO_MODEL: Readonly<ModelConfig> = Object.freeze({
+  vocab: 261,
+  d_model: 128,
+  n_layers: 2,
+  n_heads: 4,
+  context: 256,
+});
+
+/** Budgets of one demo run. */
+export interface DemoBudget {
+  /** Teacher demonstrations recorded through the gateway (first N train problems). */
+  demonstrations: number;
+  /** SFT warm-start steps and rows per step. */
+  sftSteps: number;
+  sftBatchSize: number;
+  sftLearningRate: number;
+  /** GRPO steps; problems per step (groups) and rollouts per problem (group size). */
+  rlSteps: number;
+  groupsPerStep: number;
+  groupSize: number;
+  rlLearningRate: number;
+  /**
+   * Sampling temperature of the GRPO rollouts (the gateway's train temperature). Below 1 the samples stay near the
+   * weak warm-start policy's best behaviour; the PPO ratio then compares the temperature-1 policy with this sampler,
+   * which mostly switches off the clipped side of negative advantages (see README, Demo).
+   */
+  trainTemperature: number;
+  /** Validation problems (first N of val.jsonl) and validation every this many RL steps. */
+  valProblems: number;
+  valInterval: number;
+  /** Agent processes at once. */
+  poolSize: number;
+}
+
+/** The full demo: 12m13s measured on the shared 2-core machine (see README, Demo). */
+export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
+  demonstrations: 300,
+  sftSteps: 180,
+  sftBatchSize: 8,
+  sftLearningRate: 2e-3,
+  rlSteps: 12,
+  groupsPerStep: 12,
+  groupSize: 4,
+  rlLearningRate: 3e-4,
+  trainTemperature: 0.7,
+  valProblems: 100,
+  valInterval: 6,
+  poolSize: 8,
+});
+
+/** `--quick`: the whole pipeline in about a minute, too short to learn anything (CI runs it). */
+export const QUICK_BUDGET: Readonly<DemoBudget> = Object.freeze({
+  demonstrations: 8,
+  sftSteps: 2,
+  sftBatchSize: 4,
+  sftLearningRate: 2e-3,
+  rlSteps: 2,
+  groupsPerStep: 2,
+  groupSize: 2,
+  rlLearningRate: 1e-3,
+  trainTemperature: 0.7,
+  valProblems: 4,
+  valInterval: 1,
+  poolSize: 4,
+});
+
+/**
+ * The agent command the controller runs per rollout: the calculator agent under tsx, resolved from this package so
+ * the demo works from any working directory.
+ * @returns argv
+ */
+export function calculatorAgentCommand(): string[] {
+  return [process.execPath, "--import", import.meta.resolve("tsx"), `${CALCULATOR_DIR}agent.ts`];
+}
+
+/**
+ * The trainer config of the demo's GRPO phase: trajectory aggregation, rollout-level GRPO advantages, PPO clip,
+ * the calculator agent with `QUESTION`/`ANSWER` from each input.
+ * @param name - run name (runs/NAME)
+ * @param budget - steps, group sizes, learning rate, validation interval
+ * @param contextLength - the engine's context (tokens): prompt and response limits split it
+ * @returns the frozen config
+ */
+export function demoTrainerConfig(name: string, budget: DemoBudget, contextLength: number): Readonly<TrainerConfig> {
+  const half = Math.floor(contextLength / 2);
+  return Object.freeze(
+    parseTrainerConfig({
+      name,
+      data: { train_path: `${CALCULATOR_DIR}data/train.jsonl`, val_path: `${CALCULATOR_DIR}data/val.jsonl` },
+      train_batch_size: budget.groupsPerStep,
+      n: budget.groupSize,
+      rollout_timeout_seconds: 300,
+      controller: {
+        command: calculatorAgentCommand(),
+        env_map: { QUESTION: "input.question", ANSWER: "input.answer" },
+        pool_size: budget.poolSize,
+      },
+      aggregator: { level: "trajectory", max_prompt_length: half, max_response_length: contextLength - half },
+      advantage: { estimator: "grpo", norm_by_std: true, rollout_level: true },
+      loss: { aggregation: "per-rollout-mean" },
+      optimizer: { learning_rate: budget.rlLearningRate, weight_decay: 0, micro_batch_size: 16 },
+      total_steps: budget.rlSteps,
+      val_interval: budget.valInterval,
+      checkpoint_interval: 0,
+      seed: 0,
+    }),
+  );
+}

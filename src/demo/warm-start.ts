@@ -1,0 +1,93 @@
+/**
+ * @module The SFT warm start: demonstration rollouts (recorded through the gateway) become training rows by the
+ * trainer's own trajectory aggregation, and the engine is fine-tuned on their assistant tokens (`{kind: "sft"}`).
+ */
+import type { Engine, TrainMetrics, TrainRow } from "../engine/engine.js";
+import { assembleBatch, type BatchOptions, type RolloutRecord } from "../trainer/batch.js";
+import { mulberry32 } from "../trainer/data-order.js";
+
+/** Rows built from demonstrations, and what was left out. */
+export interface DemonstrationRows {
+  /** Engine rows: prompt ⧺ response region with the loss mask on the assistant's tokens, [T] each. */
+  rows: TrainRow[];
+  /** Demonstration rollouts kept (final reward >= minReward). */
+  kept: number;
+  /** Prompt-prefix breaks the aggregation met (0 when the endpoint returned the template's exact ids). */
+  mismatches: number;
+}
+
+/**
+ * Turns demonstration rollouts into SFT rows with the trainer's batch assembly (the same aggregation that RL uses),
+ * keeping only rollouts whose reward is at least `minReward`.
+ * @param records - demonstration rollouts with their triplet events
+ * @param rewards - final reward of each record, same order
+ * @param options - batch options (aggregation level, length limits); advantages are ignored by SFT
+ * @param minReward - keep rollouts with at least this reward (a teacher's failed rollouts teach nothing)
+ * @returns the rows and counts
+ */
+export function demonstrationRows(
+  records: readonly RolloutRecord[],
+  rewards: readonly number[],
+  options: BatchOptions,
+  minReward: number,
+): DemonstrationRows {
+  const good = records.filter((_, i) => (rewards[i] ?? Number.NEGATIVE_INFINITY) >= minReward);
+  const batch = assembleBatch(good, options);
+  const rows = batch.engineRows.filter((row) => row.lossMask.some((m) => m === 1));
+  return { rows, kept: good.length, mismatches: batch.mismatches.length };
+}
+
+/** Settings of the warm start. */
+export interface WarmStartOptions {
+  /** Optimiser steps. */
+  steps: number;
+  /** Rows per step. */
+  batchSize: number;
+  learningRate: number;
+  /** Seed of the row order (reshuffled each pass). */
+  seed: number;
+  /** Called after each step. */
+  onStep?: (step: number, metrics: TrainMetrics) => void;
+}
+
+/**
+ * Fine-tunes `engine` on demonstration rows: `steps` AdamW steps of `batchSize` rows each, drawn without replacement
+ * from a seeded shuffle (reshuffled after every pass), token-mean cross-entropy over the masked tokens.
+ * @param engine - the policy to warm-start (its policy version grows by `steps`)
+ * @param rows - SFT rows from {@link demonstrationRows}
+ * @param options - steps, batch size, learning rate, seed
+ * @returns each step's train metrics (loss in nats per masked token)
+ * @throws {RangeError} when there are no rows
+ */
+export async function warmStart(
+  engine: Engine,
+  rows: readonly TrainRow[],
+  options: WarmStartOptions,
+): Promise<TrainMetrics[]> {
+  if (rows.length === 0) throw new RangeError("warm start: no demonstration rows to train on");
+  const random = mulberry32(options.seed);
+  let order: number[] = [];
+  const metrics: TrainMetrics[] = [];
+  const optimizer = { learningRate: options.learningRate, weightDecay: 0, maxGradNorm: 1, microBatchSize: 16 };
+  for (let step = 1; step <= options.steps; step++) {
+    const batch: TrainRow[] = [];
+    while (batch.length < options.batchSize) {
+      if (order.length === 0) order = shuffled(rows.length, random);
+      batch.push(rows[order.pop() as number] as TrainRow);
+    }
+    const m = await engine.trainStep(batch, { kind: "sft", aggregation: "token-mean" }, optimizer);
+    metrics.push(m);
+    options.onStep?.(step, m);
+  }
+  return metrics;
+}
+
+/** A Fisher–Yates shuffle of 0..n-1. */
+function shuffled(n: number, random: () => number): number[] {
+  const order = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j] as number, order[i] as number];
+  }
+  return order;
+}

@@ -1,0 +1,89 @@
+/**
+ * The cut-down demo as a newcomer runs it, as a real child process (`arclight demo --quick`) in a temporary working
+ * directory: gateway child on SQLite, embedded engine, controller, agent processes, teacher server. It checks that
+ * the pipeline runs and records what it should; whether the policy learns is measured by the full demo (README).
+ * Then `arclight eval` runs on the checkpoint the demo wrote.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+
+const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
+// The CLI runs from a temporary directory, so tsx is named by path, not resolved from the working directory.
+const TSX = new URL("../node_modules/tsx/dist/loader.mjs", import.meta.url).href;
+const workDir = mkdtempSync(join(tmpdir(), "arclight-demo-test-"));
+afterAll(() => rmSync(workDir, { recursive: true, force: true }));
+
+/** Runs the CLI from source in `workDir` and collects its output. */
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
+    cwd: workDir,
+    env: { PATH: process.env.PATH },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("arclight demo --quick", () => {
+  it("records demonstrations, warm-starts, trains, validates and writes metrics, plot and checkpoint", async () => {
+    const result = await cli(["demo", "--quick", "--name", "ci"]);
+    expect(result.code, result.stderr + result.stdout).toBe(0);
+    const runDir = join(workDir, "runs", "ci");
+
+    const summary = JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8"));
+    // Every teacher demonstration was recorded through the gateway, scored 1 by the agent, and re-rendered to
+    // exactly the ids the teacher returned (no prefix mismatch between turns).
+    expect(summary.demonstrations).toEqual({ recorded: 8, kept: 8, rows: 8, mismatches: 0, failed: 0 });
+    expect(summary.sft.steps).toBe(2);
+    expect(summary.before.count).toBe(4);
+    expect(summary.after.count).toBe(4);
+    expect(summary.rlSteps).toBe(2);
+
+    const metrics = readFileSync(join(runDir, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(metrics[0]).toEqual({ step: 0, "val/reward_mean": summary.before.mean });
+    const steps = metrics.filter((m) => m["reward/mean"] !== undefined);
+    expect(steps.map((m) => m.step)).toEqual([1, 2]);
+    for (const step of steps) {
+      // 2 problems x 2 rollouts, each with a reward posted by the agent (none filled in) and one trajectory row.
+      expect(step).toMatchObject({ rollouts: 4, groups: 2, rows: 4, reward_filled: 0, mismatches: 0 });
+      expect(step.tokens).toBeGreaterThan(0);
+      expect(typeof step["val/reward_mean"]).toBe("number");
+    }
+
+    const svg = readFileSync(join(runDir, "reward.svg"), "utf8");
+    expect(svg.startsWith("<svg")).toBe(true);
+    expect(svg.match(/<path /g)).toHaveLength(2); // train and val curves
+    expect(existsSync(join(summary.checkpointDir, "model.safetensors"))).toBe(true);
+    expect(result.stdout).toContain("val reward before RL");
+    expect(result.stdout).toContain("reward curve");
+
+    const evaluated = await cli(["eval", summary.checkpointDir, "--data", join(runDir, "..", "..", "val.jsonl")]);
+    expect(evaluated.code).toBe(2); // no such data file: a user error naming the flag
+    expect(evaluated.stderr).toContain("--data");
+    const valPath = fileURLToPath(new URL("../examples/calculator/data/val.jsonl", import.meta.url));
+    const ok = await cli(["eval", summary.checkpointDir, "--data", valPath, "--limit", "2"]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/arclight eval: 2 inputs from .*: reward \d\.\d{3}, solved/);
+  }, 240_000);
+
+  it("refuses a run directory the demo did not write, naming --name", async () => {
+    mkdirSync(join(workDir, "runs", "mine"), { recursive: true });
+    writeFileSync(join(workDir, "runs", "mine", "notes.txt"), "keep me");
+    const result = await cli(["demo", "--quick", "--name", "mine"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--name mine");
+    expect(readFileSync(join(workDir, "runs", "mine", "notes.txt"), "utf8")).toBe("keep me");
+  }, 60_000);
+});
