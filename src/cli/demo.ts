@@ -67,7 +67,7 @@ function printSummary(summary: DemoSummary, runDir: string): void {
         `${summary.rlSteps} GRPO steps ${summary.after.mean.toFixed(3)} (solved ${pct(summary.after.solved)})`,
       `wall time ${minutes}m${String(seconds).padStart(2, "0")}s`,
       `files: ${join(runDir, "metrics.jsonl")}, ${join(runDir, "reward.svg")}, ${join(runDir, "summary.json")}`,
-      `final checkpoint: ${summary.checkpointDir} (evaluate it: arclight eval ${summary.checkpointDir} ` +
+      `final checkpoint: ${summary.checkpointDir} (evaluate it: npx arclight eval ${summary.checkpointDir} ` +
         "--data examples/calculator/data/val.jsonl)",
     ].join("\n"),
   );

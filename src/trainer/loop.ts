@@ -95,7 +95,9 @@ function checkSetup(options: TrainLoopOptions): void {
   if (longest > engine.contextLength) {
     throw new RangeError(
       `aggregator.max_prompt_length + aggregator.max_response_length = ${longest} tokens exceed the engine's ` +
-        `context of ${engine.contextLength} tokens`,
+        `context of ${engine.contextLength} tokens: set them in the config so that they sum to at most ` +
+        `${engine.contextLength} (e.g. aggregator: {max_prompt_length: ${Math.floor(engine.contextLength / 2)}, ` +
+        `max_response_length: ${Math.floor(engine.contextLength / 2)}})`,
     );
   }
   if (config.loss.kl_coef > 0 && options.referenceEngine === undefined) {
