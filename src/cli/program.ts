@@ -32,7 +32,7 @@ export function buildProgram(): Command {
     .name("arclight")
     .description("Train any AI agent with reinforcement learning from its real runs, without changing the agent.")
     .version(packageVersion(), "-V, --version")
-    .showHelpAfterError()
+    .showHelpAfterError("(add --help for usage)")
     .exitOverride();
   // Subcommands register here, one file each under src/cli/.
   registerEngine(program);
