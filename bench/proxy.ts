@@ -5,10 +5,15 @@
  *
  * The upstream and the gateway each run in their own child process, so neither shares an event loop with the load
  * generator. This file is both the main script and the child (`BENCH_ROLE` set by the parent).
+ *
+ * `--store sqlite` (default; the gateway's real default, a fresh file in a temp folder) or `--store memory`.
  */
 
 import { type ChildProcess, fork } from "node:child_process";
-import { availableParallelism } from "node:os";
+import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { Agent } from "undici";
@@ -31,9 +36,14 @@ async function runWorker(): Promise<void> {
     process.on("message", () => process.exit(0));
     return;
   }
-  const h = await startProxyHarness({ models: [{ model: "policy", endpoint: process.env.BENCH_UPSTREAM_URL! }] });
+  const dbPath = process.env.BENCH_SQLITE_PATH;
+  const { SqliteStore } = await import("../src/store/sqlite.js");
+  const store = dbPath ? SqliteStore.open(dbPath) : undefined;
+  const models = [{ model: "policy", endpoint: process.env.BENCH_UPSTREAM_URL! }];
+  const h = await startProxyHarness({ models, ...(store ? { store } : {}) });
   const rids = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => h.newRollout(`ro-bench-${i}`)));
-  send({ base: h.openaiBase("ROLLOUT"), rids, key: h.key, store: "memory (MemoryStore)" });
+  const storeName = dbPath ? `sqlite (SqliteStore, WAL, synchronous=NORMAL, ${dbPath})` : "memory (MemoryStore)";
+  send({ base: h.openaiBase("ROLLOUT"), rids, key: h.key, store: storeName });
   process.on("message", async (message) => {
     if (message === "exit") process.exit(0);
     send({ events: await h.store.countEvents() });
@@ -108,10 +118,28 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** The `--store` flag: `sqlite` (default) or `memory`. */
+function storeFlag(): "sqlite" | "memory" {
+  const i = process.argv.indexOf("--store");
+  const value = i === -1 ? "sqlite" : process.argv[i + 1];
+  if (value !== "sqlite" && value !== "memory") throw new Error(`--store must be sqlite or memory, got ${value}`);
+  return value;
+}
+
 async function main(): Promise<void> {
+  const storeKind = storeFlag();
+  const dir = storeKind === "sqlite" ? mkdtempSync(join(tmpdir(), "arclight-bench-proxy-")) : undefined;
+  try {
+    await compare(dir ? { BENCH_SQLITE_PATH: join(dir, "gateway.db") } : {});
+  } finally {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function compare(storeEnv: Record<string, string>): Promise<void> {
   const upstream = await startWorker({ BENCH_ROLE: "upstream" });
   const upstreamUrl = upstream.info.url as string;
-  const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl });
+  const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl, ...storeEnv });
   const { base, rids, key, store } = gateway.info as { base: string; rids: string[]; key: string; store: string };
   console.log(
     `setup: ${availableParallelism()} cores, ${CONCURRENCY} concurrent clients, ${DURATION_MS} ms per run after ` +
@@ -148,6 +176,7 @@ async function main(): Promise<void> {
   console.log(`throughput ratio proxied/direct: ${(ratio * 100).toFixed(1)}% (target >= 50%)`);
   upstream.worker.send("exit");
   gateway.worker.send("exit");
+  await once(gateway.worker, "exit");
 }
 
 if (process.env.BENCH_ROLE === undefined) await main();

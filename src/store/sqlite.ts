@@ -71,9 +71,12 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   /** Prepared statements by SQL text (built lazily; filtered queries vary their WHERE clause). */
   private readonly statements = new Map<string, Database.Statement>();
+  /** One `BEGIN IMMEDIATE` wrapper built once: `db.transaction()` builds five closures per call. */
+  private readonly immediate: <T>(fn: () => T) => T;
 
   private constructor(db: Database.Database) {
     this.db = db;
+    this.immediate = db.transaction((fn: () => unknown) => fn()).immediate as <T>(fn: () => T) => T;
   }
 
   /**
@@ -109,7 +112,7 @@ export class SqliteStore implements Store {
 
   /** Runs `fn` in a `BEGIN IMMEDIATE` transaction: the write lock is taken up front, so reads inside see final data. */
   private write<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    return this.immediate(fn);
   }
 
   private readRollout(rolloutId: string): Rollout | undefined {
