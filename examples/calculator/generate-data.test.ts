@@ -23,13 +23,13 @@ describe("generate-data", () => {
     expect(files.val).toBe(committed("val.jsonl"));
   });
 
-  it("commits 2000 train and 100 val rows with the documented fields", () => {
+  it("commits 2000 train and 200 val rows with the documented fields", () => {
     const rows = committed("train.jsonl")
       .trimEnd()
       .split("\n")
       .map((line) => JSON.parse(line));
     expect(rows).toHaveLength(2000);
-    expect(committed("val.jsonl").trimEnd().split("\n")).toHaveLength(100);
+    expect(committed("val.jsonl").trimEnd().split("\n")).toHaveLength(200);
     expect(Object.keys(rows[0])).toEqual(["data_id", "question", "answer", "level", "form"]);
   });
 

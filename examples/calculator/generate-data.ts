@@ -2,7 +2,7 @@
  * @module Writes the calculator dataset, `data/train.jsonl` and `data/val.jsonl`, from a seed. Deterministic: the
  * committed files are exactly what `npx tsx examples/calculator/generate-data.ts` writes with the defaults.
  *
- * Usage: `npx tsx examples/calculator/generate-data.ts [--seed 8] [--train 2000] [--val 100] [--out DIR]`
+ * Usage: `npx tsx examples/calculator/generate-data.ts [--seed 8] [--train 2000] [--val 200] [--out DIR]`
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -184,8 +184,8 @@ export interface SplitOptions {
   valSize: number;
 }
 
-/** The default split: seed 8, 2000 train, 100 val (what data/*.jsonl holds). */
-export const DEFAULT_SPLIT: SplitOptions = Object.freeze({ seed: 8, trainSize: 2000, valSize: 100 });
+/** The default split: seed 8, 2000 train, 200 val (what data/*.jsonl holds). */
+export const DEFAULT_SPLIT: SplitOptions = Object.freeze({ seed: 8, trainSize: 2000, valSize: 200 });
 
 /**
  * Generates a train/val split from one seed. Levels cycle 1, 2, 3 so each split holds them in equal thirds; the form

@@ -2,6 +2,7 @@
  * @module The calculator demo's settings: where the bundled example lives, the trainer config of its GRPO phase,
  * and the budgets of the full and the `--quick` run (demonstrations, SFT steps, RL steps, validation size).
  */
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { ModelConfig } from "../engine/embedded/config.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
@@ -80,11 +81,21 @@ export const QUICK_BUDGET: Readonly<DemoBudget> = Object.freeze({
 });
 
 /**
- * The agent command the controller runs per rollout: the calculator agent under tsx, resolved from this package so
- * the demo works from any working directory.
+ * The calculator agent compiled to JavaScript by `npm run build` (`tsconfig.examples.json`, run by `npm ci` through
+ * `prepare`): `dist/examples/calculator/agent.js` beside this module's compiled copy. Absent when this module runs
+ * from src/ (tests, tsx).
+ */
+const COMPILED_AGENT = fileURLToPath(new URL("../examples/calculator/agent.js", import.meta.url));
+
+/**
+ * The agent command the controller runs per rollout, resolved from this package so the demo works from any working
+ * directory: the compiled agent under plain node when it exists (about 0.15 s of CPU per start, measured), else
+ * `examples/calculator/agent.ts` under tsx (about 0.55 s: tsx compiles the agent in every new process). The demo
+ * starts one process per rollout, so this is most of its rollout cost on two cores.
  * @returns argv
  */
 export function calculatorAgentCommand(): string[] {
+  if (existsSync(COMPILED_AGENT)) return [process.execPath, COMPILED_AGENT];
   return [process.execPath, "--import", import.meta.resolve("tsx"), `${CALCULATOR_DIR}agent.ts`];
 }
 

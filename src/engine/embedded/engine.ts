@@ -21,7 +21,7 @@ import { Batcher } from "./batcher.js";
 import { CheckpointInvalid, readCheckpoint, writeCheckpoint } from "./checkpoint.js";
 import { MODEL_PRESETS, type ModelConfig, type ModelPreset, parseModelConfig } from "./config.js";
 import { Gpt } from "./model.js";
-import { initialValues } from "./params.js";
+import { initialValues, type PositionInit } from "./params.js";
 import type { SafeTensor } from "./safetensors.js";
 import { scoreTokens } from "./score.js";
 import { ByteTokenizer } from "./tokenizer.js";
@@ -33,6 +33,8 @@ export interface EmbeddedEngineOptions {
   config: ModelConfig | ModelPreset;
   /** Weight-init seed; the same config and seed give identical weights. Default 0. */
   seed?: number;
+  /** Start of the learned position table (see {@link PositionInit}). Default `normal`. */
+  positionInit?: PositionInit;
   /** Most sequences decoded together (rows of the decode batch). Default 64. */
   maxBatchSize?: number;
   /** Rows per forward pass in `logprobs`. Default 32. */
@@ -72,7 +74,7 @@ export class EmbeddedEngine implements Engine {
     const config = parseModelConfig(
       typeof options.config === "string" ? MODEL_PRESETS[options.config] : options.config,
     );
-    return new EmbeddedEngine(new Gpt(config, initialValues(config, options.seed ?? 0)), options);
+    return new EmbeddedEngine(new Gpt(config, initialValues(config, options.seed ?? 0, options.positionInit)), options);
   }
 
   /**

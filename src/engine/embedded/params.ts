@@ -87,12 +87,54 @@ export function paramSpecs(config: ModelConfig): ParamSpec[] {
 }
 
 /**
- * Draws initial weight values from a seed; the same config and seed give bit-identical weights everywhere.
+ * How the learned position table `wpe` starts: `normal` draws N(0, 0.02) like every other matrix (GPT-2);
+ * `sinusoidal` starts from the fixed encoding of Vaswani et al. (sin/cos pairs, wavelengths 2π…10000·2π), scaled so
+ * its root-mean-square equals 0.02. Either way the table is a trained weight afterwards. The sinusoidal start gives
+ * attention a notion of relative offset from step 0 (PE(p+k) is a linear function of PE(p)), which a small model
+ * needs to copy text from its prompt (README, Demo: a 2-block policy reached 0.26 nats/token on the calculator
+ * demonstrations in 150 SFT steps from it, against 0.31 after 200 steps from `normal`).
+ * @see Vaswani et al., "Attention Is All You Need", 2017, section 3.5
+ */
+export type PositionInit = "normal" | "sinusoidal";
+
+/** RMS of the sinusoidal start: the normal init's standard deviation. */
+const POSITION_RMS = 0.02;
+
+/**
+ * The sinusoidal position table, [context, C] row-major: PE(p, 2i) = a·sin(p / 10000^(2i/C)),
+ * PE(p, 2i+1) = a·cos(p / 10000^(2i/C)), with a = 0.02·√2 so the RMS is 0.02 (C even; for odd C the last column is a
+ * sine).
+ * @param context - rows (positions)
+ * @param channels - columns (C)
+ * @returns the values
+ */
+export function sinusoidalPositions(context: number, channels: number): Float32Array {
+  const amplitude = POSITION_RMS * Math.SQRT2;
+  const data = new Float32Array(context * channels);
+  for (let p = 0; p < context; p++) {
+    for (let c = 0; c < channels; c++) {
+      const pair = Math.floor(c / 2);
+      const angle = p / 10000 ** ((2 * pair) / channels);
+      data[p * channels + c] = amplitude * (c % 2 === 0 ? Math.sin(angle) : Math.cos(angle));
+    }
+  }
+  return data;
+}
+
+/**
+ * Draws initial weight values from a seed; the same config, seed and position init give bit-identical weights
+ * everywhere.
  * @param config - model shape
  * @param seed - init seed
+ * @param positionInit - start of the position table (default `normal`); the other weights are drawn the same way
+ *   whichever is chosen
  * @returns weight name → float32 values (row-major), in {@link paramSpecs} order
  */
-export function initialValues(config: ModelConfig, seed: number): Map<string, Float32Array> {
+export function initialValues(
+  config: ModelConfig,
+  seed: number,
+  positionInit: PositionInit = "normal",
+): Map<string, Float32Array> {
   const rng = new Rng(seed);
   const values = new Map<string, Float32Array>();
   for (const spec of paramSpecs(config)) {
@@ -102,6 +144,7 @@ export function initialValues(config: ModelConfig, seed: number): Map<string, Fl
     else if (spec.init.kind === "normal") for (let i = 0; i < size; i++) data[i] = rng.nextGaussian() * spec.init.std;
     values.set(spec.name, data);
   }
+  if (positionInit === "sinusoidal") values.set("wpe", sinusoidalPositions(config.context, config.d_model));
   return values;
 }
 
