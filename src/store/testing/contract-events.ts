@@ -141,6 +141,44 @@ export function eventCases({ fresh, test }: ContractContext): void {
     });
   });
 
+  describe("events: appends in one tick (SQLite group-commits them in one transaction)", () => {
+    test("appends to many rollouts called in one tick all land; each bad one fails alone", async () => {
+      const store = await fresh();
+      const ids = Array.from({ length: 20 }, (_, i) => `r${i}`);
+      for (const id of ids) await running(store, { rollout_id: id, input: 0, config: { max_attempts: 2 } });
+      await running(store, { rollout_id: "done", input: 0 });
+      await store.patchRollout("done", { status: { state: "succeeded" } });
+      await store.patchRollout("r19", { status: { state: "failed" } }); // retried: attempt "0" is now stale
+      await store.appendEvents("r0", "0", events({ event_type: "log", event_id: "seen" }));
+      // All called before any settles: good appends (two per rollout, one an event_id replay) between bad ones.
+      const calls = [
+        ...ids.slice(0, 19).map((id) => store.appendEvents(id, "0", events(modelRequest(1)))),
+        store.appendEvents("done", "0", events(modelRequest(2))),
+        store.appendEvents("r19", "0", events(modelRequest(3))),
+        store.appendEvents("ghost", "0", events(modelRequest(4))),
+        store.appendEvents("r5", "0", events(modelRequest(5), { event_type: "log", data: { n: 10n } })),
+        store.appendEvents("r0", "0", events({ event_type: "log", event_id: "seen" }, modelRequest(6))),
+        ...ids.slice(0, 19).map((id) => store.appendEvents(id, "0", events(modelRequest(7)))),
+      ];
+      const settled = await Promise.allSettled(calls);
+      const reasons = settled.map((s) => (s.status === "rejected" ? (s.reason as Error).name : "ok"));
+      expect(reasons.slice(19, 23)).toEqual(["RolloutFinished", "StaleAttempt", "RolloutNotFound", "TypeError"]);
+      expect(reasons.filter((r) => r === "ok")).toHaveLength(39);
+      // A read right after the promises settled sees every committed event, in call order, gap-free.
+      for (const id of ids.slice(0, 19)) {
+        const stored = await store.listEvents(id);
+        const is = stored.map((e) => (e.data.request as { i: number } | undefined)?.i ?? e.event_id);
+        expect(is).toEqual(id === "r0" ? ["seen", 1, 6, 7] : [1, 7]);
+        expect(stored.map((e) => e.sequence)).toEqual(Array.from(stored, (_, i) => i + 1));
+      }
+      const r0 = (settled[23] as PromiseFulfilledResult<{ sequence: number }[]>).value;
+      expect(r0.map((e) => e.sequence)).toEqual([1, 3]); // the replay answers the stored event
+      expect(await store.listEvents("done")).toEqual([]);
+      expect(await store.listEvents("r19", { attemptId: "0" })).toEqual([]);
+      expect(await store.countEvents()).toBe(1 + 19 + 1 + 19);
+    });
+  });
+
   describe("models and counts", () => {
     test("upserts models by (model, endpoint), lists and deletes them", async () => {
       const store = await fresh();
