@@ -158,6 +158,19 @@ describe("SqliteStore file behaviour", () => {
     await store.close();
   });
 
+  it("revision changes when another connection commits a write to the same file", async () => {
+    const path = dbPath();
+    const store = SqliteStore.open(path);
+    const other = SqliteStore.open(path);
+    const before = store.revision();
+    expect(store.revision()).toBe(before);
+    await other.upsertModels([{ model: "m", endpoint: "http://h/v1", version: 2 }]);
+    const after = store.revision();
+    expect(after).not.toBe(before);
+    expect(store.revision()).toBe(after);
+    await Promise.all([store.close(), other.close()]);
+  });
+
   it("group commit: an append resolves only once another connection can read it", async () => {
     const path = dbPath();
     const store = SqliteStore.open(path);

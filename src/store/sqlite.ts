@@ -82,6 +82,11 @@ export class SqliteStore implements Store {
   private readonly statements = new Map<string, Database.Statement>();
   /** One `BEGIN IMMEDIATE` wrapper built once: `db.transaction()` builds five closures per call. */
   private readonly immediate: <T>(fn: () => T) => T;
+  /** Bumped by every write of this connection other than an event append (see {@link Store.revision}). */
+  private writes = 0;
+  /** `PRAGMA data_version` as last read: it changes when another connection commits to the file. */
+  private dataVersion = -1;
+  private readonly dataVersionStmt: Database.Statement;
   /** Event appends waiting for the next group commit. */
   private readonly appends: GroupCommit<AppendJob, Event[]>;
 
@@ -89,6 +94,7 @@ export class SqliteStore implements Store {
     this.db = db;
     const run = db.transaction((fn: () => unknown) => fn());
     this.immediate = run.immediate as <T>(fn: () => T) => T;
+    this.dataVersionStmt = db.prepare("PRAGMA data_version").pluck();
     this.appends = new GroupCommit<AppendJob, Event[]>({
       transaction: (fn) => this.immediate(fn),
       // Called inside the open transaction, better-sqlite3 runs a transaction function as a SAVEPOINT.
@@ -135,6 +141,7 @@ export class SqliteStore implements Store {
    */
   private write<T>(fn: () => T): T {
     this.appends.flush();
+    this.writes++;
     return this.immediate(fn);
   }
 
@@ -328,6 +335,7 @@ export class SqliteStore implements Store {
 
   async deleteModels(model?: string): Promise<number> {
     this.appends.flush();
+    this.writes++;
     if (model === undefined) return this.stmt("DELETE FROM models").run().changes;
     return this.stmt("DELETE FROM models WHERE model = ?").run(model).changes;
   }
@@ -346,6 +354,16 @@ export class SqliteStore implements Store {
   async countEvents(): Promise<number> {
     this.read();
     return this.stmt("SELECT COUNT(*) FROM events").pluck().get() as number;
+  }
+
+  revision(): number {
+    // data_version ignores this connection's own commits (counted in `writes`) and sees every other connection's.
+    const dataVersion = this.dataVersionStmt.get() as number;
+    if (dataVersion !== this.dataVersion) {
+      this.dataVersion = dataVersion;
+      this.writes++;
+    }
+    return this.writes;
   }
 
   async close(): Promise<void> {

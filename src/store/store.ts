@@ -96,6 +96,14 @@ export interface Store {
   countByState(): Promise<Record<RolloutState, number>>;
   /** @returns the number of stored events */
   countEvents(): Promise<number>;
+  /**
+   * A cache key for rollout statuses and model endpoints: it changes whenever a `getRollout` or `listModels` answer
+   * may have changed since it was last read, i.e. after every write of this store other than an event append, and,
+   * for a file shared by several processes, after any commit of another connection. Equal values mean earlier
+   * answers are still current, so the proxy can cache them. Synchronous and cheap (no disk read).
+   * @returns an opaque number; compare it only for equality
+   */
+  revision(): number;
   /** Releases resources (closes the database). Further calls fail. */
   close(): Promise<void>;
 }

@@ -9,6 +9,7 @@ import type { FastifyBaseLogger, FastifyReply } from "fastify";
 import { NoEndpoint } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
 import { buildModelRequestData, type CallRecord, type ProxyEndpointKind } from "./capture.js";
+import type { ProxyLookups } from "./lookups.js";
 import type { ProxyOptions } from "./options.js";
 import { type ProxyMode, rewriteRequestBody } from "./rewrite.js";
 import { SSE_DONE, SseParser, sseEvent } from "./sse.js";
@@ -18,6 +19,8 @@ import type { UpstreamAnswer, UpstreamClient } from "./upstream.js";
 /** What every call shares: set up once by the route plugin. */
 export interface ProxyContext {
   store: Store;
+  /** Cached rollout and endpoint reads (see `lookups.ts`). */
+  lookups: ProxyLookups;
   options: ProxyOptions;
   upstream: UpstreamClient;
 }
@@ -53,7 +56,7 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
   const startedAt = performance.now();
   const request = rewriteRequestBody(call.kind, call.body, call.mode, ctx.options);
   const model = request.model as string;
-  const endpoints = await ctx.store.listModels(model);
+  const endpoints = await ctx.lookups.endpointsOf(model);
   if (endpoints.length === 0) throw new NoEndpoint(model);
   const abort = new AbortController();
   const onClose = (): void => abort.abort();

@@ -208,6 +208,23 @@ export function eventCases({ fresh, test }: ContractContext): void {
       expect(await store.countEvents()).toBe(2);
     });
 
+    test("revision changes after every rollout or model write, and not after appends or reads", async () => {
+      const store = await fresh();
+      const changes = async (write: () => Promise<unknown>): Promise<boolean> => {
+        const before = store.revision();
+        await write().catch(() => undefined);
+        return store.revision() !== before;
+      };
+      expect(await changes(() => store.createRollouts(creates({ rollout_id: "r", input: 0 })))).toBe(true);
+      expect(await changes(() => store.patchRollout("r", { status: { state: "running" } }))).toBe(true);
+      expect(await changes(() => store.appendEvents("r", "0", events(modelRequest(1))))).toBe(false);
+      expect(await changes(() => store.getRollout("r"))).toBe(false);
+      expect(await changes(() => store.listModels())).toBe(false);
+      expect(await changes(() => store.upsertModels([{ model: "m", endpoint: "http://h/v1", version: 1 }]))).toBe(true);
+      expect(await changes(() => store.deleteModels("m"))).toBe(true);
+      expect(await changes(() => store.deleteRollout("r"))).toBe(true);
+    });
+
     test("calls after close fail", async () => {
       const store = await fresh();
       await store.close();
