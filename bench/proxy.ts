@@ -33,7 +33,10 @@ async function runWorker(): Promise<void> {
     // Keep the fake's memory flat: the bench does not need the received bodies.
     setInterval(() => fake.received.splice(0), 200).unref();
     send({ url: fake.url });
-    process.on("message", () => process.exit(0));
+    process.on("message", (message) => {
+      if (message === "exit") process.exit(0);
+      send({ cpu: process.cpuUsage() });
+    });
     return;
   }
   const dbPath = process.env.BENCH_SQLITE_PATH;
@@ -46,7 +49,8 @@ async function runWorker(): Promise<void> {
   send({ base: h.openaiBase("ROLLOUT"), rids, key: h.key, store: storeName });
   process.on("message", async (message) => {
     if (message === "exit") process.exit(0);
-    send({ events: await h.store.countEvents() });
+    else if (message === "cpu") send({ cpu: process.cpuUsage() });
+    else send({ events: await h.store.countEvents() });
   });
 }
 
@@ -65,9 +69,18 @@ function startWorker(env: Record<string, string>): Promise<{ worker: ChildProces
   });
 }
 
+/** Asks a worker for its `process.cpuUsage()`; @returns user + system CPU time, µs. */
+async function cpuMicros(worker: ChildProcess): Promise<number> {
+  worker.send("cpu");
+  const { cpu } = await new Promise<{ cpu: NodeJS.CpuUsage }>((r) => worker.once("message", r));
+  return cpu.user + cpu.system;
+}
+
 interface Run {
   latenciesMs: number[];
   requests: number;
+  /** Every call answered, warm-up included. */
+  allRequests: number;
   seconds: number;
 }
 
@@ -81,6 +94,7 @@ async function load(
   const latenciesMs: number[] = [];
   let measuring = false;
   let requests = 0;
+  let allRequests = 0;
   const call = async (client: number): Promise<void> => {
     const started = performance.now();
     const res = await dispatcher.request({
@@ -92,6 +106,7 @@ async function load(
     });
     await res.body.arrayBuffer();
     if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+    allRequests++;
     if (measuring) {
       latenciesMs.push(performance.now() - started);
       requests++;
@@ -110,7 +125,7 @@ async function load(
   stop = true;
   await Promise.all(clients);
   await dispatcher.close();
-  return { latenciesMs, requests, seconds };
+  return { latenciesMs, requests, allRequests, seconds };
 }
 
 function percentile(values: number[], p: number): number {
@@ -146,10 +161,14 @@ async function compare(storeEnv: Record<string, string>): Promise<void> {
       `${WARMUP_MS} ms warm-up; non-stream chat calls; upstream, gateway and load generator in separate processes; ` +
       `store: ${store}; node ${process.version}`,
   );
+  const upstreamCpu0 = await cpuMicros(upstream.worker);
   const direct = await load(() => `${upstreamUrl}/chat/completions`, {});
+  const upstreamCpu1 = await cpuMicros(upstream.worker);
+  const gatewayCpu0 = await cpuMicros(gateway.worker);
   const proxied = await load((c) => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`, {
     authorization: `Bearer ${key}`,
   });
+  const gatewayCpu1 = await cpuMicros(gateway.worker);
   // Same pair with one client: the proxy's own cost, without queueing behind 63 other calls.
   const directOne = await load(() => `${upstreamUrl}/chat/completions`, {}, 1);
   const proxiedOne = await load(
@@ -172,6 +191,12 @@ async function compare(storeEnv: Record<string, string>): Promise<void> {
   console.log(row("proxied1", proxiedOne));
   console.log(`added latency with 1 client: p50 ${addedOne.toFixed(3)} ms`);
   console.log(`events recorded by the gateway: ${events} (warm-up included)`);
+  // CPU per call (warm-up included in both): steadier than calls/s on a shared machine.
+  const perCall = (micros: number, run: Run): string => (micros / run.allRequests).toFixed(0);
+  console.log(
+    `CPU per call: upstream ${perCall(upstreamCpu1 - upstreamCpu0, direct)} µs (direct run), ` +
+      `gateway ${perCall(gatewayCpu1 - gatewayCpu0, proxied)} µs (proxied run)`,
+  );
   console.log(`added latency: p50 ${addedP50.toFixed(3)} ms (target <= 1 ms), p99 ${addedP99.toFixed(3)} ms`);
   console.log(`throughput ratio proxied/direct: ${(ratio * 100).toFixed(1)}% (target >= 50%)`);
   upstream.worker.send("exit");
