@@ -20,7 +20,7 @@ import {
 } from "../protocol/index.js";
 import { StoreOpenError } from "./errors.js";
 import { GroupCommit } from "./group-commit.js";
-import { applyPatch, assertEventsWritable, buildRollout, nowSeconds } from "./rollout-rules.js";
+import { applyPatch, assertEventsWritable, buildRollout, nowSeconds, type RolloutGate } from "./rollout-rules.js";
 import { migrate } from "./sqlite-migrations.js";
 import {
   EVENT_COLUMNS,
@@ -254,8 +254,12 @@ export class SqliteStore implements Store {
 
   /** One append, inside the group commit's transaction (its write lock is held). */
   private appendNow(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Event[] {
-    const rollout = this.readRollout(rolloutId);
-    if (!rollout) throw new RolloutNotFound(rolloutId);
+    // Only the state and current attempt: parsing the rollout's JSON columns would be wasted work here.
+    const gate = this.stmt("SELECT state, last_attempt_id FROM rollouts WHERE rollout_id = ?").get(rolloutId) as
+      | RolloutGate["status"]
+      | undefined;
+    if (!gate) throw new RolloutNotFound(rolloutId);
+    const rollout: RolloutGate = { rollout_id: rolloutId, status: gate };
     const byId = this.stmt(`SELECT ${EVENT_COLUMNS} FROM events WHERE rollout_id = ? AND event_id = ?`);
     assertEventsWritable(rollout, attemptId, () =>
       events.every((e) => e.event_id !== undefined && byId.get(rolloutId, e.event_id) !== undefined),
