@@ -117,13 +117,16 @@ describe("ProxyLookups", () => {
     await store.createRollouts([RolloutCreateSchema.parse({ rollout_id: "r", input: {} })]);
     await store.upsertModels([{ model: "m", endpoint: "http://h/v1", version: 1 }]);
     for (let i = 0; i < 3; i++) {
+      lookups.refresh();
       expect(await lookups.rollout("r")).toEqual({ lastAttemptId: "0", state: "queuing" });
       expect(await lookups.endpointsOf("m")).toEqual([{ model: "m", endpoint: "http://h/v1", version: 1 }]);
     }
     await store.appendEvents("r", "0", [{ event_type: "log", data: {} }]); // appends leave the caches valid
+    lookups.refresh();
     await lookups.rollout("r");
     expect(reads).toEqual({ getRollout: 1, listModels: 1 });
     await store.patchRollout("r", { status: { state: "running" } });
+    lookups.refresh();
     expect(await lookups.rollout("r")).toEqual({ lastAttemptId: "0", state: "running" });
     await lookups.endpointsOf("m");
     expect(reads).toEqual({ getRollout: 2, listModels: 2 });
@@ -132,6 +135,7 @@ describe("ProxyLookups", () => {
   it("caches neither unknown rollouts nor models without endpoints", async () => {
     const { store, reads } = countingStore();
     const lookups = new ProxyLookups(store);
+    lookups.refresh();
     expect(await lookups.rollout("ghost")).toBeUndefined();
     expect(await lookups.rollout("ghost")).toBeUndefined();
     expect(await lookups.endpointsOf("none")).toEqual([]);

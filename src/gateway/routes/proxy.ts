@@ -97,6 +97,7 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
       const release = pause.tryEnter();
       if (release === null) return sendPaused(reply, pause);
       try {
+        lookups.refresh();
         await checkAttempt(lookups, rid, aid);
         const body = request.body;
         if (typeof body !== "object" || body === null || Array.isArray(body)) {
