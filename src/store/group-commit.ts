@@ -20,6 +20,11 @@ export interface GroupCommitHooks<TInput, TResult> {
   inTransaction(): boolean;
   /** Performs one queued write inside the open transaction. */
   apply(input: TInput): TResult;
+  /**
+   * Whether a failure of `apply(input)` could leave part of its writes behind. False only for a write that checks
+   * everything before issuing a single statement: SQLite undoes a failed statement by itself, so no savepoint is needed.
+   */
+  needsSavepoint(input: TInput): boolean;
 }
 
 /**
@@ -27,7 +32,8 @@ export interface GroupCommitHooks<TInput, TResult> {
  * turn has had the chance to queue its own. Guarantees:
  * 1. a caller's promise resolves only after the transaction holding its rows has committed;
  * 2. writes apply in the order they were queued (a later write sees an earlier one's rows);
- * 3. a write that throws rolls back its own savepoint and rejects its own promise; its neighbours still commit;
+ * 3. a write that throws rolls back its own writes (its savepoint, or its one failed statement) and rejects its own
+ *    promise; its neighbours still commit;
  * 4. if the commit itself fails, every write of the batch is rejected and none is stored.
  *
  * {@link flush} commits the queue at once; a store calls it before any other operation so that it sees operations in
@@ -65,7 +71,7 @@ export class GroupCommit<TInput, TResult> {
       this.hooks.transaction(() => {
         // A lone write needs no savepoint: if it throws, the outer transaction rolls back only its rows.
         if (batch.length === 1) outcomes.push({ ok: true, result: this.hooks.apply(batch[0]!.input) });
-        else for (const job of batch) outcomes.push(this.applyInSavepoint(job.input));
+        else for (const job of batch) outcomes.push(this.applyShared(job.input));
       });
     } catch (error) {
       for (const job of batch) job.reject(error);
@@ -78,12 +84,16 @@ export class GroupCommit<TInput, TResult> {
     });
   }
 
-  private applyInSavepoint(input: TInput): { ok: true; result: TResult } | { ok: false; error: unknown } {
+  /** One write of a batch of several: its failure is caught and kept to itself. */
+  private applyShared(input: TInput): { ok: true; result: TResult } | { ok: false; error: unknown } {
     // Had SQLite rolled the whole transaction back, a further write would autocommit on its own: stop the batch.
     if (!this.hooks.inTransaction()) throw new Error("group commit: the transaction was rolled back by SQLite");
     try {
-      return { ok: true, result: this.hooks.savepoint(() => this.hooks.apply(input)) };
+      const { apply, savepoint } = this.hooks;
+      const result = this.hooks.needsSavepoint(input) ? savepoint(() => apply(input)) : apply(input);
+      return { ok: true, result };
     } catch (error) {
+      if (!this.hooks.inTransaction()) throw error; // the whole batch fails: nothing of it is stored
       return { ok: false, error };
     }
   }

@@ -183,6 +183,32 @@ describe("SqliteStore file behaviour", () => {
     await Promise.all([store.close(), other.close()]);
   });
 
+  it("group commit: an INSERT failing inside a shared batch undoes only its own caller's rows", async () => {
+    const path = dbPath();
+    const store = SqliteStore.open(path);
+    const ids = ["a", "b", "c", "d"];
+    await store.createRollouts(ids.map((id) => RolloutCreateSchema.parse({ rollout_id: id, input: 0 })));
+    for (const id of ids) await store.patchRollout(id, { status: { state: "running" } });
+    // A trigger makes the INSERT itself fail, after every check has passed (a one-event append has no savepoint).
+    const raw = new Database(path);
+    raw.exec(`CREATE TRIGGER boom BEFORE INSERT ON events WHEN NEW.data LIKE '%boom%'
+      BEGIN SELECT RAISE(ABORT, 'boom refused'); END`);
+    raw.close();
+    const settled = await Promise.allSettled([
+      store.appendEvents("a", "0", [log({ n: 1 })]),
+      store.appendEvents("b", "0", [log({ boom: true })]),
+      store.appendEvents("c", "0", [log({ n: 2 }), log({ boom: true })]),
+      store.appendEvents("d", "0", [log({ n: 3 })]),
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "rejected", "fulfilled"]);
+    expect((await store.listEvents("a")).map((e) => e.data.n)).toEqual([1]);
+    expect(await store.listEvents("b")).toEqual([]);
+    expect(await store.listEvents("c")).toEqual([]); // its first event was rolled back with its savepoint
+    expect((await store.listEvents("d")).map((e) => e.data.n)).toEqual([3]);
+    expect((await store.appendEvents("b", "0", [log({ n: 4 })]))[0]!.sequence).toBe(1);
+    await store.close();
+  });
+
   it("group commit keeps call order: an append called before a finishing patch lands; close commits the queue", async () => {
     const path = dbPath();
     const store = SqliteStore.open(path);

@@ -101,6 +101,8 @@ export class SqliteStore implements Store {
       savepoint: run as <T>(fn: () => T) => T,
       inTransaction: () => db.inTransaction,
       apply: (job) => this.appendNow(job.rolloutId, job.attemptId, job.events),
+      // appendNow checks and serialises everything before its first INSERT: one event is one statement.
+      needsSavepoint: (job) => job.events.length > 1,
     });
   }
 
@@ -252,28 +254,35 @@ export class SqliteStore implements Store {
     return this.appends.enqueue({ rolloutId, attemptId, events });
   }
 
-  /** One append, inside the group commit's transaction (its write lock is held). */
+  /**
+   * One append, inside the group commit's transaction (its write lock is held). Everything that can throw (the
+   * attempt check, replay look-ups, `JSON.stringify`) runs before the first INSERT.
+   */
   private appendNow(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Event[] {
     // Only the state and current attempt: parsing the rollout's JSON columns would be wasted work here.
     const gate = this.stmt("SELECT state, last_attempt_id FROM rollouts WHERE rollout_id = ?").get(rolloutId) as
       | RolloutGate["status"]
       | undefined;
     if (!gate) throw new RolloutNotFound(rolloutId);
-    const rollout: RolloutGate = { rollout_id: rolloutId, status: gate };
     const byId = this.stmt(`SELECT ${EVENT_COLUMNS} FROM events WHERE rollout_id = ? AND event_id = ?`);
-    assertEventsWritable(rollout, attemptId, () =>
-      events.every((e) => e.event_id !== undefined && byId.get(rolloutId, e.event_id) !== undefined),
+    const storedEvent = (eventId: string | undefined): Event | undefined => {
+      const row = eventId === undefined ? undefined : (byId.get(rolloutId, eventId) as EventRow | undefined);
+      return row && eventFromRow(row);
+    };
+    assertEventsWritable({ rollout_id: rolloutId, status: gate }, attemptId, () =>
+      events.every((e) => storedEvent(e.event_id) !== undefined),
     );
     const timestamp = nowSeconds();
     // The write lock is held, so MAX(sequence) cannot move under us, in this process or another one.
     let sequence = this.stmt("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE rollout_id = ?")
       .pluck()
       .get(rolloutId) as number;
-    return events.map((create) => {
-      if (create.event_id !== undefined) {
-        const stored = byId.get(rolloutId, create.event_id) as EventRow | undefined;
-        if (stored) return eventFromRow(stored);
-      }
+    const added = new Map<string, Event>(); // event_id → event new in this batch
+    const rows: { event: Event; data: string }[] = [];
+    const out = events.map((create) => {
+      const replay =
+        create.event_id === undefined ? undefined : (storedEvent(create.event_id) ?? added.get(create.event_id));
+      if (replay) return replay;
       const event: Event = {
         event_type: create.event_type,
         rollout_id: rolloutId,
@@ -284,18 +293,15 @@ export class SqliteStore implements Store {
         sequence: ++sequence,
         event_id: create.event_id ?? null,
       };
-      const data = JSON.stringify(event.data);
-      this.stmt(INSERT_EVENT).run(
-        rolloutId,
-        event.sequence,
-        attemptId,
-        event.event_type,
-        timestamp,
-        data,
-        event.event_id,
-      );
+      rows.push({ event, data: JSON.stringify(event.data) });
+      if (event.event_id !== null) added.set(event.event_id, event);
       return event;
     });
+    const insert = this.stmt(INSERT_EVENT);
+    for (const { event, data } of rows) {
+      insert.run(rolloutId, event.sequence, attemptId, event.event_type, timestamp, data, event.event_id);
+    }
+    return out;
   }
 
   async listEvents(rolloutId: string, query: EventQuery = {}): Promise<Event[]> {
