@@ -8,7 +8,6 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import {
   type Event,
-  type EventCreate,
   type Model,
   type Rollout,
   type RolloutCreate,
@@ -32,7 +31,7 @@ import {
   rolloutStatusToParams,
   rolloutToParams,
 } from "./sqlite-rows.js";
-import type { EventQuery, RolloutQuery, Store } from "./store.js";
+import type { EventQuery, EventWrite, RolloutQuery, Store } from "./store.js";
 
 /** Options of {@link SqliteStore.open}. */
 export interface SqliteStoreOptions {
@@ -64,7 +63,7 @@ const LIST_TERMINAL = `SELECT t.position, r.rollout_id, r.state, r.data_id, r.is
 interface AppendJob {
   rolloutId: string;
   attemptId: string;
-  events: readonly EventCreate[];
+  events: readonly EventWrite[];
 }
 
 interface TerminalRow {
@@ -249,7 +248,7 @@ export class SqliteStore implements Store {
       .deferred();
   }
 
-  async appendEvents(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Promise<Event[]> {
+  async appendEvents(rolloutId: string, attemptId: string, events: readonly EventWrite[]): Promise<Event[]> {
     if (!this.db.open) throw new TypeError("The database connection is not open");
     return this.appends.enqueue({ rolloutId, attemptId, events });
   }
@@ -258,7 +257,7 @@ export class SqliteStore implements Store {
    * One append, inside the group commit's transaction (its write lock is held). Everything that can throw (the
    * attempt check, replay look-ups, `JSON.stringify`) runs before the first INSERT.
    */
-  private appendNow(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Event[] {
+  private appendNow(rolloutId: string, attemptId: string, events: readonly EventWrite[]): Event[] {
     // Only the state and current attempt: parsing the rollout's JSON columns would be wasted work here.
     const gate = this.stmt("SELECT state, last_attempt_id FROM rollouts WHERE rollout_id = ?").get(rolloutId) as
       | RolloutGate["status"]
@@ -293,7 +292,7 @@ export class SqliteStore implements Store {
         sequence: ++sequence,
         event_id: create.event_id ?? null,
       };
-      rows.push({ event, data: JSON.stringify(event.data) });
+      rows.push({ event, data: create.dataJson ?? JSON.stringify(event.data) });
       if (event.event_id !== null) added.set(event.event_id, event);
       return event;
     });

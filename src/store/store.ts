@@ -25,6 +25,12 @@ export interface RolloutQuery {
   offset?: number;
 }
 
+/**
+ * An event to append. `dataJson`, when given, must be the JSON text of `data` (the same value): a store that keeps JSON
+ * text stores it as is instead of serialising `data` again (the proxy already holds most of it as text).
+ */
+export type EventWrite = EventCreate & { readonly dataJson?: string };
+
 /** Filter of {@link Store.listEvents}. Results are in `sequence` order. */
 export interface EventQuery {
   /** Only this attempt's events. */
@@ -81,7 +87,7 @@ export interface Store {
    * @throws {StaleAttempt} `attemptId` is not the current attempt
    * @throws {RolloutFinished} the rollout is `succeeded` or `failed` and the batch holds a new event
    */
-  appendEvents(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Promise<Event[]>;
+  appendEvents(rolloutId: string, attemptId: string, events: readonly EventWrite[]): Promise<Event[]>;
   /** @returns the rollout's events in sequence order (empty for an unknown rollout) */
   listEvents(rolloutId: string, query?: EventQuery): Promise<Event[]>;
   /** @returns attempt ids that have events, oldest first */

@@ -126,6 +126,16 @@ export function eventCases({ fresh, test }: ContractContext): void {
       expect(await store.getRollout("ok")).toBeUndefined();
     });
 
+    test("an event given with dataJson (its data already as JSON text) reads back as that data", async () => {
+      const store = await fresh();
+      await running(store, { rollout_id: "r1", input: 0 });
+      const data = { model: "m", request: { messages: [{ content: "\u2019 \u{1F600}" }] }, big: 2 ** 60 };
+      const [event] = events({ event_type: "model_request", data });
+      const [appended] = await store.appendEvents("r1", "0", [{ ...event!, dataJson: JSON.stringify(data, null, 1) }]);
+      expect(appended!.data).toEqual(data);
+      expect((await store.listEvents("r1"))[0]!.data).toEqual(data);
+    });
+
     test("50 concurrent appends to one rollout lose nothing and leave sequence 1..50 gap-free", async () => {
       const store = await fresh();
       await running(store, { rollout_id: "r1", input: 0 });
