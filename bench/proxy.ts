@@ -33,7 +33,10 @@ async function runWorker(): Promise<void> {
     // Keep the fake's memory flat: the bench does not need the received bodies.
     setInterval(() => fake.received.splice(0), 200).unref();
     send({ url: fake.url });
-    process.on("message", () => process.exit(0));
+    process.on("message", (message) => {
+      if (message === "exit") process.exit(0);
+      send({ cpu: process.cpuUsage() });
+    });
     return;
   }
   const dbPath = process.env.BENCH_SQLITE_PATH;
@@ -46,7 +49,8 @@ async function runWorker(): Promise<void> {
   send({ base: h.openaiBase("ROLLOUT"), rids, key: h.key, store: storeName });
   process.on("message", async (message) => {
     if (message === "exit") process.exit(0);
-    send({ events: await h.store.countEvents() });
+    else if (message === "cpu") send({ cpu: process.cpuUsage() });
+    else send({ events: await h.store.countEvents() });
   });
 }
 
@@ -65,9 +69,54 @@ function startWorker(env: Record<string, string>): Promise<{ worker: ChildProces
   });
 }
 
+/** Asks a worker for its `process.cpuUsage()`; @returns user + system CPU time, µs. */
+async function cpuMicros(worker: ChildProcess): Promise<number> {
+  worker.send("cpu");
+  const { cpu } = await new Promise<{ cpu: NodeJS.CpuUsage }>((r) => worker.once("message", r));
+  return cpu.user + cpu.system;
+}
+
+/** CPU time used so far by each of the three processes, µs. */
+interface CpuSnapshot {
+  loadgen: number;
+  upstream: number;
+  gateway: number;
+}
+
+/**
+ * CPU per call of each process (warm-up included in both the time and the count), and the throughput the machine's
+ * cores would allow if CPU were the only limit: steadier than calls/s on a shared machine, and the basis of the
+ * Little's-law reading in the README.
+ */
+function printCpu(cpu0: CpuSnapshot, cpu1: CpuSnapshot, cpu2: CpuSnapshot, direct: Run, proxied: Run): void {
+  const per = (from: CpuSnapshot, to: CpuSnapshot, run: Run) => ({
+    loadgen: (to.loadgen - from.loadgen) / run.allRequests,
+    upstream: (to.upstream - from.upstream) / run.allRequests,
+    gateway: (to.gateway - from.gateway) / run.allRequests,
+  });
+  const d = per(cpu0, cpu1, direct);
+  const p = per(cpu1, cpu2, proxied);
+  const us = (v: number): string => v.toFixed(0);
+  console.log(
+    `CPU per call, µs: direct run load ${us(d.loadgen)} + upstream ${us(d.upstream)} = ${us(d.loadgen + d.upstream)}; ` +
+      `proxied run load ${us(p.loadgen)} + upstream ${us(p.upstream)} + gateway ${us(p.gateway)} = ` +
+      `${us(p.loadgen + p.upstream + p.gateway)}`,
+  );
+  const cores = availableParallelism();
+  const ceiling = (micros: number): number => (cores * 1e6) / micros;
+  const directMax = ceiling(d.loadgen + d.upstream);
+  const proxiedMax = ceiling(p.loadgen + p.upstream + p.gateway);
+  console.log(
+    `CPU-bound ceiling on ${cores} cores: direct ${directMax.toFixed(0)} calls/s, proxied ${proxiedMax.toFixed(0)} ` +
+      `calls/s, ratio ${((proxiedMax / directMax) * 100).toFixed(1)}%`,
+  );
+}
+
 interface Run {
   latenciesMs: number[];
   requests: number;
+  /** Every call answered, warm-up included. */
+  allRequests: number;
   seconds: number;
 }
 
@@ -81,6 +130,7 @@ async function load(
   const latenciesMs: number[] = [];
   let measuring = false;
   let requests = 0;
+  let allRequests = 0;
   const call = async (client: number): Promise<void> => {
     const started = performance.now();
     const res = await dispatcher.request({
@@ -92,6 +142,7 @@ async function load(
     });
     await res.body.arrayBuffer();
     if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+    allRequests++;
     if (measuring) {
       latenciesMs.push(performance.now() - started);
       requests++;
@@ -110,7 +161,7 @@ async function load(
   stop = true;
   await Promise.all(clients);
   await dispatcher.close();
-  return { latenciesMs, requests, seconds };
+  return { latenciesMs, requests, allRequests, seconds };
 }
 
 function percentile(values: number[], p: number): number {
@@ -146,10 +197,18 @@ async function compare(storeEnv: Record<string, string>): Promise<void> {
       `${WARMUP_MS} ms warm-up; non-stream chat calls; upstream, gateway and load generator in separate processes; ` +
       `store: ${store}; node ${process.version}`,
   );
+  const cpu = async (): Promise<CpuSnapshot> => ({
+    loadgen: process.cpuUsage().user + process.cpuUsage().system,
+    upstream: await cpuMicros(upstream.worker),
+    gateway: await cpuMicros(gateway.worker),
+  });
+  const cpu0 = await cpu();
   const direct = await load(() => `${upstreamUrl}/chat/completions`, {});
+  const cpu1 = await cpu();
   const proxied = await load((c) => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`, {
     authorization: `Bearer ${key}`,
   });
+  const cpu2 = await cpu();
   // Same pair with one client: the proxy's own cost, without queueing behind 63 other calls.
   const directOne = await load(() => `${upstreamUrl}/chat/completions`, {}, 1);
   const proxiedOne = await load(
@@ -172,6 +231,7 @@ async function compare(storeEnv: Record<string, string>): Promise<void> {
   console.log(row("proxied1", proxiedOne));
   console.log(`added latency with 1 client: p50 ${addedOne.toFixed(3)} ms`);
   console.log(`events recorded by the gateway: ${events} (warm-up included)`);
+  printCpu(cpu0, cpu1, cpu2, direct, proxied);
   console.log(`added latency: p50 ${addedP50.toFixed(3)} ms (target <= 1 ms), p99 ${addedP99.toFixed(3)} ms`);
   console.log(`throughput ratio proxied/direct: ${(ratio * 100).toFixed(1)}% (target >= 50%)`);
   upstream.worker.send("exit");

@@ -3,7 +3,9 @@
  * payloads), rollouts created per second, latency to read a rollout's 200 events, and peak RSS — for the memory
  * store and SQLite (temp file, synchronous=NORMAL; also FULL for comparison). Each store runs in its own process so
  * its peak RSS is its own. Append phases run REPEATS times; the best and the median are printed, plus events per
- * CPU-second of the bench process (less sensitive to other load on a shared machine).
+ * CPU-second of the bench process (less sensitive to other load on a shared machine). "concurrent single" is what the
+ * proxy does: 64 callers each appending one event at a time to its own rollout, all in flight at once (the SQLite
+ * store group-commits the appends called in one event-loop turn).
  * Targets (issue 2, 2-core machine): SQLite batched >= 20k events/s, single >= 2k events/s.
  */
 import { spawnSync } from "node:child_process";
@@ -36,6 +38,7 @@ interface Rate {
 interface Figures {
   createdPerS: number;
   single: Rate[];
+  concurrent: Rate[];
   batched: Rate[];
   readP50Ms: number;
   readP99Ms: number;
@@ -97,6 +100,22 @@ async function appendRate(store: Store, total: number, batchSize: number, tag: s
   });
 }
 
+const CONCURRENT_CALLERS = 64;
+
+/** Appends `total` single events from 64 concurrent callers, each awaiting its own appends to its own rollout. */
+async function concurrentRate(store: Store, total: number, tag: string): Promise<Rate> {
+  const ids = await runningRollouts(store, CONCURRENT_CALLERS, tag);
+  const event = [modelRequestEvent(0)];
+  const perCaller = Math.ceil(total / CONCURRENT_CALLERS);
+  return timed(perCaller * CONCURRENT_CALLERS, async () => {
+    await Promise.all(
+      ids.map(async (id) => {
+        for (let i = 0; i < perCaller; i++) await store.appendEvents(id, "0", event);
+      }),
+    );
+  });
+}
+
 /** Runs every measurement against one store (in this process). */
 async function measure(store: Store, singleEvents: number): Promise<Figures> {
   const created = await timed(ROLLOUTS_CREATED, async () => {
@@ -105,9 +124,11 @@ async function measure(store: Store, singleEvents: number): Promise<Figures> {
     }
   });
   const single: Rate[] = [];
+  const concurrent: Rate[] = [];
   const batched: Rate[] = [];
   for (let rep = 0; rep < REPEATS; rep++) {
     single.push(await appendRate(store, singleEvents, 1, `single-${rep}`));
+    concurrent.push(await concurrentRate(store, singleEvents * 2, `concurrent-${rep}`));
     batched.push(await appendRate(store, BATCHES * BATCH_SIZE, BATCH_SIZE, `batched-${rep}`));
   }
   const [reader] = await runningRollouts(store, 1, "read");
@@ -127,6 +148,7 @@ async function measure(store: Store, singleEvents: number): Promise<Figures> {
   return {
     createdPerS: created.perS,
     single,
+    concurrent,
     batched,
     readP50Ms: latenciesMs[Math.floor(READS * 0.5)]!,
     readP99Ms: latenciesMs[Math.floor(READS * 0.99)]!,
@@ -170,7 +192,8 @@ function main(): void {
   console.log(
     `setup: ${cpus().length} cores (${cpus()[0]?.model ?? "?"}), node ${process.version}, one process per store, ` +
       `payload ${payloadBytes} B JSON; ${ROLLOUTS_CREATED} rollout creates (1 per call); append phases x${REPEATS}: ` +
-      `${SINGLE_EVENTS} single appends (${SINGLE_EVENTS / 6} for FULL), ${BATCHES} batches x ${BATCH_SIZE}; ` +
+      `${SINGLE_EVENTS} single appends (${SINGLE_EVENTS / 6} for FULL), twice as many from ${CONCURRENT_CALLERS} ` +
+      `concurrent callers, ${BATCHES} batches x ${BATCH_SIZE}; ` +
       `${READS} reads of ${READ_EVENTS} events; load average at start ${loadavg()[0]!.toFixed(2)}`,
   );
   const rows: [string, Figures][] = [
@@ -182,6 +205,7 @@ function main(): void {
     console.log(`${name}:`);
     console.log(`  rollouts created      ${fmt(f.createdPerS)}/s`);
     console.log(`  events single         ${describeRates(f.single)}`);
+    console.log(`  concurrent single     ${describeRates(f.concurrent)}`);
     console.log(`  events batched(100)   ${describeRates(f.batched)}`);
     console.log(`  read 200 events       p50 ${f.readP50Ms.toFixed(2)} ms, p99 ${f.readP99Ms.toFixed(2)} ms`);
     console.log(`  peak RSS              ${f.peakRssMiB.toFixed(0)} MiB`);

@@ -48,13 +48,25 @@ export class MemoryStore implements Store {
   private readonly models = new Map<string, Model>();
   private eventCount = 0;
   private closed = false;
+  /** Bumped by every write that may change a rollout or a model endpoint (see {@link Store.revision}). */
+  private writes = 0;
 
   private check(): void {
     if (this.closed) throw new Error("store is closed");
   }
 
-  async createRollouts(creates: readonly RolloutCreate[]): Promise<Rollout[]> {
+  /** Checks the store is open and bumps {@link revision} before a rollout or model write. */
+  private checkWrite(): void {
     this.check();
+    this.writes++;
+  }
+
+  revision(): number {
+    return this.writes;
+  }
+
+  async createRollouts(creates: readonly RolloutCreate[]): Promise<Rollout[]> {
+    this.checkWrite();
     const now = nowSeconds();
     const fresh = new Map<string, RolloutRecord>();
     const out = creates.map((create) => {
@@ -100,7 +112,7 @@ export class MemoryStore implements Store {
   }
 
   async patchRollout(rolloutId: string, patch: RolloutPatch): Promise<Rollout> {
-    this.check();
+    this.checkWrite();
     const record = this.rollouts.get(rolloutId);
     if (!record) throw new RolloutNotFound(rolloutId);
     const outcome = applyPatch(record.rollout, patch, record.attempts, nowSeconds());
@@ -112,7 +124,7 @@ export class MemoryStore implements Store {
   }
 
   async deleteRollout(rolloutId: string): Promise<boolean> {
-    this.check();
+    this.checkWrite();
     const record = this.rollouts.get(rolloutId);
     if (!record) return false;
     this.eventCount -= record.events.length;
@@ -195,7 +207,7 @@ export class MemoryStore implements Store {
   }
 
   async upsertModels(models: readonly Model[]): Promise<Model[]> {
-    this.check();
+    this.checkWrite();
     for (const model of models) this.models.set(`${model.model}\u0000${model.endpoint}`, clone(model));
     return models.map(clone);
   }
@@ -209,7 +221,7 @@ export class MemoryStore implements Store {
   }
 
   async deleteModels(model?: string): Promise<number> {
-    this.check();
+    this.checkWrite();
     let removed = 0;
     for (const [key, m] of this.models) {
       if (model === undefined || m.model === model) {

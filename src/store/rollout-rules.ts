@@ -13,8 +13,15 @@ import {
   type RolloutCreate,
   RolloutFinished,
   type RolloutPatch,
+  type RolloutStatus,
   StaleAttempt,
 } from "../protocol/index.js";
+
+/** What the attempt checks read of a rollout: its id, state and current attempt. */
+export interface RolloutGate {
+  rollout_id: string;
+  status: Pick<RolloutStatus, "state" | "last_attempt_id">;
+}
 
 /** Current time in epoch seconds (float), the unit of every stored timestamp. */
 export function nowSeconds(): number {
@@ -125,7 +132,7 @@ function assertNamedAttempt(rollout: Rollout, named: string | null, attempts: Re
  * Checks that a write may target `attemptId`: only the rollout's current attempt may be written.
  * @throws {StaleAttempt} otherwise
  */
-export function assertCurrentAttempt(rollout: Rollout, attemptId: string): void {
+export function assertCurrentAttempt(rollout: RolloutGate, attemptId: string): void {
   if (rollout.status.last_attempt_id !== attemptId) {
     throw new StaleAttempt(rollout.rollout_id, attemptId, rollout.status.last_attempt_id);
   }
@@ -140,7 +147,7 @@ export function assertCurrentAttempt(rollout: Rollout, attemptId: string): void 
  * @throws {StaleAttempt} `attemptId` is not the current attempt
  * @throws {RolloutFinished} the rollout is terminal and the batch holds a new event
  */
-export function assertEventsWritable(rollout: Rollout, attemptId: string, isReplay: () => boolean): void {
+export function assertEventsWritable(rollout: RolloutGate, attemptId: string, isReplay: () => boolean): void {
   assertCurrentAttempt(rollout, attemptId);
   if (isTerminal(rollout.status.state) && !isReplay()) {
     throw new RolloutFinished(rollout.rollout_id, rollout.status.state);

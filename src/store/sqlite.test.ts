@@ -158,6 +158,79 @@ describe("SqliteStore file behaviour", () => {
     await store.close();
   });
 
+  it("revision changes when another connection commits a write to the same file", async () => {
+    const path = dbPath();
+    const store = SqliteStore.open(path);
+    const other = SqliteStore.open(path);
+    const before = store.revision();
+    expect(store.revision()).toBe(before);
+    await other.upsertModels([{ model: "m", endpoint: "http://h/v1", version: 2 }]);
+    const after = store.revision();
+    expect(after).not.toBe(before);
+    expect(store.revision()).toBe(after);
+    await Promise.all([store.close(), other.close()]);
+  });
+
+  it("group commit: an append resolves only once another connection can read it", async () => {
+    const path = dbPath();
+    const store = SqliteStore.open(path);
+    const other = SqliteStore.open(path);
+    await store.createRollouts([RolloutCreateSchema.parse({ rollout_id: "a", input: 0 })]);
+    await store.patchRollout("a", { status: { state: "running" } });
+    const appended = await Promise.all(range(30).map((n) => store.appendEvents("a", "0", [log({ n })])));
+    expect(appended.map(([e]) => e!.sequence)).toEqual(range(30));
+    expect((await other.listEvents("a")).map((e) => e.data.n)).toEqual(range(30));
+    await Promise.all([store.close(), other.close()]);
+  });
+
+  it("group commit: an INSERT failing inside a shared batch undoes only its own caller's rows", async () => {
+    const path = dbPath();
+    const store = SqliteStore.open(path);
+    const ids = ["a", "b", "c", "d"];
+    await store.createRollouts(ids.map((id) => RolloutCreateSchema.parse({ rollout_id: id, input: 0 })));
+    for (const id of ids) await store.patchRollout(id, { status: { state: "running" } });
+    // A trigger makes the INSERT itself fail, after every check has passed (a one-event append has no savepoint).
+    const raw = new Database(path);
+    raw.exec(`CREATE TRIGGER boom BEFORE INSERT ON events WHEN NEW.data LIKE '%boom%'
+      BEGIN SELECT RAISE(ABORT, 'boom refused'); END`);
+    raw.close();
+    const settled = await Promise.allSettled([
+      store.appendEvents("a", "0", [log({ n: 1 })]),
+      store.appendEvents("b", "0", [log({ boom: true })]),
+      store.appendEvents("c", "0", [log({ n: 2 }), log({ boom: true })]),
+      store.appendEvents("d", "0", [log({ n: 3 })]),
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "rejected", "fulfilled"]);
+    expect((await store.listEvents("a")).map((e) => e.data.n)).toEqual([1]);
+    expect(await store.listEvents("b")).toEqual([]);
+    expect(await store.listEvents("c")).toEqual([]); // its first event was rolled back with its savepoint
+    expect((await store.listEvents("d")).map((e) => e.data.n)).toEqual([3]);
+    expect((await store.appendEvents("b", "0", [log({ n: 4 })]))[0]!.sequence).toBe(1);
+    await store.close();
+  });
+
+  it("group commit keeps call order: an append called before a finishing patch lands; close commits the queue", async () => {
+    const path = dbPath();
+    const store = SqliteStore.open(path);
+    await store.createRollouts([RolloutCreateSchema.parse({ rollout_id: "a", input: 0 })]);
+    await store.patchRollout("a", { status: { state: "running" } });
+    // Neither awaited before the next call: the queued append must commit before the patch applies.
+    const first = store.appendEvents("a", "0", [log({ n: 1 })]);
+    const patched = store.patchRollout("a", { status: { state: "succeeded" } });
+    const late = store.appendEvents("a", "0", [log({ n: 2 })]);
+    expect((await first)[0]!.sequence).toBe(1);
+    expect((await patched).status.state).toBe("succeeded");
+    await expect(late).rejects.toThrow(/succeeded/);
+    await store.createRollouts([RolloutCreateSchema.parse({ rollout_id: "b", input: 0 })]);
+    await store.patchRollout("b", { status: { state: "running" } });
+    const queued = store.appendEvents("b", "0", [log({ n: 3 })]);
+    await store.close();
+    expect((await queued)[0]!.sequence).toBe(1);
+    const reopened = SqliteStore.open(path);
+    expect((await reopened.listEvents("b")).map((e) => e.data.n)).toEqual([3]);
+    await reopened.close();
+  });
+
   it("migrates an old-version file, keeping its data and backfilling attempts", async () => {
     const path = dbPath();
     SqliteStore.open(path); // creates the folder; replaced below by a v1 file

@@ -1,13 +1,13 @@
 /**
  * @module SQLite `Store` on better-sqlite3: the embedded default. WAL journal, `synchronous=NORMAL` by default, every
- * multi-row write in one `BEGIN IMMEDIATE` transaction, so several processes may share one file.
+ * multi-row write in one `BEGIN IMMEDIATE` transaction, so several processes may share one file. Event appends are
+ * group-committed: those called in the same event-loop turn share one transaction (see `group-commit.ts`).
  */
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import {
   type Event,
-  type EventCreate,
   type Model,
   type Rollout,
   type RolloutCreate,
@@ -18,7 +18,8 @@ import {
   type TerminalPage,
 } from "../protocol/index.js";
 import { StoreOpenError } from "./errors.js";
-import { applyPatch, assertEventsWritable, buildRollout, nowSeconds } from "./rollout-rules.js";
+import { GroupCommit } from "./group-commit.js";
+import { applyPatch, assertEventsWritable, buildRollout, nowSeconds, type RolloutGate } from "./rollout-rules.js";
 import { migrate } from "./sqlite-migrations.js";
 import {
   EVENT_COLUMNS,
@@ -30,7 +31,7 @@ import {
   rolloutStatusToParams,
   rolloutToParams,
 } from "./sqlite-rows.js";
-import type { EventQuery, RolloutQuery, Store } from "./store.js";
+import type { EventQuery, EventWrite, RolloutQuery, Store } from "./store.js";
 
 /** Options of {@link SqliteStore.open}. */
 export interface SqliteStoreOptions {
@@ -58,6 +59,13 @@ const LIST_TERMINAL = `SELECT t.position, r.rollout_id, r.state, r.data_id, r.is
   FROM terminal t JOIN rollouts r ON r.rollout_id = t.rollout_id
   WHERE t.position > ? ORDER BY t.position LIMIT ?`;
 
+/** One queued {@link SqliteStore.appendEvents} call. */
+interface AppendJob {
+  rolloutId: string;
+  attemptId: string;
+  events: readonly EventWrite[];
+}
+
 interface TerminalRow {
   position: number;
   rollout_id: string;
@@ -73,10 +81,28 @@ export class SqliteStore implements Store {
   private readonly statements = new Map<string, Database.Statement>();
   /** One `BEGIN IMMEDIATE` wrapper built once: `db.transaction()` builds five closures per call. */
   private readonly immediate: <T>(fn: () => T) => T;
+  /** Bumped by every write of this connection other than an event append (see {@link Store.revision}). */
+  private writes = 0;
+  /** `PRAGMA data_version` as last read: it changes when another connection commits to the file. */
+  private dataVersion = -1;
+  private readonly dataVersionStmt: Database.Statement;
+  /** Event appends waiting for the next group commit. */
+  private readonly appends: GroupCommit<AppendJob, Event[]>;
 
   private constructor(db: Database.Database) {
     this.db = db;
-    this.immediate = db.transaction((fn: () => unknown) => fn()).immediate as <T>(fn: () => T) => T;
+    const run = db.transaction((fn: () => unknown) => fn());
+    this.immediate = run.immediate as <T>(fn: () => T) => T;
+    this.dataVersionStmt = db.prepare("PRAGMA data_version").pluck();
+    this.appends = new GroupCommit<AppendJob, Event[]>({
+      transaction: (fn) => this.immediate(fn),
+      // Called inside the open transaction, better-sqlite3 runs a transaction function as a SAVEPOINT.
+      savepoint: run as <T>(fn: () => T) => T,
+      inTransaction: () => db.inTransaction,
+      apply: (job) => this.appendNow(job.rolloutId, job.attemptId, job.events),
+      // appendNow checks and serialises everything before its first INSERT: one event is one statement.
+      needsSavepoint: (job) => job.events.length > 1,
+    });
   }
 
   /**
@@ -110,9 +136,19 @@ export class SqliteStore implements Store {
     return statement;
   }
 
-  /** Runs `fn` in a `BEGIN IMMEDIATE` transaction: the write lock is taken up front, so reads inside see final data. */
+  /**
+   * Runs `fn` in a `BEGIN IMMEDIATE` transaction: the write lock is taken up front, so reads inside see final data.
+   * Queued appends are committed first, so writes apply in the order they were called.
+   */
   private write<T>(fn: () => T): T {
+    this.appends.flush();
+    this.writes++;
     return this.immediate(fn);
+  }
+
+  /** Commits queued appends before a read, so a read sees every write called before it. */
+  private read(): void {
+    this.appends.flush();
   }
 
   private readRollout(rolloutId: string): Rollout | undefined {
@@ -144,10 +180,12 @@ export class SqliteStore implements Store {
   }
 
   async getRollout(rolloutId: string): Promise<Rollout | undefined> {
+    this.read();
     return this.readRollout(rolloutId);
   }
 
   async listRollouts(query: RolloutQuery = {}): Promise<Rollout[]> {
+    this.read();
     const { states, isTrain, limit = 500, offset = 0 } = query;
     const where: string[] = [];
     const params: unknown[] = [];
@@ -190,6 +228,7 @@ export class SqliteStore implements Store {
   }
 
   async listTerminal(after: number, limit: number): Promise<TerminalPage> {
+    this.read();
     // One read transaction: the page and the total come from the same snapshot.
     return this.db
       .transaction(() => {
@@ -209,50 +248,63 @@ export class SqliteStore implements Store {
       .deferred();
   }
 
-  async appendEvents(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Promise<Event[]> {
-    return this.write(() => {
-      const rollout = this.readRollout(rolloutId);
-      if (!rollout) throw new RolloutNotFound(rolloutId);
-      const byId = this.stmt(`SELECT ${EVENT_COLUMNS} FROM events WHERE rollout_id = ? AND event_id = ?`);
-      assertEventsWritable(rollout, attemptId, () =>
-        events.every((e) => e.event_id !== undefined && byId.get(rolloutId, e.event_id) !== undefined),
-      );
-      const timestamp = nowSeconds();
-      // The write lock is held, so MAX(sequence) cannot move under us, in this process or another one.
-      let sequence = this.stmt("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE rollout_id = ?")
-        .pluck()
-        .get(rolloutId) as number;
-      return events.map((create) => {
-        if (create.event_id !== undefined) {
-          const stored = byId.get(rolloutId, create.event_id) as EventRow | undefined;
-          if (stored) return eventFromRow(stored);
-        }
-        const event: Event = {
-          event_type: create.event_type,
-          rollout_id: rolloutId,
-          attempt_id: attemptId,
-          timestamp,
-          // The stored copy is the JSON text; the returned event shares `data` with the create (no second copy).
-          data: create.data,
-          sequence: ++sequence,
-          event_id: create.event_id ?? null,
-        };
-        const data = JSON.stringify(event.data);
-        this.stmt(INSERT_EVENT).run(
-          rolloutId,
-          event.sequence,
-          attemptId,
-          event.event_type,
-          timestamp,
-          data,
-          event.event_id,
-        );
-        return event;
-      });
+  async appendEvents(rolloutId: string, attemptId: string, events: readonly EventWrite[]): Promise<Event[]> {
+    if (!this.db.open) throw new TypeError("The database connection is not open");
+    return this.appends.enqueue({ rolloutId, attemptId, events });
+  }
+
+  /**
+   * One append, inside the group commit's transaction (its write lock is held). Everything that can throw (the
+   * attempt check, replay look-ups, `JSON.stringify`) runs before the first INSERT.
+   */
+  private appendNow(rolloutId: string, attemptId: string, events: readonly EventWrite[]): Event[] {
+    // Only the state and current attempt: parsing the rollout's JSON columns would be wasted work here.
+    const gate = this.stmt("SELECT state, last_attempt_id FROM rollouts WHERE rollout_id = ?").get(rolloutId) as
+      | RolloutGate["status"]
+      | undefined;
+    if (!gate) throw new RolloutNotFound(rolloutId);
+    const byId = this.stmt(`SELECT ${EVENT_COLUMNS} FROM events WHERE rollout_id = ? AND event_id = ?`);
+    const storedEvent = (eventId: string | undefined): Event | undefined => {
+      const row = eventId === undefined ? undefined : (byId.get(rolloutId, eventId) as EventRow | undefined);
+      return row && eventFromRow(row);
+    };
+    assertEventsWritable({ rollout_id: rolloutId, status: gate }, attemptId, () =>
+      events.every((e) => storedEvent(e.event_id) !== undefined),
+    );
+    const timestamp = nowSeconds();
+    // The write lock is held, so MAX(sequence) cannot move under us, in this process or another one.
+    let sequence = this.stmt("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE rollout_id = ?")
+      .pluck()
+      .get(rolloutId) as number;
+    const added = new Map<string, Event>(); // event_id → event new in this batch
+    const rows: { event: Event; data: string }[] = [];
+    const out = events.map((create) => {
+      const replay =
+        create.event_id === undefined ? undefined : (storedEvent(create.event_id) ?? added.get(create.event_id));
+      if (replay) return replay;
+      const event: Event = {
+        event_type: create.event_type,
+        rollout_id: rolloutId,
+        attempt_id: attemptId,
+        timestamp,
+        // The stored copy is the JSON text; the returned event shares `data` with the create (no second copy).
+        data: create.data,
+        sequence: ++sequence,
+        event_id: create.event_id ?? null,
+      };
+      rows.push({ event, data: create.dataJson ?? JSON.stringify(event.data) });
+      if (event.event_id !== null) added.set(event.event_id, event);
+      return event;
     });
+    const insert = this.stmt(INSERT_EVENT);
+    for (const { event, data } of rows) {
+      insert.run(rolloutId, event.sequence, attemptId, event.event_type, timestamp, data, event.event_id);
+    }
+    return out;
   }
 
   async listEvents(rolloutId: string, query: EventQuery = {}): Promise<Event[]> {
+    this.read();
     const where = ["rollout_id = ?"];
     const params: unknown[] = [rolloutId];
     if (query.attemptId !== undefined) {
@@ -268,6 +320,7 @@ export class SqliteStore implements Store {
   }
 
   async listAttempts(rolloutId: string): Promise<string[]> {
+    this.read();
     const sql = "SELECT attempt_id FROM events WHERE rollout_id = ? GROUP BY attempt_id ORDER BY MIN(sequence)";
     return this.stmt(sql).pluck().all(rolloutId) as string[];
   }
@@ -282,6 +335,7 @@ export class SqliteStore implements Store {
   }
 
   async listModels(model?: string): Promise<Model[]> {
+    this.read();
     const sql = "SELECT model, endpoint, version FROM models";
     const order = " ORDER BY model, endpoint";
     if (model === undefined) return this.stmt(sql + order).all() as Model[];
@@ -289,11 +343,14 @@ export class SqliteStore implements Store {
   }
 
   async deleteModels(model?: string): Promise<number> {
+    this.appends.flush();
+    this.writes++;
     if (model === undefined) return this.stmt("DELETE FROM models").run().changes;
     return this.stmt("DELETE FROM models WHERE model = ?").run(model).changes;
   }
 
   async countByState(): Promise<Record<RolloutState, number>> {
+    this.read();
     const counts = Object.fromEntries(RolloutStateSchema.options.map((s) => [s, 0])) as Record<RolloutState, number>;
     const rows = this.stmt("SELECT state, COUNT(*) AS n FROM rollouts GROUP BY state").all() as {
       state: RolloutState;
@@ -304,11 +361,23 @@ export class SqliteStore implements Store {
   }
 
   async countEvents(): Promise<number> {
+    this.read();
     return this.stmt("SELECT COUNT(*) FROM events").pluck().get() as number;
+  }
+
+  revision(): number {
+    // data_version ignores this connection's own commits (counted in `writes`) and sees every other connection's.
+    const dataVersion = this.dataVersionStmt.get() as number;
+    if (dataVersion !== this.dataVersion) {
+      this.dataVersion = dataVersion;
+      this.writes++;
+    }
+    return this.writes;
   }
 
   async close(): Promise<void> {
     if (!this.db.open) return;
+    this.appends.flush();
     try {
       this.db.pragma("optimize"); // refreshes planner statistics the queries of this connection would benefit from
     } finally {

@@ -25,6 +25,12 @@ export interface RolloutQuery {
   offset?: number;
 }
 
+/**
+ * An event to append. `dataJson`, when given, must be the JSON text of `data` (the same value): a store that keeps JSON
+ * text stores it as is instead of serialising `data` again (the proxy already holds most of it as text).
+ */
+export type EventWrite = EventCreate & { readonly dataJson?: string };
+
 /** Filter of {@link Store.listEvents}. Results are in `sequence` order. */
 export interface EventQuery {
   /** Only this attempt's events. */
@@ -81,7 +87,7 @@ export interface Store {
    * @throws {StaleAttempt} `attemptId` is not the current attempt
    * @throws {RolloutFinished} the rollout is `succeeded` or `failed` and the batch holds a new event
    */
-  appendEvents(rolloutId: string, attemptId: string, events: readonly EventCreate[]): Promise<Event[]>;
+  appendEvents(rolloutId: string, attemptId: string, events: readonly EventWrite[]): Promise<Event[]>;
   /** @returns the rollout's events in sequence order (empty for an unknown rollout) */
   listEvents(rolloutId: string, query?: EventQuery): Promise<Event[]>;
   /** @returns attempt ids that have events, oldest first */
@@ -96,6 +102,14 @@ export interface Store {
   countByState(): Promise<Record<RolloutState, number>>;
   /** @returns the number of stored events */
   countEvents(): Promise<number>;
+  /**
+   * A cache key for rollout statuses and model endpoints: it changes whenever a `getRollout` or `listModels` answer
+   * may have changed since it was last read, i.e. after every write of this store other than an event append, and,
+   * for a file shared by several processes, after any commit of another connection. Equal values mean earlier
+   * answers are still current, so the proxy can cache them. Synchronous and cheap (no disk read).
+   * @returns an opaque number; compare it only for equality
+   */
+  revision(): number;
   /** Releases resources (closes the database). Further calls fail. */
   close(): Promise<void>;
 }

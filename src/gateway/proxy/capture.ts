@@ -37,7 +37,8 @@ function logprobCount(kind: ProxyEndpointKind, logprobs: unknown): number | null
  * choice).
  * @param response - the parsed upstream body; not mutated
  * @param wantLogprobs - whether the request asked for logprobs
- * @returns the body to record (a shallow copy when a choice changed) and whether capture is incomplete
+ * @returns the body to record (`response` itself when nothing changed, else a shallow copy) and whether capture is
+ *   incomplete
  */
 export function checkCapture(
   kind: ProxyEndpointKind,
@@ -46,6 +47,7 @@ export function checkCapture(
 ): { response: Json; incomplete: boolean } {
   let incomplete = kind === "chat" && !Array.isArray(response.prompt_token_ids);
   if (!Array.isArray(response.choices)) return { response, incomplete: true };
+  let changed = false;
   const choices = response.choices.map((choice: unknown) => {
     if (!isObject(choice)) return choice;
     if (kind === "completions" && !Array.isArray(choice.prompt_token_ids)) incomplete = true;
@@ -56,9 +58,11 @@ export function checkCapture(
     if (count === null && !wantLogprobs) return choice;
     if (aligned) return choice;
     incomplete = true;
-    return choice.logprobs === null ? choice : { ...choice, logprobs: null };
+    if (choice.logprobs === null) return choice;
+    changed = true;
+    return { ...choice, logprobs: null };
   });
-  return { response: { ...response, choices }, incomplete };
+  return { response: changed ? { ...response, choices } : response, incomplete };
 }
 
 /** Everything known about one finished proxied call. */

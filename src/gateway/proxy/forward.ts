@@ -9,6 +9,8 @@ import type { FastifyBaseLogger, FastifyReply } from "fastify";
 import { NoEndpoint } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
 import { buildModelRequestData, type CallRecord, type ProxyEndpointKind } from "./capture.js";
+import { type KnownJson, modelRequestDataJson } from "./event-json.js";
+import type { ProxyLookups } from "./lookups.js";
 import type { ProxyOptions } from "./options.js";
 import { type ProxyMode, rewriteRequestBody } from "./rewrite.js";
 import { SSE_DONE, SseParser, sseEvent } from "./sse.js";
@@ -18,6 +20,8 @@ import type { UpstreamAnswer, UpstreamClient } from "./upstream.js";
 /** What every call shares: set up once by the route plugin. */
 export interface ProxyContext {
   store: Store;
+  /** Cached rollout and endpoint reads (see `lookups.ts`). */
+  lookups: ProxyLookups;
   options: ProxyOptions;
   upstream: UpstreamClient;
 }
@@ -53,16 +57,17 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
   const startedAt = performance.now();
   const request = rewriteRequestBody(call.kind, call.body, call.mode, ctx.options);
   const model = request.model as string;
-  const endpoints = await ctx.store.listModels(model);
+  const endpoints = await ctx.lookups.endpointsOf(model);
   if (endpoints.length === 0) throw new NoEndpoint(model);
   const abort = new AbortController();
   const onClose = (): void => abort.abort();
   reply.raw.once("close", onClose);
-  const base = { kind: call.kind, model, request };
+  const requestText = JSON.stringify(request);
+  const base = { kind: call.kind, model, request, requestText };
   try {
     const answer = await ctx.upstream.send({
       path: UPSTREAM_PATHS[call.kind],
-      body: JSON.stringify(request),
+      body: requestText,
       rolloutId: call.rolloutId,
       endpoints,
       stream: request.stream === true,
@@ -72,7 +77,8 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
       const latencyMs = performance.now() - startedAt;
       const error = { message: answer.error.message, code: answer.error.code };
       const record = { ...base, endpoint: answer.endpoint, response: null, error, latencyMs };
-      await recordCall(ctx, call, { ...record, httpStatus: answer.error.status, retryCount: answer.retryCount });
+      const known = { request, requestText };
+      await recordCall(ctx, call, { ...record, httpStatus: answer.error.status, retryCount: answer.retryCount }, known);
       throw answer.error;
     }
     if (answer.stream) await relayStream(ctx, call, answer, reply, { ...base, startedAt });
@@ -86,6 +92,8 @@ interface CallBase {
   kind: ProxyEndpointKind;
   model: string;
   request: Record<string, unknown>;
+  /** `JSON.stringify(request)`, as sent upstream. */
+  requestText: string;
   startedAt: number;
 }
 
@@ -100,7 +108,7 @@ async function relayBody(
   const text = answer.body!.toString("utf8");
   const parsed = parseJson(text);
   const ok = answer.statusCode >= 200 && answer.statusCode < 300 && typeof parsed === "object" && parsed !== null;
-  await recordCall(ctx, call, {
+  const record = {
     ...base,
     endpoint: answer.endpoint,
     response: ok ? (parsed as Record<string, unknown>) : null,
@@ -108,7 +116,8 @@ async function relayBody(
     latencyMs: performance.now() - base.startedAt,
     httpStatus: answer.statusCode,
     retryCount: answer.retryCount,
-  });
+  };
+  await recordCall(ctx, call, record, { ...base, response: parsed, responseText: text });
   void reply
     .status(answer.statusCode)
     .header("content-type", answer.contentType || "application/json")
@@ -170,26 +179,35 @@ async function relayStream(
   const assembled = assembler.finish();
   const upstreamError = assembled.error;
   const errorCode = (upstreamError?.error as { code?: unknown } | undefined)?.code;
-  await recordCall(ctx, call, {
-    ...base,
-    endpoint: answer.endpoint,
-    response: assembled.response,
-    error: failure ? { message: failure.message } : upstreamError,
-    latencyMs: performance.now() - base.startedAt,
-    httpStatus:
-      failure?.code ?? (upstreamError ? (typeof errorCode === "number" ? errorCode : 502) : answer.statusCode),
-    retryCount: answer.retryCount,
-    captureIncomplete: assembled.captureIncomplete,
-  });
+  await recordCall(
+    ctx,
+    call,
+    {
+      ...base,
+      endpoint: answer.endpoint,
+      response: assembled.response,
+      error: failure ? { message: failure.message } : upstreamError,
+      latencyMs: performance.now() - base.startedAt,
+      httpStatus:
+        failure?.code ?? (upstreamError ? (typeof errorCode === "number" ? errorCode : 502) : answer.statusCode),
+      retryCount: answer.retryCount,
+      captureIncomplete: assembled.captureIncomplete,
+    },
+    base,
+  );
   if (failure && !out.destroyed) out.write(streamErrorEvent(failure.message, failure.code));
   out.end();
 }
 
-/** Appends the call's `model_request` event. A failed append is logged, never turned into a failed agent call. */
-async function recordCall(ctx: ProxyContext, call: ProxyCall, record: CallRecord): Promise<void> {
+/**
+ * Appends the call's `model_request` event, its JSON text reusing the request and response texts already held. A
+ * failed append is logged, never turned into a failed agent call.
+ */
+async function recordCall(ctx: ProxyContext, call: ProxyCall, record: CallRecord, known: KnownJson): Promise<void> {
   try {
     const data = buildModelRequestData(record);
-    await ctx.store.appendEvents(call.rolloutId, call.attemptId, [{ event_type: "model_request", data }]);
+    const dataJson = modelRequestDataJson(data, known);
+    await ctx.store.appendEvents(call.rolloutId, call.attemptId, [{ event_type: "model_request", data, dataJson }]);
   } catch (err) {
     call.log.error({ err, rolloutId: call.rolloutId, attemptId: call.attemptId }, "model_request event not recorded");
   }

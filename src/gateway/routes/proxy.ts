@@ -18,6 +18,7 @@ import type { Store } from "../../store/store.js";
 import type { ProxyEndpointKind } from "../proxy/capture.js";
 import { EndpointPicker } from "../proxy/endpoint-picker.js";
 import { forwardCall, type ProxyContext } from "../proxy/forward.js";
+import { ProxyLookups } from "../proxy/lookups.js";
 import { listProxyModels } from "../proxy/model-list.js";
 import type { ProxyOptions } from "../proxy/options.js";
 import type { PauseController } from "../proxy/pause.js";
@@ -64,12 +65,12 @@ function sendPaused(reply: FastifyReply, pause: PauseController): FastifyReply {
 }
 
 /** The rollout must exist, `aid` must be its current attempt, and the rollout must not be terminal. */
-async function checkAttempt(store: Store, rolloutId: string, attemptId: string): Promise<void> {
-  const rollout = await store.getRollout(rolloutId);
+async function checkAttempt(lookups: ProxyLookups, rolloutId: string, attemptId: string): Promise<void> {
+  const rollout = await lookups.rollout(rolloutId);
   if (!rollout) throw new RolloutNotFound(rolloutId);
-  const current = rollout.status.last_attempt_id;
+  const current = rollout.lastAttemptId;
   if (current !== attemptId) throw new StaleAttempt(rolloutId, attemptId, current);
-  if (isTerminal(rollout.status.state)) throw new RolloutFinished(rolloutId, rollout.status.state);
+  if (isTerminal(rollout.state)) throw new RolloutFinished(rolloutId, rollout.state);
 }
 
 /**
@@ -84,7 +85,8 @@ async function checkAttempt(store: Store, rolloutId: string, attemptId: string):
 export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, { store, options, pause }) => {
   const picker = new EndpointPicker(options.endpointCooldownBaseMs, options.endpointCooldownMaxMs);
   const upstream = new UpstreamClient(options, picker);
-  const ctx: ProxyContext = { store, options, upstream };
+  const lookups = new ProxyLookups(store);
+  const ctx: ProxyContext = { store, lookups, options, upstream };
   app.addHook("onClose", async () => upstream.close());
 
   const handle =
@@ -95,7 +97,8 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
       const release = pause.tryEnter();
       if (release === null) return sendPaused(reply, pause);
       try {
-        await checkAttempt(store, rid, aid);
+        lookups.refresh();
+        await checkAttempt(lookups, rid, aid);
         const body = request.body;
         if (typeof body !== "object" || body === null || Array.isArray(body)) {
           throw new BadRequest("Request body must be a JSON object");

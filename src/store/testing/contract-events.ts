@@ -126,6 +126,16 @@ export function eventCases({ fresh, test }: ContractContext): void {
       expect(await store.getRollout("ok")).toBeUndefined();
     });
 
+    test("an event given with dataJson (its data already as JSON text) reads back as that data", async () => {
+      const store = await fresh();
+      await running(store, { rollout_id: "r1", input: 0 });
+      const data = { model: "m", request: { messages: [{ content: "\u2019 \u{1F600}" }] }, big: 2 ** 60 };
+      const [event] = events({ event_type: "model_request", data });
+      const [appended] = await store.appendEvents("r1", "0", [{ ...event!, dataJson: JSON.stringify(data, null, 1) }]);
+      expect(appended!.data).toEqual(data);
+      expect((await store.listEvents("r1"))[0]!.data).toEqual(data);
+    });
+
     test("50 concurrent appends to one rollout lose nothing and leave sequence 1..50 gap-free", async () => {
       const store = await fresh();
       await running(store, { rollout_id: "r1", input: 0 });
@@ -138,6 +148,44 @@ export function eventCases({ fresh, test }: ContractContext): void {
       const stored = await store.listEvents("r1");
       expect(stored.map((e) => e.sequence)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
       expect(new Set(stored.map((e) => (e.data.request as { i: number }).i)).size).toBe(50);
+    });
+  });
+
+  describe("events: appends in one tick (SQLite group-commits them in one transaction)", () => {
+    test("appends to many rollouts called in one tick all land; each bad one fails alone", async () => {
+      const store = await fresh();
+      const ids = Array.from({ length: 20 }, (_, i) => `r${i}`);
+      for (const id of ids) await running(store, { rollout_id: id, input: 0, config: { max_attempts: 2 } });
+      await running(store, { rollout_id: "done", input: 0 });
+      await store.patchRollout("done", { status: { state: "succeeded" } });
+      await store.patchRollout("r19", { status: { state: "failed" } }); // retried: attempt "0" is now stale
+      await store.appendEvents("r0", "0", events({ event_type: "log", event_id: "seen" }));
+      // All called before any settles: good appends (two per rollout, one an event_id replay) between bad ones.
+      const calls = [
+        ...ids.slice(0, 19).map((id) => store.appendEvents(id, "0", events(modelRequest(1)))),
+        store.appendEvents("done", "0", events(modelRequest(2))),
+        store.appendEvents("r19", "0", events(modelRequest(3))),
+        store.appendEvents("ghost", "0", events(modelRequest(4))),
+        store.appendEvents("r5", "0", events(modelRequest(5), { event_type: "log", data: { n: 10n } })),
+        store.appendEvents("r0", "0", events({ event_type: "log", event_id: "seen" }, modelRequest(6))),
+        ...ids.slice(0, 19).map((id) => store.appendEvents(id, "0", events(modelRequest(7)))),
+      ];
+      const settled = await Promise.allSettled(calls);
+      const reasons = settled.map((s) => (s.status === "rejected" ? (s.reason as Error).name : "ok"));
+      expect(reasons.slice(19, 23)).toEqual(["RolloutFinished", "StaleAttempt", "RolloutNotFound", "TypeError"]);
+      expect(reasons.filter((r) => r === "ok")).toHaveLength(39);
+      // A read right after the promises settled sees every committed event, in call order, gap-free.
+      for (const id of ids.slice(0, 19)) {
+        const stored = await store.listEvents(id);
+        const is = stored.map((e) => (e.data.request as { i: number } | undefined)?.i ?? e.event_id);
+        expect(is).toEqual(id === "r0" ? ["seen", 1, 6, 7] : [1, 7]);
+        expect(stored.map((e) => e.sequence)).toEqual(Array.from(stored, (_, i) => i + 1));
+      }
+      const r0 = (settled[23] as PromiseFulfilledResult<{ sequence: number }[]>).value;
+      expect(r0.map((e) => e.sequence)).toEqual([1, 3]); // the replay answers the stored event
+      expect(await store.listEvents("done")).toEqual([]);
+      expect(await store.listEvents("r19", { attemptId: "0" })).toEqual([]);
+      expect(await store.countEvents()).toBe(1 + 19 + 1 + 19);
     });
   });
 
@@ -168,6 +216,23 @@ export function eventCases({ fresh, test }: ContractContext): void {
       await store.appendEvents("r", "0", events(modelRequest(1), modelRequest(2)));
       expect(await store.countByState()).toEqual({ queuing: 2, running: 1, succeeded: 0, failed: 1 });
       expect(await store.countEvents()).toBe(2);
+    });
+
+    test("revision changes after every rollout or model write, and not after appends or reads", async () => {
+      const store = await fresh();
+      const changes = async (write: () => Promise<unknown>): Promise<boolean> => {
+        const before = store.revision();
+        await write().catch(() => undefined);
+        return store.revision() !== before;
+      };
+      expect(await changes(() => store.createRollouts(creates({ rollout_id: "r", input: 0 })))).toBe(true);
+      expect(await changes(() => store.patchRollout("r", { status: { state: "running" } }))).toBe(true);
+      expect(await changes(() => store.appendEvents("r", "0", events(modelRequest(1))))).toBe(false);
+      expect(await changes(() => store.getRollout("r"))).toBe(false);
+      expect(await changes(() => store.listModels())).toBe(false);
+      expect(await changes(() => store.upsertModels([{ model: "m", endpoint: "http://h/v1", version: 1 }]))).toBe(true);
+      expect(await changes(() => store.deleteModels("m"))).toBe(true);
+      expect(await changes(() => store.deleteRollout("r"))).toBe(true);
     });
 
     test("calls after close fail", async () => {
