@@ -19,7 +19,7 @@ import { startPhase } from "./progress.js";
 import { rewardTableReporter } from "./reporter.js";
 import { type RewardSummary, readRewards, runRolloutBatch, summariseRewards } from "./rollout-batch.js";
 import { readRewardCurves, writeRewardPlots } from "./run-plots.js";
-import { DEMO_MODEL, type DemoBudget, demoTrainerConfig } from "./settings.js";
+import { DEMO_MODEL, DEMO_POSITION_INIT, type DemoBudget, demoTrainerConfig, isDemoProblem } from "./settings.js";
 import { type DemoStack, startDemoStack, startTeacherChild } from "./stack.js";
 import { demonstrationRows, warmStart } from "./warm-start.js";
 
@@ -66,7 +66,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     `[1/6] starting gateway (SQLite in ${options.runDir}), embedded engine ` +
       `(${options.preset ?? "demo"}: ${model.n_layers} blocks x ${model.d_model}), controller`,
   );
-  const engine = await EmbeddedEngine.create({ config: model, seed: options.seed });
+  const engine = await EmbeddedEngine.create({
+    config: model,
+    seed: options.seed,
+    ...(options.preset === null ? { positionInit: DEMO_POSITION_INIT } : {}),
+  });
   const stack = await startDemoStack({
     runDir: options.runDir,
     engine,
@@ -77,8 +81,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   });
   try {
     const config = demoTrainerConfig(options.name, budget, stack.engine.contextLength);
-    const train = readJsonl(config.data.train_path);
-    const val = readJsonl(config.data.val_path as string).slice(0, budget.valProblems);
+    const train = readJsonl(config.data.train_path).filter(isDemoProblem);
+    const val = readJsonl(config.data.val_path as string)
+      .filter(isDemoProblem)
+      .slice(0, budget.valProblems);
+    writeJsonl(join(options.runDir, "val.jsonl"), val);
 
     say(`[2/6] recording ${budget.demonstrations} teacher demonstrations through the gateway`);
     const demos = await recordDemonstrations(stack, config, train.slice(0, budget.demonstrations), out);
@@ -129,6 +136,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   } finally {
     await stack.close();
   }
+}
+
+/** Writes the demo's validation problems (`runs/NAME/val.jsonl`) so `arclight eval --data` can score the same set. */
+function writeJsonl(path: string, items: readonly DataItem[]): void {
+  writeFileSync(path, items.map((item) => `${JSON.stringify(item.input)}\n`).join(""));
 }
 
 /** The engine directory of the run's latest checkpoint (what `arclight eval` loads). */

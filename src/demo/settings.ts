@@ -5,7 +5,9 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { ModelConfig } from "../engine/embedded/config.js";
+import type { PositionInit } from "../engine/embedded/params.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
+import type { DataItem } from "../trainer/data-order.js";
 
 /** `examples/calculator/` of this package (the same from src/ under tsx and from dist/). */
 export const CALCULATOR_DIR = fileURLToPath(new URL("../../examples/calculator/", import.meta.url));
@@ -21,6 +23,24 @@ export const DEMO_MODEL: Readonly<ModelConfig> = Object.freeze({
   n_heads: 4,
   context: 256,
 });
+
+/**
+ * How the demo policy's position table starts (see {@link PositionInit}): sinusoidal, which let the 2-block policy
+ * start copying the question into the tool call within the SFT budget (README, Demo: feasibility).
+ */
+export const DEMO_POSITION_INIT: PositionInit = "sinusoidal";
+
+/**
+ * The demo trains and validates on the problems written in symbols (`"12+7*3"`), about half of each split. Within
+ * 15 CPU minutes the byte-level policy learns to copy an expression into its tool call, but not also to translate
+ * number words (README, Demo: feasibility); `arclight train` on the same files uses both forms.
+ * @param item - a dataset row (`{index, input}`)
+ * @returns true for a symbols-form problem
+ */
+export function isDemoProblem(item: DataItem): boolean {
+  const input = item.input as { form?: unknown } | null;
+  return typeof input === "object" && input !== null && input.form === "symbols";
+}
 
 /** Budgets of one demo run. */
 export interface DemoBudget {
