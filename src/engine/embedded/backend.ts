@@ -4,6 +4,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-wasm";
+import { installBatchedXnnMatMul } from "./wasm-matmul.js";
 
 /** The backend is not wasm after initialisation. */
 export class WasmBackendUnavailable extends Error {
@@ -47,6 +48,7 @@ function shareIdentityBuffers(): void {
 export function initWasmBackend(): Promise<void> {
   ready ??= (async () => {
     shareIdentityBuffers();
+    installBatchedXnnMatMul();
     await tf.setBackend("wasm");
     await tf.ready();
     assertWasmBackend();

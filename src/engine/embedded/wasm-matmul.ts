@@ -1,0 +1,140 @@
+/**
+ * @module A `BatchMatMul` kernel for tfjs's wasm backend that runs every batch entry of a batched (or transposed)
+ * matmul on the fast XNNPACK path. The stock kernel takes that path only for one unbatched, untransposed product
+ * and otherwise falls back to a scalar triple loop (~1 GMAC/s here, ~10× slower than XNNPACK): attention's
+ * [B·H, T, C/H] products and every matmul gradient (which tfjs writes with transpose flags) land there.
+ *
+ * How: transposed operands are transposed once, explicitly, by the wasm `Transpose` kernel; then for each batch
+ * entry the kernel registers zero-copy views (a wasm tensor id pointing inside the operand's heap buffer) of that
+ * entry's A, B and output, runs the stock kernel on those [1, M, K] × [1, K, N] views, and drops the views without
+ * freeing their memory. Dropping a B view also deletes the XNNPACK operator the stock kernel built (and cached) for
+ * it. Only numerics of float summation order change.
+ */
+import * as tf from "@tensorflow/tfjs";
+
+/** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this kernel uses. */
+interface WasmBackendInternals {
+  wasm: {
+    cwrap(name: string, returns: null, args: string[]): (...args: unknown[]) => void;
+    tfjs: {
+      registerTensor(id: number, size: number, memoryOffset: number): void;
+      disposeData(id: number): void;
+    };
+  };
+  dataIdMap: { get(dataId: object): { id: number; memoryOffset: number } };
+  dataIdNextNumber: number;
+  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  disposeData(dataId: object): void;
+}
+
+/** The exported C entry point of wasm's matmul: (aId, aShape, aRank, bId, bShape, bRank, tA, tB, outId). */
+type RawMatMul = (...args: (number | boolean | Uint8Array)[]) => void;
+
+/**
+ * Products with fewer rows per batch entry than this stay on the stock kernel: per-entry dispatch and XNNPACK
+ * weight packing cost more than the scalar loop saves on decode-sized [1, K] × [K, N] products.
+ */
+export const MIN_ROWS_FOR_XNNPACK = 8;
+
+const BATCHED = Symbol("batchedXnnMatMul");
+
+/** Registers the kernel in place of wasm's `BatchMatMul`; idempotent. Call before selecting the backend. */
+export function installBatchedXnnMatMul(): void {
+  const original = tf.getKernel("BatchMatMul", "wasm");
+  if (!original || BATCHED in original.kernelFunc) return;
+  const transposeKernel = tf.getKernel("Transpose", "wasm")!.kernelFunc;
+  const reshapeKernel = tf.getKernel("Reshape", "wasm")!.kernelFunc;
+  let raw: RawMatMul | undefined;
+  const kernelFunc = (args: Parameters<tf.KernelFunc>[0]): tf.TensorInfo => {
+    const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
+    const { transposeA, transposeB } = args.attrs as { transposeA: boolean; transposeB: boolean };
+    const plan = planProduct(a.shape, b.shape, transposeA, transposeB);
+    const plain = plan.batch === 1 && !transposeA && !transposeB;
+    const partialBroadcast = plan.batchA !== plan.batchB && plan.batchA !== 1 && plan.batchB !== 1;
+    const unsupported = partialBroadcast || a.dtype !== "float32" || b.dtype !== "float32";
+    if (plain || unsupported || plan.rows < MIN_ROWS_FOR_XNNPACK) return original.kernelFunc(args) as tf.TensorInfo;
+    const backend = args.backend as unknown as WasmBackendInternals;
+    raw ??= backend.wasm.cwrap("BatchMatMul", null, [
+      "number",
+      "array",
+      "number",
+      "number",
+      "array",
+      "number",
+      "number",
+      "number",
+      "number",
+    ]) as RawMatMul;
+    const temps: tf.TensorInfo[] = [];
+    /** `x` as [batch, r, c] in memory, transposed from [batch, c, r] first when `transpose`. */
+    const operand = (x: tf.TensorInfo, batch: number, r: number, c: number, transpose: boolean): tf.TensorInfo => {
+      const shape = transpose ? [batch, c, r] : [batch, r, c];
+      const x3 = reshapeKernel({ inputs: { x }, backend: args.backend, attrs: { shape } }) as tf.TensorInfo;
+      temps.push(x3);
+      if (!transpose) return x3;
+      const t = transposeKernel({ inputs: { x: x3 }, backend: args.backend, attrs: { perm: [0, 2, 1] } });
+      temps.push(t as tf.TensorInfo);
+      return t as tf.TensorInfo;
+    };
+    const a3 = operand(a, plan.batchA, plan.rows, plan.inner, transposeA);
+    const b3 = operand(b, plan.batchB, plan.inner, plan.cols, transposeB);
+    const out = backend.makeOutput([plan.batch, plan.rows, plan.cols], "float32");
+    const aShape = shapeBytes([1, plan.rows, plan.inner]);
+    const bShape = shapeBytes([1, plan.inner, plan.cols]);
+    const aBase = backend.dataIdMap.get(a3.dataId).memoryOffset;
+    const bBase = backend.dataIdMap.get(b3.dataId).memoryOffset;
+    const outBase = backend.dataIdMap.get(out.dataId).memoryOffset;
+    const { registerTensor, disposeData } = backend.wasm.tfjs;
+    const aSize = plan.rows * plan.inner;
+    const bSize = plan.inner * plan.cols;
+    const outSize = plan.rows * plan.cols;
+    for (let i = 0; i < plan.batch; i++) {
+      // Fresh ids each time: the stock kernel caches an XNNPACK operator per B id (freed when the id is disposed).
+      const aId = backend.dataIdNextNumber++;
+      const bId = backend.dataIdNextNumber++;
+      const outId = backend.dataIdNextNumber++;
+      registerTensor(aId, aSize, aBase + (plan.batchA === 1 ? 0 : i * aSize * 4));
+      registerTensor(bId, bSize, bBase + (plan.batchB === 1 ? 0 : i * bSize * 4));
+      registerTensor(outId, outSize, outBase + i * outSize * 4);
+      raw(aId, aShape, 3, bId, bShape, 3, false, false, outId);
+      disposeData(aId);
+      disposeData(bId);
+      disposeData(outId);
+    }
+    for (const t of temps) backend.disposeData(t.dataId);
+    return { ...out, shape: plan.outShape };
+  };
+  Object.defineProperty(kernelFunc, BATCHED, { value: true });
+  tf.unregisterKernel("BatchMatMul", "wasm");
+  tf.registerKernel({ ...original, kernelFunc });
+}
+
+/** A shape as the bytes of int32 values (wasm's `size_t` is 32-bit). */
+function shapeBytes(shape: number[]): Uint8Array {
+  return new Uint8Array(new Int32Array(shape).buffer);
+}
+
+/** Dimensions of a (possibly transposed, possibly broadcast) batched product. */
+interface ProductPlan {
+  batchA: number;
+  batchB: number;
+  batch: number;
+  rows: number;
+  inner: number;
+  cols: number;
+  outShape: number[];
+}
+
+function planProduct(aShape: number[], bShape: number[], transposeA: boolean, transposeB: boolean): ProductPlan {
+  const ra = aShape.length;
+  const rb = bShape.length;
+  const rows = transposeA ? aShape[ra - 1]! : aShape[ra - 2]!;
+  const inner = transposeA ? aShape[ra - 2]! : aShape[ra - 1]!;
+  const cols = transposeB ? bShape[rb - 2]! : bShape[rb - 1]!;
+  const outerA = aShape.slice(0, -2);
+  const outerB = bShape.slice(0, -2);
+  const batchA = outerA.reduce((n, d) => n * d, 1);
+  const batchB = outerB.reduce((n, d) => n * d, 1);
+  const outer = tf.broadcast_util.assertAndGetBroadcastShape(outerA, outerB);
+  return { batchA, batchB, batch: Math.max(batchA, batchB), rows, inner, cols, outShape: [...outer, rows, cols] };
+}
