@@ -1,0 +1,86 @@
+/** @module Tests of the lean wasm data-movement kernels: slices and same-dtype casts give the stock results. */
+import * as tf from "@tensorflow/tfjs";
+import { beforeAll, describe, expect, it } from "vitest";
+import { initWasmBackend } from "./backend.js";
+
+/** Row-major values 0, 1, 2, … of `shape`. */
+function iota(shape: number[], dtype: "float32" | "int32"): tf.Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return tf.tensor(
+    Array.from({ length: n }, (_, i) => i),
+    shape,
+    dtype,
+  );
+}
+
+/** The box of `shape`'s row-major iota starting at `begin` with `size`, computed in plain JS. */
+function expectedBox(shape: number[], begin: number[], size: number[]): number[] {
+  const strides = shape.map((_, d) => shape.slice(d + 1).reduce((a, b) => a * b, 1));
+  const out: number[] = [];
+  const walk = (d: number, offset: number): void => {
+    if (d === shape.length) {
+      out.push(offset);
+      return;
+    }
+    for (let i = 0; i < size[d]!; i++) walk(d + 1, offset + (begin[d]! + i) * strides[d]!);
+  };
+  walk(0, 0);
+  return out;
+}
+
+describe("lean wasm kernels", () => {
+  beforeAll(() => initWasmBackend());
+
+  const cases: [string, number[], number[], number[]][] = [
+    ["1-D middle", [10], [3], [4]],
+    ["2-D column block (split of a projection)", [5, 12], [0, 4], [5, 4]],
+    ["2-D row block (contiguous)", [6, 3], [2, 0], [3, 3]],
+    ["3-D inner box", [4, 5, 6], [1, 2, 3], [2, 3, 2]],
+    ["4-D trim of leading KV columns", [2, 3, 7, 4], [0, 0, 3, 0], [2, 3, 4, 4]],
+    ["4-D single element", [2, 3, 4, 5], [1, 2, 3, 4], [1, 1, 1, 1]],
+    ["whole tensor", [3, 4], [0, 0], [3, 4]],
+  ];
+  for (const dtype of ["float32", "int32"] as const)
+    for (const [name, shape, begin, size] of cases)
+      it(`slice ${name} (${dtype}) copies exactly the box`, () => {
+        const x = iota(shape, dtype);
+        const box = tf.slice(x, begin, size);
+        expect(box.shape).toEqual(size);
+        expect(box.dtype).toBe(dtype);
+        expect(Array.from(box.dataSync())).toEqual(expectedBox(shape, begin, size));
+        tf.dispose([x, box]);
+      });
+
+  it("slice with an empty extent gives an empty tensor", () => {
+    const x = iota([3, 4], "float32");
+    const empty = tf.slice(x, [1, 0], [0, 4]);
+    expect(empty.shape).toEqual([0, 4]);
+    tf.dispose([x, empty]);
+  });
+
+  it("split along the last axis gives the three column blocks", () => {
+    const x = iota([2, 6], "float32");
+    const parts = tf.split(x, 3, 1).map((t) => Array.from(t.dataSync()));
+    expect(parts).toEqual([
+      [0, 1, 6, 7],
+      [2, 3, 8, 9],
+      [4, 5, 10, 11],
+    ]);
+  });
+
+  it("a same-dtype cast shares the buffer and stays readable after the source is disposed", () => {
+    const x = tf.tensor1d([1.5, -2]);
+    const buffersBefore = tf.memory().numDataBuffers;
+    const same = tf.cast(x, "float32");
+    expect(tf.memory().numDataBuffers).toBe(buffersBefore);
+    x.dispose();
+    expect(Array.from(same.dataSync())).toEqual([1.5, -2]);
+    same.dispose();
+  });
+
+  it("a cast to another dtype still converts", () => {
+    const x = tf.tensor1d([1.7, -2.2]);
+    expect(Array.from(tf.cast(x, "int32").dataSync())).toEqual([1, -2]);
+    expect(Array.from(tf.cast(tf.tensor1d([1, 0], "int32"), "bool").dataSync())).toEqual([1, 0]);
+  });
+});

@@ -1,0 +1,118 @@
+/**
+ * @module Replacements for three data-movement kernels of tfjs's wasm backend (4.22) that copy more than they need:
+ * `Identity` and same-dtype `Cast` copy a whole buffer where sharing it is enough, and `Slice` (behind `split`)
+ * first copies its entire input out of the wasm heap into JS memory, then slices that copy.
+ */
+import * as tf from "@tensorflow/tfjs";
+
+/** The parts of tfjs-backend-wasm's `BackendWasm` these kernels use. */
+interface WasmBackendInternals {
+  wasm: { HEAP32: Int32Array };
+  dataIdMap: { get(dataId: object): { memoryOffset: number } };
+  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  incRef(dataId: object): void;
+}
+
+/** Replaces `name`'s wasm kernel with `replacement`, which may call the stock kernel. */
+function override(
+  name: string,
+  replacement: (args: Parameters<tf.KernelFunc>[0], stock: tf.KernelFunc) => tf.TensorInfo,
+): void {
+  const original = tf.getKernel(name, "wasm");
+  if (!original) return;
+  tf.unregisterKernel(name, "wasm");
+  tf.registerKernel({ ...original, kernelFunc: (args) => replacement(args, original.kernelFunc) });
+}
+
+/** A tensor that shares `x`'s buffer (one more reference on it); `shape` may differ if the size does not. */
+function share(args: Parameters<tf.KernelFunc>[0], x: tf.TensorInfo, dtype: tf.DataType): tf.TensorInfo {
+  (args.backend as unknown as WasmBackendInternals).incRef(x.dataId);
+  return { dataId: x.dataId, shape: x.shape, dtype };
+}
+
+/**
+ * Identity shares the input's buffer and bumps its reference count, as wasm's own `Reshape` already does. tfjs runs
+ * `Identity` for every tensor the gradient tape saves (`Engine.clone`), so the copying kernel cost ~17% of a
+ * B32×T128 train step. Sharing is safe: kernels never write their inputs and a variable's `assign` rebinds its
+ * buffer instead of overwriting it.
+ */
+function shareIdentity(): void {
+  override("Identity", (args, stock) => {
+    const x = args.inputs.x as tf.TensorInfo;
+    return x.dtype === "string" ? (stock(args) as tf.TensorInfo) : share(args, x, x.dtype);
+  });
+}
+
+/** A cast to the input's own dtype (tfjs's gradients of mul/div/sub cast float32 to float32) shares the buffer. */
+function shareSameDtypeCast(): void {
+  override("Cast", (args, stock) => {
+    const x = args.inputs.x as tf.TensorInfo;
+    const { dtype } = args.attrs as { dtype: tf.DataType };
+    return x.dtype === dtype && dtype !== "string" ? share(args, x, dtype) : (stock(args) as tf.TensorInfo);
+  });
+}
+
+/**
+ * Slice copies each contiguous run of the last axis inside the wasm heap (`copyWithin`), for 4-byte dtypes; other
+ * dtypes keep the stock kernel.
+ */
+function sliceInHeap(): void {
+  override("Slice", (args, stock) => {
+    const x = args.inputs.x as tf.TensorInfo;
+    if (x.dtype !== "float32" && x.dtype !== "int32") return stock(args) as tf.TensorInfo;
+    const { begin, size } = args.attrs as { begin: number | number[]; size: number | number[] };
+    const [start, extent] = tf.slice_util.parseSliceParams(x as tf.Tensor, begin, size) as [number[], number[]];
+    const backend = args.backend as unknown as WasmBackendInternals;
+    const out = backend.makeOutput(extent, x.dtype);
+    if (out.shape.some((d) => d === 0)) return out;
+    // Read offsets and the heap after makeOutput: its malloc may grow (and so replace) the heap.
+    const from = backend.dataIdMap.get(x.dataId).memoryOffset / 4;
+    const to = backend.dataIdMap.get(out.dataId).memoryOffset / 4;
+    copyStrided(backend.wasm.HEAP32, from, x.shape, start, extent, to);
+    return out;
+  });
+}
+
+/**
+ * Copies the box `start`..`start + extent` of a row-major tensor at heap index `from` to a dense tensor at `to`, one
+ * `copyWithin` per contiguous run (trailing axes the box spans fully merge into one run).
+ * @param heap - the wasm heap as 4-byte words
+ * @param from - word index of the source tensor
+ * @param shape - source shape
+ * @param start - first index of the box on each axis
+ * @param extent - size of the box on each axis (all > 0)
+ * @param to - word index of the destination
+ */
+export function copyStrided(
+  heap: Int32Array,
+  from: number,
+  shape: number[],
+  start: number[],
+  extent: number[],
+  to: number,
+): void {
+  const strides = [...tf.util.computeStrides(shape), 1];
+  let axis = shape.length; // axes >= `axis` form one contiguous run
+  while (axis > 0 && (axis === shape.length || (start[axis] === 0 && extent[axis] === shape[axis]))) axis--;
+  const run = extent.slice(axis).reduce((n, d) => n * d, 1);
+  const outer = extent.slice(0, axis);
+  const index = new Array<number>(axis).fill(0); // odometer over the axes before `axis`
+  const runs = outer.reduce((n, d) => n * d, 1);
+  for (let r = 0; r < runs; r++) {
+    let offset = from + (start[axis] ?? 0) * strides[axis]!;
+    for (let d = 0; d < axis; d++) offset += (start[d]! + index[d]!) * strides[d]!;
+    heap.copyWithin(to + r * run, offset, offset + run);
+    for (let d = axis - 1; d >= 0; d--) {
+      index[d]! += 1;
+      if (index[d]! < outer[d]!) break;
+      index[d] = 0;
+    }
+  }
+}
+
+/** Installs the three replacements. Call before selecting the backend. */
+export function installLeanKernels(): void {
+  shareIdentity();
+  shareSameDtypeCast();
+  sliceInHeap();
+}
