@@ -68,6 +68,19 @@ describe("lean wasm kernels", () => {
     ]);
   });
 
+  it("split into uneven sizes along the first axis keeps row order", () => {
+    const x = iota([3, 2], "int32");
+    const parts = tf.split(x, [1, 2], 0);
+    expect(parts.map((t) => t.shape)).toEqual([
+      [1, 2],
+      [2, 2],
+    ]);
+    expect(parts.map((t) => Array.from(t.dataSync()))).toEqual([
+      [0, 1],
+      [2, 3, 4, 5],
+    ]);
+  });
+
   it("a same-dtype cast shares the buffer and stays readable after the source is disposed", () => {
     const x = tf.tensor1d([1.5, -2]);
     const buffersBefore = tf.memory().numDataBuffers;

@@ -1,7 +1,7 @@
 /**
- * @module Replacements for three data-movement kernels of tfjs's wasm backend (4.22) that copy more than they need:
- * `Identity` and same-dtype `Cast` copy a whole buffer where sharing it is enough, and `Slice` (behind `split`)
- * first copies its entire input out of the wasm heap into JS memory, then slices that copy.
+ * @module Replacements for data-movement kernels of tfjs's wasm backend (4.22) that copy more than they need:
+ * `Identity` and same-dtype `Cast` copy a whole buffer where sharing it is enough, and `Slice` and `SplitV`
+ * first copy their entire input out of the wasm heap into JS memory, then slice that copy.
  */
 import * as tf from "@tensorflow/tfjs";
 
@@ -16,7 +16,7 @@ interface WasmBackendInternals {
 /** Replaces `name`'s wasm kernel with `replacement`, which may call the stock kernel. */
 function override(
   name: string,
-  replacement: (args: Parameters<tf.KernelFunc>[0], stock: tf.KernelFunc) => tf.TensorInfo,
+  replacement: (args: Parameters<tf.KernelFunc>[0], stock: tf.KernelFunc) => tf.TensorInfo | tf.TensorInfo[],
 ): void {
   const original = tf.getKernel(name, "wasm");
   if (!original) return;
@@ -39,7 +39,7 @@ function share(args: Parameters<tf.KernelFunc>[0], x: tf.TensorInfo, dtype: tf.D
 function shareIdentity(): void {
   override("Identity", (args, stock) => {
     const x = args.inputs.x as tf.TensorInfo;
-    return x.dtype === "string" ? (stock(args) as tf.TensorInfo) : share(args, x, x.dtype);
+    return x.dtype === "string" ? stock(args) : share(args, x, x.dtype);
   });
 }
 
@@ -48,28 +48,61 @@ function shareSameDtypeCast(): void {
   override("Cast", (args, stock) => {
     const x = args.inputs.x as tf.TensorInfo;
     const { dtype } = args.attrs as { dtype: tf.DataType };
-    return x.dtype === dtype && dtype !== "string" ? share(args, x, dtype) : (stock(args) as tf.TensorInfo);
+    return x.dtype === dtype && dtype !== "string" ? share(args, x, dtype) : stock(args);
   });
 }
 
 /**
- * Slice copies each contiguous run of the last axis inside the wasm heap (`copyWithin`), for 4-byte dtypes; other
- * dtypes keep the stock kernel.
+ * The box `begin`..`begin + size` of `x` as a new tensor, copied run by run inside the wasm heap.
+ * @param backend - the wasm backend
+ * @param x - float32 or int32 tensor
+ * @param begin - first index on each axis (a number: on the first axis)
+ * @param size - extent on each axis (-1: to the end)
+ * @returns the slice (caller owns it)
+ */
+function heapSlice(
+  backend: WasmBackendInternals,
+  x: tf.TensorInfo,
+  begin: number | number[],
+  size: number | number[],
+): tf.TensorInfo {
+  const [start, extent] = tf.slice_util.parseSliceParams(x as tf.Tensor, begin, size) as [number[], number[]];
+  const out = backend.makeOutput(extent, x.dtype);
+  if (extent.some((d) => d === 0)) return out;
+  // Read offsets and the heap after makeOutput: its malloc may grow (and so replace) the heap.
+  const from = backend.dataIdMap.get(x.dataId).memoryOffset / 4;
+  const to = backend.dataIdMap.get(out.dataId).memoryOffset / 4;
+  copyStrided(backend.wasm.HEAP32, from, x.shape, start, extent, to);
+  return out;
+}
+
+/**
+ * Slice and SplitV (whose stock kernel calls the stock slice directly) copy inside the heap, for 4-byte dtypes;
+ * other dtypes keep the stock kernels.
  */
 function sliceInHeap(): void {
+  const fits = (x: tf.TensorInfo): boolean => x.dtype === "float32" || x.dtype === "int32";
   override("Slice", (args, stock) => {
     const x = args.inputs.x as tf.TensorInfo;
-    if (x.dtype !== "float32" && x.dtype !== "int32") return stock(args) as tf.TensorInfo;
+    if (!fits(x)) return stock(args);
     const { begin, size } = args.attrs as { begin: number | number[]; size: number | number[] };
-    const [start, extent] = tf.slice_util.parseSliceParams(x as tf.Tensor, begin, size) as [number[], number[]];
+    return heapSlice(args.backend as unknown as WasmBackendInternals, x, begin, size);
+  });
+  override("SplitV", (args, stock) => {
+    const x = args.inputs.x as tf.TensorInfo;
+    if (!fits(x)) return stock(args);
+    const { numOrSizeSplits, axis } = args.attrs as { numOrSizeSplits: number | number[]; axis: number };
+    const along = tf.util.parseAxisParam(axis, x.shape)[0]!;
+    const sizes = tf.backend_util.prepareSplitSize(x as tf.Tensor, numOrSizeSplits, along);
+    const begin = x.shape.map(() => 0);
     const backend = args.backend as unknown as WasmBackendInternals;
-    const out = backend.makeOutput(extent, x.dtype);
-    if (out.shape.some((d) => d === 0)) return out;
-    // Read offsets and the heap after makeOutput: its malloc may grow (and so replace) the heap.
-    const from = backend.dataIdMap.get(x.dataId).memoryOffset / 4;
-    const to = backend.dataIdMap.get(out.dataId).memoryOffset / 4;
-    copyStrided(backend.wasm.HEAP32, from, x.shape, start, extent, to);
-    return out;
+    return sizes.map((s) => {
+      const size = [...x.shape];
+      size[along] = s;
+      const part = heapSlice(backend, x, [...begin], size);
+      begin[along]! += s;
+      return part;
+    });
   });
 }
 
@@ -110,7 +143,7 @@ export function copyStrided(
   }
 }
 
-/** Installs the three replacements. Call before selecting the backend. */
+/** Installs the replacements. Call before selecting the backend. */
 export function installLeanKernels(): void {
   shareIdentity();
   shareSameDtypeCast();
