@@ -81,6 +81,26 @@ describe("lean wasm kernels", () => {
     ]);
   });
 
+  for (const dtype of ["float32", "int32"] as const)
+    it(`gather picks whole slices along an inner axis, repeats allowed (${dtype})`, () => {
+      const x = iota([2, 3, 2], dtype);
+      const picked = tf.gather(x, tf.tensor1d([2, 0, 2], "int32"), 1);
+      expect(picked.shape).toEqual([2, 3, 2]);
+      expect(Array.from(picked.dataSync())).toEqual([4, 5, 0, 1, 4, 5, 10, 11, 6, 7, 10, 11]);
+    });
+
+  it("gather of rows with 2-D indices gives an [.., indices, ..] shape", () => {
+    const x = iota([4, 2], "float32");
+    const picked = tf.gather(x, tf.tensor2d([3, 1, 0, 0], [2, 2], "int32"));
+    expect(picked.shape).toEqual([2, 2, 2]);
+    expect(Array.from(picked.dataSync())).toEqual([6, 7, 2, 3, 0, 1, 0, 1]);
+  });
+
+  it("gather rejects an index outside the axis", () => {
+    const x = iota([3, 2], "float32");
+    expect(() => tf.gather(x, tf.tensor1d([3], "int32"))).toThrow(/index value 3/);
+  });
+
   it("a same-dtype cast shares the buffer and stays readable after the source is disposed", () => {
     const x = tf.tensor1d([1.5, -2]);
     const buffersBefore = tf.memory().numDataBuffers;

@@ -1,7 +1,8 @@
 /**
  * @module Replacements for data-movement kernels of tfjs's wasm backend (4.22) that copy more than they need:
- * `Identity` and same-dtype `Cast` copy a whole buffer where sharing it is enough, and `Slice` and `SplitV`
- * first copy their entire input out of the wasm heap into JS memory, then slice that copy.
+ * `Identity` and same-dtype `Cast` copy a whole buffer where sharing it is enough, `Slice` and `SplitV` first copy
+ * their entire input out of the wasm heap into JS memory, then slice that copy, and `GatherV2` copies element by
+ * element.
  */
 import * as tf from "@tensorflow/tfjs";
 
@@ -143,9 +144,46 @@ export function copyStrided(
   }
 }
 
+/**
+ * GatherV2 without batch dims copies each gathered slice with one `copyWithin` (the stock kernel walks elements;
+ * gathering kept rows of a [B, H, L, C/H] KV cache took ~2 ms a layer), for 4-byte dtypes.
+ */
+function gatherInHeap(): void {
+  override("GatherV2", (args, stock) => {
+    const { x, indices } = args.inputs as { x: tf.TensorInfo; indices: tf.TensorInfo };
+    const { axis, batchDims } = args.attrs as { axis: number; batchDims: number };
+    if ((x.dtype !== "float32" && x.dtype !== "int32") || indices.dtype !== "int32" || batchDims !== 0)
+      return stock(args);
+    const along = tf.util.parseAxisParam(axis, x.shape)[0]!;
+    const outer = x.shape.slice(0, along).reduce((n, d) => n * d, 1);
+    const dim = x.shape[along]!;
+    const slice = x.shape.slice(along + 1).reduce((n, d) => n * d, 1);
+    const count = tf.util.sizeFromShape(indices.shape);
+    const backend = args.backend as unknown as WasmBackendInternals;
+    const out = backend.makeOutput(
+      [...x.shape.slice(0, along), ...indices.shape, ...x.shape.slice(along + 1)],
+      x.dtype,
+    );
+    const heap = backend.wasm.HEAP32; // after makeOutput, which may grow the heap
+    const from = backend.dataIdMap.get(x.dataId).memoryOffset / 4;
+    const to = backend.dataIdMap.get(out.dataId).memoryOffset / 4;
+    const ids = heap.subarray(backend.dataIdMap.get(indices.dataId).memoryOffset / 4).subarray(0, count);
+    for (const index of ids)
+      if (index < 0 || index >= dim)
+        throw new RangeError(`GatherV2: the index value ${index} is not in [0, ${dim - 1}]`);
+    for (let o = 0; o < outer; o++)
+      for (let i = 0; i < count; i++) {
+        const source = from + (o * dim + ids[i]!) * slice;
+        heap.copyWithin(to + (o * count + i) * slice, source, source + slice);
+      }
+    return out;
+  });
+}
+
 /** Installs the replacements. Call before selecting the backend. */
 export function installLeanKernels(): void {
   shareIdentity();
   shareSameDtypeCast();
   sliceInHeap();
+  gatherInHeap();
 }
