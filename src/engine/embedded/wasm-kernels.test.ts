@@ -101,6 +101,34 @@ describe("lean wasm kernels", () => {
     expect(() => tf.gather(x, tf.tensor1d([3], "int32"))).toThrow(/index value 3/);
   });
 
+  const concatCases: [string, number[], number[], number][] = [
+    ["rows (axis 0)", [2, 3], [1, 3], 0],
+    ["a KV column (axis 2 of 4-D)", [2, 3, 4, 2], [2, 3, 1, 2], 2],
+    ["last axis", [3, 2], [3, 3], 1],
+  ];
+  for (const dtype of ["float32", "int32"] as const)
+    for (const [name, aShape, bShape, axis] of concatCases)
+      it(`concat along ${name} (${dtype}) interleaves the inputs' runs`, () => {
+        const a = iota(aShape, dtype);
+        const b = tf.add(iota(bShape, dtype), tf.scalar(100, dtype));
+        const joined = tf.concat([a, b], axis);
+        // Reference: the same concat of the nested JS arrays.
+        const join = (x: unknown, y: unknown, depth: number): unknown =>
+          depth === axis
+            ? [...(x as unknown[]), ...(y as unknown[])]
+            : (x as unknown[]).map((row, i) => join(row, (y as unknown[])[i], depth + 1));
+        const expected = join(a.arraySync(), b.arraySync(), 0);
+        expect(joined.dtype).toBe(dtype);
+        expect(joined.arraySync()).toEqual(expected);
+        tf.dispose([a, b, joined]);
+      });
+
+  it("concat skips empty inputs", () => {
+    const a = iota([2, 2], "float32");
+    const joined = tf.concat([a, tf.zeros([0, 2]), a], 0);
+    expect(Array.from(joined.dataSync())).toEqual([0, 1, 2, 3, 0, 1, 2, 3]);
+  });
+
   it("a same-dtype cast shares the buffer and stays readable after the source is disposed", () => {
     const x = tf.tensor1d([1.5, -2]);
     const buffersBefore = tf.memory().numDataBuffers;

@@ -2,7 +2,7 @@
  * @module Replacements for data-movement kernels of tfjs's wasm backend (4.22) that copy more than they need:
  * `Identity` and same-dtype `Cast` copy a whole buffer where sharing it is enough, `Slice` and `SplitV` first copy
  * their entire input out of the wasm heap into JS memory, then slice that copy, and `GatherV2` copies element by
- * element.
+ * element, and `Concat` slices a typed-array view per run.
  */
 import * as tf from "@tensorflow/tfjs";
 
@@ -180,10 +180,41 @@ function gatherInHeap(): void {
   });
 }
 
+/**
+ * Concat copies each input's run per outer index with `copyWithin` inside the heap, for 4-byte dtypes (appending a
+ * column to the [B, H, L, C/H] KV cache every decode step).
+ */
+function concatInHeap(): void {
+  override("Concat", (args, stock) => {
+    const inputs = (args.inputs as unknown as tf.TensorInfo[]).filter((t) => tf.util.sizeFromShape(t.shape) > 0);
+    const dtype = inputs[0]?.dtype;
+    if (inputs.length < 2 || (dtype !== "float32" && dtype !== "int32") || inputs.some((t) => t.dtype !== dtype))
+      return stock(args);
+    const along = tf.util.parseAxisParam((args.attrs as { axis: number }).axis, inputs[0]!.shape)[0]!;
+    const shapes = inputs.map((t) => t.shape);
+    tf.backend_util.assertParamsConsistent(shapes, along);
+    const backend = args.backend as unknown as WasmBackendInternals;
+    const out = backend.makeOutput(tf.backend_util.computeOutShape(shapes, along), dtype);
+    const heap = backend.wasm.HEAP32; // after makeOutput, which may grow the heap
+    const outer = inputs[0]!.shape.slice(0, along).reduce((n, d) => n * d, 1);
+    const runs = inputs.map((t) => tf.util.sizeFromShape(t.shape.slice(along)));
+    const starts = inputs.map((t) => backend.dataIdMap.get(t.dataId).memoryOffset / 4);
+    let to = backend.dataIdMap.get(out.dataId).memoryOffset / 4;
+    for (let o = 0; o < outer; o++)
+      for (let i = 0; i < inputs.length; i++) {
+        const from = starts[i]! + o * runs[i]!;
+        heap.copyWithin(to, from, from + runs[i]!);
+        to += runs[i]!;
+      }
+    return out;
+  });
+}
+
 /** Installs the replacements. Call before selecting the backend. */
 export function installLeanKernels(): void {
   shareIdentity();
   shareSameDtypeCast();
   sliceInHeap();
   gatherInHeap();
+  concatInHeap();
 }
