@@ -5,7 +5,7 @@
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-wasm";
 import { installLeanKernels } from "./wasm-kernels.js";
-import { installBatchedXnnMatMul } from "./wasm-matmul.js";
+import { installAffineKernel, installBatchedXnnMatMul } from "./wasm-matmul.js";
 
 /** The backend is not wasm after initialisation. */
 export class WasmBackendUnavailable extends Error {
@@ -29,6 +29,7 @@ export function initWasmBackend(): Promise<void> {
   ready ??= (async () => {
     installLeanKernels();
     installBatchedXnnMatMul();
+    installAffineKernel();
     await tf.setBackend("wasm");
     await tf.ready();
     assertWasmBackend();

@@ -7,6 +7,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { ModelConfig } from "./config.js";
 import { causalBias, gelu, layerNorm, linear } from "./ops.js";
 import { type BlockParams, buildParams, type GptParams, paramSpecs } from "./params.js";
+import { affine } from "./wasm-matmul.js";
 
 /** Keys and values of one layer for a batch, [B, H, L, C/H]. */
 export type LayerKv = {
@@ -41,15 +42,15 @@ export interface ForwardOptions {
 }
 
 /**
- * x @ w + b. Training uses the fast-gradient {@link linear} then an add; inference uses tfjs's fused matmul+bias
- * kernel (one op instead of two, but its gradient would take the slow transposed path).
+ * x @ w + b. Training uses the fast-gradient {@link linear} then an add; inference uses the forward-only
+ * {@link affine} kernel (wasm's fused matmul + bias in one dispatch).
  * @param x - [N, K]
  * @param w - [K, M]
  * @param b - [M]
  * @returns [N, M]
  */
 function project(x: tf.Tensor, w: tf.Tensor, b: tf.Tensor, inference: boolean): tf.Tensor2D {
-  if (inference) return tf.fused.matMul({ a: x as tf.Tensor2D, b: w as tf.Tensor2D, bias: b }) as tf.Tensor2D;
+  if (inference) return affine(x as tf.Tensor2D, w as tf.Tensor2D, b as tf.Tensor1D);
   return tf.add(linear(x, w), b) as tf.Tensor2D;
 }
 
@@ -113,7 +114,7 @@ export class Gpt {
       const merged = tf.reshape(tf.transpose(y, [0, 2, 1, 3]), [batch * seqLen, c]) as tf.Tensor2D; // [B*T, C]
       x = this.residual(x, merged, block, inference);
     }
-    return { logits: this.head(x), kv };
+    return { logits: this.head(x, inference), kv };
   }
 
   /**
@@ -151,7 +152,7 @@ export class Gpt {
       const y = tf.reshape(tf.matMul(tf.softmax(scores), values), [batch, c]) as tf.Tensor2D; // [B, H, 1, C/H] → [B, C]
       x = this.residual(x, y, block, true);
     });
-    return { logits: this.head(x), kv };
+    return { logits: this.head(x, true), kv };
   }
 
   /** Frees the weights and cached masks. */
@@ -187,8 +188,9 @@ export class Gpt {
   }
 
   /** Final norm and untied head: [N, C] → [N, V]. */
-  private head(x: tf.Tensor2D): tf.Tensor2D {
-    return linear(layerNorm(x, this.params.lnfGain, this.params.lnfBias), this.params.head);
+  private head(x: tf.Tensor2D, inference: boolean): tf.Tensor2D {
+    const normed = layerNorm(x, this.params.lnfGain, this.params.lnfBias);
+    return inference ? affine(normed, this.params.head as tf.Tensor2D) : linear(normed, this.params.head);
   }
 
   private scale(): number {

@@ -2,7 +2,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { initWasmBackend } from "./backend.js";
-import { MIN_ROWS_FOR_XNNPACK } from "./wasm-matmul.js";
+import { affine, MIN_ROWS_FOR_XNNPACK } from "./wasm-matmul.js";
 
 /** Swaps the last two axes. */
 function swapLast(x: tf.Tensor): tf.Tensor {
@@ -83,4 +83,23 @@ describe("batched XNNPACK matmul kernel", () => {
     expectClose(db!.dataSync(), expectedDb);
     tf.dispose([a, b, dy, da!, db!]);
   });
+});
+
+describe("affine kernel", () => {
+  beforeAll(() => initWasmBackend());
+
+  for (const withBias of [true, false])
+    it(`x @ w${withBias ? " + b" : ""} equals Σ x·w${withBias ? " + b" : ""}, shape [N, M]`, () => {
+      const x = tf.randomNormal([7, 5], 0, 1, "float32", 11) as tf.Tensor2D;
+      const w = tf.randomNormal([5, 3], 0, 1, "float32", 12) as tf.Tensor2D;
+      const b = tf.randomNormal([3], 0, 1, "float32", 13) as tf.Tensor1D;
+      const got = withBias ? affine(x, w, b) : affine(x, w);
+      const expected = tf.tidy(() => {
+        const product = tf.sum(tf.mul(tf.expandDims(x, -1), tf.expandDims(w, 0)), 1); // [N, M]
+        return (withBias ? tf.add(product, b) : product).dataSync() as Float32Array;
+      });
+      expect(got.shape).toEqual([7, 3]);
+      expectClose(got.dataSync(), expected);
+      tf.dispose([x, w, b, got]);
+    });
 });

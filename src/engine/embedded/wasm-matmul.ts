@@ -109,6 +109,65 @@ export function installBatchedXnnMatMul(): void {
   tf.registerKernel({ ...original, kernelFunc });
 }
 
+/** Name of the forward-only `x @ w + b` kernel registered by {@link installAffineKernel}. */
+export const AFFINE_KERNEL = "ArclightAffine";
+
+/**
+ * Registers {@link AFFINE_KERNEL}: x [N, K] @ w [K, M] (+ bias [M]) → [N, M] in one dispatch of wasm's fused
+ * XNNPACK matmul. `tf.fused.matMul` does the same through three reshapes, a custom-gradient scope and a final
+ * reshape — five tfjs dispatches, which weigh on a decode step of a small model. Forward only (no gradient).
+ */
+export function installAffineKernel(): void {
+  if (tf.getKernel(AFFINE_KERNEL, "wasm")) return;
+  let raw: ((...args: (number | boolean | Uint8Array)[]) => void) | undefined;
+  tf.registerKernel({
+    kernelName: AFFINE_KERNEL,
+    backendName: "wasm",
+    kernelFunc: (args) => {
+      const { x, w, bias } = args.inputs as { x: tf.TensorInfo; w: tf.TensorInfo; bias?: tf.TensorInfo };
+      const backend = args.backend as unknown as WasmBackendInternals;
+      raw ??= backend.wasm.cwrap("_FusedMatMul", null, [
+        ...["number", "array", "number", "number", "array", "number"],
+        ...["number", "number", "number", "number", "number", "number", "number"],
+      ]) as RawMatMul;
+      const [rows, inner] = x.shape as [number, number];
+      const cols = w.shape[1]!;
+      const out = backend.makeOutput([rows, cols], "float32");
+      const id = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).id;
+      const biasId = bias ? id(bias) : 0;
+      // (a, aShape, aRank, b, bShape, bRank, transposeA, transposeB, activation 0 = linear, bias, prelu, alpha, out)
+      raw(
+        id(x),
+        shapeBytes([1, rows, inner]),
+        3,
+        id(w),
+        shapeBytes([1, inner, cols]),
+        3,
+        false,
+        false,
+        0,
+        biasId,
+        0,
+        0,
+        id(out),
+      );
+      return out;
+    },
+  });
+}
+
+/**
+ * `x @ w + b` through {@link AFFINE_KERNEL} (call {@link installAffineKernel} first, as `initWasmBackend` does).
+ * @param x - float32 [N, K]
+ * @param w - float32 [K, M]
+ * @param bias - float32 [M], or omitted
+ * @returns [N, M]; no gradient
+ */
+export function affine(x: tf.Tensor2D, w: tf.Tensor2D, bias?: tf.Tensor1D): tf.Tensor2D {
+  const inputs: tf.NamedTensorMap = bias ? { x, w, bias } : { x, w };
+  return tf.engine().runKernel(AFFINE_KERNEL, inputs, {}) as tf.Tensor2D;
+}
+
 /** A shape as the bytes of int32 values (wasm's `size_t` is 32-bit). */
 function shapeBytes(shape: number[]): Uint8Array {
   return new Uint8Array(new Int32Array(shape).buffer);
