@@ -5,6 +5,7 @@
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-wasm";
 import { installLeanKernels } from "./wasm-kernels.js";
+import { installLayerNormKernel } from "./wasm-layer-norm.js";
 import { installAffineKernel, installBatchedXnnMatMul } from "./wasm-matmul.js";
 
 /** The backend is not wasm after initialisation. */
@@ -30,6 +31,7 @@ export function initWasmBackend(): Promise<void> {
     installLeanKernels();
     installBatchedXnnMatMul();
     installAffineKernel();
+    installLayerNormKernel();
     await tf.setBackend("wasm");
     await tf.ready();
     assertWasmBackend();
