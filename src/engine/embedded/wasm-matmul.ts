@@ -9,6 +9,8 @@
  * entry's A, B and output, runs the stock kernel on those [1, M, K] × [1, K, N] views, and drops the views without
  * freeing their memory. Dropping a B view also deletes the XNNPACK operator the stock kernel built (and cached) for
  * it. Only numerics of float summation order change.
+ *
+ * Also here: a forward-only `x @ w + b` kernel ({@link affine}) that reaches wasm's fused matmul in one dispatch.
  */
 import * as tf from "@tensorflow/tfjs";
 
@@ -42,9 +44,6 @@ const BATCHED = Symbol("batchedXnnMatMul");
 export function installBatchedXnnMatMul(): void {
   const original = tf.getKernel("BatchMatMul", "wasm");
   if (!original || BATCHED in original.kernelFunc) return;
-  const transposeKernel = tf.getKernel("Transpose", "wasm")!.kernelFunc;
-  const reshapeKernel = tf.getKernel("Reshape", "wasm")!.kernelFunc;
-  let raw: RawMatMul | undefined;
   const kernelFunc = (args: Parameters<tf.KernelFunc>[0]): tf.TensorInfo => {
     const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
     const { transposeA, transposeB } = args.attrs as { transposeA: boolean; transposeB: boolean };
@@ -53,60 +52,84 @@ export function installBatchedXnnMatMul(): void {
     const partialBroadcast = plan.batchA !== plan.batchB && plan.batchA !== 1 && plan.batchB !== 1;
     const unsupported = partialBroadcast || a.dtype !== "float32" || b.dtype !== "float32";
     if (plain || unsupported || plan.rows < MIN_ROWS_FOR_XNNPACK) return original.kernelFunc(args) as tf.TensorInfo;
-    const backend = args.backend as unknown as WasmBackendInternals;
-    raw ??= backend.wasm.cwrap("BatchMatMul", null, [
-      "number",
-      "array",
-      "number",
-      "number",
-      "array",
-      "number",
-      "number",
-      "number",
-      "number",
-    ]) as RawMatMul;
     const temps: tf.TensorInfo[] = [];
-    /** `x` as [batch, r, c] in memory, transposed from [batch, c, r] first when `transpose`. */
-    const operand = (x: tf.TensorInfo, batch: number, r: number, c: number, transpose: boolean): tf.TensorInfo => {
-      const shape = transpose ? [batch, c, r] : [batch, r, c];
-      const x3 = reshapeKernel({ inputs: { x }, backend: args.backend, attrs: { shape } }) as tf.TensorInfo;
-      temps.push(x3);
-      if (!transpose) return x3;
-      const t = transposeKernel({ inputs: { x: x3 }, backend: args.backend, attrs: { perm: [0, 2, 1] } });
-      temps.push(t as tf.TensorInfo);
-      return t as tf.TensorInfo;
-    };
-    const a3 = operand(a, plan.batchA, plan.rows, plan.inner, transposeA);
-    const b3 = operand(b, plan.batchB, plan.inner, plan.cols, transposeB);
+    const a3 = operand(args, a, [plan.batchA, plan.rows, plan.inner], transposeA, temps);
+    const b3 = operand(args, b, [plan.batchB, plan.inner, plan.cols], transposeB, temps);
+    const backend = args.backend as unknown as WasmBackendInternals;
     const out = backend.makeOutput([plan.batch, plan.rows, plan.cols], "float32");
-    const aShape = shapeBytes([1, plan.rows, plan.inner]);
-    const bShape = shapeBytes([1, plan.inner, plan.cols]);
-    const aBase = backend.dataIdMap.get(a3.dataId).memoryOffset;
-    const bBase = backend.dataIdMap.get(b3.dataId).memoryOffset;
-    const outBase = backend.dataIdMap.get(out.dataId).memoryOffset;
-    const { registerTensor, disposeData } = backend.wasm.tfjs;
-    const aSize = plan.rows * plan.inner;
-    const bSize = plan.inner * plan.cols;
-    const outSize = plan.rows * plan.cols;
-    for (let i = 0; i < plan.batch; i++) {
-      // Fresh ids each time: the stock kernel caches an XNNPACK operator per B id (freed when the id is disposed).
-      const aId = backend.dataIdNextNumber++;
-      const bId = backend.dataIdNextNumber++;
-      const outId = backend.dataIdNextNumber++;
-      registerTensor(aId, aSize, aBase + (plan.batchA === 1 ? 0 : i * aSize * 4));
-      registerTensor(bId, bSize, bBase + (plan.batchB === 1 ? 0 : i * bSize * 4));
-      registerTensor(outId, outSize, outBase + i * outSize * 4);
-      raw(aId, aShape, 3, bId, bShape, 3, false, false, outId);
-      disposeData(aId);
-      disposeData(bId);
-      disposeData(outId);
-    }
+    multiplyEntries(backend, plan, a3, b3, out);
     for (const t of temps) backend.disposeData(t.dataId);
     return { ...out, shape: plan.outShape };
   };
   Object.defineProperty(kernelFunc, BATCHED, { value: true });
   tf.unregisterKernel("BatchMatMul", "wasm");
   tf.registerKernel({ ...original, kernelFunc });
+}
+
+/**
+ * `x` laid out as `shape` = [batch, r, c] in memory: a reshape (shared buffer) when `transpose` is false, else the
+ * wasm transpose of its [batch, c, r] form. Pushes what it creates onto `temps`.
+ */
+function operand(
+  args: Parameters<tf.KernelFunc>[0],
+  x: tf.TensorInfo,
+  shape: [number, number, number],
+  transpose: boolean,
+  temps: tf.TensorInfo[],
+): tf.TensorInfo {
+  const [batch, r, c] = shape;
+  const stored = transpose ? [batch, c, r] : shape;
+  const reshaped = tf.getKernel("Reshape", "wasm")!.kernelFunc({
+    inputs: { x },
+    backend: args.backend,
+    attrs: { shape: stored },
+  }) as tf.TensorInfo;
+  temps.push(reshaped);
+  if (!transpose) return reshaped;
+  const transposed = tf.getKernel("Transpose", "wasm")!.kernelFunc({
+    inputs: { x: reshaped },
+    backend: args.backend,
+    attrs: { perm: [0, 2, 1] },
+  }) as tf.TensorInfo;
+  temps.push(transposed);
+  return transposed;
+}
+
+let rawMatMul: RawMatMul | undefined;
+
+/** Runs wasm's unbatched matmul once per batch entry on zero-copy views of `a3`, `b3` and `out`. */
+function multiplyEntries(
+  backend: WasmBackendInternals,
+  plan: ProductPlan,
+  a3: tf.TensorInfo,
+  b3: tf.TensorInfo,
+  out: tf.TensorInfo,
+): void {
+  rawMatMul ??= backend.wasm.cwrap("BatchMatMul", null, [
+    ...["number", "array", "number", "number", "array", "number", "number", "number", "number"],
+  ]) as RawMatMul;
+  const aShape = shapeBytes([1, plan.rows, plan.inner]);
+  const bShape = shapeBytes([1, plan.inner, plan.cols]);
+  const aBase = backend.dataIdMap.get(a3.dataId).memoryOffset;
+  const bBase = backend.dataIdMap.get(b3.dataId).memoryOffset;
+  const outBase = backend.dataIdMap.get(out.dataId).memoryOffset;
+  const { registerTensor, disposeData } = backend.wasm.tfjs;
+  const aSize = plan.rows * plan.inner;
+  const bSize = plan.inner * plan.cols;
+  const outSize = plan.rows * plan.cols;
+  for (let i = 0; i < plan.batch; i++) {
+    // Fresh ids each time: the stock kernel caches an XNNPACK operator per B id (freed when the id is disposed).
+    const aId = backend.dataIdNextNumber++;
+    const bId = backend.dataIdNextNumber++;
+    const outId = backend.dataIdNextNumber++;
+    registerTensor(aId, aSize, aBase + (plan.batchA === 1 ? 0 : i * aSize * 4));
+    registerTensor(bId, bSize, bBase + (plan.batchB === 1 ? 0 : i * bSize * 4));
+    registerTensor(outId, outSize, outBase + i * outSize * 4);
+    rawMatMul(aId, aShape, 3, bId, bShape, 3, false, false, outId);
+    disposeData(aId);
+    disposeData(bId);
+    disposeData(outId);
+  }
 }
 
 /** Name of the forward-only `x @ w + b` kernel registered by {@link installAffineKernel}. */
