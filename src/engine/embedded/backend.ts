@@ -4,6 +4,9 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-wasm";
+import { installLeanKernels } from "./wasm-kernels.js";
+import { installLayerNormKernel } from "./wasm-layer-norm.js";
+import { installAffineKernel, installBatchedXnnMatMul } from "./wasm-matmul.js";
 
 /** The backend is not wasm after initialisation. */
 export class WasmBackendUnavailable extends Error {
@@ -18,27 +21,6 @@ export class WasmBackendUnavailable extends Error {
 let ready: Promise<void> | undefined;
 
 /**
- * Replaces wasm's `Identity` kernel, which copies its input into a fresh heap buffer, with one that shares the input's
- * buffer and bumps its reference count, as wasm's own `Reshape` already does. tfjs runs `Identity` for every tensor
- * the gradient tape saves (`Engine.clone`), so the copying kernel cost ~17% of a B32×T128 train step. Sharing is
- * safe: kernels never write their inputs and a variable's `assign` rebinds its buffer instead of overwriting it.
- */
-function shareIdentityBuffers(): void {
-  const original = tf.getKernel("Identity", "wasm");
-  if (!original) return;
-  tf.unregisterKernel("Identity", "wasm");
-  tf.registerKernel({
-    ...original,
-    kernelFunc: (args) => {
-      const x = args.inputs.x as tf.TensorInfo;
-      if (x.dtype === "string") return original.kernelFunc(args);
-      (args.backend as { incRef(dataId: object): void }).incRef(x.dataId);
-      return { dataId: x.dataId, shape: x.shape, dtype: x.dtype };
-    },
-  });
-}
-
-/**
  * Selects the wasm backend once per process and asserts it is active. Safe to call many times; later calls share
  * the first one's promise.
  * @returns resolves when tfjs is ready on wasm
@@ -46,7 +28,10 @@ function shareIdentityBuffers(): void {
  */
 export function initWasmBackend(): Promise<void> {
   ready ??= (async () => {
-    shareIdentityBuffers();
+    installLeanKernels();
+    installBatchedXnnMatMul();
+    installAffineKernel();
+    installLayerNormKernel();
     await tf.setBackend("wasm");
     await tf.ready();
     assertWasmBackend();

@@ -42,13 +42,17 @@ export function sampleToken(logits_V: Float32Array, settings: SamplerSettings, r
   for (let j = 0; j < vocab; j++) max = Math.max(max, logits_V[j]! / settings.temperature);
   const shifted = new Float64Array(vocab); // logits / T - max, so exp() <= 1
   for (let j = 0; j < vocab; j++) shifted[j] = logits_V[j]! / settings.temperature - max;
-  const kept = keptTokens(shifted, settings);
+  const weights = new Float64Array(vocab); // exp(shifted), computed once for the mass and the draw
+  for (let j = 0; j < vocab; j++) weights[j] = Math.exp(shifted[j]!);
+  const kept = keptTokens(shifted, settings); // null: every id, in id order
+  const count = kept ? kept.length : vocab;
   let mass = 0;
-  for (const j of kept) mass += Math.exp(shifted[j]!);
+  for (let i = 0; i < count; i++) mass += weights[kept ? kept[i]! : i]!;
   let u = rng.nextFloat() * mass;
-  let chosen = kept[kept.length - 1]!;
-  for (const j of kept) {
-    u -= Math.exp(shifted[j]!);
+  let chosen = kept ? kept[count - 1]! : count - 1;
+  for (let i = 0; i < count; i++) {
+    const j = kept ? kept[i]! : i;
+    u -= weights[j]!;
     if (u < 0) {
       chosen = j;
       break;
@@ -68,15 +72,16 @@ function greedy(logits_V: Float32Array): SampledToken {
 }
 
 /**
- * Token ids that survive top-k then top-p, most likely first; all ids in id order when both are disabled.
+ * Token ids that survive top-k then top-p, most likely first; null (every id, in id order) when both are disabled,
+ * so the common unfiltered case allocates no id list.
  * @param shifted_V - logits / temperature − max, [V]
  */
-function keptTokens(shifted_V: Float64Array, settings: SamplerSettings): number[] {
+function keptTokens(shifted_V: Float64Array, settings: SamplerSettings): number[] | null {
   const vocab = shifted_V.length;
   const useTopK = settings.topK > 0 && settings.topK < vocab;
   const useTopP = settings.topP < 1;
+  if (!useTopK && !useTopP) return null;
   const all = Array.from({ length: vocab }, (_, j) => j);
-  if (!useTopK && !useTopP) return all;
   // Stable sort: equal logits keep id order, so the kept set is deterministic.
   const order = all.sort((a, b) => shifted_V[b]! - shifted_V[a]! || a - b);
   const topK = useTopK ? order.slice(0, settings.topK) : order;

@@ -1,0 +1,222 @@
+/**
+ * @module A `BatchMatMul` kernel for tfjs's wasm backend that runs every batch entry of a batched (or transposed)
+ * matmul on the fast XNNPACK path. The stock kernel takes that path only for one unbatched, untransposed product
+ * and otherwise falls back to a scalar triple loop (~1 GMAC/s here, ~10× slower than XNNPACK): attention's
+ * [B·H, T, C/H] products and every matmul gradient (which tfjs writes with transpose flags) land there.
+ *
+ * How: transposed operands are transposed once, explicitly, by the wasm `Transpose` kernel; then for each batch
+ * entry the kernel registers zero-copy views (a wasm tensor id pointing inside the operand's heap buffer) of that
+ * entry's A, B and output, runs the stock kernel on those [1, M, K] × [1, K, N] views, and drops the views without
+ * freeing their memory. Dropping a B view also deletes the XNNPACK operator the stock kernel built (and cached) for
+ * it. Only numerics of float summation order change.
+ *
+ * Also here: a forward-only `x @ w + b` kernel ({@link affine}) that reaches wasm's fused matmul in one dispatch.
+ */
+import * as tf from "@tensorflow/tfjs";
+
+/** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this kernel uses. */
+interface WasmBackendInternals {
+  wasm: {
+    cwrap(name: string, returns: null, args: string[]): (...args: unknown[]) => void;
+    tfjs: {
+      registerTensor(id: number, size: number, memoryOffset: number): void;
+      disposeData(id: number): void;
+    };
+  };
+  dataIdMap: { get(dataId: object): { id: number; memoryOffset: number } };
+  dataIdNextNumber: number;
+  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  disposeData(dataId: object): void;
+}
+
+/** The exported C entry point of wasm's matmul: (aId, aShape, aRank, bId, bShape, bRank, tA, tB, outId). */
+type RawMatMul = (...args: (number | boolean | Uint8Array)[]) => void;
+
+/**
+ * Products with fewer rows per batch entry than this stay on the stock kernel: per-entry dispatch and XNNPACK
+ * weight packing cost more than the scalar loop saves on decode-sized [1, K] × [K, N] products.
+ */
+export const MIN_ROWS_FOR_XNNPACK = 8;
+
+const BATCHED = Symbol("batchedXnnMatMul");
+
+/** Registers the kernel in place of wasm's `BatchMatMul`; idempotent. Call before selecting the backend. */
+export function installBatchedXnnMatMul(): void {
+  const original = tf.getKernel("BatchMatMul", "wasm");
+  if (!original || BATCHED in original.kernelFunc) return;
+  const kernelFunc = (args: Parameters<tf.KernelFunc>[0]): tf.TensorInfo => {
+    const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
+    const { transposeA, transposeB } = args.attrs as { transposeA: boolean; transposeB: boolean };
+    const plan = planProduct(a.shape, b.shape, transposeA, transposeB);
+    const plain = plan.batch === 1 && !transposeA && !transposeB;
+    const partialBroadcast = plan.batchA !== plan.batchB && plan.batchA !== 1 && plan.batchB !== 1;
+    const unsupported = partialBroadcast || a.dtype !== "float32" || b.dtype !== "float32";
+    if (plain || unsupported || plan.rows < MIN_ROWS_FOR_XNNPACK) return original.kernelFunc(args) as tf.TensorInfo;
+    const temps: tf.TensorInfo[] = [];
+    const a3 = operand(args, a, [plan.batchA, plan.rows, plan.inner], transposeA, temps);
+    const b3 = operand(args, b, [plan.batchB, plan.inner, plan.cols], transposeB, temps);
+    const backend = args.backend as unknown as WasmBackendInternals;
+    const out = backend.makeOutput([plan.batch, plan.rows, plan.cols], "float32");
+    multiplyEntries(backend, plan, a3, b3, out);
+    for (const t of temps) backend.disposeData(t.dataId);
+    return { ...out, shape: plan.outShape };
+  };
+  Object.defineProperty(kernelFunc, BATCHED, { value: true });
+  tf.unregisterKernel("BatchMatMul", "wasm");
+  tf.registerKernel({ ...original, kernelFunc });
+}
+
+/**
+ * `x` laid out as `shape` = [batch, r, c] in memory: a reshape (shared buffer) when `transpose` is false, else the
+ * wasm transpose of its [batch, c, r] form. Pushes what it creates onto `temps`.
+ */
+function operand(
+  args: Parameters<tf.KernelFunc>[0],
+  x: tf.TensorInfo,
+  shape: [number, number, number],
+  transpose: boolean,
+  temps: tf.TensorInfo[],
+): tf.TensorInfo {
+  const [batch, r, c] = shape;
+  const stored = transpose ? [batch, c, r] : shape;
+  const reshaped = tf.getKernel("Reshape", "wasm")!.kernelFunc({
+    inputs: { x },
+    backend: args.backend,
+    attrs: { shape: stored },
+  }) as tf.TensorInfo;
+  temps.push(reshaped);
+  if (!transpose) return reshaped;
+  const transposed = tf.getKernel("Transpose", "wasm")!.kernelFunc({
+    inputs: { x: reshaped },
+    backend: args.backend,
+    attrs: { perm: [0, 2, 1] },
+  }) as tf.TensorInfo;
+  temps.push(transposed);
+  return transposed;
+}
+
+let rawMatMul: RawMatMul | undefined;
+
+/** Runs wasm's unbatched matmul once per batch entry on zero-copy views of `a3`, `b3` and `out`. */
+function multiplyEntries(
+  backend: WasmBackendInternals,
+  plan: ProductPlan,
+  a3: tf.TensorInfo,
+  b3: tf.TensorInfo,
+  out: tf.TensorInfo,
+): void {
+  rawMatMul ??= backend.wasm.cwrap("BatchMatMul", null, [
+    ...["number", "array", "number", "number", "array", "number", "number", "number", "number"],
+  ]) as RawMatMul;
+  const aShape = shapeBytes([1, plan.rows, plan.inner]);
+  const bShape = shapeBytes([1, plan.inner, plan.cols]);
+  const aBase = backend.dataIdMap.get(a3.dataId).memoryOffset;
+  const bBase = backend.dataIdMap.get(b3.dataId).memoryOffset;
+  const outBase = backend.dataIdMap.get(out.dataId).memoryOffset;
+  const { registerTensor, disposeData } = backend.wasm.tfjs;
+  const aSize = plan.rows * plan.inner;
+  const bSize = plan.inner * plan.cols;
+  const outSize = plan.rows * plan.cols;
+  for (let i = 0; i < plan.batch; i++) {
+    // Fresh ids each time: the stock kernel caches an XNNPACK operator per B id (freed when the id is disposed).
+    const aId = backend.dataIdNextNumber++;
+    const bId = backend.dataIdNextNumber++;
+    const outId = backend.dataIdNextNumber++;
+    registerTensor(aId, aSize, aBase + (plan.batchA === 1 ? 0 : i * aSize * 4));
+    registerTensor(bId, bSize, bBase + (plan.batchB === 1 ? 0 : i * bSize * 4));
+    registerTensor(outId, outSize, outBase + i * outSize * 4);
+    rawMatMul(aId, aShape, 3, bId, bShape, 3, false, false, outId);
+    disposeData(aId);
+    disposeData(bId);
+    disposeData(outId);
+  }
+}
+
+/** Name of the forward-only `x @ w + b` kernel registered by {@link installAffineKernel}. */
+export const AFFINE_KERNEL = "ArclightAffine";
+
+/**
+ * Registers {@link AFFINE_KERNEL}: x [N, K] @ w [K, M] (+ bias [M]) → [N, M] in one dispatch of wasm's fused
+ * XNNPACK matmul. `tf.fused.matMul` does the same through three reshapes, a custom-gradient scope and a final
+ * reshape — five tfjs dispatches, which weigh on a decode step of a small model. Forward only (no gradient).
+ */
+export function installAffineKernel(): void {
+  if (tf.getKernel(AFFINE_KERNEL, "wasm")) return;
+  let raw: ((...args: (number | boolean | Uint8Array)[]) => void) | undefined;
+  tf.registerKernel({
+    kernelName: AFFINE_KERNEL,
+    backendName: "wasm",
+    kernelFunc: (args) => {
+      const { x, w, bias } = args.inputs as { x: tf.TensorInfo; w: tf.TensorInfo; bias?: tf.TensorInfo };
+      const backend = args.backend as unknown as WasmBackendInternals;
+      raw ??= backend.wasm.cwrap("_FusedMatMul", null, [
+        ...["number", "array", "number", "number", "array", "number"],
+        ...["number", "number", "number", "number", "number", "number", "number"],
+      ]) as RawMatMul;
+      const [rows, inner] = x.shape as [number, number];
+      const cols = w.shape[1]!;
+      const out = backend.makeOutput([rows, cols], "float32");
+      const id = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).id;
+      const biasId = bias ? id(bias) : 0;
+      // (a, aShape, aRank, b, bShape, bRank, transposeA, transposeB, activation 0 = linear, bias, prelu, alpha, out)
+      raw(
+        id(x),
+        shapeBytes([1, rows, inner]),
+        3,
+        id(w),
+        shapeBytes([1, inner, cols]),
+        3,
+        false,
+        false,
+        0,
+        biasId,
+        0,
+        0,
+        id(out),
+      );
+      return out;
+    },
+  });
+}
+
+/**
+ * `x @ w + b` through {@link AFFINE_KERNEL} (call {@link installAffineKernel} first, as `initWasmBackend` does).
+ * @param x - float32 [N, K]
+ * @param w - float32 [K, M]
+ * @param bias - float32 [M], or omitted
+ * @returns [N, M]; no gradient
+ */
+export function affine(x: tf.Tensor2D, w: tf.Tensor2D, bias?: tf.Tensor1D): tf.Tensor2D {
+  const inputs: tf.NamedTensorMap = bias ? { x, w, bias } : { x, w };
+  return tf.engine().runKernel(AFFINE_KERNEL, inputs, {}) as tf.Tensor2D;
+}
+
+/** A shape as the bytes of int32 values (wasm's `size_t` is 32-bit). */
+function shapeBytes(shape: number[]): Uint8Array {
+  return new Uint8Array(new Int32Array(shape).buffer);
+}
+
+/** Dimensions of a (possibly transposed, possibly broadcast) batched product. */
+interface ProductPlan {
+  batchA: number;
+  batchB: number;
+  batch: number;
+  rows: number;
+  inner: number;
+  cols: number;
+  outShape: number[];
+}
+
+function planProduct(aShape: number[], bShape: number[], transposeA: boolean, transposeB: boolean): ProductPlan {
+  const ra = aShape.length;
+  const rb = bShape.length;
+  const rows = transposeA ? aShape[ra - 1]! : aShape[ra - 2]!;
+  const inner = transposeA ? aShape[ra - 2]! : aShape[ra - 1]!;
+  const cols = transposeB ? bShape[rb - 2]! : bShape[rb - 1]!;
+  const outerA = aShape.slice(0, -2);
+  const outerB = bShape.slice(0, -2);
+  const batchA = outerA.reduce((n, d) => n * d, 1);
+  const batchB = outerB.reduce((n, d) => n * d, 1);
+  const outer = tf.broadcast_util.assertAndGetBroadcastShape(outerA, outerB);
+  return { batchA, batchB, batch: Math.max(batchA, batchB), rows, inner, cols, outShape: [...outer, rows, cols] };
+}
