@@ -16,7 +16,7 @@ import type {
   TrainMetrics,
   TrainRow,
 } from "../../src/engine/engine.js";
-import { type ChatMessage, teacherReply } from "./teacher.js";
+import { type ChatMessage, type TeacherOptions, teacherReply } from "./teacher.js";
 
 /** A chat turn read back from a rendered prompt. */
 interface Turn {
@@ -59,9 +59,15 @@ export class TeacherEngine implements Engine {
   readonly contextLength: number;
   private readonly tokenizer = new ByteTokenizer();
 
-  /** @param contextLength - context reported to the server (tokens); default 256, the tiny policy's */
-  constructor(contextLength = 256) {
+  private readonly options: TeacherOptions;
+
+  /**
+   * @param contextLength - context reported to the server (tokens); default 256, the tiny policy's
+   * @param options - how the teacher behaves (see {@link TeacherOptions}); default: always the tool
+   */
+  constructor(contextLength = 256, options: TeacherOptions = {}) {
     this.contextLength = contextLength;
+    this.options = options;
   }
 
   /**
@@ -72,7 +78,7 @@ export class TeacherEngine implements Engine {
     const tok = this.tokenizer;
     let reply: ReturnType<typeof teacherReply>;
     try {
-      reply = teacherReply(teacherMessages(promptTurns(tok.decode(promptTokenIds, false))));
+      reply = teacherReply(teacherMessages(promptTurns(tok.decode(promptTokenIds, false))), this.options);
     } catch {
       return [tok.imEndId];
     }

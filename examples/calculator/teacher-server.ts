@@ -4,21 +4,26 @@
  * gateway as the model endpoint and run the real agent under the controller: the gateway records demonstrations as
  * ordinary triplets, ready for SFT.
  *
- * Run: `npx tsx examples/calculator/teacher-server.ts [--port N]`; prints `teacher listening on http://127.0.0.1:N/v1`
+ * Run: `npx tsx examples/calculator/teacher-server.ts [--port N] [--mental-math-share X]`; prints `teacher listening on http://127.0.0.1:N/v1`
  * once it listens, and stops on SIGTERM or SIGINT.
  */
 import { pathToFileURL } from "node:url";
 import type { FastifyInstance } from "fastify";
 import { buildEngineServer } from "../../src/engine/server/app.js";
 import { TeacherEngine } from "./teacher-engine.js";
+import type { TeacherOptions } from "./teacher.js";
 
 /**
  * Starts the teacher server on 127.0.0.1.
  * @param port - TCP port; 0 picks a free one
+ * @param options - how the teacher behaves (see {@link TeacherOptions})
  * @returns the server and its OpenAI base URL (ending in `/v1`)
  */
-export async function startTeacherServer(port = 0): Promise<{ server: FastifyInstance; endpoint: string }> {
-  const server = await buildEngineServer({ engine: new TeacherEngine(), modelName: "teacher" });
+export async function startTeacherServer(
+  port = 0,
+  options: TeacherOptions = {},
+): Promise<{ server: FastifyInstance; endpoint: string }> {
+  const server = await buildEngineServer({ engine: new TeacherEngine(256, options), modelName: "teacher" });
   const url = await server.listen({ host: "127.0.0.1", port });
   return { server, endpoint: `${url}/v1` };
 }
@@ -34,8 +39,20 @@ function portFlag(argv: readonly string[]): number {
   return port;
 }
 
+/** Parses `--mental-math-share X` (default 0): see {@link TeacherOptions}. */
+function mentalMathFlag(argv: readonly string[]): number {
+  const index = argv.indexOf("--mental-math-share");
+  if (index < 0) return 0;
+  const share = Number(argv[index + 1]);
+  if (!Number.isFinite(share) || share < 0 || share > 1) {
+    throw new Error(`--mental-math-share ${argv[index + 1]}: expected a number in [0, 1]`);
+  }
+  return share;
+}
+
 async function main(): Promise<void> {
-  const { server, endpoint } = await startTeacherServer(portFlag(process.argv));
+  const options = { mentalMathShare: mentalMathFlag(process.argv) };
+  const { server, endpoint } = await startTeacherServer(portFlag(process.argv), options);
   console.log(`teacher listening on ${endpoint}`);
   const stop = () => void server.close();
   process.once("SIGTERM", stop);

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { evaluate } from "./calculator.js";
 import type { Problem } from "./problems.js";
-import { type ChatMessage, TeacherError, teacherReply, toExpression } from "./teacher.js";
+import { answersFromMemory, type ChatMessage, TeacherError, teacherReply, toExpression } from "./teacher.js";
 
 const rows = (name: string): Problem[] =>
   readFileSync(new URL(`./data/${name}`, import.meta.url), "utf8")
@@ -93,5 +93,45 @@ describe("teacherReply", () => {
         { role: "assistant", content: "ANSWER: 2" },
       ]),
     ).toThrow("chat is already answered");
+  });
+});
+
+describe("teacherReply with mentalMathShare", () => {
+  const problems: Problem[] = readFileSync(new URL("./data/train.jsonl", import.meta.url), "utf8")
+    .trimEnd()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Problem);
+  const user = (question: string): ChatMessage[] => [{ role: "user", content: question }];
+
+  it("answers about that share of one-operation questions at once, correctly, and calls the tool for the rest", () => {
+    const single = problems.filter((p) => /^\d+[+\-*/]\d+$/.test(toExpression(p.question)));
+    expect(single.length).toBeGreaterThan(300);
+    let direct = 0;
+    for (const p of single) {
+      const reply = teacherReply(user(p.question), { mentalMathShare: 0.7 });
+      if (reply.content === null) continue;
+      direct += 1;
+      expect(reply.content).toBe(`ANSWER: ${p.answer}`);
+    }
+    expect(direct / single.length).toBeGreaterThan(0.6);
+    expect(direct / single.length).toBeLessThan(0.8);
+  });
+
+  it("always calls the tool for questions with more than one operation, and by default for all", () => {
+    for (const p of problems.slice(0, 200)) {
+      const expression = toExpression(p.question);
+      if (!/^\d+[+\-*/]\d+$/.test(expression)) {
+        expect(teacherReply(user(p.question), { mentalMathShare: 1 }).content).toBeNull();
+      }
+      expect(teacherReply(user(p.question)).content).toBeNull();
+    }
+  });
+
+  it("picks the same questions every time (a hash of the text), and share 0 or 1 means none or all", () => {
+    expect(answersFromMemory("7*11", "7*11", 0.5)).toBe(answersFromMemory("7*11", "7*11", 0.5));
+    expect(answersFromMemory("7*11", "7*11", 0)).toBe(false);
+    expect(answersFromMemory("7*11", "7*11", 1)).toBe(true);
+    expect(answersFromMemory("(7*11)", "(7*11)", 1)).toBe(false);
+    expect(answersFromMemory("7*11+1", "7*11+1", 1)).toBe(false);
   });
 });

@@ -93,17 +93,48 @@ function contentText(content: ChatMessage["content"]): string {
   return content.map((part) => part.text ?? "").join("");
 }
 
+/** How the teacher behaves. */
+export interface TeacherOptions {
+  /**
+   * Share in [0, 1] of one-operation questions (`"7*11"`, `"12+7"`) the teacher answers from memory, with no tool
+   * call: `ANSWER: <n>`, always correct. Which questions is fixed by a hash of the question text, so the same
+   * question always gets the same demonstration. Default 0 (always the tool). A policy that imitates these
+   * demonstrations but cannot do the arithmetic itself answers them wrongly; the reward tells RL to call the tool.
+   */
+  mentalMathShare?: number;
+}
+
+/** Matches a one-operation expression in symbols: two numbers and one operator, no parentheses. */
+const ONE_OPERATION = /^-?\d+[+\-*/]\d+$/;
+
+/**
+ * Whether the teacher answers this question from memory: a one-operation expression whose stable fraction (FNV-1a
+ * hash of the question's UTF-8 bytes, mod 1000, / 1000) is below `share`.
+ * @see http://www.isthe.com/chongo/tech/comp/fnv/ (FNV-1a, 32 bit)
+ */
+export function answersFromMemory(question: string, expression: string, share: number): boolean {
+  if (share <= 0 || !ONE_OPERATION.test(expression)) return false;
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(question, "utf8")) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return (hash % 1000) / 1000 < share;
+}
+
 /**
  * The ideal next assistant message of a calculator chat (OpenAI format). Before any tool result after the last user
  * message: a `calculator` call (`{"expression": "<symbols>"}`, canonical argument text, id `call_<n>`). After a tool
  * result: `ANSWER: <result>`; when the result is not a number (a tool error), the teacher computes the answer itself.
- * A system message and tools are ignored.
+ * A system message and tools are ignored. With `options.mentalMathShare`, some one-operation questions are answered
+ * at once instead (see {@link TeacherOptions}).
  * @param messages - the chat so far, oldest first; must contain a user message
+ * @param options - see {@link TeacherOptions}
  * @returns the assistant message
  * @throws {TeacherError} when there is no user message, the chat is already answered, or the question is unreadable
  * @throws {CalculatorError} when the tool failed and the question itself cannot be evaluated (e.g. division by zero)
  */
-export function teacherReply(messages: readonly ChatMessage[]): TeacherReply {
+export function teacherReply(messages: readonly ChatMessage[], options: TeacherOptions = {}): TeacherReply {
   const userIndex = messages.findLastIndex((m) => m.role === "user");
   if (userIndex < 0) throw new TeacherError("no user message");
   const question = contentText(messages[userIndex]!.content);
@@ -113,6 +144,9 @@ export function teacherReply(messages: readonly ChatMessage[]): TeacherReply {
   const expression = toExpression(question);
   const toolResults = after.filter((m) => m.role === "tool");
   if (toolResults.length === 0) {
+    if (answersFromMemory(question, expression, options.mentalMathShare ?? 0)) {
+      return { role: "assistant", content: `ANSWER: ${formatNumber(evaluate(expression))}` };
+    }
     const id = `call_${messages.filter((m) => m.role === "assistant").length + 1}`;
     const call = { name: CALCULATOR_TOOL_NAME, arguments: calculatorArguments(expression) };
     return { role: "assistant", content: null, tool_calls: [{ id, type: "function", function: call }] };

@@ -108,7 +108,7 @@ export function registerDemo(program: Command): void {
     .description("Train the bundled calculator agent with SFT + GRPO on the embedded engine (about 12-15 minutes)")
     .option("--name <name>", "run name: files go to runs/NAME (an earlier demo run there is replaced)", "demo")
     .option("--quick", "a cut-down run (about a minute): checks the pipeline, learns nothing")
-    .option("--steps <n>", "GRPO steps (default 12; --quick 2)")
+    .option("--steps <n>", `GRPO steps (default ${FULL_BUDGET.rlSteps}; --quick ${QUICK_BUDGET.rlSteps})`)
     .option("--preset <name>", "embedded engine model preset instead of the demo's 2-block model (tiny, bench, small)")
     .option("--seed <n>", "seed of the weight init and the SFT row order", "0")
     .option("--log-level <level>", "pino log level of the components", "warn")

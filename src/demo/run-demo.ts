@@ -88,7 +88,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     writeJsonl(join(options.runDir, "val.jsonl"), val);
 
     say(`[2/6] recording ${budget.demonstrations} teacher demonstrations through the gateway`);
-    const demos = await recordDemonstrations(stack, config, train.slice(0, budget.demonstrations), out);
+    const demos = await recordDemonstrations(stack, config, train.slice(0, budget.demonstrations), budget, out);
 
     say(`[3/6] SFT warm start: ${budget.sftSteps} steps x ${budget.sftBatchSize} rows on the recorded traces`);
     const sft = await runWarmStart(stack, demos.rows, budget, options.seed, out);
@@ -155,9 +155,10 @@ async function recordDemonstrations(
   stack: DemoStack,
   config: Readonly<TrainerConfig>,
   items: readonly DataItem[],
+  budget: DemoBudget,
   out: NodeJS.WriteStream,
 ) {
-  const teacher = await startTeacherChild();
+  const teacher = await startTeacherChild(budget.teacherMentalMathShare);
   try {
     await stack.client.deleteModels();
     await stack.client.upsertModels([{ model: MODEL_NAME, endpoint: teacher.endpoint, version: 0 }]);

@@ -46,6 +46,12 @@ export function isDemoProblem(item: DataItem): boolean {
 export interface DemoBudget {
   /** Teacher demonstrations recorded through the gateway (first N train problems). */
   demonstrations: number;
+  /**
+   * Share of one-operation questions the teacher answers from memory instead of calling the tool (see the
+   * teacher's `TeacherOptions`): demonstrations a policy without arithmetic cannot imitate well, so RL has
+   * something to correct that SFT teaches wrongly.
+   */
+  teacherMentalMathShare: number;
   /** SFT warm-start steps and rows per step. */
   sftSteps: number;
   sftBatchSize: number;
@@ -56,37 +62,39 @@ export interface DemoBudget {
   groupSize: number;
   rlLearningRate: number;
   /**
-   * Sampling temperature of the GRPO rollouts (the gateway's train temperature). Below 1 the samples stay near the
-   * weak warm-start policy's best behaviour; the PPO ratio then compares the temperature-1 policy with this sampler,
-   * which mostly switches off the clipped side of negative advantages (see README, Demo).
+   * Sampling temperature of the GRPO rollouts (the gateway's train temperature). At 1 the returned logprobs are
+   * those of the policy the loss scores, so the PPO ratio starts at exactly 1; below 1 they are the tempered
+   * sampler's, a bias the loss does not correct.
    */
   trainTemperature: number;
-  /** Validation problems (first N of val.jsonl) and validation every this many RL steps. */
+  /** Validation problems (first N symbols-form rows of val.jsonl) and validation every this many RL steps. */
   valProblems: number;
   valInterval: number;
   /** Agent processes at once. */
   poolSize: number;
 }
 
-/** The full demo: 12m13s measured on the shared 2-core machine (see README, Demo). */
+/** The full demo (see README, Demo, for its measured time and result). */
 export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
-  demonstrations: 300,
-  sftSteps: 180,
+  demonstrations: 1000,
+  teacherMentalMathShare: 0.7,
+  sftSteps: 800,
   sftBatchSize: 8,
-  sftLearningRate: 2e-3,
-  rlSteps: 12,
-  groupsPerStep: 12,
-  groupSize: 4,
-  rlLearningRate: 3e-4,
-  trainTemperature: 0.7,
-  valProblems: 100,
-  valInterval: 6,
-  poolSize: 8,
+  sftLearningRate: 3e-3,
+  rlSteps: 20,
+  groupsPerStep: 16,
+  groupSize: 8,
+  rlLearningRate: 1e-3,
+  trainTemperature: 1,
+  valProblems: 96,
+  valInterval: 5,
+  poolSize: 16,
 });
 
 /** `--quick`: the whole pipeline in about a minute, too short to learn anything (CI runs it). */
 export const QUICK_BUDGET: Readonly<DemoBudget> = Object.freeze({
   demonstrations: 8,
+  teacherMentalMathShare: 0.7,
   sftSteps: 2,
   sftBatchSize: 4,
   sftLearningRate: 2e-3,
@@ -94,7 +102,7 @@ export const QUICK_BUDGET: Readonly<DemoBudget> = Object.freeze({
   groupsPerStep: 2,
   groupSize: 2,
   rlLearningRate: 1e-3,
-  trainTemperature: 0.7,
+  trainTemperature: 1,
   valProblems: 4,
   valInterval: 1,
   poolSize: 4,

@@ -81,12 +81,15 @@ export interface TeacherChild {
 
 /**
  * Starts `examples/calculator/teacher-server.ts` (under tsx) on a free port and waits for its URL line.
+ * @param mentalMathShare - share of one-operation questions the teacher answers without the tool, in [0, 1]
+ *   (`--mental-math-share`, see the teacher's `TeacherOptions`)
  * @returns the endpoint and a stop function
  * @throws {Error} when it exits or does not report its URL within 30 s
  */
-export async function startTeacherChild(): Promise<TeacherChild> {
+export async function startTeacherChild(mentalMathShare = 0): Promise<TeacherChild> {
   const script = `${CALCULATOR_DIR}teacher-server.ts`;
-  const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), script, "--port", "0"], {
+  const args = ["--import", import.meta.resolve("tsx"), script, "--port", "0"];
+  const child = spawn(process.execPath, [...args, "--mental-math-share", String(mentalMathShare)], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const endpoint = await waitForLine(child, /teacher listening on (http:\/\/\S+)/, 30_000);
