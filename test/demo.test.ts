@@ -5,7 +5,7 @@
  * Then `arclight eval` runs on the checkpoint the demo wrote.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,12 +17,16 @@ const TSX = new URL("../node_modules/tsx/dist/loader.mjs", import.meta.url).href
 const workDir = mkdtempSync(join(tmpdir(), "arclight-demo-test-"));
 afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 
-/** Runs the CLI from source in `workDir` and collects its output. */
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs the CLI from source in `workDir` and collects its output; `onSpawn` sees the child process. */
+function cli(
+  args: string[],
+  onSpawn?: (child: ReturnType<typeof spawn>) => void,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
     cwd: workDir,
     env: { PATH: process.env.PATH },
   });
+  onSpawn?.(child);
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -77,6 +81,38 @@ describe("arclight demo --quick", () => {
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/arclight eval: 2 inputs from .*: reward \d\.\d{3}, solved/);
   }, 240_000);
+
+  it("on SIGINT stops every agent process it started and exits with 130", async () => {
+    const name = `sigint-${process.pid}`;
+    // Agents carry their rollout id (NAME-…) in AGL_ROLLOUT_ID; /proc shows which processes are this run's.
+    const agentsOfRun = (): number[] =>
+      readdirSync("/proc")
+        .filter((entry) => /^\d+$/.test(entry))
+        .filter((pid) => {
+          try {
+            return readFileSync(`/proc/${pid}/environ`, "latin1").includes(`AGL_ROLLOUT_ID=${name}-`);
+          } catch {
+            return false; // exited meanwhile, or not ours to read
+          }
+        })
+        .map(Number);
+    let sawAgents = false;
+    const result = await cli(["demo", "--quick", "--name", name], (child) => {
+      const poll = setInterval(() => {
+        if (agentsOfRun().length === 0) return;
+        sawAgents = true;
+        clearInterval(poll);
+        child.kill("SIGINT");
+      }, 50);
+      child.on("close", () => clearInterval(poll));
+    });
+    expect(sawAgents).toBe(true);
+    expect(result.code, result.stderr).toBe(130);
+    expect(result.stderr).toContain("SIGINT: stopping");
+    const deadline = Date.now() + 10_000;
+    while (agentsOfRun().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(agentsOfRun()).toEqual([]);
+  }, 120_000);
 
   it("refuses a run directory the demo did not write, naming --name", async () => {
     mkdirSync(join(workDir, "runs", "mine"), { recursive: true });

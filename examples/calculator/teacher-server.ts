@@ -10,8 +10,8 @@
 import { pathToFileURL } from "node:url";
 import type { FastifyInstance } from "fastify";
 import { buildEngineServer } from "../../src/engine/server/app.js";
-import { TeacherEngine } from "./teacher-engine.js";
 import type { TeacherOptions } from "./teacher.js";
+import { TeacherEngine } from "./teacher-engine.js";
 
 /**
  * Starts the teacher server on 127.0.0.1.

@@ -68,7 +68,7 @@ function printSummary(summary: DemoSummary, runDir: string): void {
       `wall time ${minutes}m${String(seconds).padStart(2, "0")}s`,
       `files: ${join(runDir, "metrics.jsonl")}, ${join(runDir, "reward.svg")}, ${join(runDir, "summary.json")}`,
       `final checkpoint: ${summary.checkpointDir} (evaluate it: npx arclight eval ${summary.checkpointDir} ` +
-        "--data examples/calculator/data/val.jsonl)",
+        `--data ${join(runDir, "val.jsonl")})`,
     ].join("\n"),
   );
 }
@@ -87,15 +87,33 @@ async function demo(flags: DemoFlags): Promise<void> {
   const runDir = resolve("runs", flags.name);
   prepareRunDir(runDir, flags.name);
   console.log(`arclight demo: run ${flags.name}${flags.quick ? " (quick)" : ""} -> ${runDir}`);
-  const summary = await runDemo({
-    name: flags.name,
-    runDir,
-    budget,
-    preset: (flags.preset ?? null) as ModelPreset | null,
-    seed,
-    logger: pino({ level: flags.logLevel }),
-  });
-  printSummary(summary, runDir);
+  const aborter = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (aborter.signal.aborted) process.exit(130); // a second signal: do not wait for the stack
+    console.error(`arclight demo: ${signal}: stopping the gateway, engine, controller and agents`);
+    aborter.abort(new Error(`interrupted by ${signal}`));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  try {
+    const summary = await runDemo({
+      name: flags.name,
+      runDir,
+      budget,
+      preset: (flags.preset ?? null) as ModelPreset | null,
+      seed,
+      logger: pino({ level: flags.logLevel }),
+      signal: aborter.signal,
+    });
+    printSummary(summary, runDir);
+  } catch (err) {
+    if (!aborter.signal.aborted) throw err;
+    console.error("arclight demo: stopped");
+    process.exitCode = 130;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
 }
 
 /**

@@ -25,6 +25,8 @@ export interface RolloutBatchOptions {
   pollMs?: number;
   /** Called after each poll with the number of terminal rollouts. */
   onProgress?: (done: number, total: number) => void;
+  /** Aborting it makes the wait reject with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 /** What one batch produced, in input order. */
@@ -66,6 +68,7 @@ export async function runRolloutBatch(
     plans.push(plan);
   }
   for (;;) {
+    options.signal?.throwIfAborted();
     await tracker.poll();
     const done = plans.filter((plan) => tracker.isComplete(plan)).length;
     options.onProgress?.(done, plans.length);

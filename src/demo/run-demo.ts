@@ -35,6 +35,11 @@ export interface DemoOptions {
   logger: Logger;
   /** Where the narration goes (default process.stdout). */
   out?: NodeJS.WriteStream;
+  /**
+   * Aborting it stops the stack at once (gateway child, engine server, controller and every agent process); the
+   * run then rejects.
+   */
+  signal?: AbortSignal;
 }
 
 /** What a demo measured; also written to runs/NAME/summary.json. */
@@ -79,7 +84,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     poolSize: budget.poolSize,
     logger: options.logger,
   });
+  const stopOnAbort = () => void stack.close();
+  options.signal?.addEventListener("abort", stopOnAbort, { once: true });
   try {
+    options.signal?.throwIfAborted();
     const config = demoTrainerConfig(options.name, budget, stack.engine.contextLength);
     const train = readJsonl(config.data.train_path).filter(isDemoProblem);
     const val = readJsonl(config.data.val_path as string)
@@ -88,13 +96,20 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     writeJsonl(join(options.runDir, "val.jsonl"), val);
 
     say(`[2/6] recording ${budget.demonstrations} teacher demonstrations through the gateway`);
-    const demos = await recordDemonstrations(stack, config, train.slice(0, budget.demonstrations), budget, out);
+    const demos = await recordDemonstrations(
+      stack,
+      config,
+      train.slice(0, budget.demonstrations),
+      budget,
+      out,
+      options.signal,
+    );
 
     say(`[3/6] SFT warm start: ${budget.sftSteps} steps x ${budget.sftBatchSize} rows on the recorded traces`);
     const sft = await runWarmStart(stack, demos.rows, budget, options.seed, out);
 
     say(`[4/6] validation before RL: ${val.length} val problems, greedy`);
-    const before = await evaluate(stack, config, val, `${options.name}-before`, out);
+    const before = await evaluate(stack, config, val, `${options.name}-before`, out, options.signal);
     appendMetrics(join(options.runDir, "metrics.jsonl"), { step: 0, "val/reward_mean": before.mean });
 
     say(
@@ -113,10 +128,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       modelName: MODEL_NAME,
       logger: options.logger,
       reporter: rewardTableReporter(out),
+      ...(options.signal ? { signal: options.signal } : {}),
     });
 
     say(`[6/6] validation after RL: ${val.length} val problems, greedy`);
-    const after = await validationAfter(stack, config, val, summary.steps, out);
+    const after = await validationAfter(stack, config, val, summary.steps, out, options.signal);
     if (summary.steps % config.val_interval !== 0 || config.val_interval === 0) {
       appendMetrics(join(options.runDir, "metrics.jsonl"), { step: summary.steps, "val/reward_mean": after.mean });
     }
@@ -134,6 +150,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     writeRewardPlots(options.runDir, readRewardCurves(join(options.runDir, "metrics.jsonl")), out);
     return result;
   } finally {
+    options.signal?.removeEventListener("abort", stopOnAbort);
     await stack.close();
   }
 }
@@ -157,6 +174,7 @@ async function recordDemonstrations(
   items: readonly DataItem[],
   budget: DemoBudget,
   out: NodeJS.WriteStream,
+  signal: AbortSignal | undefined,
 ) {
   const teacher = await startTeacherChild(budget.teacherMentalMathShare);
   try {
@@ -169,6 +187,7 @@ async function recordDemonstrations(
       config,
       policyVersion: 0,
       onProgress: (done) => phase.update(done),
+      ...(signal ? { signal } : {}),
     });
     const built = demonstrationRows(batch.records, batch.rewards, batchOptionsFromConfig(config), 1);
     const summary = summariseRewards(batch.rewards);
@@ -185,8 +204,9 @@ async function recordDemonstrations(
     };
     return { rows: built.rows, counts };
   } finally {
-    await stack.client.deleteModels();
     await teacher.stop();
+    // After an abort the gateway is already stopped: nothing to unregister.
+    if (!signal?.aborted) await stack.client.deleteModels();
   }
 }
 
@@ -222,9 +242,10 @@ async function validationAfter(
   items: readonly DataItem[],
   step: number,
   out: NodeJS.WriteStream,
+  signal: AbortSignal | undefined,
 ): Promise<RewardSummary> {
   if (config.val_interval === 0 || step % config.val_interval !== 0) {
-    return evaluate(stack, config, items, `${config.name}-after`, out);
+    return evaluate(stack, config, items, `${config.name}-after`, out, signal);
   }
   const ids = items.map((item) => `${config.name}-v${step}-d${item.index}-0`);
   const summary = summariseRewards(await readRewards(stack.client, ids, config.reward_fillna_value));
@@ -239,6 +260,7 @@ async function evaluate(
   items: readonly DataItem[],
   prefix: string,
   out: NodeJS.WriteStream,
+  signal: AbortSignal | undefined,
 ): Promise<RewardSummary> {
   await stack.client.deleteModels();
   await stack.client.upsertModels([{ model: MODEL_NAME, endpoint: stack.engineEndpoint, version: 0 }]);
@@ -249,6 +271,7 @@ async function evaluate(
     config,
     policyVersion: stack.engine.policyVersion,
     onProgress: (done) => phase.update(done),
+    ...(signal ? { signal } : {}),
   });
   const summary = summariseRewards(batch.rewards);
   phase.finish(`val reward ${summary.mean.toFixed(3)}, solved ${(summary.solved * 100).toFixed(0)}%`);

@@ -76,12 +76,12 @@ export interface DemoBudget {
 
 /** The full demo (see README, Demo, for its measured time and result). */
 export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
-  demonstrations: 1000,
+  demonstrations: 800,
   teacherMentalMathShare: 0.7,
-  sftSteps: 800,
+  sftSteps: 700,
   sftBatchSize: 8,
   sftLearningRate: 3e-3,
-  rlSteps: 20,
+  rlSteps: 10,
   groupsPerStep: 16,
   groupSize: 8,
   rlLearningRate: 1e-3,

@@ -19,7 +19,7 @@ export interface DemoStack {
   engine: EmbeddedEngine;
   /** The engine server's OpenAI base URL (`…/v1`). */
   engineEndpoint: string;
-  /** Stops everything started, newest first. */
+  /** Stops everything started, newest first (agents included); later calls return the first call's promise. */
   close(): Promise<void>;
 }
 
@@ -45,8 +45,13 @@ export interface DemoStackOptions {
 export async function startDemoStack(options: DemoStackOptions): Promise<DemoStack> {
   const stops: (() => Promise<void> | void)[] = [];
   stops.push(() => options.engine.dispose());
-  const close = async () => {
-    for (const stop of stops.reverse()) await stop();
+  let closing: Promise<void> | undefined;
+  // Idempotent: a signal handler and the normal end may both close the stack.
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      for (const stop of stops.reverse()) await stop();
+    })();
+    return closing;
   };
   try {
     const gatewayArgs = ["--val-temperature", "0", "--train-temperature", String(options.trainTemperature ?? 1)];
@@ -100,7 +105,10 @@ export async function startTeacherChild(mentalMathShare = 0): Promise<TeacherChi
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill("SIGTERM");
+      // A server still holding a keep-alive connection may take a while to close; do not wait for it forever.
+      const force = setTimeout(() => child.kill("SIGKILL"), 5_000);
       await exited;
+      clearTimeout(force);
     },
   };
 }

@@ -48,6 +48,11 @@ export interface TrainLoopOptions {
   pollIntervalMs?: number;
   /** Return after this many steps of this call (a test's stand-in for a crash); default: run to the end. */
   stopAfterSteps?: number;
+  /**
+   * Stops the run: checked before each step and at every poll while waiting for rollouts or validation, it makes
+   * `runTraining` reject with the signal's reason (rollouts already launched are left to the gateway and controller).
+   */
+  signal?: AbortSignal;
 }
 
 /** What a call of {@link runTraining} did. */
@@ -150,6 +155,7 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
   }
 
   while (step < stopAt) {
+    options.signal?.throwIfAborted();
     const stepStarted = performance.now();
     // 3. Launch groups: sync keeps train_batch_size in flight, async async_train_batch_size, never more than the
     //    remaining steps can use.
@@ -179,6 +185,7 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
     let staleGroupsDropped = 0;
     let chosen: FinishedGroup[] = [];
     for (;;) {
+      options.signal?.throwIfAborted();
       await tracker.poll();
       for (const plan of pending) {
         if (!finished.has(plan.groupId) && tracker.isComplete(plan)) {
@@ -250,7 +257,13 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
     // 8. Validation every val_interval steps (is_train=false rollouts, one per input, reward mean).
     const validate = options.valData && config.val_interval > 0 && step % config.val_interval === 0;
     const valRewardMean = validate
-      ? await runValidation(client, tracker, options.valData ?? [], { config, step, policyVersion, pollMs })
+      ? await runValidation(client, tracker, options.valData ?? [], {
+          config,
+          step,
+          policyVersion,
+          pollMs,
+          ...(options.signal ? { signal: options.signal } : {}),
+        })
       : null;
 
     // 9. Metrics, then a checkpoint every checkpoint_interval steps (and at the end).

@@ -17,6 +17,8 @@ export interface ValidationContext {
   policyVersion: number;
   /** Interval between gateway polls (ms). */
   pollMs: number;
+  /** Aborting it makes the wait reject with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -49,6 +51,7 @@ export async function runValidation(
     plans.push(plan);
   }
   for (;;) {
+    context.signal?.throwIfAborted();
     await tracker.poll();
     if (plans.every((plan) => tracker.isComplete(plan))) break;
     await new Promise((resolve) => setTimeout(resolve, context.pollMs));
