@@ -68,7 +68,9 @@ const http = (seed: number) => complete(url, seed);
 const direct = (seed: number) => generateDirect(engine, seed);
 let at16 = 0;
 for (const concurrency of CONCURRENCY) {
-  await measure(http, concurrency, 1); // warm-up wave: the engine sizes its batch buffers for this concurrency
+  // Warm-up waves on both paths, so neither is measured with colder JIT code than the other.
+  await measure(http, concurrency, 1);
+  await measure(direct, concurrency, 1);
   const rounds = concurrency === 1 ? 3 : 2;
   const { tokens, seconds, cpuSeconds } = await measure(http, concurrency, rounds);
   const rate = tokens / seconds;
