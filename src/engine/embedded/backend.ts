@@ -5,7 +5,6 @@
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-wasm";
 import { installLeanKernels } from "./wasm-kernels.js";
-import { installKvWriteKernel } from "./wasm-kv-write.js";
 import { installLayerNormKernel } from "./wasm-layer-norm.js";
 import { installAffineKernel, installBatchedXnnMatMul } from "./wasm-matmul.js";
 
@@ -33,7 +32,6 @@ export function initWasmBackend(): Promise<void> {
     installBatchedXnnMatMul();
     installAffineKernel();
     installLayerNormKernel();
-    installKvWriteKernel();
     await tf.setBackend("wasm");
     await tf.ready();
     assertWasmBackend();

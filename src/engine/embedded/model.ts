@@ -7,7 +7,6 @@ import * as tf from "@tensorflow/tfjs";
 import type { ModelConfig } from "./config.js";
 import { causalBias, gelu, layerNorm, linear } from "./ops.js";
 import { type BlockParams, buildParams, type GptParams, paramSpecs } from "./params.js";
-import { writeKvColumn } from "./wasm-kv-write.js";
 import { layerNormInference } from "./wasm-layer-norm.js";
 import { affine } from "./wasm-matmul.js";
 
@@ -29,6 +28,8 @@ export type ForwardOutput = {
 export type DecodeOutput = {
   /** Next-token logits of each row, [B, V]. */
   logits: tf.Tensor2D;
+  /** Per-layer keys/values including the new column, [B, H, L+1, C/H]. */
+  kv: LayerKv[];
 };
 
 /** How to run {@link Gpt.forward}. */
@@ -131,23 +132,19 @@ export class Gpt {
   }
 
   /**
-   * One decode step for a batch of rows whose keys/values sit in a shared, column-padded, fixed-capacity cache.
-   * Writes each layer's new key and value into `column` of the cache in place, then attends over every column;
-   * columns a row does not own (and free columns) are hidden by `bias`. Positions are per row, so rows of different
-   * lengths decode together.
+   * One decode step for a batch of rows whose keys/values sit in a shared, column-padded cache. Columns a row does
+   * not own are hidden by `bias`; positions are per row, so rows of different lengths decode together.
    * @param tokenIds_B - int32 [B], the last token of each row
    * @param positions_B - int32 [B], position of that token in its sequence (< context)
-   * @param cache - per-layer KV, [B, H, capacity, C/H]; column `column` is overwritten
-   * @param column - the free column this step's keys and values go to (every row owns it)
-   * @param bias_B_1_1_N - additive attention bias [B, 1, 1, capacity]: 0 for visible columns, -1e9 for hidden ones
-   * @returns logits [B, V]
+   * @param cache - per-layer KV, [B, H, L, C/H]
+   * @param bias_B_1_1_L1 - additive attention bias [B, 1, 1, L+1]: 0 for visible columns, -1e9 for hidden ones
+   * @returns logits [B, V] and the per-layer KV with the new column appended, [B, H, L+1, C/H]
    */
   decodeStep(
     tokenIds_B: tf.Tensor1D,
     positions_B: tf.Tensor1D,
     cache: LayerKv[],
-    column: number,
-    bias_B_1_1_N: tf.Tensor4D,
+    bias_B_1_1_L1: tf.Tensor4D,
   ): DecodeOutput {
     const batch = tokenIds_B.shape[0];
     const { d_model: c, n_heads: heads } = this.config;
@@ -156,18 +153,20 @@ export class Gpt {
       tf.gather(this.params.tokenEmbedding, tokenIds_B),
       tf.gather(this.params.positionEmbedding, positions_B),
     ) as tf.Tensor2D; // [B, C]
+    const kv: LayerKv[] = [];
     this.params.blocks.forEach((block, l) => {
       const h = norm(x, block.ln1Gain, block.ln1Bias, true);
       const qkv = project(h, block.qkvWeight, block.qkvBias, true); // [B, 3C]
       const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.reshape(t, [batch, heads, 1, headDim]) as tf.Tensor4D); // [B, H, 1, C/H]
       const layer = cache[l]!;
-      const keys = writeKvColumn(layer.k, k!, column); // [B, H, N, C/H]
-      const values = writeKvColumn(layer.v, v!, column); // [B, H, N, C/H]
-      const scores = tf.add(tf.mul(tf.matMul(q!, keys, false, true), this.scale()), bias_B_1_1_N); // [B, H, 1, N]
+      const keys = tf.concat([layer.k, k!], 2); // [B, H, L+1, C/H]
+      const values = tf.concat([layer.v, v!], 2); // [B, H, L+1, C/H]
+      kv.push({ k: keys, v: values });
+      const scores = tf.add(tf.mul(tf.matMul(q!, keys, false, true), this.scale()), bias_B_1_1_L1); // [B, H, 1, L+1]
       const y = tf.reshape(tf.matMul(tf.softmax(scores), values), [batch, c]) as tf.Tensor2D; // [B, H, 1, C/H] → [B, C]
       x = this.residual(x, y, block, true);
     });
-    return { logits: this.head(x, true) };
+    return { logits: this.head(x, true), kv };
   }
 
   /** Frees the weights and cached masks. */
