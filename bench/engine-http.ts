@@ -68,8 +68,11 @@ const http = (seed: number) => complete(url, seed);
 const direct = (seed: number) => generateDirect(engine, seed);
 let at16 = 0;
 for (const concurrency of CONCURRENCY) {
-  await measure(http, concurrency, 1); // warm-up wave: the engine sizes its batch buffers for this concurrency
-  const rounds = concurrency === 1 ? 3 : 2;
+  // Warm-up waves on both paths, so neither is measured with colder JIT code than the other.
+  await measure(http, concurrency, 1);
+  await measure(direct, concurrency, 1);
+  // About 1,000+ tokens per figure at 1 and 16 (a wave of 16 lasts ~0.25 s, too short to time alone on shared cores).
+  const rounds = concurrency === 1 ? 8 : concurrency === 16 ? 6 : 2;
   const { tokens, seconds, cpuSeconds } = await measure(http, concurrency, rounds);
   const rate = tokens / seconds;
   if (concurrency === 16) at16 = rate;
