@@ -73,6 +73,18 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
   const trainData = readJsonl(config.data.train_path);
   const valData = config.data.val_path === null ? null : readJsonl(config.data.val_path);
   const cleanups: (() => Promise<void> | void)[] = [];
+  const aborter = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (aborter.signal.aborted) process.exit(130); // a second signal: do not wait for the clean-up
+    console.error(`arclight train: ${signal}: stopping after the current operation (agents, engine, gateway)`);
+    aborter.abort(new Error(`interrupted by ${signal}`));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  cleanups.push(() => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  });
   try {
     let gatewayUrl = flags.gatewayUrl;
     let key = flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "";
@@ -113,11 +125,17 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
       modelName: flags.modelName,
       logger,
       reporter: consoleReporter(),
+      signal: aborter.signal,
     });
     console.log(
       `arclight train: ${summary.steps} steps, policy version ${summary.policyVersion}, metrics in ${runDir}`,
     );
   } catch (err) {
+    if (aborter.signal.aborted) {
+      console.error("arclight train: stopped (resume with --resume from the latest checkpoint)");
+      process.exitCode = 130;
+      return;
+    }
     if (err instanceof RangeError) throw new CliError(err.message);
     throw err;
   } finally {
