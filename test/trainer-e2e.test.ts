@@ -3,12 +3,12 @@
  * server, local controller running node agents that call the proxy with the openai SDK and post a reward.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
+import { tempDir } from "../src/testing/temp-dir.js";
 import { parseTrainerConfig, type TrainerConfigInput } from "../src/trainer/config.js";
 import { runTraining } from "../src/trainer/loop.js";
 import { startTrainerStack, TEST_AGENT, type TrainerStack } from "../src/trainer/testing/stack.js";
@@ -116,8 +116,7 @@ describe("trainer end to end", () => {
   });
 
   it("arclight train CONFIG.yaml runs one step with its own gateway child, engine and controller", async () => {
-    const dir = join(tmpdir(), `arclight-train-cli-${process.pid}-${Date.now()}`);
-    mkdirSync(dir, { recursive: true });
+    const dir = tempDir("arclight-train-cli-");
     const lines = items(2).map((item) => JSON.stringify(item.input));
     writeFileSync(join(dir, "train.jsonl"), `${lines.join("\n")}\n`);
     const yaml = [
@@ -139,6 +138,5 @@ describe("trainer end to end", () => {
     expect(metrics).toHaveLength(1);
     expect(JSON.parse(metrics[0] as string).rollouts).toBe(2);
     expect(existsSync(join(dir, "runs", "cli", "gateway.db"))).toBe(true);
-    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -1,17 +1,20 @@
 /** `arclight engine serve` as a real child process: serving a fresh tiny model, and refusing an unknown model. */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
+import { tempDir } from "../testing/temp-dir.js";
 
 const main = fileURLToPath(new URL("./main.ts", import.meta.url));
 const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+// Waits for the exits too, so a killed server is gone before the test's temp dir is removed.
+afterEach(async () => {
+  const live = children.splice(0).filter((child) => child.exitCode === null && child.signalCode === null);
+  for (const child of live) child.kill("SIGKILL");
+  await Promise.all(live.map((child) => once(child, "exit")));
 });
 
 function cli(args: string[]): ChildProcess {
@@ -45,7 +48,7 @@ describe("arclight engine serve", () => {
   });
 
   it("serves a checkpoint directory under its directory name", async () => {
-    const dir = join(mkdtempSync(join(tmpdir(), "arclight-cli-")), "my-policy");
+    const dir = join(tempDir("arclight-cli-"), "my-policy");
     const engine = await EmbeddedEngine.create({ config: "tiny", seed: 1 });
     await engine.saveCheckpoint(dir);
     engine.dispose();
@@ -67,7 +70,7 @@ describe("arclight engine serve", () => {
   });
 
   it("exits 2 with one line naming --model and what is wrong with an invalid checkpoint config", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "arclight-cli-"));
+    const dir = tempDir("arclight-cli-");
     writeFileSync(join(dir, "config.json"), '{"x":1}');
     const child = cli(["engine", "serve", "--model", dir, "--port", "0"]);
     let stderr = "";

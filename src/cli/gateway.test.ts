@@ -1,16 +1,18 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { tempDir } from "../testing/temp-dir.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const children: ChildProcess[] = [];
 
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill();
+// Waits for the exits too: a gateway still closing its SQLite file must be gone before the test's dir is removed.
+afterEach(async () => {
+  const live = children.splice(0).filter((child) => child.exitCode === null && child.signalCode === null);
+  for (const child of live) child.kill();
+  await Promise.all(live.map((child) => once(child, "exit")));
 });
 
 /** A spawned `arclight gateway` with its output collected. */
@@ -124,31 +126,27 @@ describe("arclight gateway (child process)", () => {
   });
 
   it("closes the SQLite store on SIGTERM; a restart on the same file serves the same rollouts and events", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "arclight-cli-sqlite-"));
-    try {
-      const args = ["--port", "0", "--store", `sqlite:${join(dir, "gw.db")}`, "--key", "k", "--log-level", "warn"];
-      const headers = { authorization: "Bearer k", "content-type": "application/json" };
-      const first = spawnGateway(args);
-      const [, url1] = await first.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      await fetch(`${url1}/api/rollouts`, { method: "POST", headers, body: '[{"rollout_id": "kept", "input": 1}]' });
-      const posted = await fetch(`${url1}/api/rollouts/kept/attempt/0/events`, {
-        method: "POST",
-        headers,
-        body: '{"event_type": "reward", "data": {"value": 0.5}}',
-      });
-      expect(posted.status).toBe(200);
-      first.child.kill("SIGTERM");
-      expect(await first.exited).toBe(0);
+    const dir = tempDir("arclight-cli-sqlite-");
+    const args = ["--port", "0", "--store", `sqlite:${join(dir, "gw.db")}`, "--key", "k", "--log-level", "warn"];
+    const headers = { authorization: "Bearer k", "content-type": "application/json" };
+    const first = spawnGateway(args);
+    const [, url1] = await first.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    await fetch(`${url1}/api/rollouts`, { method: "POST", headers, body: '[{"rollout_id": "kept", "input": 1}]' });
+    const posted = await fetch(`${url1}/api/rollouts/kept/attempt/0/events`, {
+      method: "POST",
+      headers,
+      body: '{"event_type": "reward", "data": {"value": 0.5}}',
+    });
+    expect(posted.status).toBe(200);
+    first.child.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
 
-      const second = spawnGateway(args);
-      const [, url2] = await second.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      const events = (await (await fetch(`${url2}/api/rollouts/kept/events`, { headers })).json()) as unknown[];
-      expect(events).toEqual([await posted.json()]);
-      second.child.kill("SIGTERM");
-      expect(await second.exited).toBe(0);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const second = spawnGateway(args);
+    const [, url2] = await second.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    const events = (await (await fetch(`${url2}/api/rollouts/kept/events`, { headers })).json()) as unknown[];
+    expect(events).toEqual([await posted.json()]);
+    second.child.kill("SIGTERM");
+    expect(await second.exited).toBe(0);
   });
 
   it("exits non-zero with one line naming a bad flag value", async () => {

@@ -1,11 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../store/memory.js";
 import { SqliteStore } from "../store/sqlite.js";
+import { tempDir } from "../testing/temp-dir.js";
 import { buildApp, rolloutIdFromUrl } from "./app.js";
 import { gatewayConfig } from "./config.js";
 import { MAX_JSON_DEPTH } from "./json-depth.js";
@@ -119,29 +118,25 @@ describe("errors are JSON {detail}", () => {
   });
 
   it("answers 400 for a body nested deeper than the limit and stores nothing, on SQLite too", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "arclight-depth-"));
+    const dir = tempDir("arclight-depth-");
     const gw = await start({}, SqliteStore.open(join(dir, "gw.db")));
-    try {
-      await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: 1 }]);
-      const deep = `{"event_type":"log","data":{"x":${"[".repeat(100_000)}${"]".repeat(100_000)}}}`;
-      const res = await fetch(`${gw.url}/api/rollouts/r/attempt/0/events`, {
-        method: "POST",
-        headers: { authorization: "Bearer test-key", "content-type": "application/json" },
-        body: deep,
-      });
-      expect(res.status).toBe(400);
-      expect(await res.json()).toEqual({
-        detail: `JSON body nested deeper than ${MAX_JSON_DEPTH} levels`,
-        code: "bad_request",
-      });
-      expect(await gw.store.countEvents()).toBe(0);
-      // Exactly at the limit is fine: the body's object is level 1, `data` level 2, the arrays the rest.
-      const levels = MAX_JSON_DEPTH - 2;
-      const atLimit = { event_type: "log", data: { x: JSON.parse(`${"[".repeat(levels)}${"]".repeat(levels)}`) } };
-      expect((await gw.call("POST", "/api/rollouts/r/attempt/0/events", atLimit)).status).toBe(200);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: 1 }]);
+    const deep = `{"event_type":"log","data":{"x":${"[".repeat(100_000)}${"]".repeat(100_000)}}}`;
+    const res = await fetch(`${gw.url}/api/rollouts/r/attempt/0/events`, {
+      method: "POST",
+      headers: { authorization: "Bearer test-key", "content-type": "application/json" },
+      body: deep,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      detail: `JSON body nested deeper than ${MAX_JSON_DEPTH} levels`,
+      code: "bad_request",
+    });
+    expect(await gw.store.countEvents()).toBe(0);
+    // Exactly at the limit is fine: the body's object is level 1, `data` level 2, the arrays the rest.
+    const levels = MAX_JSON_DEPTH - 2;
+    const atLimit = { event_type: "log", data: { x: JSON.parse(`${"[".repeat(levels)}${"]".repeat(levels)}`) } };
+    expect((await gw.call("POST", "/api/rollouts/r/attempt/0/events", atLimit)).status).toBe(200);
   });
 
   it("answers 413 for a body over the limit and stores nothing", async () => {

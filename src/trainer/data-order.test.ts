@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { tempDir } from "../testing/temp-dir.js";
 import { DataCursor, epochOrder, readJsonl } from "./data-order.js";
 
 const items = (n: number) => Array.from({ length: n }, (_, i) => ({ index: i, input: { q: i } }));
@@ -29,7 +29,7 @@ describe("data order", () => {
 
   it("refuses an empty data set and names the file and line of a bad JSONL line", () => {
     expect(() => new DataCursor([], 0)).toThrow(RangeError);
-    const dir = mkdtempSync(join(tmpdir(), "arclight-data-"));
+    const dir = tempDir("arclight-data-");
     const path = join(dir, "train.jsonl");
     writeFileSync(path, '{"a":1}\n\n{oops\n');
     expect(() => readJsonl(path)).toThrow(`${path}:3`);

@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { tempDir } from "../testing/temp-dir.js";
 import { appendMetrics, meanTrainMetrics, truncateMetricsAfter } from "./metrics.js";
 
 describe("metrics", () => {
@@ -12,7 +12,7 @@ describe("metrics", () => {
   });
 
   it("appends JSON lines and a resumed run trims the steps after its checkpoint", () => {
-    const path = join(mkdtempSync(join(tmpdir(), "arclight-metrics-")), "run", "metrics.jsonl");
+    const path = join(tempDir("arclight-metrics-"), "run", "metrics.jsonl");
     for (const step of [1, 2, 3]) appendMetrics(path, { step, "reward/mean": step / 10 });
     truncateMetricsAfter(path, 2);
     const steps = readFileSync(path, "utf8")

@@ -2,11 +2,9 @@
  * The engine server against the REAL embedded engine (tiny config, random weights, few tokens): wire shapes of vLLM
  * with `return_token_ids`, stream vs non-stream identity, bad input, tokenize, concurrency.
  */
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import { tempDir } from "../../testing/temp-dir.js";
 import { renderChat } from "../embedded/chat-template.js";
 import { EmbeddedEngine } from "../embedded/engine.js";
 import { ByteTokenizer } from "../embedded/tokenizer.js";
@@ -327,7 +325,7 @@ describe("POST /v1/load_weights (real engine)", () => {
     const { url } = await start();
     const other = await EmbeddedEngine.create({ config: "tiny", seed: 8 });
     closers.push(async () => other.dispose());
-    const dir = mkdtempSync(join(tmpdir(), "arclight-engine-ckpt-"));
+    const dir = tempDir("arclight-engine-ckpt-");
     await other.saveCheckpoint(dir);
     const prompt = [...tokenizer.encode("Hello")];
     const greedy = { prompt, max_tokens: 8, temperature: 0, return_token_ids: true };
@@ -350,7 +348,7 @@ describe("POST /v1/load_weights (real engine)", () => {
       config: { vocab: 261, d_model: 32, n_layers: 1, n_heads: 2, context: 64 },
     });
     closers.push(async () => small.dispose());
-    const dir = mkdtempSync(join(tmpdir(), "arclight-engine-ckpt-"));
+    const dir = tempDir("arclight-engine-ckpt-");
     await small.saveCheckpoint(dir);
     const load = await postJson(url, "/v1/load_weights", { path: dir });
     expect(load.status).toBe(400);

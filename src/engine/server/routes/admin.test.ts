@@ -2,10 +2,10 @@
  * Admin routes: pause holds new requests until resume; load_weights waits for in-flight requests, swaps, bumps the
  * reported policy version. Uses a scripted engine so generation length and timing are under the test's control.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { tempDir } from "../../../testing/temp-dir.js";
 import { EmbeddedEngine } from "../../embedded/engine.js";
 import { postJson } from "../../testing/http-client.js";
 import { ScriptedEngine } from "../../testing/scripted-engine.js";
@@ -51,7 +51,7 @@ describe("pause and resume", () => {
 describe("POST /v1/load_weights", () => {
   it("bumps the policy version reported in later answers (header and body)", async () => {
     const { url } = await serve();
-    const dir = mkdtempSync(join(tmpdir(), "arclight-ckpt-"));
+    const dir = tempDir("arclight-ckpt-");
     const before = await postJson(url, "/v1/chat/completions", chat);
     expect(before.body.policy_version).toBe(0);
     const load = await postJson(url, "/v1/load_weights", { path: dir });
@@ -72,7 +72,7 @@ describe("POST /v1/load_weights", () => {
 
   it("waits for an in-flight stream to finish on the old weights before swapping", async () => {
     const { url } = await serve(40);
-    const dir = mkdtempSync(join(tmpdir(), "arclight-ckpt-"));
+    const dir = tempDir("arclight-ckpt-");
     const response = await fetch(`${url}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -96,7 +96,7 @@ describe("POST /v1/load_weights", () => {
 describe("POST /v1/load_weights with a bad path keeps serving the old weights", () => {
   it("answers 400 {detail, code} for a file and for a directory that is not a checkpoint", async () => {
     const { url } = await serve();
-    const dir = mkdtempSync(join(tmpdir(), "arclight-ckpt-"));
+    const dir = tempDir("arclight-ckpt-");
     writeFileSync(join(dir, "file.txt"), "not a checkpoint");
     const file = await postJson(url, "/v1/load_weights", { path: join(dir, "file.txt") });
     expect(file.status).toBe(400);
@@ -115,7 +115,7 @@ describe("POST /v1/load_weights with a bad path keeps serving the old weights", 
     const probe = [[1, 2, 3, 4]];
     const before = await engine.logprobs(probe);
 
-    const bad = mkdtempSync(join(tmpdir(), "arclight-ckpt-"));
+    const bad = tempDir("arclight-ckpt-");
     writeFileSync(join(bad, "config.json"), '{"x":1}');
     const invalid = await postJson(url, "/v1/load_weights", { path: bad });
     expect(invalid.status).toBe(400);
@@ -124,7 +124,7 @@ describe("POST /v1/load_weights with a bad path keeps serving the old weights", 
 
     const other = await EmbeddedEngine.create({ config: { ...tinyConfig, d_model: 8 }, seed: 3 });
     closers.push(async () => other.dispose());
-    const otherDir = mkdtempSync(join(tmpdir(), "arclight-ckpt-"));
+    const otherDir = tempDir("arclight-ckpt-");
     await other.saveCheckpoint(otherDir);
     const mismatch = await postJson(url, "/v1/load_weights", { path: otherDir });
     expect(mismatch.status).toBe(400);
