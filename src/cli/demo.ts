@@ -66,7 +66,7 @@ function printSummary(summary: DemoSummary, runDir: string): void {
       `val reward before RL ${summary.before.mean.toFixed(3)} (solved ${pct(summary.before.solved)}) -> after ` +
         `${summary.rlSteps} GRPO steps ${summary.after.mean.toFixed(3)} (solved ${pct(summary.after.solved)})`,
       `wall time ${minutes}m${String(seconds).padStart(2, "0")}s`,
-      `files: ${join(runDir, "metrics.jsonl")}, ${join(runDir, "reward.svg")}, ${join(runDir, "summary.json")}`,
+      `files in ${runDir}: metrics.jsonl, reward.svg, summary.json, val.jsonl, gateway.db`,
       `final checkpoint: ${summary.checkpointDir} (evaluate it: npx arclight eval ${summary.checkpointDir} ` +
         `--data ${join(runDir, "val.jsonl")})`,
     ].join("\n"),
@@ -123,9 +123,11 @@ async function demo(flags: DemoFlags): Promise<void> {
 export function registerDemo(program: Command): void {
   program
     .command("demo")
-    .description("Train the bundled calculator agent with SFT + GRPO on the embedded engine (about 12-15 minutes)")
+    .description(
+      "Train the bundled calculator agent with SFT + GRPO on the embedded engine (about 12 minutes on 2 cores)",
+    )
     .option("--name <name>", "run name: files go to runs/NAME (an earlier demo run there is replaced)", "demo")
-    .option("--quick", "a cut-down run (about a minute): checks the pipeline, learns nothing")
+    .option("--quick", "a cut-down run (about half a minute): checks the pipeline, learns nothing")
     .option("--steps <n>", `GRPO steps (default ${FULL_BUDGET.rlSteps}; --quick ${QUICK_BUDGET.rlSteps})`)
     .option("--preset <name>", "embedded engine model preset instead of the demo's 2-block model (tiny, bench, small)")
     .option("--seed <n>", "seed of the weight init and the SFT row order", "0")

@@ -57,6 +57,7 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
   } catch (err) {
     throw new CliError(`--data ${flags.data}: ${(err as Error).message}`);
   }
+  if (items.length === 0) throw new CliError(`--data ${flags.data}: no inputs (the file has no JSON lines)`);
   let engine: EmbeddedEngine;
   try {
     engine = await EmbeddedEngine.load(resolve(checkpoint));
@@ -85,6 +86,13 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
       `arclight eval: ${summary.count} inputs from ${flags.data}: reward ${summary.mean.toFixed(3)}, ` +
         `solved (reward >= 1) ${(summary.solved * 100).toFixed(1)}%, failed rollouts ${batch.failed}`,
     );
+    if (batch.failed === items.length) {
+      console.error(
+        "arclight eval: every rollout failed: the agent could not run on these inputs (do they have the fields " +
+          "the config's env_map reads, e.g. question and answer?)",
+      );
+      process.exitCode = 1;
+    }
   } finally {
     await stack.close();
     rmSync(workDir, { recursive: true, force: true });
@@ -101,7 +109,7 @@ export function registerEval(program: Command): void {
     .description("Evaluate an embedded-engine checkpoint: run the agent once per input (greedy) and print the reward")
     .argument(
       "<checkpoint>",
-      "checkpoint directory (config.json + model.safetensors), e.g. runs/demo/checkpoints/step-000020/engine",
+      "checkpoint directory (config.json + model.safetensors), e.g. runs/demo/checkpoints/step-000010/engine",
     )
     .requiredOption("--data <file>", "JSONL file of inputs, e.g. examples/calculator/data/val.jsonl")
     .option("--limit <n>", "only the first N inputs")

@@ -58,9 +58,12 @@ export async function startGatewayChild(
   const key = randomBytes(16).toString("hex");
   const [exe, ...args] = cliCommand();
   const argv = [...args, "gateway", "--port", "0", "--store", `sqlite:${dbPath}`, "--model-name", modelName];
+  // Own process group: a terminal Ctrl-C reaches only the parent, which stops the agents first and this child
+  // last (were the gateway to die first, the controller could not report the agents' outcomes).
   const child = spawn(exe as string, [...argv, ...extraArgs, "--log-level", "warn"], {
     env: { ...process.env, ARCLIGHT_KEY: key },
     stdio: ["ignore", "pipe", "inherit"],
+    detached: true,
   });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new CliError("gateway child did not start within 30 s")), 30_000);
@@ -100,7 +103,8 @@ export async function startEngineServer(
   engine: Engine,
   modelName: string,
 ): Promise<{ server: FastifyInstance; endpoint: string }> {
-  const server = await buildEngineServer({ engine, modelName });
+  // Stopped together with the gateway and agents that call it: closing must not wait for their open requests.
+  const server = await buildEngineServer({ engine, modelName, forceCloseConnections: true });
   const url = await server.listen({ host: "127.0.0.1", port: 0 });
   return { server, endpoint: `${url}/v1` };
 }

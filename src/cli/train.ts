@@ -65,13 +65,22 @@ async function buildEngine(flags: TrainFlags): Promise<EmbeddedEngine> {
   return EmbeddedEngine.create({ config: flags.preset as keyof typeof MODEL_PRESETS, seed });
 }
 
+/** Reads a data file of the config, naming the config key when it is missing or malformed. */
+function readData(key: string, path: string): ReturnType<typeof readJsonl> {
+  try {
+    return readJsonl(path);
+  } catch (err) {
+    throw new CliError(`${key} ${path}: ${(err as Error).message}`);
+  }
+}
+
 /** Runs the command; everything started here is stopped before returning. */
 async function train(configPath: string, flags: TrainFlags): Promise<void> {
   const config = loadConfig(configPath);
   const logger = pino({ level: flags.logLevel });
   const runDir = resolve("runs", config.name);
-  const trainData = readJsonl(config.data.train_path);
-  const valData = config.data.val_path === null ? null : readJsonl(config.data.val_path);
+  const trainData = readData("data.train_path", config.data.train_path);
+  const valData = config.data.val_path === null ? null : readData("data.val_path", config.data.val_path);
   const cleanups: (() => Promise<void> | void)[] = [];
   const aborter = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {

@@ -96,6 +96,7 @@ export async function startTeacherChild(mentalMathShare = 0): Promise<TeacherChi
   const args = ["--import", import.meta.resolve("tsx"), script, "--port", "0"];
   const child = spawn(process.execPath, [...args, "--mental-math-share", String(mentalMathShare)], {
     stdio: ["ignore", "pipe", "inherit"],
+    detached: true, // own process group: the parent stops it (see startGatewayChild)
   });
   const endpoint = await waitForLine(child, /teacher listening on (http:\/\/\S+)/, 30_000);
   child.stdout?.resume();

@@ -28,6 +28,11 @@ export interface EngineServerOptions {
   log?: Logger;
   /** Largest request body (bytes); default 8 MiB. */
   bodyLimitBytes?: number;
+  /**
+   * `close()` cuts open connections, in-flight requests included, instead of waiting for them (Fastify's
+   * `forceCloseConnections`). For a server whose clients are being stopped with it; default false (graceful).
+   */
+  forceCloseConnections?: boolean;
 }
 
 /**
@@ -39,6 +44,7 @@ export async function buildEngineServer(options: EngineServerOptions): Promise<F
   const app = Fastify({
     loggerInstance: options.log?.child({ component: "engine-server" }) as FastifyBaseLogger | undefined,
     bodyLimit: options.bodyLimitBytes ?? 8 * 1024 * 1024,
+    forceCloseConnections: options.forceCloseConnections ?? false,
   });
   const ctx: ServerContext = {
     engine: options.engine,
