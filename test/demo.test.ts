@@ -80,6 +80,13 @@ describe("arclight demo --quick", () => {
     const ok = await cli(["eval", summary.checkpointDir, "--data", valPath, "--limit", "2"]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/arclight eval: 2 inputs from .*: reward \d\.\d{3}, solved/);
+
+    // The saved warm-start policy reproduces the before-RL figure on the run's own validation problems.
+    expect(summary.warmStartDir).toBe(join(runDir, "warm-start"));
+    expect(result.stdout).toContain(`warm-start policy (before RL): ${summary.warmStartDir}`);
+    const before = await cli(["eval", summary.warmStartDir, "--data", join(runDir, "val.jsonl")]);
+    expect(before.code, before.stderr).toBe(0);
+    expect(before.stdout).toContain(`reward ${summary.before.mean.toFixed(3)}`);
   }, 240_000);
 
   it("on SIGINT stops every agent process it started and exits with 130", async () => {

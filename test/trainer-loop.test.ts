@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import type { TrainRow } from "../src/engine/engine.js";
 import { parseTrainerConfig, type TrainerConfigInput } from "../src/trainer/config.js";
 import { runTraining, type TrainLoopOptions } from "../src/trainer/loop.js";
 import { startTrainerStack, TEST_AGENT, type TrainerStack } from "../src/trainer/testing/stack.js";
@@ -108,6 +109,37 @@ describe("trainer loop", () => {
     expect(m?.reward_filled).toBe(1);
     expect(m?.["rollouts/failed"]).toBe(1);
     expect(m?.["rollouts/failed_dropped"]).toBe(0);
+  });
+
+  it("ppo_mini_batch_size splits each PPO epoch into one update per mini-batch of whole groups", async () => {
+    const s = await stack();
+    const calls: TrainRow[][] = [];
+    const trainStep = s.engine.trainStep.bind(s.engine);
+    s.engine.trainStep = async (rows, loss, optimizer) => {
+      calls.push(rows);
+      return trainStep(rows, loss, optimizer);
+    };
+    const cfg = config({ train_batch_size: 3, total_steps: 1, ppo_mini_batch_size: 2, max_ppo_update_times: 2 });
+    const summary = await runTraining(options(s, { config: cfg }));
+    // 3 groups in mini-batches of 2 groups: [2 groups, 1 group], twice.
+    expect(calls).toHaveLength(4);
+    const epoch = (k: number) => [...(calls[2 * k] ?? []), ...(calls[2 * k + 1] ?? [])].map((r) => r.tokenIds);
+    expect(epoch(1)).toEqual(epoch(0));
+    expect(epoch(0)).toHaveLength(summary.metrics[0]?.rows ?? -1);
+    // Each rollout has at least one row, so the 1-group mini-batch holds at least n rows and fewer than 2 groups' worth.
+    expect(calls[1]?.length).toBeGreaterThanOrEqual(2);
+    expect(calls[0]?.length).toBeGreaterThan(calls[1]?.length ?? 0);
+    expect(summary.policyVersion).toBe(1);
+
+    calls.length = 0;
+    const whole = await stack();
+    const wholeTrainStep = whole.engine.trainStep.bind(whole.engine);
+    whole.engine.trainStep = async (rows, loss, optimizer) => {
+      calls.push(rows);
+      return wholeTrainStep(rows, loss, optimizer);
+    };
+    await runTraining(options(whole, { config: config({ train_batch_size: 3, total_steps: 1 }) }));
+    expect(calls).toHaveLength(1);
   });
 
   it("resuming from a checkpoint continues at the same step and data order, equal to an uninterrupted run", async () => {

@@ -66,9 +66,10 @@ function printSummary(summary: DemoSummary, runDir: string): void {
       `val reward before RL ${summary.before.mean.toFixed(3)} (solved ${pct(summary.before.solved)}) -> after ` +
         `${summary.rlSteps} GRPO steps ${summary.after.mean.toFixed(3)} (solved ${pct(summary.after.solved)})`,
       `wall time ${minutes}m${String(seconds).padStart(2, "0")}s`,
-      `files in ${runDir}: metrics.jsonl, reward.svg, summary.json, val.jsonl, gateway.db`,
+      `files in ${runDir}: metrics.jsonl, reward.svg, summary.json, val.jsonl, gateway.db, warm-start/, checkpoints/`,
       `final checkpoint: ${summary.checkpointDir} (evaluate it: npx arclight eval ${summary.checkpointDir} ` +
         `--data ${join(runDir, "val.jsonl")})`,
+      `warm-start policy (before RL): ${summary.warmStartDir}`,
     ].join("\n"),
   );
 }

@@ -1,7 +1,7 @@
 /**
  * @module The calculator demo end to end, read top to bottom: start the stack; record teacher demonstrations
  * through the gateway; SFT warm start on those same traces; validate; GRPO with the trainer loop; plot. Everything
- * lands in runs/NAME/: gateway.db, metrics.jsonl, reward.svg, summary.json, checkpoints/.
+ * lands in runs/NAME/: gateway.db, metrics.jsonl, reward.svg, summary.json, warm-start/, checkpoints/.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -49,7 +49,10 @@ export interface DemoSummary {
   before: RewardSummary;
   after: RewardSummary;
   rlSteps: number;
+  /** The final checkpoint's engine directory (what `arclight eval` loads). */
   checkpointDir: string;
+  /** The SFT warm-start policy's checkpoint ({@link warmStartCheckpointDir}). */
+  warmStartDir: string;
   wallSeconds: number;
 }
 
@@ -107,6 +110,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
 
     say(`[3/6] SFT warm start: ${budget.sftSteps} steps x ${budget.sftBatchSize} rows on the recorded traces`);
     const sft = await runWarmStart(stack, demos.rows, budget, options.seed, out);
+    await stack.engine.saveCheckpoint(warmStartCheckpointDir(options.runDir));
+    // RL starts with a fresh optimiser: AdamW moments carried over from SFT (larger gradients, β2 = 0.999) shrink the
+    // first hundreds of RL updates. Measured (README, Demo): val reward 0.436 vs 0.572 after 5 GRPO steps.
+    stack.engine.resetOptimizer();
 
     say(`[4/6] validation before RL: ${val.length} val problems, greedy`);
     const before = await evaluate(stack, config, val, `${options.name}-before`, out, options.signal);
@@ -144,6 +151,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       after,
       rlSteps: summary.steps,
       checkpointDir: finalCheckpointDir(options.runDir),
+      warmStartDir: warmStartCheckpointDir(options.runDir),
       wallSeconds: (performance.now() - started) / 1000,
     };
     writeFileSync(join(options.runDir, "summary.json"), `${JSON.stringify(result, null, 2)}\n`);
@@ -158,6 +166,16 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
 /** Writes the demo's validation problems (`runs/NAME/val.jsonl`) so `arclight eval --data` can score the same set. */
 function writeJsonl(path: string, items: readonly DataItem[]): void {
   writeFileSync(path, items.map((item) => `${JSON.stringify(item.input)}\n`).join(""));
+}
+
+/**
+ * Where the demo saves the SFT warm-start policy (`runs/NAME/warm-start/`, an engine checkpoint), so
+ * `arclight eval runs/NAME/warm-start --data runs/NAME/val.jsonl` reproduces the before-RL figure.
+ * @param runDir - runs/NAME
+ * @returns the checkpoint directory
+ */
+export function warmStartCheckpointDir(runDir: string): string {
+  return join(runDir, "warm-start");
 }
 
 /** The engine directory of the run's latest checkpoint (what `arclight eval` loads). */

@@ -171,7 +171,17 @@ export const TrainerConfigSchema = z
       .int()
       .min(1)
       .default(1)
-      .describe("Optimiser updates per batch of rollouts (PPO epochs)"),
+      .describe("PPO epochs: passes over the step's batch, one optimiser update per mini-batch (ppo_mini_batch_size)"),
+    ppo_mini_batch_size: z
+      .number()
+      .int()
+      .min(1)
+      .nullable()
+      .default(null)
+      .describe(
+        "Groups per optimiser update: each PPO epoch splits the step's groups into mini-batches of this many, one " +
+          "update each (verl's actor.ppo_mini_batch_size); null: the whole batch in one update",
+      ),
     reward_fillna_value: z.number().default(0).describe("Reward given to a rollout that posted none"),
     failed_rollouts: z
       .enum(["drop", "fillna"])

@@ -14,6 +14,7 @@ import type { TrainerConfig } from "./config.js";
 import { DataCursor, type DataItem } from "./data-order.js";
 import { type FinishedGroup, launchGroup, pauseAndDrain, readFinishedGroup, registerEndpoints } from "./gateway-io.js";
 import { engineAggregation } from "./loss-weights.js";
+import { miniBatchIndices } from "./mini-batches.js";
 import { appendMetrics, meanTrainMetrics, type StepMetrics, stepMetrics, truncateMetricsAfter } from "./metrics.js";
 import { type GroupPlan, GroupTracker, planGroup } from "./rollout-groups.js";
 import type { PolicyServing } from "./serving.js";
@@ -238,12 +239,25 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
       batch = tis;
     }
 
-    // 7. Update: up to max_ppo_update_times optimiser steps on the batch, then publish and bump the version.
+    // 7. Update: max_ppo_update_times epochs over the batch, one optimiser step per mini-batch of
+    //    ppo_mini_batch_size groups (the PPO clip bounds how far the later ones move from the sampling policy), then
+    //    publish and bump the version.
     const versionAtTrain = policyVersion;
     const updates: TrainMetrics[] = [];
     if (batch.counts.tokens > 0) {
       const rows = await withReferenceLogprobs(batch.engineRows, options.referenceEngine, config.loss.kl_coef);
-      for (let k = 0; k < config.max_ppo_update_times; k++) updates.push(await engine.trainStep(rows, loss, optimizer));
+      const miniBatches = miniBatchIndices(
+        batch.rows.map((row) => row.dataId),
+        config.ppo_mini_batch_size,
+      ).map((indices) => indices.map((i) => rows[i] as TrainRow));
+      for (let k = 0; k < config.max_ppo_update_times; k++) {
+        for (const miniBatch of miniBatches) {
+          // A mini-batch whose rows all have an empty mask (e.g. every response truncated) has nothing to train.
+          if (miniBatch.some((row) => row.lossMask.some((m) => m > 0))) {
+            updates.push(await engine.trainStep(miniBatch, loss, optimizer));
+          }
+        }
+      }
       policyVersion += 1;
       await serving.publish(engine, policyVersion);
       await registerEndpoints(client, modelName, serving.endpoints, policyVersion);

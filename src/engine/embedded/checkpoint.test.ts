@@ -79,6 +79,32 @@ describe("checkpoints", () => {
     expect(await second.logprobs(probe)).toEqual(await straight.logprobs(probe));
   });
 
+  it("resetOptimizer keeps the weights and trains on as a fresh optimiser would from them", async () => {
+    const steps = batches(3);
+    const probe = [[3, 1, 4, 1, 5, 9, 2, 6]];
+    const trained = track(await EmbeddedEngine.create({ config, seed: 4 }));
+    const carried = track(await EmbeddedEngine.create({ config, seed: 4 }));
+    for (const rows of steps.slice(0, 2)) {
+      await trained.trainStep(rows, loss, adam);
+      await carried.trainStep(rows, loss, adam);
+    }
+    const before = await trained.logprobs(probe);
+    trained.resetOptimizer();
+    expect(await trained.logprobs(probe)).toEqual(before);
+    const dir = await tempDir();
+    await trained.saveCheckpoint(dir);
+    const saved = await readCheckpoint(dir);
+    expect(saved.optimizer.step).toBe(0);
+    expect(saved.optimizer.moments.size).toBe(0);
+
+    // From the same weights: the reset engine's next update equals a fresh optimiser's, and differs from the
+    // update of one that kept its moments.
+    const fresh = track(await EmbeddedEngine.load(dir));
+    for (const engine of [trained, fresh, carried]) await engine.trainStep(steps[2] ?? [], loss, adam);
+    expect(await trained.logprobs(probe)).toEqual(await fresh.logprobs(probe));
+    expect(await trained.logprobs(probe)).not.toEqual(await carried.logprobs(probe));
+  });
+
   it("loadCheckpoint hot-swaps weights into a running engine and bumps the policy version", async () => {
     const trained = track(await EmbeddedEngine.create({ config, seed: 4 }));
     await trained.trainStep(batches(1)[0]!, loss, adam);

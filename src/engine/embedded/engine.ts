@@ -184,6 +184,18 @@ export class EmbeddedEngine implements Engine {
     this.version += 1;
   }
 
+  /**
+   * Starts the optimiser afresh (AdamW moments zero, step 0, same betas/epsilon); the weights stay. Use it between
+   * training phases, e.g. from SFT to RL: AdamW's second moment decays slowly (β2 = 0.999: a half-life of ~690 steps),
+   * so moments carried over from SFT, whose gradients are larger, would scale the RL updates down for hundreds of
+   * steps. Fine-tuning from a checkpoint normally starts with a new optimiser the same way.
+   */
+  resetOptimizer(): void {
+    const optimizer = new AdamW(this.optimizer.constants);
+    this.optimizer.dispose();
+    this.optimizer = optimizer;
+  }
+
   /** Frees the weights and optimiser moments; the engine is unusable afterwards. */
   dispose(): void {
     this.optimizer.dispose();
