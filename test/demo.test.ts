@@ -4,12 +4,13 @@
  * the pipeline runs and records what it should; whether the policy learns is measured by the full demo (README).
  * Then `arclight eval` runs on the checkpoint the demo wrote.
  */
-import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { type ProcessResult, runProcess } from "../src/testing/run-process.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
 // The CLI runs from a temporary directory, so tsx is named by path, not resolved from the working directory.
@@ -18,22 +19,11 @@ const workDir = mkdtempSync(join(tmpdir(), "arclight-demo-test-"));
 afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 
 /** Runs the CLI from source in `workDir` and collects its output; `onSpawn` sees the child process. */
-function cli(
-  args: string[],
-  onSpawn?: (child: ReturnType<typeof spawn>) => void,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
+function cli(args: string[], onSpawn?: (child: ChildProcess) => void): Promise<ProcessResult> {
+  return runProcess([process.execPath, "--import", TSX, MAIN, ...args], {
     cwd: workDir,
     env: { PATH: process.env.PATH },
-  });
-  onSpawn?.(child);
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    ...(onSpawn ? { onSpawn } : {}),
   });
 }
 

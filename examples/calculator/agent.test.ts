@@ -3,12 +3,12 @@
  * vLLM's non-stream chat shape (Hermes tool calls, `token_ids`, `prompt_token_ids`; shapes copied from vLLM v0.19.0,
  * see the comment on `vllmCompletion`), and an event endpoint that records the reward post.
  */
-import { spawn } from "node:child_process";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/embedded/tokenizer.js";
+import { type ProcessResult, runProcess } from "../../src/testing/run-process.js";
 import { type ChatMessage, type TeacherReply, teacherReply } from "./teacher.js";
 
 const AGENT = fileURLToPath(new URL("./agent.ts", import.meta.url));
@@ -155,18 +155,10 @@ function startEvents(...statuses: number[]) {
 }
 
 /** Runs agent.ts with the rollout environment and waits for it to exit. */
-function runAgent(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", AGENT], {
+function runAgent(env: Record<string, string>): Promise<ProcessResult> {
+  return runProcess([process.execPath, "--import", "tsx", AGENT], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH, ...env },
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
 }
 

@@ -4,7 +4,7 @@
  * local controller. The gateway runs apart because the embedded engine's train step blocks this process's event
  * loop for seconds; in its own process the gateway keeps answering agents (429 while paused) and storing events.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -16,6 +16,7 @@ import type { Engine } from "../engine/engine.js";
 import { buildEngineServer } from "../engine/server/app.js";
 import type { GatewayClient } from "../gateway/client.js";
 import { CliError } from "./program.js";
+import { startServerChild } from "./server-child.js";
 
 /** A gateway child process and its URL and key. */
 export interface GatewayChild {
@@ -56,43 +57,21 @@ export async function startGatewayChild(
   extraArgs: readonly string[] = [],
 ): Promise<GatewayChild> {
   const key = randomBytes(16).toString("hex");
-  const [exe, ...args] = cliCommand();
-  const argv = [...args, "gateway", "--port", "0", "--store", `sqlite:${dbPath}`, "--model-name", modelName];
-  // Own process group: a terminal Ctrl-C reaches only the parent, which stops the agents first and this child
-  // last (were the gateway to die first, the controller could not report the agents' outcomes).
-  const child = spawn(exe as string, [...argv, ...extraArgs, "--log-level", "warn"], {
-    env: { ...process.env, ARCLIGHT_KEY: key },
-    stdio: ["ignore", "pipe", "inherit"],
-    detached: true,
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new CliError("gateway child did not start within 30 s")), 30_000);
-    let seen = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      seen += chunk.toString();
-      const match = /listening on (http:\/\/\S+?)\/?\s/.exec(seen);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
+  // Own process group (startServerChild): a terminal Ctrl-C reaches only the parent, which stops the agents first
+  // and this child last (were the gateway to die first, the controller could not report the agents' outcomes).
+  const argv = [...cliCommand(), "gateway", "--port", "0", "--store", `sqlite:${dbPath}`, "--model-name", modelName];
+  try {
+    const child = await startServerChild({
+      argv: [...argv, ...extraArgs, "--log-level", "warn"],
+      env: { ARCLIGHT_KEY: key },
+      urlPattern: /listening on (http:\/\/\S+?)\/?\s/,
+      what: "gateway child",
+      stopGraceMs: 15_000, // it flushes and closes its SQLite store on SIGTERM
     });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new CliError(`gateway child exited with code ${code} before listening`));
-    });
-  });
-  child.stdout?.resume();
-  return {
-    url,
-    key,
-    process: child,
-    async stop() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    },
-  };
+    return { url: child.url, key, process: child.process, stop: child.stop };
+  } catch (error) {
+    throw new CliError((error as Error).message);
+  }
 }
 
 /**

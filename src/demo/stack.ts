@@ -4,9 +4,10 @@
  * process while demonstrations are recorded. Every start registers its stop; {@link DemoStack.close} runs them in
  * reverse.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+
 import { join } from "node:path";
 import type { Logger } from "pino";
+import { startServerChild } from "../cli/server-child.js";
 import { startController, startEngineServer, startGatewayChild } from "../cli/train-stack.js";
 import type { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { GatewayClient } from "../gateway/client.js";
@@ -93,46 +94,11 @@ export interface TeacherChild {
  */
 export async function startTeacherChild(mentalMathShare = 0): Promise<TeacherChild> {
   const script = `${CALCULATOR_DIR}teacher-server.ts`;
-  const args = ["--import", import.meta.resolve("tsx"), script, "--port", "0"];
-  const child = spawn(process.execPath, [...args, "--mental-math-share", String(mentalMathShare)], {
-    stdio: ["ignore", "pipe", "inherit"],
-    detached: true, // own process group: the parent stops it (see startGatewayChild)
+  const tsx = import.meta.resolve("tsx");
+  const child = await startServerChild({
+    argv: [process.execPath, "--import", tsx, script, "--port", "0", "--mental-math-share", String(mentalMathShare)],
+    urlPattern: /teacher listening on (http:\/\/\S+)/,
+    what: "teacher server",
   });
-  const endpoint = await waitForLine(child, /teacher listening on (http:\/\/\S+)/, 30_000);
-  child.stdout?.resume();
-  return {
-    endpoint,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      // A server still holding a keep-alive connection may take a while to close; do not wait for it forever.
-      const force = setTimeout(() => child.kill("SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(force);
-    },
-  };
-}
-
-/** Resolves with the first capture group of the first stdout match; rejects on exit or after `timeoutMs`. */
-function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`teacher server did not report its URL within ${timeoutMs} ms`));
-    }, timeoutMs);
-    let seen = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      seen += chunk.toString();
-      const match = pattern.exec(seen);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`teacher server exited with code ${code} before listening`));
-    });
-  });
+  return { endpoint: child.url, stop: child.stop };
 }
