@@ -8,11 +8,7 @@ describe("miniBatchIndices", () => {
 
   it("splits by whole groups, the last mini-batch holding the rest", () => {
     const ids = ["a", "a", "a", "b", "b", "c", "d", "d", "e"];
-    expect(miniBatchIndices(ids, 2)).toEqual([
-      [0, 1, 2, 3, 4],
-      [5, 6, 7],
-      [8],
-    ]);
+    expect(miniBatchIndices(ids, 2)).toEqual([[0, 1, 2, 3, 4], [5, 6, 7], [8]]);
     expect(miniBatchIndices(ids, 1)).toEqual([[0, 1, 2], [3, 4], [5], [6, 7], [8]]);
     expect(miniBatchIndices(ids, 10)).toEqual([[0, 1, 2, 3, 4, 5, 6, 7, 8]]);
   });
