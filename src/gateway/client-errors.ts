@@ -30,6 +30,14 @@ export class GatewayUnreachable extends Error {
   }
 }
 
+/** A call on a {@link GatewayClient} after its `close()`: a programming error, thrown before any request is sent. */
+export class GatewayClientClosed extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "GatewayClientClosed";
+  }
+}
+
 /** Error classes rebuilt from a body's `code`; their constructors are bypassed so the server's message is kept. */
 const CLASSES_BY_CODE: Readonly<Record<string, new (...args: never[]) => ArclightError>> = Object.freeze({
   rollout_not_found: RolloutNotFound,

@@ -4,7 +4,7 @@ import { InvalidTransition, RolloutNotFound, StaleAttempt, Unauthorized, Validat
 import { MemoryStore } from "../store/memory.js";
 import type { Store } from "../store/store.js";
 import { buildApp } from "./app.js";
-import { GatewayClient, GatewayHttpError, GatewayUnreachable } from "./client.js";
+import { GatewayClient, GatewayClientClosed, GatewayHttpError, GatewayUnreachable } from "./client.js";
 import { gatewayConfig } from "./config.js";
 import { startProxyHarness } from "./testing/proxy-harness.js";
 import { startTestGateway, type TestGateway } from "./testing/serve.js";
@@ -187,6 +187,17 @@ describe("GatewayClient against the real gateway", () => {
     });
     cleanups.push(() => nobody.close());
     await expect(nobody.healthz()).rejects.toBeInstanceOf(GatewayUnreachable);
+  });
+
+  it("after close() every call fails at once with GatewayClientClosed, without retrying", async () => {
+    const { gateway } = await setup();
+    // A minute's backoff: a retry would outlast the test's timeout.
+    const client = new GatewayClient({ baseUrl: gateway.url, key: "test-key", retryBackoffBaseMs: 60_000 });
+    expect((await client.healthz()).status).toBe("ok");
+    await client.close();
+    await client.close(); // twice is fine
+    await expect(client.healthz()).rejects.toBeInstanceOf(GatewayClientClosed);
+    await expect(client.deleteModels()).rejects.toThrow("DELETE /api/models: the GatewayClient was closed");
   });
 
   it("pauses, reads and resumes the proxy", async () => {

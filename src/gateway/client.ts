@@ -16,10 +16,10 @@ import type {
   RolloutState,
   TerminalPage,
 } from "../protocol/index.js";
-import { errorFromResponse, GatewayUnreachable } from "./client-errors.js";
+import { errorFromResponse, GatewayClientClosed, GatewayUnreachable } from "./client-errors.js";
 
 /** The errors the client raises besides the protocol classes, and the body → error mapping. */
-export { errorFromResponse, GatewayHttpError, GatewayUnreachable } from "./client-errors.js";
+export { errorFromResponse, GatewayClientClosed, GatewayHttpError, GatewayUnreachable } from "./client-errors.js";
 
 /** Options of {@link GatewayClient}. */
 export interface GatewayClientOptions {
@@ -107,6 +107,7 @@ export class GatewayClient {
   private readonly backoffMaxMs: number;
   private readonly timeoutMs: number;
   private readonly dispatcher: Agent;
+  private closed = false;
 
   /** @param options - base URL, key, retry and timeout settings */
   constructor(options: GatewayClientOptions) {
@@ -249,14 +250,18 @@ export class GatewayClient {
     return this.send({ method: "GET", path: "/proxy/state", idempotent: true });
   }
 
-  /** Closes the keep-alive connections. */
+  /** Closes the keep-alive connections; every later call throws {@link GatewayClientClosed} at once. */
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     await this.dispatcher.close();
   }
 
   /** Sends `call`, retrying per its idempotency, and parses the JSON answer (undefined for 204). */
   private async send<T>(call: Call): Promise<T> {
     for (let retry = 0; ; retry++) {
+      // A closed client can never succeed: say so instead of retrying a destroyed connection pool.
+      if (this.closed) throw new GatewayClientClosed(`${call.method} ${call.path}: the GatewayClient was closed`);
       const outcome = await this.once(call);
       if (outcome.kind === "ok") return outcome.value as T;
       const canRetry = retry < this.retries && isRetryable(outcome, call.idempotent);
