@@ -66,6 +66,14 @@ describe("arclight demo --quick", () => {
     const evaluated = await cli(["eval", summary.checkpointDir, "--data", join(runDir, "..", "..", "val.jsonl")]);
     expect(evaluated.code).toBe(2); // no such data file: a user error naming the flag
     expect(evaluated.stderr).toContain("--data");
+    const noAnswer = join(workDir, "no-answer.jsonl");
+    writeFileSync(
+      noAnswer,
+      `${JSON.stringify({ question: "1+1", answer: 2 })}\n${JSON.stringify({ question: "2+2" })}\n`,
+    );
+    const missing = await cli(["eval", summary.checkpointDir, "--data", noAnswer]);
+    expect(missing.code).toBe(2); // named before any agent starts
+    expect(missing.stderr).toContain("input 2 has no answer (the agent's env_map ANSWER: input.answer)");
     const valPath = fileURLToPath(new URL("../examples/calculator/data/val.jsonl", import.meta.url));
     const ok = await cli(["eval", summary.checkpointDir, "--data", valPath, "--limit", "2"]);
     expect(ok.code, ok.stderr).toBe(0);

@@ -10,13 +10,14 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { parse as parseYaml } from "yaml";
+import { readRolloutPath } from "../controller/agent-env.js";
 import { runRolloutBatch, summariseRewards } from "../demo/rollout-batch.js";
 import { demoTrainerConfig, QUICK_BUDGET } from "../demo/settings.js";
 import { startDemoStack } from "../demo/stack.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
-import { ValidationFailed } from "../protocol/index.js";
+import { type Rollout, ValidationFailed } from "../protocol/index.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
-import { readJsonl } from "../trainer/data-order.js";
+import { type DataItem, readJsonl } from "../trainer/data-order.js";
 import { CliError } from "./program.js";
 
 /** Flags of `arclight eval`. */
@@ -37,6 +38,27 @@ function agentConfig(flags: EvalFlags, contextLength: number): Readonly<TrainerC
     if (err instanceof ValidationFailed || err instanceof Error)
       throw new CliError(`--config ${flags.config}: ${err.message}`);
     throw err;
+  }
+}
+
+/**
+ * Checks that every input has the fields the agent's `env_map` reads from `input.…`, so a wrong data file is named
+ * before any agent starts (the controller would otherwise fail each rollout with a warning).
+ * @throws {CliError} naming the file, the input's position and the env var on the first missing field
+ */
+function checkEnvMapPaths(items: readonly DataItem[], config: Readonly<TrainerConfig>, dataFlag: string): void {
+  const inputPaths = Object.entries(config.controller.env_map).filter(([, path]) => path.startsWith("input."));
+  for (const item of items) {
+    for (const [envName, path] of inputPaths) {
+      try {
+        readRolloutPath({ input: item.input } as unknown as Rollout, path, envName);
+      } catch {
+        throw new CliError(
+          `--data ${dataFlag}: input ${item.index + 1} has no ${path.slice("input.".length)} ` +
+            `(the agent's env_map ${envName}: ${path})`,
+        );
+      }
+    }
   }
 }
 
@@ -65,6 +87,7 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
     throw new CliError(`CHECKPOINT ${checkpoint}: not an embedded-engine checkpoint (${(err as Error).message})`);
   }
   const config = agentConfig(flags, engine.contextLength);
+  checkEnvMapPaths(items, config, flags.data);
   const workDir = mkdtempSync(join(tmpdir(), "arclight-eval-"));
   const stack = await startDemoStack({
     runDir: workDir,
