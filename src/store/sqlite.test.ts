@@ -86,6 +86,8 @@ describe("SqliteStore file behaviour", () => {
     await store.patchRollout("shared", { status: { state: "running" } });
     const perSide = 400;
     const child = spawnWriter(path, "shared", perSide, "child");
+    // Listen for the exit now: when this process is the slower writer, the child exits before the loop below ends.
+    const exited = once(child, "exit");
     try {
       await waitForLine(child, "ready");
       child.stdin!.write("go\n");
@@ -99,7 +101,7 @@ describe("SqliteStore file behaviour", () => {
           await store.patchRollout(`parent-own-${i}`, { status: { state: "failed" } });
         }
       }
-      const [code] = await once(child, "exit");
+      const [code] = await exited;
       expect(code, childStderr.get(child)).toBe(0);
     } finally {
       child.kill();
