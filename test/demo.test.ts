@@ -27,6 +27,47 @@ function cli(args: string[], onSpawn?: (child: ChildProcess) => void): Promise<P
   });
 }
 
+/** Pids of live processes whose /proc/PID/FILE (environ or cmdline) contains `text`. */
+function processesWith(text: string, file: "environ" | "cmdline"): number[] {
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/${file}`, "latin1").includes(text);
+      } catch {
+        return false; // exited meanwhile, or not ours to read
+      }
+    })
+    .map(Number);
+}
+
+/** Waits up to 10 s for every process with `text` in its /proc file to be gone, then asserts none is left. */
+async function expectNoProcessWith(text: string, file: "environ" | "cmdline"): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (processesWith(text, file).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  expect(processesWith(text, file)).toEqual([]);
+}
+
+/**
+ * Sends SIGINT to the CLI once an agent of its run is running (agents carry their rollout id in AGL_ROLLOUT_ID).
+ * @param rolloutIdPrefix - the run's rollout ids start with this
+ */
+function interruptOnceAgentsRun(rolloutIdPrefix: string) {
+  let saw = false;
+  return {
+    sawAgents: () => saw,
+    onSpawn(child: ChildProcess) {
+      const poll = setInterval(() => {
+        if (processesWith(`AGL_ROLLOUT_ID=${rolloutIdPrefix}`, "environ").length === 0) return;
+        saw = true;
+        clearInterval(poll);
+        child.kill("SIGINT");
+      }, 50);
+      child.on("close", () => clearInterval(poll));
+    },
+  };
+}
+
 describe("arclight demo --quick", () => {
   it("records demonstrations, warm-starts, trains, validates and writes metrics, plot and checkpoint", async () => {
     const result = await cli(["demo", "--quick", "--name", "ci"]);
@@ -85,38 +126,42 @@ describe("arclight demo --quick", () => {
     const before = await cli(["eval", summary.warmStartDir, "--data", join(runDir, "val.jsonl")]);
     expect(before.code, before.stderr).toBe(0);
     expect(before.stdout).toContain(`reward ${summary.before.mean.toFixed(3)}`);
+
+    // Ctrl-C during eval stops its agents and gateway child, and removes its temporary directory.
+    const evalDirs = () => readdirSync("/tmp").filter((entry) => entry.startsWith("arclight-eval-"));
+    const dirsBefore = evalDirs();
+    const watch = interruptOnceAgentsRun("eval-");
+    const stopped = await cli(["eval", summary.checkpointDir, "--data", valPath, "--pool-size", "2"], watch.onSpawn);
+    expect(watch.sawAgents()).toBe(true);
+    expect(stopped.code, stopped.stderr).toBe(130);
+    expect(stopped.stderr).toContain("arclight eval: stopped");
+    await expectNoProcessWith("AGL_ROLLOUT_ID=eval-", "environ");
+    await expectNoProcessWith("/arclight-eval-", "cmdline");
+    expect(evalDirs().filter((dir) => !dirsBefore.includes(dir))).toEqual([]);
+
+    for (const args of [
+      ["eval", summary.checkpointDir, "--data", valPath, "--log-level", "loud"],
+      ["demo", "--quick", "--log-level", "loud"],
+    ]) {
+      const bad = await cli(args);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr.trim()).toBe(
+        "arclight: --log-level loud: expected one of fatal, error, warn, info, debug, trace, silent",
+      );
+    }
+    const parent = await cli(["demo", "--quick", "--name", ".."]);
+    expect(parent.code).toBe(2);
+    expect(parent.stderr).toContain(`--name "..": letters, digits`);
   }, 240_000);
 
   it("on SIGINT stops every agent process it started and exits with 130", async () => {
     const name = `sigint-${process.pid}`;
-    // Agents carry their rollout id (NAME-…) in AGL_ROLLOUT_ID; /proc shows which processes are this run's.
-    const agentsOfRun = (): number[] =>
-      readdirSync("/proc")
-        .filter((entry) => /^\d+$/.test(entry))
-        .filter((pid) => {
-          try {
-            return readFileSync(`/proc/${pid}/environ`, "latin1").includes(`AGL_ROLLOUT_ID=${name}-`);
-          } catch {
-            return false; // exited meanwhile, or not ours to read
-          }
-        })
-        .map(Number);
-    let sawAgents = false;
-    const result = await cli(["demo", "--quick", "--name", name], (child) => {
-      const poll = setInterval(() => {
-        if (agentsOfRun().length === 0) return;
-        sawAgents = true;
-        clearInterval(poll);
-        child.kill("SIGINT");
-      }, 50);
-      child.on("close", () => clearInterval(poll));
-    });
-    expect(sawAgents).toBe(true);
+    const watch = interruptOnceAgentsRun(`${name}-`);
+    const result = await cli(["demo", "--quick", "--name", name], watch.onSpawn);
+    expect(watch.sawAgents()).toBe(true);
     expect(result.code, result.stderr).toBe(130);
     expect(result.stderr).toContain("SIGINT: stopping");
-    const deadline = Date.now() + 10_000;
-    while (agentsOfRun().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(agentsOfRun()).toEqual([]);
+    await expectNoProcessWith(`AGL_ROLLOUT_ID=${name}-`, "environ");
   }, 120_000);
 
   it("refuses a run directory the demo did not write, naming --name", async () => {

@@ -138,5 +138,26 @@ describe("trainer end to end", () => {
     expect(metrics).toHaveLength(1);
     expect(JSON.parse(metrics[0] as string).rollouts).toBe(2);
     expect(existsSync(join(dir, "runs", "cli", "gateway.db"))).toBe(true);
+
+    // Again without --resume: refused before anything starts, the first run's files untouched.
+    const before = readFileSync(join(dir, "runs", "cli", "metrics.jsonl"), "utf8");
+    const again = await run(["train", "train.yaml"], dir).then(
+      () => ({ code: 0, stderr: "" }),
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(
+      "holds an earlier run (metrics.jsonl, checkpoints, gateway.db); continue it with --resume",
+    );
+    expect(readFileSync(join(dir, "runs", "cli", "metrics.jsonl"), "utf8")).toBe(before);
+
+    // A run name that is not one folder under runs/, and a log level pino does not know: one line each, exit 2.
+    writeFileSync(join(dir, "up.yaml"), `${yaml.replace("name: cli", "name: ..")}\n`);
+    const up = await run(["train", "up.yaml"], dir).catch((err: { code: number; stderr: string }) => err);
+    expect(up).toMatchObject({ code: 2, stderr: expect.stringContaining(`name (up.yaml) "..": letters, digits`) });
+    const loud = await run(["train", "train.yaml", "--log-level", "loud"], dir).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(loud).toMatchObject({ code: 2, stderr: expect.stringContaining("--log-level loud: expected one of fatal") });
   });
 });

@@ -10,6 +10,7 @@ import { pino } from "pino";
 import { type DemoSummary, runDemo } from "../demo/run-demo.js";
 import { type DemoBudget, FULL_BUDGET, QUICK_BUDGET } from "../demo/settings.js";
 import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
+import { checkRunName, listenForInterrupt, logLevel, positiveInt } from "./common-flags.js";
 import { CliError } from "./program.js";
 
 /** Flags of `arclight demo`. */
@@ -24,13 +25,6 @@ interface DemoFlags {
 
 /** Marker file that says a run directory was written by the demo (and may be replaced by the next demo). */
 const MARKER = "demo-run.json";
-
-/** A positive integer flag value. @throws {CliError} naming the flag */
-function positiveInt(flag: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`${flag} ${value}: expected a positive integer`);
-  return n;
-}
 
 /** The budget from `--quick` and `--steps` (validation still runs after the last step). */
 function budgetOf(flags: DemoFlags): DemoBudget {
@@ -76,9 +70,8 @@ function printSummary(summary: DemoSummary, runDir: string): void {
 
 /** Runs the command. */
 async function demo(flags: DemoFlags): Promise<void> {
-  if (!/^[A-Za-z0-9._-]+$/.test(flags.name)) {
-    throw new CliError(`--name ${flags.name}: letters, digits, '.', '_' or '-' only`);
-  }
+  checkRunName("--name", flags.name);
+  const level = logLevel(flags.logLevel);
   if (flags.preset !== undefined && !(flags.preset in MODEL_PRESETS)) {
     throw new CliError(`--preset ${flags.preset}: expected one of ${Object.keys(MODEL_PRESETS).join(", ")}`);
   }
@@ -88,14 +81,7 @@ async function demo(flags: DemoFlags): Promise<void> {
   const runDir = resolve("runs", flags.name);
   prepareRunDir(runDir, flags.name);
   console.log(`arclight demo: run ${flags.name}${flags.quick ? " (quick)" : ""} -> ${runDir}`);
-  const aborter = new AbortController();
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (aborter.signal.aborted) process.exit(130); // a second signal: do not wait for the stack
-    console.error(`arclight demo: ${signal}: stopping the gateway, engine, controller and agents`);
-    aborter.abort(new Error(`interrupted by ${signal}`));
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  const interrupt = listenForInterrupt("demo", "stopping the gateway, engine, controller and agents");
   try {
     const summary = await runDemo({
       name: flags.name,
@@ -103,17 +89,16 @@ async function demo(flags: DemoFlags): Promise<void> {
       budget,
       preset: (flags.preset ?? null) as ModelPreset | null,
       seed,
-      logger: pino({ level: flags.logLevel }),
-      signal: aborter.signal,
+      logger: pino({ level }),
+      signal: interrupt.signal,
     });
     printSummary(summary, runDir);
   } catch (err) {
-    if (!aborter.signal.aborted) throw err;
+    if (!interrupt.signal.aborted) throw err;
     console.error("arclight demo: stopped");
     process.exitCode = 130;
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    interrupt.dispose();
   }
 }
 

@@ -4,7 +4,7 @@
  * prints the mean reward. The agent is the bundled calculator unless `--config` names a trainer YAML whose
  * `controller` section says what to run.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
@@ -13,11 +13,13 @@ import { parse as parseYaml } from "yaml";
 import { readRolloutPath } from "../controller/agent-env.js";
 import { runRolloutBatch, summariseRewards } from "../demo/rollout-batch.js";
 import { demoTrainerConfig, QUICK_BUDGET } from "../demo/settings.js";
-import { startDemoStack } from "../demo/stack.js";
+import { type DemoStack, startDemoStack } from "../demo/stack.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
+import type { GatewayClient } from "../gateway/client.js";
 import { type Rollout, ValidationFailed } from "../protocol/index.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import { type DataItem, readJsonl } from "../trainer/data-order.js";
+import { listenForInterrupt, logLevel, positiveInt } from "./common-flags.js";
 import { CliError } from "./program.js";
 
 /** Flags of `arclight eval`. */
@@ -62,13 +64,6 @@ function checkEnvMapPaths(items: readonly DataItem[], config: Readonly<TrainerCo
   }
 }
 
-/** A positive integer flag value. @throws {CliError} naming the flag */
-function positiveInt(flag: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`${flag} ${value}: expected a positive integer`);
-  return n;
-}
-
 /** Runs the command. */
 async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise<void> {
   const limit = flags.limit === undefined ? undefined : positiveInt("--limit", flags.limit);
@@ -84,42 +79,69 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
   try {
     engine = await EmbeddedEngine.load(resolve(checkpoint));
   } catch (err) {
-    throw new CliError(`CHECKPOINT ${checkpoint}: not an embedded-engine checkpoint (${(err as Error).message})`);
+    const inner = join(checkpoint, "engine");
+    const hint = existsSync(join(inner, "config.json")) ? `; did you mean ${inner}?` : "";
+    throw new CliError(
+      `CHECKPOINT ${checkpoint}: not an embedded-engine checkpoint (${(err as Error).message})${hint}`,
+    );
   }
   const config = agentConfig(flags, engine.contextLength);
   checkEnvMapPaths(items, config, flags.data);
+  const level = logLevel(flags.logLevel);
   const workDir = mkdtempSync(join(tmpdir(), "arclight-eval-"));
-  const stack = await startDemoStack({
-    runDir: workDir,
-    engine,
-    modelName: "policy",
-    poolSize,
-    logger: pino({ level: flags.logLevel }),
-  });
+  const interrupt = listenForInterrupt("eval", "stopping the agents, engine and gateway");
+  let stack: DemoStack | undefined;
+  const stopOnAbort = () => void stack?.close();
+  interrupt.signal.addEventListener("abort", stopOnAbort);
   try {
+    stack = await startDemoStack({ runDir: workDir, engine, modelName: "policy", poolSize, logger: pino({ level }) });
+    interrupt.signal.throwIfAborted();
     await stack.client.upsertModels([{ model: "policy", endpoint: stack.engineEndpoint, version: 0 }]);
     const batch = await runRolloutBatch(stack.client, items, {
       prefix: "eval",
       isTrain: false,
       config,
       policyVersion: engine.policyVersion,
+      signal: interrupt.signal,
     });
     const summary = summariseRewards(batch.rewards);
     console.log(
       `arclight eval: ${summary.count} inputs from ${flags.data}: reward ${summary.mean.toFixed(3)}, ` +
         `solved (reward >= 1) ${(summary.solved * 100).toFixed(1)}%, failed rollouts ${batch.failed}`,
     );
+    const firstFailed = batch.failedIds[0];
+    if (firstFailed !== undefined) console.error(await failureReport(stack.client, firstFailed));
     if (batch.failed === items.length) {
-      console.error(
-        "arclight eval: every rollout failed: the agent could not run on these inputs (do they have the fields " +
-          "the config's env_map reads, e.g. question and answer?)",
-      );
+      console.error("arclight eval: every rollout failed: check the config's controller.command (see above)");
       process.exitCode = 1;
     }
+  } catch (err) {
+    if (!interrupt.signal.aborted) throw err;
+    console.error("arclight eval: stopped");
+    process.exitCode = 130;
   } finally {
-    await stack.close();
+    interrupt.signal.removeEventListener("abort", stopOnAbort);
+    interrupt.dispose();
+    await stack?.close();
     rmSync(workDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * What the controller recorded about a failed rollout (its `log` event: exit code or signal, reason, and the tail of
+ * the agent's output), for the terminal: the gateway's database is deleted when eval ends.
+ */
+async function failureReport(client: GatewayClient, rolloutId: string): Promise<string> {
+  const [log] = await client.getEvents(rolloutId, { eventType: "log" });
+  const data = (log?.data ?? {}) as { reason?: unknown; exit_code?: unknown; signal?: unknown; text?: unknown };
+  if (log === undefined) return `arclight eval: rollout ${rolloutId} failed (the controller recorded no output)`;
+  const ended = data.signal ? `signal ${String(data.signal)}` : `exit code ${String(data.exit_code)}`;
+  const tail = String(data.text ?? "")
+    .trimEnd()
+    .split("\n")
+    .slice(-12)
+    .join("\n  ");
+  return `arclight eval: rollout ${rolloutId} failed (${String(data.reason ?? "failed")}, ${ended}); its last output:\n  ${tail}`;
 }
 
 /**

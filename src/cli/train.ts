@@ -3,7 +3,7 @@
  * process on SQLite under runs/NAME/, embedded engine and its OpenAI server, local controller); with `--gateway-url`
  * and/or `--engine-url` it connects to running ones.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
@@ -12,11 +12,13 @@ import { MODEL_PRESETS } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { GatewayClient } from "../gateway/client.js";
 import { ValidationFailed } from "../protocol/index.js";
+import { loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import { consoleReporter } from "../trainer/console-report.js";
 import { readJsonl } from "../trainer/data-order.js";
 import { runTraining } from "../trainer/loop.js";
 import { collocatedServing, type PolicyServing, remoteServing } from "../trainer/serving.js";
+import { checkRunName, listenForInterrupt, logLevel } from "./common-flags.js";
 import { CliError } from "./program.js";
 import { startController, startEngineServer, startGatewayChild } from "./train-stack.js";
 
@@ -74,27 +76,44 @@ function readData(key: string, path: string): ReturnType<typeof readJsonl> {
   }
 }
 
+/** What in runs/NAME shows an earlier run. */
+const RUN_FILES = ["metrics.jsonl", "checkpoints", "gateway.db"];
+
+/**
+ * A fresh run must not reuse an earlier run's directory: its gateway already holds rollouts with the ids this run
+ * would create, and its checkpoints and metrics would be overwritten. `--resume` continues it instead; with
+ * `--resume` and no checkpoint there, say that the run starts at step 0.
+ * @throws {CliError} when runs/NAME holds an earlier run and `--resume` was not given
+ */
+function checkRunDir(runDir: string, name: string, resume: boolean): void {
+  const found = RUN_FILES.filter((file) => existsSync(join(runDir, file)));
+  if (!resume && found.length > 0) {
+    throw new CliError(
+      `run ${name}: ${runDir} holds an earlier run (${found.join(", ")}); continue it with --resume, ` +
+        "or set another name: in the config (or delete the folder)",
+    );
+  }
+  if (resume && loadLatestCheckpoint(runDir) === null) {
+    console.error(`arclight train: --resume: no checkpoint in ${runDir}; starting at step 0`);
+  }
+}
+
 /** Runs the command; everything started here is stopped before returning. */
 async function train(configPath: string, flags: TrainFlags): Promise<void> {
   const config = loadConfig(configPath);
-  const logger = pino({ level: flags.logLevel });
+  checkRunName(`name (${configPath})`, config.name);
+  const logger = pino({ level: logLevel(flags.logLevel) });
   const runDir = resolve("runs", config.name);
+  checkRunDir(runDir, config.name, flags.resume === true);
   const trainData = readData("data.train_path", config.data.train_path);
   const valData = config.data.val_path === null ? null : readData("data.val_path", config.data.val_path);
   const cleanups: (() => Promise<void> | void)[] = [];
-  const aborter = new AbortController();
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (aborter.signal.aborted) process.exit(130); // a second signal: do not wait for the clean-up
-    console.error(`arclight train: ${signal}: stopping after the current operation (agents, engine, gateway)`);
-    aborter.abort(new Error(`interrupted by ${signal}`));
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-  cleanups.push(() => {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-  });
+  const interrupt = listenForInterrupt("train", "stopping after the current operation (agents, engine, gateway)");
+  cleanups.push(() => interrupt.dispose());
   try {
+    // The engine first: a bad --preset or --engine-seed is refused before anything is started or written.
+    const engine = await buildEngine(flags);
+    cleanups.push(() => engine.dispose());
     let gatewayUrl = flags.gatewayUrl;
     let key = flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "";
     if (gatewayUrl === undefined) {
@@ -105,8 +124,6 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
     }
     const client = new GatewayClient({ baseUrl: gatewayUrl, key });
     cleanups.push(() => client.close());
-    const engine = await buildEngine(flags);
-    cleanups.push(() => engine.dispose());
     let serving: PolicyServing;
     if (flags.engineUrl !== undefined) {
       serving = remoteServing([flags.engineUrl], join(runDir, "weights"));
@@ -134,13 +151,13 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
       modelName: flags.modelName,
       logger,
       reporter: consoleReporter(),
-      signal: aborter.signal,
+      signal: interrupt.signal,
     });
     console.log(
       `arclight train: ${summary.steps} steps, policy version ${summary.policyVersion}, metrics in ${runDir}`,
     );
   } catch (err) {
-    if (aborter.signal.aborted) {
+    if (interrupt.signal.aborted) {
       console.error("arclight train: stopped (resume with --resume from the latest checkpoint)");
       process.exitCode = 130;
       return;

@@ -37,6 +37,8 @@ export interface RolloutBatchResult {
   rewards: number[];
   /** Rollouts that ended `failed` (agent crash, timeout). */
   failed: number;
+  /** Their ids, input order. */
+  failedIds: string[];
 }
 
 /**
@@ -75,12 +77,15 @@ export async function runRolloutBatch(
     if (done === plans.length) break;
     await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 200));
   }
-  const result: RolloutBatchResult = { records: [], rewards: [], failed: 0 };
+  const result: RolloutBatchResult = { records: [], rewards: [], failed: 0, failedIds: [] };
   for (const plan of plans) {
     const rolloutId = plan.rolloutIds[0] as string;
     const failed = tracker.state(rolloutId) === "failed";
     const events = failed ? [] : ((await client.getEvents(rolloutId, { format: "triplet" })) as TripletEvent[]);
-    if (failed) result.failed += 1;
+    if (failed) {
+      result.failed += 1;
+      result.failedIds.push(rolloutId);
+    }
     result.records.push({ rolloutId, dataId: plan.groupId, events });
     result.rewards.push(extractTriplets(rolloutId, plan.groupId, events, config.reward_fillna_value).reward);
   }

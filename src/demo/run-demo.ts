@@ -109,7 +109,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     );
 
     say(`[3/6] SFT warm start: ${budget.sftSteps} steps x ${budget.sftBatchSize} rows on the recorded traces`);
-    const sft = await runWarmStart(stack, demos.rows, budget, options.seed, out);
+    const sft = await runWarmStart(stack, demos.rows, budget, options.seed, out, options.signal);
     await stack.engine.saveCheckpoint(warmStartCheckpointDir(options.runDir));
     // RL starts with a fresh optimiser: AdamW moments carried over from SFT (larger gradients, β2 = 0.999) shrink the
     // first hundreds of RL updates. Measured in-process (README, Demo): val reward after 5 GRPO steps 0.436 with the
@@ -236,9 +236,11 @@ async function runWarmStart(
   budget: DemoBudget,
   seed: number,
   out: NodeJS.WriteStream,
+  signal: AbortSignal | undefined,
 ) {
   const phase = startPhase("SFT", budget.sftSteps, out);
   const metrics = await warmStart(stack.engine, rows, {
+    ...(signal ? { signal } : {}),
     steps: budget.sftSteps,
     batchSize: budget.sftBatchSize,
     learningRate: budget.sftLearningRate,

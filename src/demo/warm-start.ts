@@ -48,6 +48,8 @@ export interface WarmStartOptions {
   seed: number;
   /** Called after each step. */
   onStep?: (step: number, metrics: TrainMetrics) => void;
+  /** Checked before each step; the warm start rejects with its reason once it is aborted. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -55,9 +57,9 @@ export interface WarmStartOptions {
  * from a seeded shuffle (reshuffled after every pass), token-mean cross-entropy over the masked tokens.
  * @param engine - the policy to warm-start (its policy version grows by `steps`)
  * @param rows - SFT rows from {@link demonstrationRows}
- * @param options - steps, batch size, learning rate, seed
+ * @param options - steps, batch size, learning rate, seed, abort signal
  * @returns each step's train metrics (loss in nats per masked token)
- * @throws {RangeError} when there are no rows
+ * @throws {RangeError} when there are no rows; the signal's reason once it is aborted
  */
 export async function warmStart(
   engine: Engine,
@@ -70,6 +72,9 @@ export async function warmStart(
   const metrics: TrainMetrics[] = [];
   const optimizer = { learningRate: options.learningRate, weightDecay: 0, maxGradNorm: 1, microBatchSize: 16 };
   for (let step = 1; step <= options.steps; step++) {
+    // A train step holds the event loop for its whole duration: yield between steps so a Ctrl-C handler can run.
+    await new Promise((resolve) => setImmediate(resolve));
+    options.signal?.throwIfAborted();
     const batch: TrainRow[] = [];
     while (batch.length < options.batchSize) {
       if (order.length === 0) order = shuffled(rows.length, random);

@@ -1,0 +1,81 @@
+/**
+ * @module What several commands check the same way: positive-integer flags, `--log-level`, run names, and
+ * Ctrl-C/SIGTERM (first signal: stop cleanly; second: exit at once).
+ */
+import { CliError } from "./program.js";
+
+/** pino's levels, from most to least severe, then `silent`. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+/**
+ * A positive integer flag value.
+ * @param flag - the flag's name, e.g. `--steps`
+ * @param value - what the user wrote
+ * @returns the integer
+ * @throws {CliError} naming the flag
+ */
+export function positiveInt(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`${flag} ${value}: expected a positive integer`);
+  return n;
+}
+
+/**
+ * A `--log-level` value.
+ * @param value - what the user wrote
+ * @returns the level, one of {@link LOG_LEVELS}
+ * @throws {CliError} naming the flag and the levels
+ */
+export function logLevel(value: string): (typeof LOG_LEVELS)[number] {
+  const level = LOG_LEVELS.find((l) => l === value);
+  if (level === undefined) throw new CliError(`--log-level ${value}: expected one of ${LOG_LEVELS.join(", ")}`);
+  return level;
+}
+
+/** A run name: one path segment under runs/ (letters, digits, '.', '_', '-'), never `.` or `..`. */
+export const RUN_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]+$/;
+
+/**
+ * Checks a run name.
+ * @param what - how the user gave it, e.g. `--name` or `name (in config.yaml)`
+ * @param name - the name
+ * @throws {CliError} naming `what` when the name is not {@link RUN_NAME}
+ */
+export function checkRunName(what: string, name: string): void {
+  if (!RUN_NAME.test(name)) {
+    throw new CliError(`${what} ${JSON.stringify(name)}: letters, digits, '.', '_' or '-' only, not '.' or '..'`);
+  }
+}
+
+/** The abort signal of a command and how to stop listening. */
+export interface Interrupt {
+  /** Aborted by the first SIGINT or SIGTERM. */
+  signal: AbortSignal;
+  /** Removes the handlers. */
+  dispose(): void;
+}
+
+/**
+ * Listens for SIGINT and SIGTERM: the first prints `arclight COMMAND: SIGNAL: what` on stderr and aborts the
+ * signal (the command then stops what it started and exits 130); a second exits with 130 at once.
+ * @param command - the command's name, e.g. `eval`
+ * @param what - what stopping does, e.g. `stopping the agents`
+ * @returns the signal and a dispose function
+ */
+export function listenForInterrupt(command: string, what: string): Interrupt {
+  const aborter = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (aborter.signal.aborted) process.exit(130); // a second signal: do not wait for the clean-up
+    console.error(`arclight ${command}: ${signal}: ${what}`);
+    aborter.abort(new Error(`interrupted by ${signal}`));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return {
+    signal: aborter.signal,
+    dispose() {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
+}
