@@ -1,6 +1,16 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { GatewayClient } from "../gateway/client.js";
+import { startTestGateway, type TestGateway } from "../gateway/testing/serve.js";
+import { RolloutCreateSchema } from "../protocol/index.js";
+import { MemoryStore } from "../store/memory.js";
 import { parseTrainerConfig } from "./config.js";
-import { groupCreates, planGroup } from "./rollout-groups.js";
+import { GroupTracker, groupCreates, planGroup } from "./rollout-groups.js";
+
+let gateway: TestGateway | undefined;
+afterEach(async () => {
+  await gateway?.close();
+  gateway = undefined;
+});
 
 describe("rollout groups", () => {
   const fields = { dataIndex: 3, input: { q: "1+1" }, isTrain: true, batchIdx: 5, launchVersion: 2 };
@@ -28,5 +38,31 @@ describe("rollout groups", () => {
     const [create] = groupCreates(planGroup("g", { ...fields, input: { data_id: "mine" } }, 1), parseTrainerConfig({}));
     expect(create?.input).toEqual({ data_id: "mine" });
     expect(create?.config).not.toHaveProperty("local");
+  });
+
+  it("the tracker sees a group that finished before it was tracked (the cursor had already passed it)", async () => {
+    const store = new MemoryStore();
+    gateway = await startTestGateway({}, store);
+    const client = new GatewayClient({ baseUrl: gateway.url, key: "test-key" });
+    const early = planGroup("early", fields, 2);
+    const late = planGroup("late", fields, 1);
+    for (const id of [...early.rolloutIds, ...late.rolloutIds]) {
+      await store.createRollouts([RolloutCreateSchema.parse({ rollout_id: id, input: 0 })]);
+    }
+    await store.patchRollout("early-0", { status: { state: "failed" } });
+    await store.patchRollout("early-1", { status: { state: "failed" } });
+    const tracker = new GroupTracker(client);
+    tracker.track(late);
+    await tracker.poll(); // passes early-0 and early-1 while only "late" is tracked
+    expect(tracker.isComplete(late)).toBe(false);
+    tracker.track(early);
+    expect(tracker.isComplete(early)).toBe(true);
+    expect(tracker.state("early-1")).toBe("failed");
+    await store.patchRollout("late-0", { status: { state: "failed" } });
+    await tracker.poll();
+    expect(tracker.isComplete(late)).toBe(true);
+    tracker.forget(early);
+    expect(tracker.state("early-0")).toBeNull();
+    await client.close();
   });
 });

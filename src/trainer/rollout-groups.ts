@@ -78,6 +78,8 @@ export function groupCreates(plan: GroupPlan, config: TrainerConfig): RolloutCre
 export class GroupTracker {
   private readonly client: GatewayClient;
   private readonly states = new Map<string, RolloutState | null>();
+  /** Every terminal rollout the cursor has passed, tracked or not: a group tracked later may already be done. */
+  private readonly terminal = new Map<string, RolloutState>();
   private cursor = 0;
 
   /** @param client - reads terminal rollouts from the gateway */
@@ -87,12 +89,15 @@ export class GroupTracker {
 
   /** Starts tracking a group's rollouts (idempotent). */
   track(plan: GroupPlan): void {
-    for (const id of plan.rolloutIds) if (!this.states.has(id)) this.states.set(id, null);
+    for (const id of plan.rolloutIds) if (!this.states.has(id)) this.states.set(id, this.terminal.get(id) ?? null);
   }
 
   /** Stops tracking a group (after it was trained on or dropped). */
   forget(plan: GroupPlan): void {
-    for (const id of plan.rolloutIds) this.states.delete(id);
+    for (const id of plan.rolloutIds) {
+      this.states.delete(id);
+      this.terminal.delete(id);
+    }
   }
 
   /**
@@ -104,6 +109,7 @@ export class GroupTracker {
     for (;;) {
       const page = await this.client.terminal(this.cursor, 1000);
       for (const entry of page.items) {
+        this.terminal.set(entry.rollout_id, entry.state);
         if (this.states.has(entry.rollout_id)) this.states.set(entry.rollout_id, entry.state);
       }
       this.cursor = page.next_after;
