@@ -151,6 +151,13 @@ describe("trainer end to end", () => {
     );
     expect(readFileSync(join(dir, "runs", "cli", "metrics.jsonl"), "utf8")).toBe(before);
 
+    // Resuming with another model shape: one line naming --resume, not a stack trace.
+    const other = await run(["train", "train.yaml", "--resume", "--preset", "small"], dir).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(other).toMatchObject({ code: 2, stderr: expect.stringContaining("arclight: --resume: checkpoint") });
+    expect(other.stderr.trim().split("\n")).toHaveLength(1);
+
     // A run name that is not one folder under runs/, and a log level pino does not know: one line each, exit 2.
     writeFileSync(join(dir, "up.yaml"), `${yaml.replace("name: cli", "name: ..")}\n`);
     const up = await run(["train", "up.yaml"], dir).catch((err: { code: number; stderr: string }) => err);

@@ -133,15 +133,19 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
  */
 async function failureReport(client: GatewayClient, rolloutId: string): Promise<string> {
   const [log] = await client.getEvents(rolloutId, { eventType: "log" });
-  const data = (log?.data ?? {}) as { reason?: unknown; exit_code?: unknown; signal?: unknown; text?: unknown };
-  if (log === undefined) return `arclight eval: rollout ${rolloutId} failed (the controller recorded no output)`;
-  const ended = data.signal ? `signal ${String(data.signal)}` : `exit code ${String(data.exit_code)}`;
+  if (log === undefined) {
+    return (
+      `arclight eval: rollout ${rolloutId} failed with no output recorded: the agent command may not have started ` +
+      "(see the controller's log line above, e.g. spawn … ENOENT)"
+    );
+  }
+  const data = (log.data ?? {}) as { reason?: unknown; text?: unknown };
   const tail = String(data.text ?? "")
     .trimEnd()
     .split("\n")
     .slice(-12)
     .join("\n  ");
-  return `arclight eval: rollout ${rolloutId} failed (${String(data.reason ?? "failed")}, ${ended}); its last output:\n  ${tail}`;
+  return `arclight eval: rollout ${rolloutId} failed (${String(data.reason ?? "failed")}); its last output:\n  ${tail}`;
 }
 
 /**

@@ -8,6 +8,7 @@ import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { parse as parseYaml } from "yaml";
+import { CheckpointInvalid } from "../engine/embedded/checkpoint.js";
 import { MODEL_PRESETS } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { GatewayClient } from "../gateway/client.js";
@@ -163,6 +164,9 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
       return;
     }
     if (err instanceof RangeError) throw new CliError(err.message);
+    if (err instanceof CheckpointInvalid) {
+      throw new CliError(`--resume: ${err.message} (resume with the --preset the run was trained with)`);
+    }
     throw err;
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup();
