@@ -1,7 +1,8 @@
 /**
- * @module What several commands check the same way: positive-integer flags, `--log-level`, run names, and
+ * @module What several commands check the same way: positive-integer flags, `--log-level`, data files, run names, and
  * Ctrl-C/SIGTERM (first signal: stop cleanly; second: exit at once).
  */
+import { type DataItem, readJsonl } from "../trainer/data-order.js";
 import { CliError } from "./program.js";
 
 /** pino's levels, from most to least severe, then `silent`. */
@@ -30,6 +31,21 @@ export function logLevel(value: string): (typeof LOG_LEVELS)[number] {
   const level = LOG_LEVELS.find((l) => l === value);
   if (level === undefined) throw new CliError(`--log-level ${value}: expected one of ${LOG_LEVELS.join(", ")}`);
   return level;
+}
+
+/**
+ * Reads a JSONL data file.
+ * @param what - how the user named it, e.g. `--data` or `data.train_path`
+ * @param path - the file
+ * @returns its inputs
+ * @throws {CliError} naming `what` and the path when the file is missing or a line is not JSON
+ */
+export function readDataFile(what: string, path: string): DataItem[] {
+  try {
+    return readJsonl(path);
+  } catch (err) {
+    throw new CliError(`${what} ${path}: ${(err as Error).message}`);
+  }
 }
 
 /** A run name: one path segment under runs/ (letters, digits, '.', '_', '-'), never `.` or `..`. */

@@ -18,8 +18,8 @@ import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import type { GatewayClient } from "../gateway/client.js";
 import { type Rollout, ValidationFailed } from "../protocol/index.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
-import { type DataItem, readJsonl } from "../trainer/data-order.js";
-import { listenForInterrupt, logLevel, positiveInt } from "./common-flags.js";
+import type { DataItem } from "../trainer/data-order.js";
+import { listenForInterrupt, logLevel, positiveInt, readDataFile } from "./common-flags.js";
 import { CliError } from "./program.js";
 
 /** Flags of `arclight eval`. */
@@ -68,12 +68,7 @@ function checkEnvMapPaths(items: readonly DataItem[], config: Readonly<TrainerCo
 async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise<void> {
   const limit = flags.limit === undefined ? undefined : positiveInt("--limit", flags.limit);
   const poolSize = positiveInt("--pool-size", flags.poolSize);
-  let items: ReturnType<typeof readJsonl>;
-  try {
-    items = readJsonl(resolve(flags.data)).slice(0, limit);
-  } catch (err) {
-    throw new CliError(`--data ${flags.data}: ${(err as Error).message}`);
-  }
+  const items = readDataFile("--data", flags.data).slice(0, limit);
   if (items.length === 0) throw new CliError(`--data ${flags.data}: no inputs (the file has no JSON lines)`);
   let engine: EmbeddedEngine;
   try {

@@ -16,10 +16,9 @@ import { ValidationFailed } from "../protocol/index.js";
 import { loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import { consoleReporter } from "../trainer/console-report.js";
-import { readJsonl } from "../trainer/data-order.js";
 import { runTraining } from "../trainer/loop.js";
 import { collocatedServing, type PolicyServing, remoteServing } from "../trainer/serving.js";
-import { checkRunName, listenForInterrupt, logLevel } from "./common-flags.js";
+import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { CliError } from "./program.js";
 import { startController, startEngineServer, startGatewayChild } from "./train-stack.js";
 
@@ -68,15 +67,6 @@ async function buildEngine(flags: TrainFlags): Promise<EmbeddedEngine> {
   return EmbeddedEngine.create({ config: flags.preset as keyof typeof MODEL_PRESETS, seed });
 }
 
-/** Reads a data file of the config, naming the config key when it is missing or malformed. */
-function readData(key: string, path: string): ReturnType<typeof readJsonl> {
-  try {
-    return readJsonl(path);
-  } catch (err) {
-    throw new CliError(`${key} ${path}: ${(err as Error).message}`);
-  }
-}
-
 /** What in runs/NAME shows an earlier run. */
 const RUN_FILES = ["metrics.jsonl", "checkpoints", "gateway.db"];
 
@@ -106,8 +96,8 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
   const logger = pino({ level: logLevel(flags.logLevel) });
   const runDir = resolve("runs", config.name);
   checkRunDir(runDir, config.name, flags.resume === true);
-  const trainData = readData("data.train_path", config.data.train_path);
-  const valData = config.data.val_path === null ? null : readData("data.val_path", config.data.val_path);
+  const trainData = readDataFile("data.train_path", config.data.train_path);
+  const valData = config.data.val_path === null ? null : readDataFile("data.val_path", config.data.val_path);
   const cleanups: (() => Promise<void> | void)[] = [];
   const interrupt = listenForInterrupt("train", "stopping after the current operation (agents, engine, gateway)");
   cleanups.push(() => interrupt.dispose());

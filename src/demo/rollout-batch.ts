@@ -66,7 +66,7 @@ export async function runRolloutBatch(
       launchVersion: options.policyVersion,
     };
     const plan = planGroup(`${options.prefix}-d${item.index}`, fields, 1);
-    await launchGroup(client, tracker, plan, config);
+    await launchGroup(client, plan, config);
     plans.push(plan);
   }
   for (;;) {

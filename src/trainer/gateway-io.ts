@@ -38,20 +38,13 @@ export async function registerEndpoints(
 }
 
 /**
- * Creates a group's rollouts (idempotent: ids are pre-assigned) and starts tracking them.
+ * Creates a group's rollouts (idempotent: ids are pre-assigned); a {@link GroupTracker} then sees them finish.
  * @param client - gateway client
- * @param tracker - the loop's tracker
  * @param plan - the group
  * @param config - trainer config
  */
-export async function launchGroup(
-  client: GatewayClient,
-  tracker: GroupTracker,
-  plan: GroupPlan,
-  config: TrainerConfig,
-): Promise<void> {
+export async function launchGroup(client: GatewayClient, plan: GroupPlan, config: TrainerConfig): Promise<void> {
   await client.createRollouts(groupCreates(plan, config));
-  tracker.track(plan);
 }
 
 /** Oldest `server.version` among a rollout's model calls, or null without calls. */

@@ -151,7 +151,7 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
   await serving.publish(engine, policyVersion);
   await registerEndpoints(client, modelName, serving.endpoints, policyVersion);
   for (const plan of state.pending) {
-    await launchGroup(client, tracker, plan, config);
+    await launchGroup(client, plan, config);
     pending.push(plan);
   }
 
@@ -174,7 +174,7 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
           launchVersion: policyVersion,
         };
         const plan = planGroup(base, fields, config.n);
-        await launchGroup(client, tracker, plan, config);
+        await launchGroup(client, plan, config);
         pending.push(plan);
       }
     };
@@ -246,17 +246,15 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
     const updates: TrainMetrics[] = [];
     if (batch.counts.tokens > 0) {
       const rows = await withReferenceLogprobs(batch.engineRows, options.referenceEngine, config.loss.kl_coef);
+      // A mini-batch whose rows all have an empty mask (e.g. every response truncated) has nothing to train.
       const miniBatches = miniBatchIndices(
         batch.rows.map((row) => row.dataId),
         config.ppo_mini_batch_size,
-      ).map((indices) => indices.map((i) => rows[i] as TrainRow));
+      )
+        .map((indices) => indices.map((i) => rows[i] as TrainRow))
+        .filter((miniBatch) => miniBatch.some((row) => row.lossMask.some((m) => m > 0)));
       for (let k = 0; k < config.max_ppo_update_times; k++) {
-        for (const miniBatch of miniBatches) {
-          // A mini-batch whose rows all have an empty mask (e.g. every response truncated) has nothing to train.
-          if (miniBatch.some((row) => row.lossMask.some((m) => m > 0))) {
-            updates.push(await engine.trainStep(miniBatch, loss, optimizer));
-          }
-        }
+        for (const miniBatch of miniBatches) updates.push(await engine.trainStep(miniBatch, loss, optimizer));
       }
       policyVersion += 1;
       await serving.publish(engine, policyVersion);

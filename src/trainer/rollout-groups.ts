@@ -74,11 +74,13 @@ export function groupCreates(plan: GroupPlan, config: TrainerConfig): RolloutCre
   }));
 }
 
-/** Terminal states of the rollouts the trainer launched, learnt from `GET /api/rollouts/terminal`. */
+/**
+ * Terminal states of rollouts, learnt from `GET /api/rollouts/terminal`. It keeps every terminal rollout the cursor
+ * passes (a group launched later may turn out to be finished already, e.g. after a restart) until the trainer forgets
+ * the group.
+ */
 export class GroupTracker {
   private readonly client: GatewayClient;
-  private readonly states = new Map<string, RolloutState | null>();
-  /** Every terminal rollout the cursor has passed, tracked or not: a group tracked later may already be done. */
   private readonly terminal = new Map<string, RolloutState>();
   private cursor = 0;
 
@@ -87,17 +89,9 @@ export class GroupTracker {
     this.client = client;
   }
 
-  /** Starts tracking a group's rollouts (idempotent). */
-  track(plan: GroupPlan): void {
-    for (const id of plan.rolloutIds) if (!this.states.has(id)) this.states.set(id, this.terminal.get(id) ?? null);
-  }
-
-  /** Stops tracking a group (after it was trained on or dropped). */
+  /** Drops a group's rollouts (after it was trained on or dropped), so the map holds only what is still needed. */
   forget(plan: GroupPlan): void {
-    for (const id of plan.rolloutIds) {
-      this.states.delete(id);
-      this.terminal.delete(id);
-    }
+    for (const id of plan.rolloutIds) this.terminal.delete(id);
   }
 
   /**
@@ -108,10 +102,7 @@ export class GroupTracker {
   async poll(): Promise<void> {
     for (;;) {
       const page = await this.client.terminal(this.cursor, 1000);
-      for (const entry of page.items) {
-        this.terminal.set(entry.rollout_id, entry.state);
-        if (this.states.has(entry.rollout_id)) this.states.set(entry.rollout_id, entry.state);
-      }
+      for (const entry of page.items) this.terminal.set(entry.rollout_id, entry.state);
       this.cursor = page.next_after;
       if (page.items.length < 1000) return;
     }
@@ -119,7 +110,7 @@ export class GroupTracker {
 
   /** The terminal state of a rollout, or null while it is not terminal. */
   state(rolloutId: string): RolloutState | null {
-    return this.states.get(rolloutId) ?? null;
+    return this.terminal.get(rolloutId) ?? null;
   }
 
   /** True when every rollout of the group is terminal. */

@@ -47,7 +47,7 @@ export async function runValidation(
       launchVersion: policyVersion,
     };
     const plan = planGroup(`${config.name}-v${step}-d${item.index}`, fields, 1);
-    await launchGroup(client, tracker, plan, config);
+    await launchGroup(client, plan, config);
     plans.push(plan);
   }
   for (;;) {
