@@ -164,6 +164,17 @@ describe("arclight demo --quick", () => {
     await expectNoProcessWith(`AGL_ROLLOUT_ID=${name}-`, "environ");
   }, 120_000);
 
+  it("stops cleanly, leaving no process behind, when the reader of its output goes away (| head)", async () => {
+    const name = `epipe-${process.pid}`;
+    const result = await cli(["demo", "--quick", "--name", name], (child) => {
+      child.stdout?.once("data", () => child.stdout?.destroy());
+    });
+    expect(result.code, result.stderr).toBe(130);
+    expect(result.stderr).not.toContain("EPIPE");
+    await expectNoProcessWith(`AGL_ROLLOUT_ID=${name}-`, "environ");
+    await expectNoProcessWith(`runs/${name}/gateway.db`, "cmdline");
+  }, 120_000);
+
   it("refuses a run directory the demo did not write, naming --name", async () => {
     mkdirSync(join(workDir, "runs", "mine"), { recursive: true });
     writeFileSync(join(workDir, "runs", "mine", "notes.txt"), "keep me");

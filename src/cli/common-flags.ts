@@ -73,7 +73,8 @@ export interface Interrupt {
 
 /**
  * Listens for SIGINT and SIGTERM: the first prints `arclight COMMAND: SIGNAL: what` on stderr and aborts the
- * signal (the command then stops what it started and exits 130); a second exits with 130 at once.
+ * signal (the command then stops what it started and exits 130); a second exits with 130 at once. A closed stdout
+ * pipe (EPIPE) aborts the signal too.
  * @param command - the command's name, e.g. `eval`
  * @param what - what stopping does, e.g. `stopping the agents`
  * @returns the signal and a dispose function
@@ -85,13 +86,21 @@ export function listenForInterrupt(command: string, what: string): Interrupt {
     console.error(`arclight ${command}: ${signal}: ${what}`);
     aborter.abort(new Error(`interrupted by ${signal}`));
   };
+  // Output piped into a reader that quit (`… | head`): stop the same way instead of crashing on EPIPE and leaving
+  // the children (own process groups) running.
+  const onStdoutError = (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE") throw err;
+    if (!aborter.signal.aborted) aborter.abort(new Error("stdout closed"));
+  };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  process.stdout.on("error", onStdoutError);
   return {
     signal: aborter.signal,
     dispose() {
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
+      process.stdout.off("error", onStdoutError);
     },
   };
 }
