@@ -57,6 +57,11 @@ describe("agent environment", () => {
     expect(env.AGL_KEY).toBe("test-key"); // AGL_* always win over env_map
     expect(env.AGL_ROLLOUT_ID).toBe(rid);
     expect(env.AGL_ATTEMPT_ID).toBe("0");
+    // What an SDK client built with no arguments reads.
+    expect(env.OPENAI_BASE_URL).toBe(env.AGL_OPENAI_BASE_URL);
+    expect(env.OPENAI_API_KEY).toBe("test-key");
+    expect(env.ANTHROPIC_BASE_URL).toBe(`${h.gateway.url}/proxy/rollout/${rid}/attempt/0/mode/train/anthropic`);
+    expect(env.ANTHROPIC_API_KEY).toBe("test-key");
     expect(env.QUESTION).toBe("what is 6*7?"); // strings as-is, no JSON quotes
     expect(JSON.parse(env.META!)).toEqual({ tags: ["a", "b"], level: 2 });
     expect(env.COUNT).toBe("42");

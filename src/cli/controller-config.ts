@@ -33,6 +33,7 @@ const KEY_KINDS: Record<keyof ControllerConfig, [placeholder: string, kind: Flag
   cwd: ["<dir>", "string"],
   local: ["<yaml>", "yaml"],
   list_page_size: ["<n>", "int"],
+  standard_env: ["<bool>", "bool"],
   log_level: ["<level>", "string"],
 };
 

@@ -1,6 +1,7 @@
 /**
- * @module The environment of an agent process: where its OpenAI calls and events go (`AGL_*`), plus `env_map` entries
- * read from the rollout (`QUESTION: input.question`).
+ * @module The environment of an agent process: where its OpenAI calls and events go (`AGL_*`), the standard client
+ * variables (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL` and their keys) so a client built with no arguments is captured,
+ * plus `env_map` entries read from the rollout (`QUESTION: input.question`).
  */
 import type { Rollout } from "../protocol/index.js";
 
@@ -20,14 +21,48 @@ export interface AgentGateway {
   key: string;
 }
 
+/** The API key given to clients when the gateway has none (auth off): the SDKs refuse to start without one. */
+export const NO_KEY_PLACEHOLDER = "arclight-no-key";
+
+/** @returns `<gateway>/proxy/rollout/{rid}/attempt/{aid}/mode/{train|val}`, the root of one attempt's proxy routes */
+function proxyRootUrl(gatewayUrl: string, rollout: Rollout, attemptId: string): string {
+  const mode = rollout.is_train ? "train" : "val";
+  const rid = encodeURIComponent(rollout.rollout_id);
+  return `${trim(gatewayUrl)}/proxy/rollout/${rid}/attempt/${encodeURIComponent(attemptId)}/mode/${mode}`;
+}
+
 /**
  * The proxy base URL an agent gives its OpenAI client for one attempt.
  * @returns `<gateway>/proxy/rollout/{rid}/attempt/{aid}/mode/{train|val}/openai/v1`
  */
 export function proxyBaseUrl(gatewayUrl: string, rollout: Rollout, attemptId: string): string {
-  const mode = rollout.is_train ? "train" : "val";
-  const rid = encodeURIComponent(rollout.rollout_id);
-  return `${trim(gatewayUrl)}/proxy/rollout/${rid}/attempt/${encodeURIComponent(attemptId)}/mode/${mode}/openai/v1`;
+  return `${proxyRootUrl(gatewayUrl, rollout, attemptId)}/openai/v1`;
+}
+
+/**
+ * The base URL an agent gives its Anthropic client for one attempt (the SDK appends `/v1/messages`).
+ * @returns `<gateway>/proxy/rollout/{rid}/attempt/{aid}/mode/{train|val}/anthropic`
+ */
+export function anthropicBaseUrl(gatewayUrl: string, rollout: Rollout, attemptId: string): string {
+  return `${proxyRootUrl(gatewayUrl, rollout, attemptId)}/anthropic`;
+}
+
+/**
+ * The variables that the OpenAI and Anthropic SDKs (Node and Python) and the frameworks built on them read when a
+ * client is built with no arguments.
+ * @param gateway - where agents reach the gateway; an empty key becomes {@link NO_KEY_PLACEHOLDER}
+ * @param rollout - the rollout being run (its id and train/val mode are in the URLs)
+ * @param attemptId - its current attempt
+ * @returns `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`
+ */
+export function standardClientEnv(gateway: AgentGateway, rollout: Rollout, attemptId: string): Record<string, string> {
+  const key = gateway.key === "" ? NO_KEY_PLACEHOLDER : gateway.key;
+  return {
+    OPENAI_BASE_URL: proxyBaseUrl(gateway.url, rollout, attemptId),
+    OPENAI_API_KEY: key,
+    ANTHROPIC_BASE_URL: anthropicBaseUrl(gateway.url, rollout, attemptId),
+    ANTHROPIC_API_KEY: key,
+  };
 }
 
 /** @returns `<gateway>/api/rollouts/{rid}/attempt/{aid}/events`, where the agent posts rewards and events */
@@ -64,7 +99,10 @@ export function readRolloutPath(rollout: Rollout, path: string, envName: string)
  * @param gateway - where agents reach the gateway
  * @param envMap - env var name → rollout path; strings are passed as-is, any other value as JSON
  * @param baseEnv - variables inherited by every agent (the CLI passes the controller's environment)
- * @returns the environment: `baseEnv`, then `env_map` entries, then the `AGL_*` variables (which always win)
+ * @param standardEnv - add {@link standardClientEnv}'s variables (default true)
+ * @returns the environment: `baseEnv`, then the standard client variables (they replace the controller's own
+ *   `OPENAI_API_KEY` and the like, which would send the agent to the real provider), then `env_map` entries (what the
+ *   rollout config sets explicitly wins), then the `AGL_*` variables (which always win)
  * @throws {EnvMapError} when an `env_map` path is missing
  */
 export function buildAgentEnv(
@@ -73,9 +111,15 @@ export function buildAgentEnv(
   gateway: AgentGateway,
   envMap: Readonly<Record<string, string>>,
   baseEnv: Readonly<Record<string, string | undefined>>,
+  standardEnv = true,
 ): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(baseEnv)) if (value !== undefined) env[name] = value;
+  if (standardEnv) {
+    // The Anthropic SDK sends ANTHROPIC_AUTH_TOKEN as a Bearer token, which the gateway would read before x-api-key.
+    delete env.ANTHROPIC_AUTH_TOKEN;
+    Object.assign(env, standardClientEnv(gateway, rollout, attemptId));
+  }
   for (const [name, path] of Object.entries(envMap)) {
     const value = readRolloutPath(rollout, path, name);
     env[name] = typeof value === "string" ? value : JSON.stringify(value);

@@ -33,6 +33,12 @@ export const ControllerConfigSchema = z.strictObject({
   cwd: z.string().optional().describe("working directory of agent processes; default: the controller's"),
   local: LocalConfigSchema.optional().describe("command / agent_class / env_map for rollouts whose config has none"),
   list_page_size: z.number().int().min(1).max(10_000).default(500).describe("rollouts fetched per list request"),
+  standard_env: z
+    .boolean()
+    .default(true)
+    .describe(
+      "also give agents OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY (the proxy's URLs and the gateway key), so a client built with no arguments is captured; an env_map entry of the same name wins",
+    ),
   log_level: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
     .default("info")

@@ -254,7 +254,7 @@ export class LocalController {
     try {
       launch = resolveLaunch(local);
       const gateway = { url: this.config.gateway_url, key: this.config.key };
-      env = buildAgentEnv(rollout, attemptId, gateway, local?.env_map ?? {}, this.baseEnv);
+      env = buildAgentEnv(rollout, attemptId, gateway, local?.env_map ?? {}, this.baseEnv, this.config.standard_env);
     } catch (err) {
       if (!(err instanceof LaunchError || err instanceof EnvMapError)) throw err;
       this.log.warn({ rolloutId, attemptId, reason: err.message }, "rollout cannot be started");
