@@ -125,6 +125,12 @@ export interface TrainMetrics {
   approxKl: number;
   /** Masked tokens trained on. */
   tokens: number;
+  /**
+   * True when the step's loss or gradient norm was not finite, or the update would have written a non-finite weight:
+   * nothing changed (weights, optimiser state, policy version). `loss` and `gradNorm` then carry the non-finite
+   * values measured. Absent or false for an applied step. See `nonfinite-guard.ts`.
+   */
+  nonFiniteSkipped?: boolean;
 }
 
 /** Inference and training of one policy. */
@@ -143,7 +149,10 @@ export interface Engine {
    * @param tokenIds_B_T - ragged batch of sequences
    */
   logprobs(tokenIds_B_T: number[][]): Promise<number[][]>;
-  /** One optimiser update over `rows` (micro-batched). Bumps `policyVersion`. */
+  /**
+   * One optimiser update over `rows` (micro-batched), under the non-finite guard of `nonfinite-guard.ts`: recorded
+   * logprobs floored, ratios in log space, a non-finite step skipped. Bumps `policyVersion` unless skipped.
+   */
   trainStep(rows: TrainRow[], loss: LossConfig, optimizer: OptimizerConfig): Promise<TrainMetrics>;
   /** Writes weights (safetensors), config (JSON) and optimiser state to `dir`. */
   saveCheckpoint(dir: string): Promise<void>;

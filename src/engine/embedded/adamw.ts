@@ -42,32 +42,51 @@ export class AdamW {
 
   /**
    * Applies one update: m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²; θ ← θ − lr·(λ·θ + m̂/(√v̂ + ε)) with bias-corrected
-   * m̂ = m/(1−β1ᵗ), v̂ = v/(1−β2ᵗ); λ is applied only to params with `decay`.
+   * m̂ = m/(1−β1ᵗ), v̂ = v/(1−β2ᵗ); λ is applied only to params with `decay`. Every new weight and moment is computed
+   * first and assigned only when all of them are finite, so the optimiser never writes a non-finite value; otherwise
+   * nothing changes, the step counter included.
    * @param params - the trainable parameters
    * @param grads - gradient per parameter name (already clipped), same shapes
    * @param learningRate - lr
    * @param weightDecay - λ (decoupled: not scaled by the adaptive denominator)
+   * @returns true when the update was applied, false when it was refused for a non-finite value
    */
-  apply(params: AdamWParam[], grads: Map<string, tf.Tensor>, learningRate: number, weightDecay: number): void {
-    this.step += 1;
+  apply(params: AdamWParam[], grads: Map<string, tf.Tensor>, learningRate: number, weightDecay: number): boolean {
+    const step = this.step + 1;
     const { beta1, beta2, epsilon } = this.constants;
-    const correction1 = 1 - beta1 ** this.step;
-    const correction2 = 1 - beta2 ** this.step;
+    const correction1 = 1 - beta1 ** step;
+    const correction2 = 1 - beta2 ** step;
+    const updates: {
+      variable: tf.Variable;
+      m: tf.Variable;
+      v: tf.Variable;
+      next: [tf.Tensor, tf.Tensor, tf.Tensor];
+    }[] = [];
     for (const { name, variable, decay } of params) {
       const g = grads.get(name);
       if (!g) continue;
       const m = this.moment(this.m, name, variable);
       const v = this.moment(this.v, name, variable);
-      tf.tidy(() => {
+      const next = tf.tidy(() => {
         const nextM = tf.add(tf.mul(m, beta1), tf.mul(g, 1 - beta1));
         const nextV = tf.add(tf.mul(v, beta2), tf.mul(tf.square(g), 1 - beta2));
         const adaptive = tf.div(tf.div(nextM, correction1), tf.add(tf.sqrt(tf.div(nextV, correction2)), epsilon));
         const decayed = decay && weightDecay > 0 ? tf.mul(variable, 1 - learningRate * weightDecay) : variable;
-        m.assign(nextM);
-        v.assign(nextV);
-        variable.assign(tf.sub(decayed, tf.mul(adaptive, learningRate)));
+        return [nextM, nextV, tf.sub(decayed, tf.mul(adaptive, learningRate))] as [tf.Tensor, tf.Tensor, tf.Tensor];
       });
+      updates.push({ variable, m, v, next });
     }
+    const finite = updates.every(({ next }) => next.every(allFinite));
+    for (const { variable, m, v, next } of updates) {
+      if (finite) {
+        m.assign(next[0]);
+        v.assign(next[1]);
+        variable.assign(next[2]);
+      }
+      tf.dispose(next);
+    }
+    if (finite) this.step = step;
+    return finite;
   }
 
   /**
@@ -110,6 +129,11 @@ export class AdamW {
     }
     return moment;
   }
+}
+
+/** True when every element of `x` is finite (no NaN, no ±Infinity). */
+function allFinite(x: tf.Tensor): boolean {
+  return tf.tidy(() => tf.all(tf.isFinite(x)).dataSync()[0] === 1);
 }
 
 /**

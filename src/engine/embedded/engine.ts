@@ -129,11 +129,12 @@ export class EmbeddedEngine implements Engine {
   }
 
   /**
+   * Bumps the policy version unless the non-finite guard skipped the step (weights unchanged).
    * @throws {RangeError} for malformed rows (lengths, missing refLogprobs/weights) or a step with no masked token
    */
   async trainStep(rows: TrainRow[], loss: LossConfig, optimizer: OptimizerConfig): Promise<TrainMetrics> {
     const metrics = trainStep(this.model, this.optimizer, rows, loss, optimizer);
-    this.version += 1;
+    if (metrics.nonFiniteSkipped !== true) this.version += 1;
     return metrics;
   }
 

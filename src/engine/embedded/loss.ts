@@ -6,6 +6,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import type { LossConfig } from "../engine.js";
+import { LOG_RATIO_LIMIT } from "../nonfinite-guard.js";
 import { detach } from "./ops.js";
 
 /** Per-token inputs of one micro-batch, all [N] (N = rows × padded width), aligned with the target tokens. */
@@ -38,9 +39,10 @@ export interface LossParts {
 /**
  * The step's loss share of one micro-batch.
  *
- * PPO, per token with ratio r = exp(logprob − oldLogprob) and advantage A:
+ * PPO, per token with ratio r = exp(clamp(logprob − oldLogprob, ±LOG_RATIO_LIMIT)) and advantage A (log space, so
+ * no ratio overflows; old logprobs arrive already floored, see `nonfinite-guard.ts`):
  * ℓ = max(−A·r, −A·clip(r, 1 − clipLow, 1 + clipHigh)); with dual clip c and A < 0, ℓ = min(ℓ, −A·c);
- * then ℓ ← ℓ·w_IS, and with KL coefficient β, ℓ ← ℓ + β·k3 where k3 = exp(ref − logprob) − (ref − logprob) − 1.
+ * then ℓ ← ℓ·w_IS, and with KL coefficient β, ℓ ← ℓ + β·k3 where k3 = e^c − c − 1, c = clamp(ref − logprob, ±20).
  * SFT: ℓ = −logprob. Aggregation: Σ mask·weight·ℓ / denominator, where the caller sets denominator = Σ mask·weight
  * over the whole step (token-mean when every weight is 1).
  * @param tokens - per-token tensors, [N] each
@@ -59,8 +61,7 @@ export function microBatchLoss(tokens: TokenTensors, config: LossConfig, denomin
     return { loss: loss as tf.Scalar, clippedTokens: zero, approxKlSum: zero };
   }
   const old = tokens.oldLogprobs ?? detach(tokens.logprobs);
-  const logRatio = tf.sub(tokens.logprobs, old);
-  const ratio = tf.exp(logRatio);
+  const ratio = tf.exp(clampLogRatio(tf.sub(tokens.logprobs, old)));
   const negAdv = tf.neg(tokens.advantages);
   const unclipped = tf.mul(negAdv, ratio);
   const clipped = tf.mul(negAdv, tf.clipByValue(ratio, 1 - config.clipLow, 1 + config.clipHigh));
@@ -78,14 +79,20 @@ export function microBatchLoss(tokens: TokenTensors, config: LossConfig, denomin
   return { loss, clippedTokens, approxKlSum };
 }
 
+/** Clamps log ratios to ±LOG_RATIO_LIMIT before any `exp` (zero gradient outside, as `torch.clamp`). */
+function clampLogRatio(logRatio: tf.Tensor1D): tf.Tensor1D {
+  return tf.clipByValue(logRatio, -LOG_RATIO_LIMIT, LOG_RATIO_LIMIT);
+}
+
 /**
- * k3 estimate of KL(p ‖ q) from samples of p: with log-ratio d = log q − log p, k3 = e^d − d − 1 (unbiased, >= 0).
+ * k3 estimate of KL(p ‖ q) from samples of p: with log-ratio d = clamp(log q − log p, ±LOG_RATIO_LIMIT),
+ * k3 = e^d − d − 1 (unbiased, >= 0; the clamp keeps it finite).
  * @param otherLogprobs - log q, [N]
  * @param logprobs - log p of the sampled tokens, [N]
  * @returns [N] (nats)
  * @see Schulman, "Approximating KL Divergence", http://joschu.net/blog/kl-approx.html
  */
 export function k3(otherLogprobs: tf.Tensor1D, logprobs: tf.Tensor1D): tf.Tensor1D {
-  const d = tf.sub(otherLogprobs, logprobs);
+  const d = clampLogRatio(tf.sub(otherLogprobs, logprobs));
   return tf.sub(tf.sub(tf.exp(d), d), 1) as tf.Tensor1D;
 }

@@ -4,6 +4,7 @@
  * mask 0 so it never counts.
  */
 import type { LossConfig, TrainRow } from "../engine.js";
+import { clampRecordedLogprob } from "../nonfinite-guard.js";
 import { packRows } from "./logprob.js";
 
 /** Flat [rows × width] arrays of one micro-batch. */
@@ -79,7 +80,9 @@ export function lossDenominator(rows: TrainRow[], loss: LossConfig): number {
 }
 
 /**
- * Packs rows into one micro-batch.
+ * Packs rows into one micro-batch. Per-token values are read only where the loss mask is set (elsewhere advantages,
+ * old and reference logprobs are 0 and IS weights 1), and recorded logprobs pass through `clampRecordedLogprob`
+ * (step 1 of the non-finite guard), so a NaN or −9999 anywhere in a row cannot reach the loss unbounded.
  * @param rows - validated rows
  * @param loss - decides row weights
  * @returns flat arrays, [rows × width] each
@@ -99,9 +102,10 @@ export function packBatch(rows: TrainRow[], loss: LossConfig): PackedBatch {
       const i = b * width + t;
       mask[i] = row.lossMask[t + 1] ?? 0;
       weights[i] = weight;
+      if (mask[i] === 0) continue;
       advantages[i] = row.advantages[t + 1] ?? 0;
-      if (oldLogprobs && row.oldLogprobs) oldLogprobs[i] = row.oldLogprobs[t + 1]!;
-      if (refLogprobs && row.refLogprobs) refLogprobs[i] = row.refLogprobs[t + 1]!;
+      if (oldLogprobs && row.oldLogprobs) oldLogprobs[i] = clampRecordedLogprob(row.oldLogprobs[t + 1]!);
+      if (refLogprobs && row.refLogprobs) refLogprobs[i] = clampRecordedLogprob(row.refLogprobs[t + 1]!);
       if (isWeights && row.isWeights) isWeights[i] = row.isWeights[t + 1]!;
     }
   });

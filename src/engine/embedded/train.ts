@@ -21,13 +21,16 @@ interface MicroSums {
 }
 
 /**
- * Runs one training step in place on `model`'s weights and `optimizer`'s state.
+ * Runs one training step in place on `model`'s weights and `optimizer`'s state, under the non-finite guard of
+ * `nonfinite-guard.ts`: a step whose loss or gradient norm is not finite, or whose update would write a non-finite
+ * weight, changes nothing and reports `nonFiniteSkipped: true`.
  * @param model - the GPT to update
  * @param optimizer - its AdamW state
  * @param rows - training rows, each at most `context` tokens
  * @param loss - PPO or SFT loss
  * @param settings - learning rate, weight decay, clip norm, micro-batch size (rows)
- * @returns loss, gradient norm before clipping, and token-mean entropy / clip fraction / approximate KL
+ * @returns loss, gradient norm before clipping, token-mean entropy / clip fraction / approximate KL, and whether the
+ *   step was skipped
  * @throws {RangeError} for malformed rows or a step without any masked token
  */
 export function trainStep(
@@ -50,10 +53,13 @@ export function trainStep(
     for (const key of Object.keys(totals) as (keyof MicroSums)[]) totals[key] += sums[key];
   }
   const gradNorm = clipGlobalNorm(grads, settings.maxGradNorm);
-  optimizer.apply(params, grads, settings.learningRate, settings.weightDecay);
+  // Steps 3 and 4 of the non-finite guard: no update from a non-finite loss or gradient, no non-finite weight.
+  const finite = Number.isFinite(totals.loss) && Number.isFinite(gradNorm);
+  const applied = finite && optimizer.apply(params, grads, settings.learningRate, settings.weightDecay);
   for (const g of grads.values()) g.dispose();
   const tokens = totals.tokens;
   return {
+    ...(applied ? {} : { nonFiniteSkipped: true }),
     loss: totals.loss,
     gradNorm,
     entropy: totals.entropy / tokens,
