@@ -5,7 +5,7 @@
  * same turn, so demonstrations recorded through the gateway train the policy token for token.
  */
 
-import { toolCallText } from "../../src/engine/embedded/chat-template.js";
+import { ChatMLTemplate, toolCallText } from "../../src/engine/embedded/chat-template.js";
 import { ByteTokenizer } from "../../src/engine/embedded/tokenizer.js";
 import type {
   Engine,
@@ -57,7 +57,10 @@ function teacherMessages(turns: readonly Turn[]): ChatMessage[] {
 export class TeacherEngine implements Engine {
   readonly policyVersion = 0;
   readonly contextLength: number;
-  private readonly tokenizer = new ByteTokenizer();
+  /** The byte tokenizer of the embedded policy, so recorded ids train it token for token. */
+  readonly tokenizer = new ByteTokenizer();
+  /** The embedded policy's ChatML template. */
+  readonly chatTemplate = new ChatMLTemplate(this.tokenizer);
 
   private readonly options: TeacherOptions;
 

@@ -5,7 +5,7 @@
 import { basename, join } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
-import { CheckpointInvalid } from "../engine/embedded/checkpoint.js";
+import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { buildEngineServer } from "../engine/server/app.js";

@@ -8,7 +8,7 @@ import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { parse as parseYaml } from "yaml";
-import { CheckpointInvalid } from "../engine/embedded/checkpoint.js";
+import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import { MODEL_PRESETS } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { GatewayClient } from "../gateway/client.js";

@@ -61,6 +61,21 @@ export function runEngineContract(name: string, makeEngine: () => Promise<Engine
       }
     });
 
+    it("its tokenizer round-trips text and its chat template stops on special ids of its vocabulary", async () => {
+      const engine = await makeEngine();
+      try {
+        const { tokenizer, chatTemplate } = engine;
+        const text = "2+2 = 4, é 😀";
+        expect(tokenizer.decode(tokenizer.encode(text))).toBe(text);
+        const prompt = chatTemplate.render([{ role: "user", content: text }]);
+        expect(prompt.every((id) => Number.isInteger(id) && id >= 0 && id < tokenizer.vocabSize)).toBe(true);
+        const { startId, endId } = chatTemplate.toolCalls;
+        for (const id of [...chatTemplate.stopTokenIds, startId, endId]) expect(tokenizer.isSpecial(id)).toBe(true);
+      } finally {
+        engine.dispose();
+      }
+    });
+
     it("a prompt that does not fit the context is rejected with a RangeError", async () => {
       const engine = await makeEngine();
       try {

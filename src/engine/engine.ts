@@ -1,7 +1,10 @@
 /**
- * @module The `Engine` interface: inference and training behind one API. The trainer and the OpenAI-compatible engine
- * server depend on this file only; `embedded/` is the default CPU implementation, GPU engines plug in later.
+ * @module The `Engine` interface: inference and training behind one API, with the `Tokenizer` and `ChatTemplate` the
+ * engine provides. The trainer and the OpenAI-compatible engine server depend on these interfaces only; `embedded/`
+ * is the default CPU implementation, other engines plug in beside it.
  */
+import type { ChatTemplate } from "./chat-template.js";
+import type { Tokenizer } from "./tokenizer.js";
 
 /** How to sample one sequence. */
 export interface SamplingParams {
@@ -139,6 +142,10 @@ export interface Engine {
   readonly policyVersion: number;
   /** Maximum prompt + response length (tokens). */
   readonly contextLength: number;
+  /** The tokenizer of this engine's vocabulary (the engine server encodes and detokenises with it). */
+  readonly tokenizer: Tokenizer;
+  /** The chat format this engine's model was trained on (the engine server renders chats with it). */
+  readonly chatTemplate: ChatTemplate;
   /**
    * Generates one sequence per request. Concurrent calls are decoded together (continuous batching).
    * @throws {RangeError} a prompt that does not fit the context
@@ -160,8 +167,8 @@ export interface Engine {
    * Loads a checkpoint written by `saveCheckpoint`; training then continues exactly. Bumps `policyVersion`.
    * When it throws, the engine keeps its weights.
    * @param dir - checkpoint directory
-   * @throws {CheckpointInvalid} (the embedded engine) `missing` when nothing is at `dir`, `invalid` for anything else
-   * wrong with it, including another model shape
+   * @throws {CheckpointInvalid} `missing` when nothing is at `dir`, `invalid` for anything else wrong with it,
+   * including another model shape (the engine server answers 404 / 400)
    */
   loadCheckpoint(dir: string): Promise<void>;
   /** Frees the model's memory. */

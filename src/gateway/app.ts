@@ -6,11 +6,11 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import { pino } from "pino";
+import { errorHandler } from "../http/error-handler.js";
 import { BadRequest, NotFound } from "../protocol/index.js";
 import type { Store } from "../store/store.js";
 import { makeAuthHook } from "./auth.js";
 import { type GatewayConfig, proxyOptionsOf } from "./config.js";
-import { errorHandler } from "./error-handler.js";
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from "./json-depth.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
 import { PauseController } from "./proxy/pause.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { renderChat } from "./chat-template.js";
+import { ChatMLTemplate, renderChat } from "./chat-template.js";
 import { ByteTokenizer } from "./tokenizer.js";
 
 const tokenizer = new ByteTokenizer();
@@ -111,5 +111,20 @@ describe("renderChat", () => {
       '<|im_start|>system\nBe brief.\nTools:\n{"name":"f"}<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n' +
         "<|im_start|>system\nNow in French.<|im_end|>\n<|im_start|>assistant\n",
     );
+  });
+});
+
+describe("ChatMLTemplate", () => {
+  const template = new ChatMLTemplate(tokenizer);
+
+  it("renders exactly as renderChat, tools and generation prompt included", () => {
+    const messages = [{ role: "user" as const, content: "2+2?" }];
+    const options = { tools: [{ function: { name: "calc" } }], addGenerationPrompt: false };
+    expect(template.render(messages, options)).toEqual(renderChat(tokenizer, messages, options));
+  });
+
+  it("stops a turn on <|im_end|> then <|endoftext|> and delimits tool calls with the tool-call specials", () => {
+    expect(template.stopTokenIds).toEqual([tokenizer.imEndId, tokenizer.eosId]);
+    expect(template.toolCalls).toEqual({ startId: tokenizer.toolCallStartId, endId: tokenizer.toolCallEndId });
   });
 });

@@ -1,42 +1,19 @@
 /**
- * @module The chat template of the embedded engine: THE single place a chat (messages + tools) becomes prompt token
- * ids. ChatML-like, compact (the tiny model's context is ~256 tokens), special tokens emitted as their ids.
+ * @module The chat template of the embedded engine (`ChatMLTemplate`, a `ChatTemplate`): THE single place a chat
+ * (messages + tools) becomes prompt token ids. ChatML-like, compact (the tiny model's context is ~256 tokens), special tokens emitted as their ids.
  */
+import type {
+  ChatMessage,
+  ChatTemplate,
+  ChatTool,
+  ChatToolCall,
+  RenderOptions,
+  ToolCallDelimiters,
+} from "../chat-template.js";
 import type { ByteTokenizer, SpecialToken } from "./tokenizer.js";
 
-/** One tool call of an assistant message (OpenAI wire shape). */
-export interface ChatToolCall {
-  id?: string;
-  type?: "function";
-  function: {
-    name: string;
-    /** JSON text of the arguments, rendered verbatim. */
-    arguments: string;
-  };
-}
-
-/** One message of a chat (OpenAI wire shape, the fields the template reads). */
-export interface ChatMessage {
-  /** `developer` is OpenAI's newer name for the system role and renders exactly as `system`. */
-  role: "system" | "developer" | "user" | "assistant" | "tool";
-  /** Text, or text parts (`[{type: "text", text}]`, joined), or null (an assistant turn with only tool calls). */
-  content: string | null | { type: string; text?: string }[];
-  tool_calls?: ChatToolCall[];
-}
-
-/** One tool the model may call (OpenAI `tools[i]` wire shape). */
-export interface ChatTool {
-  type?: "function";
-  function: { name: string; description?: string; parameters?: unknown };
-}
-
-/** What to render besides the messages. */
-export interface RenderOptions {
-  /** Tools, rendered compactly into the system turn. */
-  tools?: ChatTool[];
-  /** End with `<|im_start|>assistant\n` so the model writes the next assistant turn (default true). */
-  addGenerationPrompt?: boolean;
-}
+/** The chat wire types the template renders (declared beside the `ChatTemplate` interface). */
+export type { ChatMessage, ChatTool, ChatToolCall, RenderOptions } from "../chat-template.js";
 
 /** A piece of a rendered prompt: plain text (encoded as bytes) or a special token (one id). */
 type Piece = string | { special: SpecialToken };
@@ -139,4 +116,23 @@ export function renderChat(
     else ids.push(tokenizer.specialId(piece.special));
   }
   return ids;
+}
+
+/** The embedded engine's {@link ChatTemplate}: {@link renderChat} over the byte tokenizer's ChatML special ids. */
+export class ChatMLTemplate implements ChatTemplate {
+  /** `<|im_end|>` then `<|endoftext|>`. */
+  readonly stopTokenIds: readonly number[];
+  /** `<tool_call>` … `</tool_call>`. */
+  readonly toolCalls: ToolCallDelimiters;
+
+  /** @param tokenizer - the byte tokenizer whose special ids are emitted */
+  constructor(private readonly tokenizer: ByteTokenizer) {
+    this.stopTokenIds = [tokenizer.imEndId, tokenizer.eosId];
+    this.toolCalls = { startId: tokenizer.toolCallStartId, endId: tokenizer.toolCallEndId };
+  }
+
+  /** Renders a chat to prompt token ids, [promptLen] (see {@link renderChat}). */
+  render(messages: readonly ChatMessage[], options: RenderOptions = {}): number[] {
+    return renderChat(this.tokenizer, messages, options);
+  }
 }

@@ -6,6 +6,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { CheckpointInvalid } from "../checkpoint-error.js";
 import type { AdamWConstants } from "./adamw.js";
 import { type ModelConfig, ModelConfigSchema } from "./config.js";
 import { paramSpecs } from "./params.js";
@@ -58,27 +59,6 @@ export async function writeCheckpoint(dir: string, data: CheckpointData): Promis
     epsilon: String(constants.epsilon),
   };
   await atomicWrite(join(dir, CHECKPOINT_FILES.optimizer), encodeSafeTensors(data.optimizer.moments, metadata));
-}
-
-/**
- * A checkpoint that cannot be loaded. `kind` is `missing` when nothing exists at the path and `invalid` for anything
- * else (a file, no `config.json`, a config or weights that are malformed or do not match each other).
- */
-export class CheckpointInvalid extends Error {
-  /**
-   * @param dir - the checkpoint path as given
-   * @param kind - `missing` (nothing there) or `invalid`
-   * @param reason - what is wrong, e.g. `config.json: vocab: expected number, received undefined`
-   */
-  constructor(
-    readonly dir: string,
-    readonly kind: "missing" | "invalid",
-    readonly reason: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`checkpoint ${dir}: ${reason}`, options);
-    this.name = "CheckpointInvalid";
-  }
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 
 import * as tf from "@tensorflow/tfjs";
+import { CheckpointInvalid } from "../checkpoint-error.js";
 import type {
   Engine,
   GenerateOptions,
@@ -18,7 +19,8 @@ import type {
 import { AdamW } from "./adamw.js";
 import { initWasmBackend } from "./backend.js";
 import { Batcher } from "./batcher.js";
-import { CheckpointInvalid, readCheckpoint, writeCheckpoint } from "./checkpoint.js";
+import { ChatMLTemplate } from "./chat-template.js";
+import { readCheckpoint, writeCheckpoint } from "./checkpoint.js";
 import { MODEL_PRESETS, type ModelConfig, type ModelPreset, parseModelConfig } from "./config.js";
 import { Gpt } from "./model.js";
 import { initialValues, type PositionInit } from "./params.js";
@@ -45,6 +47,8 @@ export interface EmbeddedEngineOptions {
 export class EmbeddedEngine implements Engine {
   /** The byte tokenizer prompts are encoded with. */
   readonly tokenizer = new ByteTokenizer();
+  /** The ChatML template chats are rendered with. */
+  readonly chatTemplate = new ChatMLTemplate(this.tokenizer);
   /** The GPT whose weights train and serve. */
   readonly model: Gpt;
   private version = 0;

@@ -2,6 +2,7 @@
  * @module Byte-level tokenizer of the embedded engine: ids 0–255 are UTF-8 bytes, ids 256+ are special tokens.
  * Plain text never produces special ids (a user cannot inject `<|im_end|>`); only the chat template emits them.
  */
+import type { Tokenizer } from "../tokenizer.js";
 
 /** Special tokens, in id order starting at 256. */
 export const SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"] as const;
@@ -15,7 +16,7 @@ export const FIRST_SPECIAL_ID = 256;
  * Byte-level tokenizer. Encoding is UTF-8 bytes, so any string round-trips exactly, emoji and CJK included; a single
  * id may be an incomplete UTF-8 piece, which is why callers must keep token ids and never re-tokenise text.
  */
-export class ByteTokenizer {
+export class ByteTokenizer implements Tokenizer {
   /** Number of ids: 256 bytes + the special tokens. */
   readonly vocabSize = FIRST_SPECIAL_ID + SPECIAL_TOKENS.length;
   /** `<|endoftext|>`: end of a plain completion. */

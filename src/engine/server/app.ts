@@ -1,14 +1,14 @@
 /**
- * @module Builds the engine server: a Fastify app serving one `Engine` through vLLM-compatible routes
+ * @module Builds the engine server: a Fastify app serving one `Engine` (with its tokenizer and chat template) through
+ * vLLM-compatible routes
  * (`/v1/chat/completions`, `/v1/completions`, `/v1/models`, `/tokenize`, `/detokenize`) and admin routes
  * (`/v1/load_weights`, `/pause`, `/resume`). Every error, unknown routes included, is JSON `{detail, code}` from the
  * shared error handler.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import { errorHandler } from "../../gateway/error-handler.js";
+import { errorHandler } from "../../http/error-handler.js";
 import { NotFound } from "../../protocol/errors.js";
-import { ByteTokenizer } from "../embedded/tokenizer.js";
 import type { Engine } from "../engine.js";
 import { Admission } from "./admission.js";
 import type { ServerContext } from "./context.js";
@@ -48,7 +48,8 @@ export async function buildEngineServer(options: EngineServerOptions): Promise<F
   });
   const ctx: ServerContext = {
     engine: options.engine,
-    tokenizer: new ByteTokenizer(),
+    tokenizer: options.engine.tokenizer,
+    chatTemplate: options.engine.chatTemplate,
     modelName: options.modelName,
     admission: new Admission(),
     startedS: Math.floor(Date.now() / 1000),

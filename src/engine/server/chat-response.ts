@@ -12,8 +12,9 @@
  * arclight adds one key at the end: `policy_version` (also sent as the `x-policy-version` header).
  * @see vLLM v0.19.0 `vllm/entrypoints/openai/chat_completion/{protocol,serving}.py`
  */
-import type { ByteTokenizer } from "../embedded/tokenizer.js";
+import type { ToolCallDelimiters } from "../chat-template.js";
 import type { GenerationResult } from "../engine.js";
+import type { Tokenizer } from "../tokenizer.js";
 import { usage } from "./context.js";
 import { type ChatLogprobEntry, chatLogprobEntries, tokenStrings } from "./logprobs.js";
 import { wireStopReason } from "./sampling.js";
@@ -22,7 +23,9 @@ import { parseToolCalls, type WireToolCall } from "./tool-calls.js";
 
 /** How the choices of one chat request are written. */
 export interface ChatRenderOptions {
-  tokenizer: ByteTokenizer;
+  tokenizer: Tokenizer;
+  /** The chat template's ids around a tool call. */
+  toolCalls: ToolCallDelimiters;
   /** Stop strings of the request (the text is cut before them). */
   stop: string[];
   /** Parse `<tool_call>` blocks (tools given and `tool_choice` not "none"). */
@@ -40,10 +43,13 @@ function messageOf(
   result: GenerationResult,
   options: ChatRenderOptions,
 ): { content: string | null; toolCalls: WireToolCall[] } {
-  const { tokenizer, stop } = options;
+  const { tokenizer, stop, toolCalls } = options;
   if (!options.parseTools) return { content: visibleText(tokenizer, result.tokenIds, stop), toolCalls: [] };
-  const text = visibleText(tokenizer, result.tokenIds, stop, [tokenizer.toolCallStartId, tokenizer.toolCallEndId]);
-  return parseToolCalls(text);
+  const text = visibleText(tokenizer, result.tokenIds, stop, [toolCalls.startId, toolCalls.endId]);
+  return parseToolCalls(text, {
+    start: tokenizer.decode([toolCalls.startId], false),
+    end: tokenizer.decode([toolCalls.endId], false),
+  });
 }
 
 /** Chat `logprobs` of a whole generation: `{content: [...]}`, or null when not asked. */

@@ -44,7 +44,9 @@ export class ChatChoiceStream {
     private readonly options: ChatRenderOptions,
   ) {
     this.strings = tokenStrings(options.tokenizer);
-    this.tools = options.parseTools ? new ToolCallStream(options.tokenizer, options.stop) : undefined;
+    this.tools = options.parseTools
+      ? new ToolCallStream(options.tokenizer, options.toolCalls, options.stop)
+      : undefined;
     this.text = new TextAssembler(options.tokenizer, options.stop);
   }
 

@@ -14,8 +14,9 @@
  * arclight adds top-level `policy_version` to the non-stream body and to each choice's first chunk.
  * @see vLLM v0.19.0 `vllm/entrypoints/openai/completion/{protocol,serving}.py`
  */
-import type { ByteTokenizer } from "../embedded/tokenizer.js";
+
 import type { GenerationResult, TokenEvent } from "../engine.js";
+import type { Tokenizer } from "../tokenizer.js";
 import type { AnswerIdentity } from "./chat-response.js";
 import { usage } from "./context.js";
 import { completionLogprobs, tokenStrings } from "./logprobs.js";
@@ -24,7 +25,7 @@ import { TextAssembler } from "./text-stream.js";
 
 /** How the choices of one completions request are written. */
 export interface CompletionRenderOptions {
-  tokenizer: ByteTokenizer;
+  tokenizer: Tokenizer;
   stop: string[];
   returnTokenIds: boolean;
   /** `logprobs` given (any integer): fill the logprobs object. */

@@ -1,12 +1,13 @@
 /**
- * @module What every route plugin of the engine server shares: the engine, its tokenizer, the served model name,
+ * @module What every route plugin of the engine server shares: the engine, its tokenizer and chat template, the served model name,
  * the admission gate (pause / weight swaps), and the one place a generation is run.
  */
 import { randomBytes } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import { BadRequest } from "../../protocol/errors.js";
-import type { ByteTokenizer } from "../embedded/tokenizer.js";
+import type { ChatTemplate } from "../chat-template.js";
 import type { Engine, GenerateOptions, GenerationRequest, GenerationResult } from "../engine.js";
+import type { Tokenizer } from "../tokenizer.js";
 import type { Admission } from "./admission.js";
 
 /** Response header carrying the policy version of the weights that generated the answer. */
@@ -15,7 +16,10 @@ export const POLICY_VERSION_HEADER = "x-policy-version";
 /** Shared state of one engine server. */
 export interface ServerContext {
   engine: Engine;
-  tokenizer: ByteTokenizer;
+  /** The engine's tokenizer. */
+  tokenizer: Tokenizer;
+  /** The engine's chat template. */
+  chatTemplate: ChatTemplate;
   /** The model name served (`/v1/models`, `model` of every answer). */
   modelName: string;
   admission: Admission;

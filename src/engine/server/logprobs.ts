@@ -4,7 +4,7 @@
  * under the distribution actually sampled from. Top-k alternatives are not computed (`top_logprobs` is `[]` for chat;
  * for completions each entry holds only the sampled token, as vLLM does with `logprobs: 0`).
  */
-import type { ByteTokenizer } from "../embedded/tokenizer.js";
+import type { Tokenizer } from "../tokenizer.js";
 import { TokenStrings } from "./text-stream.js";
 
 /** vLLM clamps -inf logprobs to this value. */
@@ -45,7 +45,7 @@ function clamp(logprob: number): number {
  * @param logprobs - their logprobs (nats), [n]
  */
 export function chatLogprobEntries(
-  tokenizer: ByteTokenizer,
+  tokenizer: Tokenizer,
   strings: TokenStrings,
   ids: readonly number[],
   logprobs: readonly number[],
@@ -87,6 +87,6 @@ export function completionLogprobs(
 }
 
 /** A fresh {@link TokenStrings} for one sequence. */
-export function tokenStrings(tokenizer: ByteTokenizer): TokenStrings {
+export function tokenStrings(tokenizer: Tokenizer): TokenStrings {
   return new TokenStrings(tokenizer);
 }

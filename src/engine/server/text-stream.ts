@@ -3,7 +3,7 @@
  * joined, stop strings cut) and the per-token strings of logprobs. Stream and non-stream answers use the same code,
  * so a streamed text always concatenates to the non-stream text.
  */
-import type { ByteTokenizer } from "../embedded/tokenizer.js";
+import type { Tokenizer } from "../tokenizer.js";
 
 /** Bytes of the UTF-8 character a lead byte starts (2-4); 0 for a continuation or a byte UTF-8 never uses. */
 function utf8Length(byte: number): number {
@@ -28,7 +28,7 @@ export class TokenStrings {
   private pending: number[] = [];
 
   /** @param tokenizer - writes special tokens as their strings */
-  constructor(private readonly tokenizer: ByteTokenizer) {}
+  constructor(private readonly tokenizer: Tokenizer) {}
 
   /**
    * @param id - the next id of the sequence
@@ -39,20 +39,29 @@ export class TokenStrings {
       this.pending = [];
       return this.tokenizer.decode([id], false);
     }
-    if (id < 0x80) {
+    // A byte tokenizer's id is one byte; a subword id's bytes go through one by one, joined.
+    return this.tokenizer
+      .tokenBytes(id)
+      .map((byte) => this.nextByte(byte))
+      .join("");
+  }
+
+  /** The string one byte completes (see the class doc). */
+  private nextByte(byte: number): string {
+    if (byte < 0x80) {
       this.pending = [];
-      return String.fromCharCode(id);
+      return String.fromCharCode(byte);
     }
-    if (utf8Length(id) > 0) {
-      this.pending = [id];
+    if (utf8Length(byte) > 0) {
+      this.pending = [byte];
       return "";
     }
     // A continuation byte (0x80-0xBF) or a byte UTF-8 never uses (0xC0, 0xC1, 0xF5-0xFF).
-    if (this.pending.length === 0 || id > 0xbf) {
+    if (this.pending.length === 0 || byte > 0xbf) {
       this.pending = [];
       return "";
     }
-    this.pending.push(id);
+    this.pending.push(byte);
     if (this.pending.length < utf8Length(this.pending[0]!)) return "";
     const bytes = Uint8Array.from(this.pending);
     this.pending = [];
@@ -76,13 +85,13 @@ export class TextAssembler {
   private stopped = false;
 
   /**
-   * @param tokenizer - the byte tokenizer
+   * @param tokenizer - the engine's tokenizer (each id's bytes are decoded as one UTF-8 stream)
    * @param stop - stop strings; the text is cut before the earliest match
    * @param keepSpecialIds - special ids written as their strings instead of dropped (the tool parser keeps
    *   `<tool_call>` and `</tool_call>`)
    */
   constructor(
-    private readonly tokenizer: ByteTokenizer,
+    private readonly tokenizer: Tokenizer,
     private readonly stop: readonly string[] = [],
     private readonly keepSpecialIds: readonly number[] = [],
   ) {}
@@ -95,7 +104,8 @@ export class TextAssembler {
   /** @returns the text that became visible with this id (often `""`) */
   push(id: number): string {
     if (this.stopped) return "";
-    if (!this.tokenizer.isSpecial(id)) this.full += this.decoder.decode(Uint8Array.of(id), { stream: true });
+    if (!this.tokenizer.isSpecial(id))
+      this.full += this.decoder.decode(Uint8Array.from(this.tokenizer.tokenBytes(id)), { stream: true });
     else if (this.keepSpecialIds.includes(id)) this.full += this.decoder.decode() + this.tokenizer.decode([id], false);
     else return "";
     return this.release(false);
@@ -156,7 +166,7 @@ export class TextAssembler {
  * @param keepSpecialIds - special ids written as their strings
  */
 export function visibleText(
-  tokenizer: ByteTokenizer,
+  tokenizer: Tokenizer,
   ids: readonly number[],
   stop: readonly string[],
   keepSpecialIds: readonly number[] = [],

@@ -3,7 +3,8 @@
  * Text before the first `<tool_call>` streams as content; the ids of a block stream as `delta: {}` and the call is sent
  * whole, as one `tool_calls` delta, on its `</tool_call>` id (clients accumulate deltas, so one piece is valid OpenAI).
  */
-import type { ByteTokenizer } from "../embedded/tokenizer.js";
+import type { ToolCallDelimiters } from "../chat-template.js";
+import type { Tokenizer } from "../tokenizer.js";
 import { TextAssembler } from "./text-stream.js";
 import { parseToolCallBlock } from "./tool-calls.js";
 
@@ -34,11 +35,13 @@ export class ToolCallStream {
   callsSent = 0;
 
   /**
-   * @param tokenizer - the byte tokenizer
+   * @param tokenizer - the engine's tokenizer
+   * @param delimiters - the chat template's ids around a tool call
    * @param stop - stop strings applied to the content
    */
   constructor(
-    private readonly tokenizer: ByteTokenizer,
+    private readonly tokenizer: Tokenizer,
+    private readonly delimiters: ToolCallDelimiters,
     stop: readonly string[] = [],
   ) {
     this.content = new TextAssembler(tokenizer, stop);
@@ -46,7 +49,7 @@ export class ToolCallStream {
 
   /** @returns the delta of one generated id; `{}` for ids the parser keeps to itself */
   push(id: number): ChatDelta {
-    if (id === this.tokenizer.toolCallStartId && this.state !== "call") {
+    if (id === this.delimiters.startId && this.state !== "call") {
       this.state = "call";
       this.block = [];
       return {};
@@ -65,7 +68,7 @@ export class ToolCallStream {
   }
 
   private inBlock(id: number): ChatDelta {
-    if (id !== this.tokenizer.toolCallEndId) {
+    if (id !== this.delimiters.endId) {
       if (!this.tokenizer.isSpecial(id)) this.block.push(id);
       return {};
     }

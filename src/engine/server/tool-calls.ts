@@ -24,8 +24,14 @@ export interface ParsedToolCalls {
   toolCalls: WireToolCall[];
 }
 
-const START = "<tool_call>";
-const END = "</tool_call>";
+/** The strings around a tool-call block in generated text (the chat template's delimiter ids, decoded). */
+export interface ToolCallMarkers {
+  start: string;
+  end: string;
+}
+
+/** Hermes markers: `<tool_call>` and `</tool_call>`. */
+export const HERMES_MARKERS: ToolCallMarkers = { start: "<tool_call>", end: "</tool_call>" };
 
 /** A fresh tool call id, `chatcmpl-tool-` + 16 hex digits (vLLM's format). */
 export function toolCallId(): string {
@@ -63,14 +69,15 @@ export function parseToolCallBlock(json: string): WireToolCall | undefined {
 }
 
 /** Splits text into the `<tool_call>` block bodies; undefined when a block is unterminated. */
-function blockBodies(text: string, first: number): string[] | undefined {
+function blockBodies(text: string, first: number, markers: ToolCallMarkers): string[] | undefined {
   const bodies: string[] = [];
+  const { start, end } = markers;
   let at = first;
   while (at >= 0) {
-    const end = text.indexOf(END, at + START.length);
-    if (end < 0) return undefined;
-    bodies.push(text.slice(at + START.length, end));
-    at = text.indexOf(START, end + END.length);
+    const close = text.indexOf(end, at + start.length);
+    if (close < 0) return undefined;
+    bodies.push(text.slice(at + start.length, close));
+    at = text.indexOf(start, close + end.length);
   }
   return bodies;
 }
@@ -79,14 +86,15 @@ function blockBodies(text: string, first: number): string[] | undefined {
  * Parses every `<tool_call>{json}</tool_call>` block of a generation, all or nothing: one malformed or unterminated
  * block leaves the whole text as content with no calls (as vLLM's Hermes parser does).
  * @param text - the generated text with the tool-call specials written as their strings and the stop token removed
+ * @param markers - the block delimiters as written in `text` (default `<tool_call>` / `</tool_call>`)
  * @returns content (text before the first block, null when blank) and the calls; `{content: text, toolCalls: []}` when
  *   nothing parsed
  * @see vLLM `vllm/tool_parsers/hermes_tool_parser.py` (`extract_tool_calls`)
  */
-export function parseToolCalls(text: string): ParsedToolCalls {
-  const first = text.indexOf(START);
+export function parseToolCalls(text: string, markers: ToolCallMarkers = HERMES_MARKERS): ParsedToolCalls {
+  const first = text.indexOf(markers.start);
   if (first < 0) return { content: text, toolCalls: [] };
-  const bodies = blockBodies(text, first);
+  const bodies = blockBodies(text, first, markers);
   const calls = bodies?.map((body) => parseToolCallBlock(body.trim()));
   if (calls === undefined || calls.some((call) => call === undefined)) return { content: text, toolCalls: [] };
   const before = text.slice(0, first);

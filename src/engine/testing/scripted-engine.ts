@@ -5,7 +5,11 @@
  * `EmbeddedEngine`.
  */
 import { existsSync } from "node:fs";
+import type { ChatTemplate } from "../chat-template.js";
+import { ChatMLTemplate } from "../embedded/chat-template.js";
+import { ByteTokenizer } from "../embedded/tokenizer.js";
 import type { Engine, GenerateOptions, GenerationRequest, GenerationResult } from "../engine.js";
+import type { Tokenizer } from "../tokenizer.js";
 
 /** Ids to emit for a prompt; the generation still ends early on a stop id, stop string or max tokens. */
 export type Script = (promptTokenIds: readonly number[]) => number[];
@@ -25,17 +29,27 @@ function seededBytes(seed: number, count: number): number[] {
 export class ScriptedEngine implements Engine {
   /** +1 per `loadCheckpoint`. */
   policyVersion = 0;
+  /** Default: the embedded engine's byte tokenizer (scripted ids are bytes and its special ids). */
+  readonly tokenizer: Tokenizer;
+  /** Default: the embedded engine's ChatML template. */
+  readonly chatTemplate: ChatTemplate;
   /** Calls of `generate` seen, with their request counts (to check batching of n > 1). */
   readonly calls: number[] = [];
 
   /**
    * @param contextLength - context (tokens); a prompt this long or longer is refused
    * @param script - ids to "generate" per prompt; omitted: seeded printable bytes
+   * @param format - another tokenizer and chat template to serve with; omitted: the embedded engine's
    */
   constructor(
     readonly contextLength = 256,
     private readonly script?: Script,
-  ) {}
+    format?: { tokenizer: Tokenizer; chatTemplate: ChatTemplate },
+  ) {
+    const tokenizer = new ByteTokenizer();
+    this.tokenizer = format?.tokenizer ?? tokenizer;
+    this.chatTemplate = format?.chatTemplate ?? new ChatMLTemplate(tokenizer);
+  }
 
   async generate(requests: GenerationRequest[], options: GenerateOptions = {}): Promise<GenerationResult[]> {
     this.calls.push(requests.length);

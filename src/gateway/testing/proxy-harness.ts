@@ -3,11 +3,11 @@
  * hook, a store, and the proxy plugin, listening on 127.0.0.1 port 0.
  */
 import Fastify, { type FastifyInstance } from "fastify";
+import { errorHandler } from "../../http/error-handler.js";
 import { type ModelInput, RolloutCreateSchema } from "../../protocol/index.js";
 import { MemoryStore } from "../../store/memory.js";
 import type { Store } from "../../store/store.js";
 import { makeAuthHook } from "../auth.js";
-import { errorHandler } from "../error-handler.js";
 import { type ProxyOptionsInput, resolveProxyOptions } from "../proxy/options.js";
 import { PauseController } from "../proxy/pause.js";
 import { proxyRoutes } from "../routes/proxy.js";

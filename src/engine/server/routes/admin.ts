@@ -11,7 +11,7 @@
 import { statSync } from "node:fs";
 import type { FastifyPluginAsync } from "fastify";
 import { BadRequest, NotFound } from "../../../protocol/errors.js";
-import { CheckpointInvalid } from "../../embedded/checkpoint.js";
+import { CheckpointInvalid } from "../../checkpoint-error.js";
 import { POLICY_VERSION_HEADER, type ServerContext } from "../context.js";
 import { loadWeightsRequestSchema, parseBody } from "../request-schemas.js";
 

@@ -3,7 +3,6 @@
  * answer in vLLM's shape, non-stream or SSE.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
-import { renderChat } from "../../embedded/chat-template.js";
 import type { GenerationRequest } from "../../engine.js";
 import { type AnswerIdentity, type ChatRenderOptions, chatBody } from "../chat-response.js";
 import { ChatChoiceStream, chatUsageChunk } from "../chat-stream.js";
@@ -24,10 +23,10 @@ interface PreparedChat {
 /** Parses, renders and checks one request. @throws {BadRequest} for a bad body or a prompt that does not fit */
 function prepare(ctx: ServerContext, request: FastifyRequest): PreparedChat {
   const body = parseBody(chatRequestSchema, request.body, "chat completion request");
-  const { tokenizer } = ctx;
+  const { tokenizer, chatTemplate } = ctx;
   const parseTools = (body.tools?.length ?? 0) > 0 && body.tool_choice !== "none";
-  const promptTokenIds = renderChat(tokenizer, body.messages, { tools: parseTools ? (body.tools ?? []) : [] });
-  const defaultStopTokenIds = [tokenizer.imEndId, tokenizer.eosId];
+  const promptTokenIds = chatTemplate.render(body.messages, { tools: parseTools ? (body.tools ?? []) : [] });
+  const defaultStopTokenIds = [...chatTemplate.stopTokenIds];
   const context = {
     promptTokens: promptTokenIds.length,
     contextLength: ctx.engine.contextLength,
@@ -40,6 +39,7 @@ function prepare(ctx: ServerContext, request: FastifyRequest): PreparedChat {
   }));
   const options: ChatRenderOptions = {
     tokenizer,
+    toolCalls: chatTemplate.toolCalls,
     stop: requests[0]?.sampling.stop ?? [],
     parseTools,
     returnTokenIds: body.return_token_ids === true,

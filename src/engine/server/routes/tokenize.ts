@@ -6,7 +6,6 @@
  */
 import type { FastifyPluginAsync } from "fastify";
 import { BadRequest } from "../../../protocol/errors.js";
-import { renderChat } from "../../embedded/chat-template.js";
 import type { ServerContext } from "../context.js";
 import { detokenizeRequestSchema, parseBody, tokenizeRequestSchema } from "../request-schemas.js";
 
@@ -18,7 +17,7 @@ export function tokenizeRoutes(ctx: ServerContext): FastifyPluginAsync {
       const tokens =
         "prompt" in body
           ? ctx.tokenizer.encode(body.prompt)
-          : renderChat(ctx.tokenizer, body.messages, {
+          : ctx.chatTemplate.render(body.messages, {
               tools: body.tools ?? [],
               addGenerationPrompt: body.add_generation_prompt ?? true,
             });

@@ -1,19 +1,19 @@
 /**
- * @module The gateway's single error handler: every error becomes JSON `{ detail }` with the right status.
+ * @module The single error handler of arclight's HTTP servers (gateway and engine server): every error becomes JSON `{ detail }` with the right status.
  * `ArclightError` → its status + `{detail, code}`; validation → 422 with FastAPI-shaped `detail` items;
  * Fastify client errors (bad JSON, body too large) → their 4xx; anything else → 500, logged with its stack.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { ArclightError, ValidationFailed } from "../protocol/index.js";
 
-/** The body of every gateway error answer. `detail` is a string, or FastAPI validation items for 422. */
+/** The body of every error answer. `detail` is a string, or FastAPI validation items for 422. */
 export interface ErrorBody {
   detail: unknown;
   /** Stable machine-readable name: an `ArclightError` code, a lowercased Fastify code, or `internal_error`. */
   code: string;
 }
 
-/** Turns any thrown value into the status and body the gateway answers with. */
+/** Turns any thrown value into the status and body a server answers with. */
 export function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
   if (err instanceof ValidationFailed) return { status: 422, body: { detail: err.issues, code: err.code } };
   if (err instanceof ArclightError) return { status: err.status, body: { detail: err.message, code: err.code } };
