@@ -1,7 +1,8 @@
 /**
  * @module Builds the gateway's Fastify app (not listening): error handler, auth, request ids and logging, body limit,
  * JSON parsing, 404s, metrics, then one plugin per resource. A plugin taking {@link GatewayRouteOptions} goes in
- * `ROUTE_PLUGINS`; one with its own options gets one `app.register` line at the end of {@link buildApp} (the LLM proxy).
+ * `ROUTE_PLUGINS`; one with its own options gets one `app.register` line at the end of {@link buildApp} (the LLM proxy,
+ * the OTLP receiver).
  */
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
@@ -19,6 +20,7 @@ import { eventRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { modelRoutes } from "./routes/models.js";
+import { otlpRoutes } from "./routes/otlp.js";
 import { proxyRoutes } from "./routes/proxy.js";
 import { rolloutRoutes } from "./routes/rollouts.js";
 
@@ -128,6 +130,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   installMetricsHooks(app, metrics);
   for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config });
   void app.register(metricsRoutes, { registry: metrics.registry });
+  void app.register(otlpRoutes, { store, bodyLimitBytes: config.body_limit_bytes, spans: metrics.otlpSpans });
   void app.register(proxyRoutes, { store, options: proxyOptionsOf(config), pause: new PauseController() });
   return app;
 }

@@ -1,6 +1,6 @@
 /**
  * @module The gateway's Prometheus metrics on a per-app prom-client `Registry` (never the global default registry,
- * so several apps in one process do not clash): requests by route and status, latency, rollouts by state, events.
+ * so several apps in one process do not clash): requests by route and status, latency, rollouts by state, events, OTLP spans.
  */
 import type { FastifyInstance } from "fastify";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
@@ -14,6 +14,8 @@ export interface GatewayMetrics {
   requests: Counter<"method" | "route" | "status">;
   /** `arclight_http_request_duration_seconds{method, route}`. */
   latency: Histogram<"method" | "route">;
+  /** `arclight_otlp_spans_total{result, reason}`: spans received on `/v1/traces`, stored or rejected (and why). */
+  otlpSpans: Counter<"result" | "reason">;
 }
 
 /** Latency buckets in seconds: 0.5 ms … 10 s (API calls are fast; proxied model calls are slow). */
@@ -38,6 +40,12 @@ export function createGatewayMetrics(store: Store): GatewayMetrics {
     buckets: LATENCY_BUCKETS_S,
     registers: [registry],
   });
+  const otlpSpans = new Counter({
+    name: "arclight_otlp_spans_total",
+    help: "OTLP spans received: result accepted or rejected; reason unattributed, rollout_not_found, stale_attempt, rollout_finished or refused",
+    labelNames: ["result", "reason"] as const,
+    registers: [registry],
+  });
   new Gauge({
     name: "arclight_rollouts",
     help: "Rollouts in the store, by state",
@@ -56,7 +64,7 @@ export function createGatewayMetrics(store: Store): GatewayMetrics {
       this.set(await store.countEvents());
     },
   });
-  return { registry, requests, latency };
+  return { registry, requests, latency, otlpSpans };
 }
 
 /**

@@ -7,6 +7,8 @@ export * from "./event.js";
 export * from "./model.js";
 /** Rollouts, their configs, creates and patches. */
 export * from "./rollout.js";
+/** `span` events (OpenTelemetry spans of agents), the `arclight.*` attribute names, W3C `traceparent`. */
+export * from "./span.js";
 /** The rollout state machine. */
 export * from "./state.js";
 /** Text checks shared by the schemas (well-formed UTF-16). */

@@ -1,0 +1,122 @@
+/**
+ * @module Stores decoded spans as `span` events: each span goes to the rollout and attempt its attributes name
+ * (span attributes first, then resource attributes), in request order. What cannot be stored is counted and
+ * explained for the OTLP partial-success reply, never dropped silently.
+ */
+import {
+  ArclightError,
+  ATTEMPT_ID_ATTRIBUTE,
+  ROLLOUT_ID_ATTRIBUTE,
+  SPAN_EVENT_TYPE,
+  type SpanData,
+} from "../../protocol/index.js";
+import type { EventWrite, Store } from "../../store/store.js";
+
+/** Why spans were not stored; the label of the `arclight_otlp_spans_total` counter. */
+export type SpanRejectReason = "unattributed" | "rollout_not_found" | "stale_attempt" | "rollout_finished" | "refused";
+
+/** Outcome of one ingest. */
+export interface IngestResult {
+  accepted: number;
+  /** Rejected span counts by reason (only reasons that occurred). */
+  rejected: Partial<Record<SpanRejectReason, number>>;
+  /** One line per rejected group, for `partial_success.error_message`. */
+  messages: string[];
+}
+
+interface SpanGroup {
+  rolloutId: string;
+  /** Undefined: the rollout's current attempt. */
+  attemptId: string | undefined;
+  events: EventWrite[];
+}
+
+function stringAttribute(span: SpanData, name: string): string | undefined {
+  const value = span.attributes[name] ?? span.resource[name];
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+/**
+ * The event of one span. Its `event_id` is `span:{trace_id}:{span_id}`, so an exporter's retry of a batch stores
+ * nothing twice.
+ */
+function spanEvent(span: SpanData): EventWrite {
+  return { event_type: SPAN_EVENT_TYPE, data: span, event_id: `span:${span.trace_id}:${span.span_id}` };
+}
+
+/** Splits spans by (rollout, attempt), keeping first-seen group order and request order inside each group. */
+function groupSpans(spans: readonly SpanData[]): { groups: SpanGroup[]; unattributed: number } {
+  const groups = new Map<string, SpanGroup>();
+  let unattributed = 0;
+  for (const span of spans) {
+    const rolloutId = stringAttribute(span, ROLLOUT_ID_ATTRIBUTE);
+    if (rolloutId === undefined) {
+      unattributed++;
+      continue;
+    }
+    const attemptId = stringAttribute(span, ATTEMPT_ID_ATTRIBUTE);
+    const key = `${rolloutId}\u0000${attemptId ?? ""}`;
+    let group = groups.get(key);
+    if (!group) {
+      group = { rolloutId, attemptId, events: [] };
+      groups.set(key, group);
+    }
+    group.events.push(spanEvent(span));
+  }
+  return { groups: [...groups.values()], unattributed };
+}
+
+const REASONS: Record<string, SpanRejectReason> = {
+  rollout_not_found: "rollout_not_found",
+  stale_attempt: "stale_attempt",
+  rollout_finished: "rollout_finished",
+};
+
+/** Appends one group; a refusal the store explains (unknown rollout, superseded attempt, finished rollout) is returned. */
+async function storeGroup(
+  store: Store,
+  group: SpanGroup,
+): Promise<{ reason: SpanRejectReason; message: string } | null> {
+  try {
+    let attemptId = group.attemptId;
+    if (attemptId === undefined) {
+      const rollout = await store.getRollout(group.rolloutId);
+      attemptId = rollout?.status.last_attempt_id ?? "0";
+    }
+    await store.appendEvents(group.rolloutId, attemptId, group.events);
+    return null;
+  } catch (err) {
+    if (!(err instanceof ArclightError) || err.status >= 500) throw err;
+    return { reason: REASONS[err.code] ?? "refused", message: err.message };
+  }
+}
+
+/**
+ * Stores spans, one store transaction per (rollout, attempt). Late writes follow the store's rules for any event:
+ * whatever `appendEvents` refuses for a group is rejected for all its spans.
+ * @param store - where events go
+ * @param spans - decoded spans, in request order
+ * @returns how many were stored and, by reason, how many were not
+ * @throws whatever the store throws that is not an `ArclightError` below 500 (the request then fails with 500)
+ */
+export async function ingestSpans(store: Store, spans: readonly SpanData[]): Promise<IngestResult> {
+  const { groups, unattributed } = groupSpans(spans);
+  const result: IngestResult = { accepted: 0, rejected: {}, messages: [] };
+  if (unattributed > 0) {
+    result.rejected.unattributed = unattributed;
+    result.messages.push(
+      `${unattributed} span(s) name no rollout: set the resource attribute ${ROLLOUT_ID_ATTRIBUTE} ` +
+        `(OTEL_RESOURCE_ATTRIBUTES=${ROLLOUT_ID_ATTRIBUTE}=...,${ATTEMPT_ID_ATTRIBUTE}=...)`,
+    );
+  }
+  for (const group of groups) {
+    const refusal = await storeGroup(store, group);
+    if (refusal === null) {
+      result.accepted += group.events.length;
+      continue;
+    }
+    result.rejected[refusal.reason] = (result.rejected[refusal.reason] ?? 0) + group.events.length;
+    result.messages.push(`${group.events.length} span(s) of rollout ${group.rolloutId}: ${refusal.message}`);
+  }
+  return result;
+}
