@@ -1,0 +1,102 @@
+"""Builds the policy: a local Hugging Face model folder or a random-initialised model from a bundled config
+(`new:NAME`), its tokenizer, optional LoRA adapters (peft), on a device and dtype. Never downloads anything."""
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+ASSETS = resources.files("arclight_torch") / "assets"
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    rank: int
+    alpha: float
+    targets: tuple[str, ...]
+
+
+@dataclass
+class Policy:
+    model: torch.nn.Module  # a PreTrainedModel, or a peft PeftModel around one
+    tokenizer: PreTrainedTokenizerBase
+    name: str
+    context_length: int
+    lora: LoraSettings | None
+    device: torch.device
+    dtype: torch.dtype
+
+
+def bundled_configs() -> list[str]:
+    """Names usable as `new:NAME`."""
+    return sorted(p.name.removesuffix(".json") for p in (ASSETS / "configs").iterdir() if p.name.endswith(".json"))
+
+
+def load_policy(
+    spec: str,
+    *,
+    device: str = "cpu",
+    dtype: str = "float32",
+    lora: LoraSettings | None = None,
+    seed: int = 0,
+    context_length: int | None = None,
+) -> Policy:
+    """Loads `spec` (a model folder, or `new:NAME` for a bundled config with random weights from `seed`).
+
+    Raises ValueError naming the spec when the folder or bundled config does not exist."""
+    torch_dtype = DTYPES[dtype]
+    if spec.startswith("new:"):
+        name = spec.removeprefix("new:")
+        if name not in bundled_configs():
+            raise ValueError(f"--model {spec}: no bundled config {name!r} (have: {', '.join(bundled_configs())})")
+        config_dict = json.loads((ASSETS / "configs" / f"{name}.json").read_text())
+        config = AutoConfig.for_model(config_dict.pop("model_type"), **config_dict)
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(str(ASSETS / "tokenizer"))
+    else:
+        path = Path(spec)
+        if not (path / "config.json").is_file():
+            raise ValueError(f"--model {spec}: not a Hugging Face model folder (no config.json)")
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        name = path.name
+    model = model.to(device=device, dtype=torch_dtype)
+    if lora is not None:
+        model = with_lora(model, lora)
+    model.eval()  # no dropout: training and sampling see the same function
+    limit = context_length or int(getattr(model.config, "max_position_embeddings", 2048))
+    return Policy(model, tokenizer, name, limit, lora, torch.device(device), torch_dtype)
+
+
+def with_lora(model: PreTrainedModel, lora: LoraSettings) -> torch.nn.Module:
+    """Wraps `model` with fresh LoRA adapters (B = 0, so the function is unchanged); only the adapters train."""
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, target_modules=list(lora.targets), lora_dropout=0.0)
+    return get_peft_model(model, config)
+
+
+def eos_token_ids(policy: Policy) -> set[int]:
+    """Ids that end every sequence: the model's and tokenizer's EOS, and `<|endoftext|>` when the vocabulary has it."""
+    ids: set[int] = set()
+    configured = getattr(policy.model.config, "eos_token_id", None)
+    if isinstance(configured, int):
+        ids.add(configured)
+    elif isinstance(configured, list):
+        ids.update(configured)
+    if policy.tokenizer.eos_token_id is not None:
+        ids.add(policy.tokenizer.eos_token_id)
+    endoftext = policy.tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    if isinstance(endoftext, int) and endoftext != policy.tokenizer.unk_token_id:
+        ids.add(endoftext)
+    return ids
+
+
+def vocab_size(policy: Policy) -> int:
+    """Rows of the output layer (ids the model can score)."""
+    return int(policy.model.get_output_embeddings().weight.shape[0])

@@ -1,0 +1,113 @@
+"""The worker's HTTP + JSON server (protocol version 1, routes under /v1; see docs/torch-engine.md). One thread per
+connection; the worker serialises use of the weights. Errors: a body that does not match the protocol -> 422 with
+FastAPI's `{"detail": [{loc, msg, type}]}`; a `WorkerError` -> its status with `{"detail", "code"}`; malformed JSON
+-> 400; an unknown route -> 404; anything else -> 500 `{"detail": "Internal Server Error"}`, logged with its stack."""
+
+import json
+import sys
+import traceback
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from . import schema
+from .errors import WorkerError
+from .worker import Worker
+
+MAX_BODY_BYTES = 256 * 1024 * 1024
+
+
+def routes(worker: Worker) -> dict:
+    """POST handlers by path: each takes the parsed JSON body and returns the JSON answer."""
+
+    def versioned(answer: dict) -> dict:
+        return answer | {"policy_version": worker.policy_version}
+
+    def tokenizer():
+        return worker.policy.tokenizer
+
+    return {
+        "/v1/generate": lambda body: versioned({"results": worker.generate(schema.parse_generate(body))}),
+        "/v1/logprobs": lambda body: versioned({"logprobs": worker.logprobs(schema.parse_token_rows(body))}),
+        "/v1/train_step": lambda body: (lambda m: versioned({"metrics": m}))(
+            worker.train_step(*schema.parse_train_step(body))
+        ),
+        "/v1/save_checkpoint": lambda body: (worker.save_checkpoint(schema.parse_dir(body)), versioned({}))[1],
+        "/v1/load_checkpoint": lambda body: (worker.load_checkpoint(schema.parse_dir(body)), versioned({}))[1],
+        "/v1/reset_optimizer": lambda body: (worker.reset_optimizer(), versioned({}))[1],
+        "/v1/tokenize": lambda body: _tokenize(tokenizer(), *schema.parse_tokenize(body)),
+        "/v1/detokenize": lambda body: _detokenize(tokenizer(), *schema.parse_detokenize(body)),
+        "/v1/apply_chat_template": lambda body: _chat(tokenizer(), *schema.parse_chat(body)),
+    }
+
+
+def _tokenize(tokenizer, text: str, add_special_tokens: bool) -> dict:
+    return {"token_ids": tokenizer.encode(text, add_special_tokens=add_special_tokens)}
+
+
+def _detokenize(tokenizer, ids: list[int], skip_special_tokens: bool) -> dict:
+    return {"text": tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)}
+
+
+def _chat(tokenizer, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool) -> dict:
+    text = tokenizer.apply_chat_template(
+        messages, tools=tools, tokenize=False, add_generation_prompt=add_generation_prompt
+    )
+    return {"text": text, "token_ids": tokenizer.encode(text, add_special_tokens=False)}
+
+
+def make_server(worker: Worker, host: str, port: int) -> ThreadingHTTPServer:
+    """Binds the server (port 0 picks a free port); call `serve_forever` to run it."""
+    post = routes(worker)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path in ("/v1/info", "/health"):
+                self._answer(HTTPStatus.OK, worker.info())
+            else:
+                self._answer(HTTPStatus.NOT_FOUND, {"detail": f"no route GET {self.path}"})
+
+        def do_POST(self) -> None:  # noqa: N802
+            handler = post.get(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY_BYTES:
+                self._answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"detail": f"body over {MAX_BODY_BYTES} bytes"})
+                self.close_connection = True
+                return
+            raw = self.rfile.read(length)
+            if handler is None:
+                self._answer(HTTPStatus.NOT_FOUND, {"detail": f"no route POST {self.path}"})
+                return
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError as error:
+                self._answer(HTTPStatus.BAD_REQUEST, {"detail": f"body is not JSON: {error}"})
+                return
+            self._dispatch(handler, body)
+
+        def _dispatch(self, handler, body) -> None:
+            try:
+                self._answer(HTTPStatus.OK, handler(body))
+            except schema.InvalidRequest as error:
+                self._answer(HTTPStatus.UNPROCESSABLE_ENTITY, {"detail": error.errors})
+            except WorkerError as error:
+                self._answer(error.status, {"detail": str(error), "code": error.code})
+            except Exception:  # noqa: BLE001 - the one place that turns unknown errors into a 500
+                traceback.print_exc(file=sys.stderr)
+                self._answer(HTTPStatus.INTERNAL_SERVER_ERROR, {"detail": "Internal Server Error"})
+
+        def _answer(self, status: int, payload: dict) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args) -> None:  # noqa: A002 - quiet access log
+            pass
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    return server

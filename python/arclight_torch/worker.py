@@ -1,0 +1,134 @@
+"""The worker's state and operations: one policy, its optimiser and policy version behind one lock, and a
+generation queue whose scheduler thread decodes every request waiting at once as one batch (requests arriving
+during a batch join the next one)."""
+
+import threading
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from . import checkpoint
+from .errors import OutOfRange
+from .generate import GenerationResult, check_ids, check_prompt, generate
+from .model import Policy, eos_token_ids, vocab_size
+from .schema import PROTOCOL_VERSION, GenerationRequest, LossConfig, OptimizerConfig, TrainRow
+from .train import TrainMetrics, check_rows, make_optimizer, score, train_step
+
+
+@dataclass
+class _Ticket:
+    requests: list[GenerationRequest]
+    done: threading.Event = field(default_factory=threading.Event)
+    results: list[GenerationResult] | None = None
+    error: BaseException | None = None
+    policy_version: int = 0
+
+
+class Worker:
+    """Serialises every use of the weights; generation is batched across concurrent callers."""
+
+    def __init__(self, policy: Policy, *, token_budget: int = 16384, max_batch_size: int = 64):
+        self.policy = policy
+        self.optimizer = make_optimizer(policy.model)
+        self.policy_version = 0
+        self.token_budget = token_budget
+        self.max_batch_size = max_batch_size
+        self.vocab = vocab_size(policy)
+        self.eos_ids = eos_token_ids(policy)
+        self._lock = threading.Lock()
+        self._queue: list[_Ticket] = []
+        self._queued = threading.Condition()
+        threading.Thread(target=self._schedule, name="generate", daemon=True).start()
+
+    def info(self) -> dict:
+        p = self.policy
+        lora = None if p.lora is None else {"rank": p.lora.rank, "alpha": p.lora.alpha, "targets": list(p.lora.targets)}
+        return {
+            "protocol_version": PROTOCOL_VERSION,
+            "model": p.name,
+            "vocab_size": self.vocab,
+            "context_length": p.context_length,
+            "eos_token_ids": sorted(self.eos_ids),
+            "policy_version": self.policy_version,
+            "device": str(p.device),
+            "dtype": str(p.dtype).removeprefix("torch."),
+            "lora": lora,
+            "parameters": sum(t.numel() for t in p.model.parameters()),
+            "trainable_parameters": sum(t.numel() for t in p.model.parameters() if t.requires_grad),
+        }
+
+    def generate(self, requests: list[GenerationRequest]) -> list[dict]:
+        for r in requests:
+            check_prompt(r.prompt_token_ids, self.policy.context_length, self.vocab)
+        ticket = _Ticket(requests)
+        with self._queued:
+            self._queue.append(ticket)
+            self._queued.notify()
+        ticket.done.wait()
+        if ticket.error is not None:
+            raise ticket.error
+        return [asdict(r) | {"policy_version": ticket.policy_version} for r in ticket.results]
+
+    def logprobs(self, rows: list[list[int]]) -> list[list[float]]:
+        for row in rows:
+            if len(row) > self.policy.context_length:
+                raise OutOfRange(f"sequence of {len(row)} tokens exceeds the context of {self.policy.context_length} tokens")
+            check_ids(row, self.vocab)
+        with self._lock:
+            return score(self.policy.model, rows, self.token_budget)
+
+    def train_step(self, rows: list[TrainRow], loss: LossConfig, optimizer: OptimizerConfig) -> dict:
+        check_rows(rows, self.policy.context_length, self.vocab, loss)
+        with self._lock:
+            metrics: TrainMetrics = train_step(self.policy.model, self.optimizer, rows, loss, optimizer, self.token_budget)
+            if not metrics.skipped:
+                self.policy_version += 1
+            return asdict(metrics)
+
+    def save_checkpoint(self, directory: str) -> None:
+        with self._lock:
+            checkpoint.save_checkpoint(self.policy, self.optimizer, self.policy_version, directory)
+
+    def load_checkpoint(self, directory: str) -> None:
+        with self._lock:
+            checkpoint.load_checkpoint(self.policy, self.optimizer, directory)
+            self.policy_version += 1
+
+    def reset_optimizer(self) -> None:
+        with self._lock:
+            self.optimizer = make_optimizer(self.policy.model)
+
+    def _schedule(self) -> None:
+        while True:
+            with self._queued:
+                while not self._queue:
+                    self._queued.wait()
+                batch, rows = [], 0
+                while self._queue and (not batch or rows + len(self._queue[0].requests) <= self.max_batch_size):
+                    ticket = self._queue.pop(0)
+                    batch.append(ticket)
+                    rows += len(ticket.requests)
+            self._run(batch)
+
+    def _run(self, batch: list[_Ticket]) -> None:
+        requests = [r for t in batch for r in t.requests]
+        try:
+            with self._lock:
+                for t in batch:
+                    t.policy_version = self.policy_version
+                results = generate(
+                    self.policy.model,
+                    requests,
+                    eos_ids=self.eos_ids,
+                    context_length=self.policy.context_length,
+                    pad_id=self.policy.tokenizer.pad_token_id or 0,
+                    decode=lambda ids: self.policy.tokenizer.decode(ids),
+                )
+            start = 0
+            for t in batch:
+                t.results, start = results[start : start + len(t.requests)], start + len(t.requests)
+        except BaseException as error:  # noqa: BLE001 - handed to every waiting caller, who re-raises it
+            for t in batch:
+                t.error = error
+        for t in batch:
+            t.done.set()

@@ -1,0 +1,62 @@
+"""Shared fixtures: a tiny random Qwen2 policy (bundled config) and a real worker server on a loopback port."""
+
+import json
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+
+from arclight_torch.model import LoraSettings, load_policy
+from arclight_torch.server import make_server
+from arclight_torch.worker import Worker
+
+
+def tiny_worker(lora: LoraSettings | None = None, seed: int = 0) -> Worker:
+    """A fresh worker on the bundled tiny Qwen2 (0.8M parameters, context 64)."""
+    return Worker(load_policy("new:qwen2-tiny", lora=lora, seed=seed, context_length=64), token_budget=256)
+
+
+@pytest.fixture
+def worker() -> Worker:
+    return tiny_worker()
+
+
+class Client:
+    """Minimal JSON client over urllib: returns (status, body)."""
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def post(self, path: str, body, *, raw: bytes | None = None) -> tuple[int, dict]:
+        data = raw if raw is not None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    def get(self, path: str) -> tuple[int, dict]:
+        try:
+            with urllib.request.urlopen(self.url + path) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+
+@pytest.fixture
+def client(worker: Worker):
+    server = make_server(worker, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    host, port = server.server_address[:2]
+    yield Client(f"http://{host}:{port}")
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def make_worker():
+    """Builds more workers (same seed: same initial weights)."""
+    return tiny_worker
