@@ -15,6 +15,7 @@ import type { ProxyOptions } from "./options.js";
 import { type ProxyMode, rewriteRequestBody } from "./rewrite.js";
 import { SSE_DONE, SseParser, sseEvent } from "./sse.js";
 import { StreamAssembler } from "./stream-assembler.js";
+import type { CallTranslation } from "./translate/translation.js";
 import type { UpstreamAnswer, UpstreamClient } from "./upstream.js";
 
 /** What every call shares: set up once by the route plugin. */
@@ -32,9 +33,11 @@ export interface ProxyCall {
   rolloutId: string;
   attemptId: string;
   mode: ProxyMode;
-  /** The agent's JSON body. */
+  /** The agent's JSON body (for a translated API, the chat body it was translated to). */
   body: Record<string, unknown>;
   log: FastifyBaseLogger;
+  /** Set when the agent speaks another API (Responses, Anthropic Messages): how to answer it. */
+  translation?: CallTranslation;
 }
 
 const UPSTREAM_PATHS: Record<ProxyEndpointKind, string> = { chat: "/chat/completions", completions: "/completions" };
@@ -118,6 +121,13 @@ async function relayBody(
     retryCount: answer.retryCount,
   };
   await recordCall(ctx, call, record, { ...base, response: parsed, responseText: text });
+  if (call.translation) {
+    const translated = ok
+      ? call.translation.body(parsed as Record<string, unknown>)
+      : call.translation.error(answer.statusCode, parsed);
+    void reply.status(answer.statusCode).header("content-type", "application/json").send(translated);
+    return;
+  }
   void reply
     .status(answer.statusCode)
     .header("content-type", answer.contentType || "application/json")
@@ -143,11 +153,12 @@ async function relayStream(
   base: CallBase,
 ): Promise<void> {
   const out = new PassThrough();
+  const translation = call.translation;
   // A write after the agent hung up fails here; the upstream side is aborted by the reply's "close" and recorded.
   out.on("error", (err) => call.log.debug({ err }, "agent stream closed"));
   void reply
     .status(answer.statusCode)
-    .header("content-type", "text/event-stream; charset=utf-8")
+    .header("content-type", translation?.streamContentType ?? "text/event-stream; charset=utf-8")
     .header("cache-control", "no-cache")
     .header("x-accel-buffering", "no")
     .send(out);
@@ -155,12 +166,21 @@ async function relayStream(
   const assembler = new StreamAssembler(call.kind);
   let sawDone = false;
   let failure: { message: string; code: number } | null = null;
+  let upstreamErrorSeen = false;
   const relay = (events: string[]): boolean => {
     let text = "";
     for (const data of events) {
-      text += sseEvent(data);
       if (data === SSE_DONE) sawDone = true;
-      else assembler.add(parseJson(data));
+      const parsed = data === SSE_DONE ? undefined : parseJson(data);
+      if (parsed !== undefined) assembler.add(parsed);
+      if (!translation) text += sseEvent(data);
+      else if (parsed !== null && typeof parsed === "object" && !upstreamErrorSeen) {
+        const error = (parsed as { error?: { message?: unknown; code?: unknown } }).error;
+        upstreamErrorSeen = error !== undefined;
+        text += error
+          ? translation.streamError(String(error.message ?? "upstream error"), Number(error.code) || 502)
+          : translation.chunk(parsed as Record<string, unknown>);
+      }
     }
     return text === "" || out.write(text);
   };
@@ -195,7 +215,11 @@ async function relayStream(
     },
     base,
   );
-  if (failure && !out.destroyed) out.write(streamErrorEvent(failure.message, failure.code));
+  if (!out.destroyed) {
+    if (translation && failure && !upstreamErrorSeen) out.write(translation.streamError(failure.message, failure.code));
+    else if (translation && !failure && !upstreamErrorSeen) out.write(translation.end(assembled.response));
+    else if (!translation && failure) out.write(streamErrorEvent(failure.message, failure.code));
+  }
   out.end();
 }
 

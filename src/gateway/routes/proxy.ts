@@ -23,6 +23,9 @@ import { listProxyModels } from "../proxy/model-list.js";
 import type { ProxyOptions } from "../proxy/options.js";
 import type { PauseController } from "../proxy/pause.js";
 import type { ProxyMode } from "../proxy/rewrite.js";
+import { ResponseHistory } from "../proxy/translate/response-history.js";
+import { translateResponsesCall } from "../proxy/translate/responses-call.js";
+import type { TranslatedCall } from "../proxy/translate/translation.js";
 import { UpstreamClient } from "../proxy/upstream.js";
 
 /** Options of {@link proxyRoutes}. */
@@ -74,7 +77,8 @@ async function checkAttempt(lookups: ProxyLookups, rolloutId: string, attemptId:
 }
 
 /**
- * The proxy routes: `POST {PREFIX}/openai/v1/chat/completions` and `…/completions`, `GET …/models` (OpenAI's model
+ * The proxy routes: `POST {PREFIX}/openai/v1/chat/completions` and `…/completions`, `POST …/responses` (OpenAI
+ * Responses API, translated to chat completions upstream), `GET …/models` (OpenAI's model
  * list: the configured model name, else every registered model), plus `POST /proxy/pause`,
  * `POST /proxy/resume` and `GET /proxy/state`. Register it in the app with the error handler and auth hook set on
  * the parent; the plugin closes its upstream pool on `onClose`.
@@ -89,8 +93,12 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
   const ctx: ProxyContext = { store, lookups, options, upstream };
   app.addHook("onClose", async () => upstream.close());
 
+  const history = new ResponseHistory();
+  /** A translated API (Responses, Anthropic Messages): the chat path with the answer translated back. */
+  type Translate = (body: Record<string, unknown>, rolloutId: string) => TranslatedCall;
+
   const handle =
-    (kind: ProxyEndpointKind) =>
+    (kind: ProxyEndpointKind, translate?: Translate) =>
     async (request: FastifyRequest<{ Params: ProxyParams }>, reply: FastifyReply): Promise<FastifyReply> => {
       const { rid, aid, mode } = request.params;
       if (!MODES.has(mode)) throw new NotFound(`Unknown proxy mode ${mode} (expected train or val)`);
@@ -103,14 +111,15 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
         if (typeof body !== "object" || body === null || Array.isArray(body)) {
           throw new BadRequest("Request body must be a JSON object");
         }
-        const log = request.log;
+        const translated = translate?.(body as Record<string, unknown>, rid);
         const call = {
           kind,
           rolloutId: rid,
           attemptId: aid,
           mode: mode as ProxyMode,
-          body: body as Record<string, unknown>,
-          log,
+          body: translated?.chat ?? (body as Record<string, unknown>),
+          log: request.log,
+          translation: translated?.translation,
         };
         await forwardCall(ctx, call, reply);
         return reply;
@@ -131,6 +140,8 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
   const routeOptions = { bodyLimit: options.bodyLimitBytes };
   app.post(`${PREFIX}/openai/v1/chat/completions`, routeOptions, handle("chat"));
   app.post(`${PREFIX}/openai/v1/completions`, routeOptions, handle("completions"));
+  const responses: Translate = (body, rolloutId) => translateResponsesCall(body, rolloutId, history);
+  app.post(`${PREFIX}/openai/v1/responses`, routeOptions, handle("chat", responses));
   app.all(`${PREFIX}/*`, async (request) => {
     throw new NotFound(`No proxy route ${request.method} ${request.url.split("?", 1)[0]}`);
   });

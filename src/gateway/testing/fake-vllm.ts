@@ -46,6 +46,11 @@ export interface FakeVllmBehaviour {
   dropLogprobsAt?: number[];
   /** Ids per chunk (default 1); vLLM merges steps when the HTTP side falls behind. */
   tokensPerChunk?: number;
+  /**
+   * Per-call answer chosen from the request body, merged over the rest (an agent's tool loop: a tool call first,
+   * text once a `tool` message is in `messages`).
+   */
+  decide?: (body: Record<string, unknown>) => FakeVllmBehaviour;
 }
 
 /** One body the fake received. */
@@ -138,7 +143,7 @@ export class FakeVllm {
       return sendJson(res, 400, errorBody("Invalid JSON body", "BadRequestError", 400));
     }
     this.received.push({ path, headers: req.headers, body });
-    const b = this.behaviour;
+    const b = this.behaviour.decide ? { ...this.behaviour, ...this.behaviour.decide(body) } : this.behaviour;
     if (b.hang) return;
     if (b.failTimes !== undefined && this.failuresSent < b.failTimes) {
       this.failuresSent++;
@@ -152,7 +157,7 @@ export class FakeVllm {
     }
     if (b.holdAfterEvents === 0) await this.hold();
     const plan = buildPlan(kind, body, b);
-    if (body.stream === true) await this.stream(res, kind, body, plan);
+    if (body.stream === true) await this.stream(res, kind, body, plan, b);
     else sendJson(res, 200, kind === "chat" ? chatBody(body, plan) : completionBody(body, plan));
   }
 
@@ -161,8 +166,8 @@ export class FakeVllm {
     kind: "chat" | "completions",
     body: Record<string, unknown>,
     plan: Plan,
+    b: FakeVllmBehaviour,
   ): Promise<void> {
-    const b = this.behaviour;
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
     const events = kind === "chat" ? chatChunks(body, plan) : completionChunks(body, plan);
     let sent = 0;
