@@ -60,6 +60,15 @@ describe("loadGatewayConfig", () => {
     expect(Object.isFrozen(flagged)).toBe(true);
   });
 
+  it("takes the store from YAML < ARCLIGHT_STORE < --store, and names the env var when it is bad", () => {
+    const config = yamlFile("store: sqlite:/tmp/from-file.db\n");
+    expect(loadGatewayConfig({ config }, {}).store).toBe("sqlite:/tmp/from-file.db");
+    const url = "postgres://arclight@db:5432/arclight";
+    expect(loadGatewayConfig({ config }, { ARCLIGHT_STORE: url }).store).toBe(url);
+    expect(loadGatewayConfig({ config, store: "memory" }, { ARCLIGHT_STORE: url }).store).toBe("memory");
+    expect(() => loadGatewayConfig({}, { ARCLIGHT_STORE: "postgres:db" })).toThrow("env ARCLIGHT_STORE:");
+  });
+
   it.each([
     [{ port: "abc" }, "--port abc: expected an integer"],
     [{ port: "1.5" }, "--port 1.5: expected an integer"],

@@ -1,5 +1,6 @@
 /**
- * @module Resolves the gateway configuration for `arclight gateway`: YAML file < env (`ARCLIGHT_KEY`, `AGL_KEY`) <
+ * @module Resolves the gateway configuration for `arclight gateway`: YAML file < env (`ARCLIGHT_KEY`, `AGL_KEY`,
+ * `ARCLIGHT_STORE`) <
  * flags, validated by the strict schema in `gateway/config.ts`. Every failure names the flag, env var or file key.
  */
 import { type GatewayConfig, GatewayConfigSchema } from "../gateway/config.js";
@@ -44,7 +45,7 @@ function flagName(flag: string): string {
 /**
  * Resolves the gateway configuration.
  * @param flags - commander's options for `arclight gateway`
- * @param env - the process environment (only `ARCLIGHT_KEY` and `AGL_KEY` are read)
+ * @param env - the process environment (only `ARCLIGHT_KEY`, `AGL_KEY` and `ARCLIGHT_STORE` are read)
  * @returns the frozen configuration
  * @throws {CliError} naming the bad flag, env var or config key and what it accepts
  */
@@ -60,5 +61,6 @@ export function loadGatewayConfig(flags: GatewayFlags, env: NodeJS.ProcessEnv): 
     configPath: flags.config,
     env,
     flags: given,
+    envKeys: { ARCLIGHT_STORE: "store" },
   });
 }

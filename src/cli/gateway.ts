@@ -70,7 +70,10 @@ export function registerGateway(program: Command): void {
     .option("--host <host>", "interface to listen on (default 127.0.0.1)")
     .option("--port <port>", "TCP port, 0 for any free one (default 8080)")
     .option("--key <key>", "API key; also ARCLIGHT_KEY or AGL_KEY; empty disables auth")
-    .option("--store <spec>", "memory | sqlite:PATH (default sqlite:./.arclight/gateway.db)")
+    .option(
+      "--store <spec>",
+      "memory | sqlite:PATH | postgres://USER@HOST:PORT/DB; also ARCLIGHT_STORE (default sqlite:./.arclight/gateway.db)",
+    )
     .option("--model-name <name>", "model name the proxy sends upstream (default: the agent's own)")
     .option("--train-temperature <t>", "sampling temperature in train mode (default 1)")
     .option("--val-temperature <t>", "sampling temperature in val mode (default 0.7)")

@@ -75,10 +75,12 @@ export interface LayeredConfigInput<S extends z.ZodObject> {
   what: string;
   /** The YAML file given with `--config`, if any. */
   configPath?: string;
-  /** The process environment; only `ARCLIGHT_KEY` and `AGL_KEY` are read, into the `key` key. */
+  /** The process environment: `ARCLIGHT_KEY` and `AGL_KEY` are read into the `key` key, plus {@link envKeys}. */
   env: NodeJS.ProcessEnv;
   /** Flags the user gave, in order; a later flag for the same key wins. */
   flags: readonly GivenFlag[];
+  /** More env vars read as string keys: env var name → config key (e.g. `ARCLIGHT_STORE` → `store`). */
+  envKeys?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -94,6 +96,11 @@ export function resolveLayeredConfig<S extends z.ZodObject>(input: LayeredConfig
   if (envKey) {
     merged.key = env[envKey];
     source.set("key", `env ${envKey}`);
+  }
+  for (const [name, key] of Object.entries(input.envKeys ?? {})) {
+    if (env[name] === undefined) continue;
+    merged[key] = env[name];
+    source.set(key, `env ${name}`);
   }
   for (const { key, flag, text, kind } of input.flags) {
     merged[key] = convertFlag(flag, text, kind);

@@ -20,9 +20,12 @@ export const GatewayConfigSchema = z.strictObject({
     ),
   store: z
     .string()
-    .regex(/^(memory|sqlite:.+)$/, 'expected "memory" or "sqlite:PATH"')
+    .regex(/^(memory|sqlite:.+|postgres(ql)?:\/\/.+)$/, 'expected "memory", "sqlite:PATH" or "postgres://…"')
     .default("sqlite:./.arclight/gateway.db")
-    .describe("where rollouts and events live: memory | sqlite:PATH"),
+    .describe(
+      "where rollouts and events live: memory | sqlite:PATH | postgres://USER@HOST:PORT/DB (several gateways may " +
+        "share one PostgreSQL database). Env ARCLIGHT_STORE",
+    ),
   body_limit_bytes: z
     .number()
     .int()

@@ -113,6 +113,16 @@ export class UpstreamTimeout extends ArclightError {
   }
 }
 
+/**
+ * The store's database could not be reached, or the connection broke before a write was confirmed (HTTP 503). The
+ * write may or may not have committed: retry it (an event with an `event_id` is then stored once).
+ */
+export class StoreUnavailable extends ArclightError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("store_unavailable", 503, message, options);
+  }
+}
+
 /** Missing or wrong API key (HTTP 401). */
 export class Unauthorized extends ArclightError {
   constructor(message = "Missing or invalid API key") {
@@ -145,6 +155,7 @@ export const ERROR_CODES: Readonly<Record<string, number>> = Object.freeze({
   no_endpoint: 503,
   upstream_failed: 502,
   upstream_timeout: 504,
+  store_unavailable: 503,
   unauthorized: 401,
   not_found: 404,
   bad_request: 400,

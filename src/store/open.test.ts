@@ -30,12 +30,19 @@ describe("openStore", () => {
   });
 
   it("rejects an unknown spec or an empty path, naming the spec and what is accepted", async () => {
-    await expect(openStore("postgres://x")).rejects.toThrow(StoreOpenError);
-    await expect(openStore("postgres://x")).rejects.toThrow(
-      'unknown store spec "postgres://x"; expected memory | sqlite:PATH',
+    await expect(openStore("mysql://x")).rejects.toThrow(StoreOpenError);
+    await expect(openStore("mysql://x")).rejects.toThrow(
+      'unknown store spec "mysql://x"; expected memory | sqlite:PATH | postgres://USER@HOST:PORT/DB',
     );
     await expect(openStore("sqlite:")).rejects.toThrow('store spec "sqlite:" names no file');
     await expect(openStore("Memory")).rejects.toThrow(StoreOpenError);
+  });
+
+  it("a PostgreSQL URL nobody answers fails with StoreOpenError naming the URL, password hidden", async () => {
+    // Port 1 on loopback: connection refused at once.
+    const open = openStore("postgres://me:secret@127.0.0.1:1/db");
+    await expect(open).rejects.toThrow(StoreOpenError);
+    await expect(open).rejects.toThrow("cannot open PostgreSQL store postgres://me:***@127.0.0.1:1/db:");
   });
 
   it("a path that is a folder fails with StoreOpenError naming the path", async () => {

@@ -1,6 +1,6 @@
 /**
- * @module The contract every `Store` passes: one suite, run by `memory.test.ts`, `sqlite.test.ts` (and later
- * `postgres.test.ts`). Each test builds its own store through `makeStore` and closes it afterwards. The cases live in
+ * @module The contract every `Store` passes: one suite, run by `memory.test.ts`, `sqlite.test.ts` and
+ * `postgres.test.ts`. Each test builds its own store through `makeStore` and closes it afterwards. The cases live in
  * `testing/contract-rollouts.ts` and `testing/contract-events.ts`.
  */
 import { afterEach, describe, it } from "vitest";

@@ -1,6 +1,7 @@
 /**
  * @module The `Store` interface: the durable home of rollouts, attempts, events and model endpoints.
- * Implementations: `memory.ts` (tests, throw-away runs) and `sqlite.ts` (the default). Both pass `store.contract.ts`.
+ * Implementations: `memory.ts` (tests, throw-away runs), `sqlite.ts` (the default) and `postgres.ts` (several gateways
+ * on one database). All pass `store.contract.ts`.
  */
 import type {
   Event,

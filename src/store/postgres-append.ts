@@ -1,0 +1,115 @@
+/**
+ * @module Group commit of event appends on PostgreSQL: appends called while a batch is on the wire queue up and go
+ * together as ONE statement (`arclight_append_events`, one round trip, one commit), so ingest scales with batch size
+ * rather than with round trips. The per-rollout checks run server-side under row locks (see `postgres-migrations.ts`).
+ */
+import type pg from "pg";
+import { type Event, RolloutFinished, RolloutNotFound, StaleAttempt } from "../protocol/index.js";
+import { withConflictRetry } from "./postgres-connection.js";
+import { nowSeconds } from "./rollout-rules.js";
+import type { EventWrite } from "./store.js";
+
+/** One queued append, its events already serialised. */
+interface Job {
+  rolloutId: string;
+  attemptId: string;
+  events: readonly EventWrite[];
+  dataJson: string[];
+  resolve(events: Event[]): void;
+  reject(error: unknown): void;
+}
+
+/** One job's answer from `arclight_append_events`. */
+type JobResult =
+  | { error: "not_found" }
+  | { error: "stale"; current: string | null }
+  | { error: "finished"; state: string }
+  | { ok: ({ sequence: number } | Event)[] };
+
+/**
+ * Queues appends and sends them in batches, one batch on the wire at a time. Guarantees:
+ * 1. a caller's promise resolves only after the statement holding its rows has committed;
+ * 2. jobs apply in the order they were queued (a later one sees an earlier one's rows);
+ * 3. a job rejected by the rules (unknown rollout, stale attempt, finished rollout) writes nothing and fails alone;
+ * 4. if the statement fails (lost connection: `StoreUnavailable`), every job of the batch fails and none is stored,
+ *    or, when the connection broke during the commit, all of them may be: retrying with `event_id`s is then safe.
+ */
+export class PgAppendBatcher {
+  private pending: Job[] = [];
+  /** Settles when the batch on the wire has settled. */
+  private inFlight: Promise<void> | null = null;
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  /**
+   * Queues one append.
+   * @throws {TypeError} at once when an event's `data` cannot be serialised (e.g. a BigInt)
+   */
+  enqueue(rolloutId: string, attemptId: string, events: readonly EventWrite[]): Promise<Event[]> {
+    const dataJson = events.map((e) => e.dataJson ?? JSON.stringify(e.data));
+    return new Promise<Event[]>((resolve, reject) => {
+      this.pending.push({ rolloutId, attemptId, events, dataJson, resolve, reject });
+      if (this.inFlight === null) this.inFlight = this.sendLoop();
+    });
+  }
+
+  /** @returns a promise that settles once every append queued so far has settled */
+  async settled(): Promise<void> {
+    while (this.inFlight !== null) await this.inFlight;
+  }
+
+  /** Sends batches until the queue is empty; the first waits one turn so that appends of this turn join it. */
+  private async sendLoop(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.pending.length > 0) {
+      const batch = this.pending;
+      this.pending = [];
+      await this.send(batch);
+    }
+    this.inFlight = null;
+  }
+
+  private async send(batch: Job[]): Promise<void> {
+    const now = nowSeconds();
+    const payload = batch.map((job) => ({
+      r: job.rolloutId,
+      a: job.attemptId,
+      t: now,
+      e: job.events.map((e, i) => ({ type: e.event_type, id: e.event_id ?? null, data: job.dataJson[i] })),
+    }));
+    let results: JobResult[];
+    try {
+      const { rows } = await withConflictRetry("appendEvents", () =>
+        this.pool.query<{ r: JobResult[] }>("SELECT arclight_append_events($1::json) AS r", [JSON.stringify(payload)]),
+      );
+      results = rows[0]!.r;
+    } catch (err) {
+      for (const job of batch) job.reject(err);
+      return;
+    }
+    for (const [i, job] of batch.entries()) settle(job, results[i]!, now);
+  }
+}
+
+/** Resolves or rejects one job from its result. */
+function settle(job: Job, result: JobResult, timestamp: number): void {
+  if ("ok" in result) {
+    job.resolve(
+      result.ok.map((stored, i): Event => {
+        if ("event_type" in stored) return stored; // a replayed event_id: the stored event
+        const create = job.events[i]!;
+        return {
+          event_type: create.event_type,
+          rollout_id: job.rolloutId,
+          attempt_id: job.attemptId,
+          timestamp,
+          data: create.data,
+          sequence: stored.sequence,
+          event_id: create.event_id ?? null,
+        };
+      }),
+    );
+  } else if (result.error === "not_found") job.reject(new RolloutNotFound(job.rolloutId));
+  else if (result.error === "stale") job.reject(new StaleAttempt(job.rolloutId, job.attemptId, result.current));
+  else job.reject(new RolloutFinished(job.rolloutId, result.state));
+}

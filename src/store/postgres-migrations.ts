@@ -1,0 +1,202 @@
+/**
+ * @module Versioned schema of the PostgreSQL store: an ordered list of migrations and the function that applies the
+ * pending ones. The database's schema version lives in the one-row table `arclight_schema`.
+ *
+ * Rules (as for SQLite): never edit a released migration, only append one. The tables mirror SQLite's; JSON columns
+ * are `json` (the text kept as written: `jsonb` would reject `\u0000` and re-order keys), times are epoch seconds.
+ */
+import type pg from "pg";
+import { StoreOpenError } from "./errors.js";
+
+/** One schema step. `sql` runs in the same transaction that sets the schema version to `version`. */
+export interface PgMigration {
+  /** Schema version after this step: 1, 2, … with no gaps. */
+  version: number;
+  /** What the step adds, one line. */
+  description: string;
+  /** DDL (and any backfill) of the step. */
+  sql: string;
+}
+
+/**
+ * The batched append, server-side: one call appends every job of a group commit in one statement (one round trip).
+ * Input: `[{r: rollout_id, a: attempt_id, t: epoch s, e: [{type, id, data: JSON text}]}]`. Output, one item per job:
+ * `{error: "not_found"}`, `{error: "stale", current}`, `{error: "finished", state}` (nothing of that job written), or
+ * `{ok: [...]}` with, per event, `{sequence}` for a new one or the stored event for a replayed `event_id`.
+ * Steps: 1. lock every rollout of the batch, in id order (so two replicas' batches cannot deadlock); 2. per job, check
+ * the attempt, then the terminal state (a terminal rollout answers only pure replays); 3. append after MAX(sequence),
+ * which cannot move while the row lock is held.
+ */
+const APPEND_FUNCTION = `
+CREATE FUNCTION arclight_append_events(batch json) RETURNS json LANGUAGE plpgsql AS $fn$
+DECLARE
+  job json;
+  ev json;
+  gate record;
+  seq integer;
+  replay json;
+  outs json[];
+  results json[] := '{}';
+BEGIN
+  PERFORM 1 FROM rollouts WHERE rollout_id IN (SELECT j->>'r' FROM json_array_elements(batch) j)
+    ORDER BY rollout_id FOR UPDATE;
+  FOR job IN SELECT j FROM json_array_elements(batch) j LOOP
+    SELECT state, last_attempt_id INTO gate FROM rollouts WHERE rollout_id = job->>'r';
+    IF NOT FOUND THEN
+      results := results || json_build_object('error', 'not_found');
+      CONTINUE;
+    END IF;
+    IF gate.last_attempt_id IS DISTINCT FROM job->>'a' THEN
+      results := results || json_build_object('error', 'stale', 'current', gate.last_attempt_id);
+      CONTINUE;
+    END IF;
+    IF gate.state IN ('succeeded', 'failed') AND EXISTS (
+      SELECT 1 FROM json_array_elements(job->'e') e
+      WHERE e->>'id' IS NULL
+         OR NOT EXISTS (SELECT 1 FROM events s WHERE s.rollout_id = job->>'r' AND s.event_id = e->>'id')
+    ) THEN
+      results := results || json_build_object('error', 'finished', 'state', gate.state);
+      CONTINUE;
+    END IF;
+    SELECT COALESCE(MAX(sequence), 0) INTO seq FROM events WHERE rollout_id = job->>'r';
+    outs := '{}';
+    FOR ev IN SELECT e FROM json_array_elements(job->'e') e LOOP
+      replay := NULL;
+      IF ev->>'id' IS NOT NULL THEN
+        SELECT json_build_object('event_type', s.event_type, 'rollout_id', s.rollout_id, 'attempt_id', s.attempt_id,
+            'timestamp', s.timestamp, 'data', s.data, 'sequence', s.sequence, 'event_id', s.event_id)
+          INTO replay FROM events s WHERE s.rollout_id = job->>'r' AND s.event_id = ev->>'id';
+      END IF;
+      IF replay IS NOT NULL THEN
+        outs := outs || replay;
+      ELSE
+        seq := seq + 1;
+        INSERT INTO events (rollout_id, sequence, attempt_id, event_type, timestamp, data, event_id)
+          VALUES (job->>'r', seq, job->>'a', ev->>'type', (job->>'t')::double precision, (ev->>'data')::json,
+                  ev->>'id');
+        outs := outs || json_build_object('sequence', seq);
+      END IF;
+    END LOOP;
+    results := results || json_build_object('ok', array_to_json(outs));
+  END LOOP;
+  RETURN array_to_json(results);
+END
+$fn$;`;
+
+/** Every migration, oldest first. */
+export const PG_MIGRATIONS: readonly PgMigration[] = Object.freeze([
+  {
+    version: 1,
+    description: "rollouts, attempts, events, terminal cursor, models, revision notifications, batched append",
+    sql: `
+      CREATE TABLE rollouts (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- creation order
+        rollout_id text NOT NULL UNIQUE,
+        input json NOT NULL,
+        data_id text NOT NULL,                 -- dataIdOf(input), for the terminal cursor
+        is_train boolean NOT NULL,
+        config json NOT NULL,
+        metadata json NOT NULL,
+        state text NOT NULL,
+        k8s_job_name text,
+        last_attempt_id text,
+        error_message text,
+        version integer NOT NULL,
+        created_at double precision NOT NULL,  -- epoch seconds
+        updated_at double precision NOT NULL
+      );
+      CREATE INDEX rollouts_state ON rollouts (state, seq);
+      CREATE INDEX rollouts_updated_at ON rollouts (updated_at);  -- retention: finding old rollouts
+      CREATE TABLE attempts (
+        rollout_id text NOT NULL REFERENCES rollouts (rollout_id) ON DELETE CASCADE,
+        attempt_id text NOT NULL,
+        PRIMARY KEY (rollout_id, attempt_id)
+      );
+      CREATE TABLE events (
+        rollout_id text NOT NULL REFERENCES rollouts (rollout_id) ON DELETE CASCADE,
+        sequence integer NOT NULL,             -- gap-free per rollout, from 1
+        attempt_id text NOT NULL,
+        event_type text NOT NULL,
+        timestamp double precision NOT NULL,   -- epoch seconds, the writing gateway's clock
+        data json NOT NULL,
+        event_id text,
+        PRIMARY KEY (rollout_id, sequence)
+      );
+      CREATE UNIQUE INDEX events_event_id ON events (rollout_id, event_id) WHERE event_id IS NOT NULL;
+      -- Positions come from terminal_counter, whose row lock is held to commit: positions become visible in order,
+      -- so a reader past position N never later finds a new row at or below N (a sequence would not promise that).
+      CREATE TABLE terminal (
+        position bigint PRIMARY KEY,
+        rollout_id text NOT NULL UNIQUE REFERENCES rollouts (rollout_id) ON DELETE CASCADE
+      );
+      CREATE TABLE terminal_counter (last bigint NOT NULL);
+      INSERT INTO terminal_counter VALUES (0);
+      CREATE TABLE models (
+        model text NOT NULL,
+        endpoint text NOT NULL,
+        version integer NOT NULL,
+        PRIMARY KEY (model, endpoint)
+      );
+      -- Every statement writing rollouts or models tells listening gateways to drop their caches. The payload is
+      -- the writer's application_name, so a gateway can skip its own writes (it already counted them).
+      CREATE FUNCTION arclight_notify_revision() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        PERFORM pg_notify('arclight_revision', current_setting('application_name'));
+        RETURN NULL;
+      END
+      $fn$;
+      CREATE TRIGGER rollouts_revision AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON rollouts
+        FOR EACH STATEMENT EXECUTE FUNCTION arclight_notify_revision();
+      CREATE TRIGGER models_revision AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON models
+        FOR EACH STATEMENT EXECUTE FUNCTION arclight_notify_revision();
+      ${APPEND_FUNCTION}
+    `,
+  },
+]);
+
+/** The schema version this build writes. */
+export const PG_LATEST_SCHEMA_VERSION = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.version;
+
+/** Key of the advisory lock that serialises migrations of gateways starting at once. */
+const MIGRATION_LOCK_KEY = 0x61726331; // "arc1"
+
+/**
+ * Applies every migration newer than the database's version, each in its own transaction under a transaction-level
+ * advisory lock, so several gateways starting at once apply each step once.
+ * @param client - a connected client (not in a transaction)
+ * @param migrations - the list to apply (tests pass a prefix to build an old-version database)
+ * @returns the schema version after migrating
+ * @throws {StoreOpenError} when the database's version is newer than the last migration (a newer arclight wrote it)
+ */
+export async function migratePostgres(
+  client: pg.ClientBase,
+  migrations: readonly PgMigration[] = PG_MIGRATIONS,
+): Promise<number> {
+  const latest = migrations[migrations.length - 1]?.version ?? 0;
+  let version = 0;
+  for (let step = 0; ; step++) {
+    await client.query("BEGIN");
+    try {
+      await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY]);
+      await client.query("CREATE TABLE IF NOT EXISTS arclight_schema (version integer NOT NULL)");
+      const rows = (await client.query<{ version: number }>("SELECT version FROM arclight_schema")).rows;
+      version = rows[0]?.version ?? 0;
+      if (version > latest) {
+        throw new StoreOpenError(`schema version ${version} is newer than this arclight supports (${latest})`);
+      }
+      const next = migrations.find((m) => m.version === version + 1);
+      if (next === undefined) {
+        await client.query("COMMIT");
+        return version;
+      }
+      await client.query(next.sql);
+      if (rows.length === 0) await client.query("INSERT INTO arclight_schema VALUES ($1)", [next.version]);
+      else await client.query("UPDATE arclight_schema SET version = $1", [next.version]);
+      await client.query("COMMIT");
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw err;
+    }
+    if (step > migrations.length) throw new Error("migration loop did not converge");
+  }
+}

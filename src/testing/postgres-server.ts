@@ -1,0 +1,169 @@
+/**
+ * @module A throw-away PostgreSQL server for tests and benchmarks: `initdb` into a temp dir, `pg_ctl start` on a free
+ * loopback port (as user `postgres` through `runuser` when running as root, since PostgreSQL refuses root), stop and
+ * remove on {@link PostgresServer.stop}. Uses Debian's PostgreSQL 15 binaries or `ARCLIGHT_PG_BIN`.
+ */
+import { execFileSync } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+
+/** Where the server binaries are looked for: `ARCLIGHT_PG_BIN`, else Debian's layout for 17, 16 and 15. */
+export function postgresBinDir(): string | null {
+  const candidates = [process.env.ARCLIGHT_PG_BIN, ...[17, 16, 15].map((v) => `/usr/lib/postgresql/${v}/bin`)];
+  for (const dir of candidates) if (dir && existsSync(join(dir, "pg_ctl"))) return dir;
+  return null;
+}
+
+/**
+ * Whether PostgreSQL-backed tests may be skipped: only outside CI. In CI (`CI=true`) missing binaries are a failure,
+ * so a broken install step can never pass as "skipped".
+ * @returns true when there are no server binaries and this is not CI
+ * @throws {Error} in CI when no binaries are found
+ */
+export function skipWithoutPostgres(): boolean {
+  if (postgresBinDir() !== null) return false;
+  if (process.env.CI === "true") throw new Error("CI=true but no PostgreSQL binaries: .ci/run must install them");
+  return true;
+}
+
+/** Options of {@link startPostgres}. */
+export interface PostgresServerOptions {
+  /**
+   * `fsync=off`: faster, and safe against a killed server (commits still reach the OS before they are acknowledged),
+   * not against an OS crash. Default true (tests); benchmarks pass false.
+   */
+  fast?: boolean;
+}
+
+/** Asks the OS for a free loopback TCP port. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address !== "object") throw new Error("no port");
+  return address.port;
+}
+
+/** The uid and gid of the `postgres` account, or null when there is none. */
+function postgresAccount(): { uid: number; gid: number } | null {
+  try {
+    const uid = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim());
+    const gid = Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }).trim());
+    return { uid, gid };
+  } catch {
+    return null;
+  }
+}
+
+/** A running test server; {@link stop} shuts it down and removes its files. */
+export class PostgresServer {
+  private databases = 0;
+
+  private constructor(
+    private readonly bin: string,
+    /** The folder holding the data directory. */
+    readonly dir: string,
+    /** TCP port on 127.0.0.1. */
+    readonly port: number,
+    private readonly asPostgres: boolean,
+  ) {}
+
+  /** Starts a fresh cluster. @throws {Error} when the binaries are missing or `initdb`/`pg_ctl` fail */
+  static async start(options: PostgresServerOptions = {}): Promise<PostgresServer> {
+    const bin = postgresBinDir();
+    if (bin === null) throw new Error("no PostgreSQL server binaries (set ARCLIGHT_PG_BIN)");
+    const dir = mkdtempSync(join(tmpdir(), "arclight-pg-"));
+    const asPostgres = process.getuid?.() === 0;
+    if (asPostgres) {
+      const account = postgresAccount();
+      if (account === null) throw new Error("running as root but there is no postgres account to run the server");
+      chownSync(dir, account.uid, account.gid);
+    }
+    const server = new PostgresServer(bin, dir, await freePort(), asPostgres);
+    server.run("initdb", ["-D", server.dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
+    const fast = options.fast ?? true;
+    const settings = [
+      `-p ${server.port}`,
+      "-c listen_addresses=127.0.0.1",
+      `-c unix_socket_directories=${dir}`,
+      "-c max_connections=200",
+      ...(fast ? ["-c fsync=off", "-c full_page_writes=off"] : []),
+    ];
+    server.start(settings.join(" "));
+    return server;
+  }
+
+  private get dataDir(): string {
+    return join(this.dir, "data");
+  }
+
+  private run(tool: string, args: readonly string[]): void {
+    const exe = join(this.bin, tool);
+    const argv = this.asPostgres ? ["runuser", "-u", "postgres", "--", exe, ...args] : [exe, ...args];
+    execFileSync(argv[0]!, argv.slice(1), { stdio: ["ignore", "ignore", "pipe"], cwd: this.dir });
+  }
+
+  private startOptions = "";
+
+  private start(options: string): void {
+    this.startOptions = options;
+    this.run("pg_ctl", ["start", "-w", "-D", this.dataDir, "-l", join(this.dir, "server.log"), "-o", options]);
+  }
+
+  /** URL of the `postgres` database (superuser, trust auth). */
+  get adminUrl(): string {
+    return this.urlOf("postgres");
+  }
+
+  /** @returns the connection URL of database `name` */
+  urlOf(name: string): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${name}`;
+  }
+
+  /** Creates an empty database with a fresh name. @returns its connection URL */
+  async createDatabase(): Promise<string> {
+    const name = `t${process.pid}_${++this.databases}`;
+    const client = new pg.Client({ connectionString: this.adminUrl });
+    await client.connect();
+    try {
+      await client.query(`CREATE DATABASE ${name}`);
+    } finally {
+      await client.end();
+    }
+    return this.urlOf(name);
+  }
+
+  /**
+   * Stops the server (`-m fast`: open connections are cut, as in a crash of the network) and starts it again on the
+   * same port with the same data.
+   */
+  restart(): void {
+    this.run("pg_ctl", ["stop", "-w", "-m", "fast", "-D", this.dataDir]);
+    this.start(this.startOptions);
+  }
+
+  /** Stops the server (`-m immediate`) without removing anything; {@link resume} starts it again. */
+  halt(): void {
+    this.run("pg_ctl", ["stop", "-w", "-m", "immediate", "-D", this.dataDir]);
+  }
+
+  /** Starts a halted server again on the same port. */
+  resume(): void {
+    this.start(this.startOptions);
+  }
+
+  /** Stops the server and removes its files; safe to call twice. */
+  stop(): void {
+    if (!existsSync(this.dir)) return;
+    try {
+      this.run("pg_ctl", ["stop", "-w", "-m", "immediate", "-D", this.dataDir]);
+    } catch {
+      // Already stopped (a test halted it): removing the files is all that is left.
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
