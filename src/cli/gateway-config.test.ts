@@ -33,6 +33,7 @@ describe("loadGatewayConfig", () => {
       val_temperature: 0.7,
       include_log_probs: true,
       upstream_timeout_seconds: 600,
+      agent_models: {},
       log_level: "info",
     });
     expect(DEFAULT_BODY_LIMIT_BYTES).toBe(32 * 1024 * 1024);

@@ -1,9 +1,11 @@
 /**
  * @module The environment of an agent process: where its OpenAI calls and events go (`AGL_*`), the standard client
  * variables (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL` and their keys) so a client built with no arguments is captured,
+ * the `OTEL_*` exporter variables,
  * plus `env_map` entries read from the rollout (`QUESTION: input.question`).
  */
 import type { Rollout } from "../protocol/index.js";
+import { otelEnv } from "./otel-env.js";
 
 /** An `env_map` entry names a path the rollout does not have; the rollout fails with this message. */
 export class EnvMapError extends Error {
@@ -99,9 +101,10 @@ export function readRolloutPath(rollout: Rollout, path: string, envName: string)
  * @param gateway - where agents reach the gateway
  * @param envMap - env var name → rollout path; strings are passed as-is, any other value as JSON
  * @param baseEnv - variables inherited by every agent (the CLI passes the controller's environment)
- * @param standardEnv - add {@link standardClientEnv}'s variables (default true)
+ * @param standardEnv - add {@link standardClientEnv}'s and `otelEnv`'s variables (default true)
  * @returns the environment: `baseEnv`, then the standard client variables (they replace the controller's own
- *   `OPENAI_API_KEY` and the like, which would send the agent to the real provider), then `env_map` entries (what the
+ *   `OPENAI_API_KEY` and the like, which would send the agent to the real provider) and the OpenTelemetry ones
+ *   (`otel-env.ts`: a stock OTel SDK exports its spans into this attempt), then `env_map` entries (what the
  *   rollout config sets explicitly wins), then the `AGL_*` variables (which always win)
  * @throws {EnvMapError} when an `env_map` path is missing
  */
@@ -119,6 +122,7 @@ export function buildAgentEnv(
     // The Anthropic SDK sends ANTHROPIC_AUTH_TOKEN as a Bearer token, which the gateway would read before x-api-key.
     delete env.ANTHROPIC_AUTH_TOKEN;
     Object.assign(env, standardClientEnv(gateway, rollout, attemptId));
+    Object.assign(env, otelEnv(gateway.url, gateway.key, rollout.rollout_id, attemptId, baseEnv));
   }
   for (const [name, path] of Object.entries(envMap)) {
     const value = readRolloutPath(rollout, path, name);

@@ -37,7 +37,7 @@ export const ControllerConfigSchema = z.strictObject({
     .boolean()
     .default(true)
     .describe(
-      "also give agents OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY (the proxy's URLs and the gateway key), so a client built with no arguments is captured; an env_map entry of the same name wins",
+      "also give agents OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY (the proxy's URLs and the gateway key), so a client built with no arguments is captured, and the OTEL_EXPORTER_OTLP_* / OTEL_RESOURCE_ATTRIBUTES variables that send a stock OpenTelemetry SDK's spans to the rollout; an env_map entry of the same name wins",
     ),
   log_level: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])

@@ -14,6 +14,7 @@ import { makeAuthHook } from "./auth.js";
 import { type GatewayConfig, proxyOptionsOf } from "./config.js";
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from "./json-depth.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
+import { agentPathRewrite } from "./proxy/agent-identity.js";
 import { PauseController } from "./proxy/pause.js";
 import type { GatewayRouteOptions } from "./route-options.js";
 import { eventRoutes } from "./routes/events.js";
@@ -114,6 +115,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     bodyLimit: config.body_limit_bytes,
     genReqId: (req) => requestId(req.headers["x-request-id"]),
     return503OnClosing: true,
+    rewriteUrl: agentPathRewrite,
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(async (request) => {

@@ -42,6 +42,10 @@ export const GatewayConfigSchema = z.strictObject({
   val_temperature: z.number().min(0).default(0.7).describe("sampling temperature the proxy sets in val mode"),
   include_log_probs: z.boolean().default(true).describe("ask the upstream for logprobs in train mode"),
   upstream_timeout_seconds: z.number().positive().default(600).describe("proxy upstream call timeout, in seconds"),
+  agent_models: z
+    .record(z.string(), z.string().min(1))
+    .default(() => ({}))
+    .describe("requested model name → agent name, recorded on model calls that name no agent (path or header)"),
   log_level: LogLevelSchema.default("info").describe("pino log level"),
 });
 
@@ -73,5 +77,6 @@ export function proxyOptionsOf(config: Readonly<GatewayConfig>): ProxyOptions {
     includeLogProbs: config.include_log_probs,
     upstreamTimeoutMs: Math.round(config.upstream_timeout_seconds * 1000),
     bodyLimitBytes: config.body_limit_bytes,
+    agentModels: config.agent_models,
   });
 }

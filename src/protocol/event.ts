@@ -52,7 +52,8 @@ export const ServerInfoSchema = z.looseObject({
 /**
  * `data` of a `model_request` event, written by the gateway proxy for every model call. `request` is the body sent
  * upstream; `response` the full upstream JSON (for a stream, the assembled equivalent). Token ids live inside
- * `response` in vLLM's shape (`prompt_token_ids`, `choices[i].token_ids`).
+ * `response` in vLLM's shape (`prompt_token_ids`, `choices[i].token_ids`). `agent_name` names the agent that made the
+ * call (path segment, `x-arclight-agent` header or model map); `trace_context` is the caller's W3C `traceparent`.
  * @see vLLM OpenAI-compatible server, `return_token_ids` (vLLM PR #22587)
  */
 export const ModelRequestDataSchema = z.looseObject({
@@ -69,6 +70,8 @@ export const ModelRequestDataSchema = z.looseObject({
   server: ServerInfoSchema.optional(),
   capture_incomplete: z.boolean().optional(),
   error: z.unknown().optional(),
+  agent_name: z.string().optional(),
+  trace_context: z.looseObject({ traceparent: z.string(), trace_id: z.string(), span_id: z.string() }).optional(),
 });
 /** `data` of a `model_request` event. */
 export type ModelRequestData = z.infer<typeof ModelRequestDataSchema>;

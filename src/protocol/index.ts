@@ -1,4 +1,6 @@
 /** @module Everything every component may import: wire types, the state machine, errors, validation. */
+/** The agent of each model call: recorded by the proxy, or the enclosing span's `gen_ai.agent.name`. */
+export * from "./agent-name.js";
 /** Errors that reach the wire (`ArclightError` and its subclasses). */
 export * from "./errors.js";
 /** Events: append-only records per attempt (`model_request`, `reward`, `log`, custom) and their zod schemas. */

@@ -2,6 +2,7 @@
  * @module The trimmed "triplet" view of events (`GET /api/rollouts/{id}/events?format=triplet`, Agent Lightning v1.0):
  * a `model_request` becomes its token ids and logprobs, a `reward` its value. The trainer reads rollouts in this shape.
  */
+import { indexSpans, modelCallAgentName } from "./agent-name.js";
 import type { Event } from "./event.js";
 
 /** `data` of a `model_request` event in triplet format. Token ids are exactly those the model saw and produced. */
@@ -22,6 +23,11 @@ export interface TripletModelRequest {
   error?: unknown;
   /** True when the proxy could not capture ids/logprobs consistently (e.g. a stream missing `token_ids`). */
   capture_incomplete?: boolean;
+  /**
+   * The agent that made the call (arclight's extra key; AGL clients ignore it): recorded by the proxy, else the
+   * enclosing span's `gen_ai.agent.name`. Absent when nothing names one.
+   */
+  agent_name?: string;
 }
 
 /** `data` of a `reward` event in triplet format. */
@@ -109,7 +115,8 @@ export function toTripletReward(data: Record<string, unknown>): TripletReward {
 
 /**
  * The triplet view of a rollout's events (`?format=triplet`, Agent Lightning v1.0). `model_request` and `reward`
- * data are trimmed; other events pass unchanged. Of several `model_request`s with identical, non-empty prompt token
+ * data are trimmed (each call keeps its `agent_name`, resolved through the attempt's spans when the proxy recorded
+ * none); other events pass unchanged. Of several `model_request`s with identical, non-empty prompt token
  * ids (a retried call), only the last is kept, at its own position. Events without captured prompt ids (failed calls)
  * are never merged with one another.
  *
@@ -120,8 +127,14 @@ export function toTripletReward(data: Record<string, unknown>): TripletReward {
  * @returns the trimmed events, in sequence order
  */
 export function toTripletEvents(events: readonly Event[]): TripletEvent[] {
+  const spans = indexSpans(events);
   const trimmed: TripletEvent[] = events.map((event) => {
-    if (event.event_type === "model_request") return { ...event, data: toTripletModelRequest(event.data) };
+    if (event.event_type === "model_request") {
+      const data = toTripletModelRequest(event.data);
+      const agentName = modelCallAgentName(event.data, spans);
+      if (agentName !== undefined) data.agent_name = agentName;
+      return { ...event, data };
+    }
     if (event.event_type === "reward") return { ...event, data: toTripletReward(event.data) };
     return event;
   });

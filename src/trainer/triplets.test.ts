@@ -102,3 +102,23 @@ describe("extractTriplets", () => {
     expect(out.dataId).toBe("d1");
   });
 });
+
+describe("extractTriplets with an agent filter", () => {
+  const events = [
+    modelRequest(1, { agent_name: "planner" }),
+    modelRequest(2, { agent_name: "coder" }),
+    modelRequest(3, {}),
+    reward(4, 1),
+  ];
+
+  it("keeps only the named agents' calls, numbering turns among them, and keeps the reward", () => {
+    const out = extractTriplets("r", "d", events, 0, new Set(["coder"]));
+    expect(out.calls.map((c) => [c.turn, c.sequence, c.agentName])).toEqual([[0, 2, "coder"]]);
+    expect(out.reward).toBe(1);
+  });
+
+  it("keeps every call, with its agent name, when no filter is given", () => {
+    const out = extractTriplets("r", "d", events, 0);
+    expect(out.calls.map((c) => c.agentName)).toEqual(["planner", "coder", undefined]);
+  });
+});

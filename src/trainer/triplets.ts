@@ -22,6 +22,8 @@ export interface ModelCall {
   logprobs: number[] | null;
   /** Policy version of the weights that answered (`server.version`). */
   policyVersion: number;
+  /** The agent that made the call (triplet `agent_name`); absent when nothing names one. */
+  agentName?: string;
 }
 
 /** A rollout reduced to what training needs. */
@@ -60,6 +62,7 @@ const ModelCallDataSchema = z.looseObject({
   server: z.looseObject({ version: z.number().int() }),
   status: z.enum(["ok", "error"]).optional(),
   capture_incomplete: z.boolean().optional(),
+  agent_name: z.string().optional(),
 });
 
 const RewardDataSchema = z.looseObject({ value: z.number().refine(Number.isFinite) });
@@ -92,7 +95,13 @@ function readModelCall(event: TripletEvent, turn: number, counts: CallCounts): M
     // Logprobs that do not line up with the response ids cannot be attributed to tokens: treat them as unknown.
     logprobs: logprobs !== null && logprobs.length === call.response_token_ids.length ? logprobs : null,
     policyVersion: call.server.version,
+    ...(call.agent_name !== undefined ? { agentName: call.agent_name } : {}),
   };
+}
+
+/** Whether a call passes the agent filter: no filter keeps every call; a filter keeps only calls of named agents. */
+function keepsAgent(agents: ReadonlySet<string> | undefined, data: Record<string, unknown>): boolean {
+  return agents === undefined || (typeof data.agent_name === "string" && agents.has(data.agent_name));
 }
 
 /**
@@ -101,6 +110,8 @@ function readModelCall(event: TripletEvent, turn: number, counts: CallCounts): M
  * @param dataId - the rollout's group id (`input.data_id`)
  * @param events - the rollout's events (latest attempt), any order; sorted here by `sequence`
  * @param rewardFillnaValue - reward used when the rollout posted no valid reward event
+ * @param agents - keep only the calls of these agents (triplet `agent_name`; calls naming no agent are dropped too);
+ *   every call when absent. Dropped calls are not counted anywhere and do not take a `turn`.
  * @returns the calls in event order (error, incomplete and malformed ones skipped and counted) and the last reward
  * @see Agent Lightning v1.0, `GET /api/rollouts/{id}/events?format=triplet`; src/protocol/triplet.ts for the shapes
  */
@@ -109,6 +120,7 @@ export function extractTriplets(
   dataId: string,
   events: readonly TripletEvent[],
   rewardFillnaValue: number,
+  agents?: ReadonlySet<string>,
 ): RolloutTriplets {
   const ordered = [...events].sort((a, b) => a.sequence - b.sequence);
   const counts: CallCounts = { errorCalls: 0, incompleteCalls: 0, malformedEvents: 0 };
@@ -116,6 +128,7 @@ export function extractTriplets(
   let reward: number | null = null;
   for (const event of ordered) {
     if (event.event_type === "model_request") {
+      if (!keepsAgent(agents, event.data as Record<string, unknown>)) continue;
       const call = readModelCall(event, calls.length, counts);
       if (call !== null) calls.push(call);
     } else if (event.event_type === "reward") {

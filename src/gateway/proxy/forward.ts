@@ -8,6 +8,7 @@ import { PassThrough } from "node:stream";
 import type { FastifyBaseLogger, FastifyReply } from "fastify";
 import { NoEndpoint } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
+import type { CallIdentity } from "./agent-identity.js";
 import { buildModelRequestData, type CallRecord, type ProxyEndpointKind } from "./capture.js";
 import { type KnownJson, modelRequestDataJson } from "./event-json.js";
 import type { ProxyLookups } from "./lookups.js";
@@ -38,6 +39,8 @@ export interface ProxyCall {
   log: FastifyBaseLogger;
   /** Set when the agent speaks another API (Responses, Anthropic Messages): how to answer it. */
   translation?: CallTranslation;
+  /** Agent name and trace context, recorded on the event (`agent-identity.ts`). */
+  identity?: CallIdentity;
 }
 
 const UPSTREAM_PATHS: Record<ProxyEndpointKind, string> = { chat: "/chat/completions", completions: "/completions" };
@@ -229,7 +232,7 @@ async function relayStream(
  */
 async function recordCall(ctx: ProxyContext, call: ProxyCall, record: CallRecord, known: KnownJson): Promise<void> {
   try {
-    const data = buildModelRequestData(record);
+    const data = { ...buildModelRequestData(record), ...call.identity };
     const dataJson = modelRequestDataJson(data, known);
     await ctx.store.appendEvents(call.rolloutId, call.attemptId, [{ event_type: "model_request", data, dataJson }]);
   } catch (err) {

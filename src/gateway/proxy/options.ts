@@ -35,6 +35,10 @@ export const ProxyOptionsSchema = z.strictObject({
     .default(1_000)
     .describe("ms an endpoint is skipped after its first connection failure, doubled per further failure"),
   endpointCooldownMaxMs: z.number().int().min(0).default(60_000).describe("longest endpoint cool-down, ms"),
+  agentModels: z
+    .record(z.string(), z.string().min(1))
+    .default(() => ({}))
+    .describe("requested model name → agent name, recorded on calls that name no agent in their path or header"),
   bodyLimitBytes: z
     .number()
     .int()

@@ -15,6 +15,7 @@ import {
   StaleAttempt,
 } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
+import { callIdentity } from "../proxy/agent-identity.js";
 import type { ProxyEndpointKind } from "../proxy/capture.js";
 import { EndpointPicker } from "../proxy/endpoint-picker.js";
 import { forwardCall, type ProxyContext } from "../proxy/forward.js";
@@ -120,6 +121,7 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
           body: translated?.chat ?? (body as Record<string, unknown>),
           log: request.log,
           translation: translated?.translation,
+          identity: callIdentity(request.headers, (body as Record<string, unknown>).model, options.agentModels),
         };
         await forwardCall(ctx, call, reply);
         return reply;
