@@ -35,6 +35,8 @@ describe("loadGatewayConfig", () => {
       upstream_timeout_seconds: 600,
       agent_models: {},
       log_level: "info",
+      dashboard: true,
+      dashboard_key: "",
     });
     expect(DEFAULT_BODY_LIMIT_BYTES).toBe(32 * 1024 * 1024);
   });

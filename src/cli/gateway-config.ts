@@ -20,6 +20,8 @@ export interface GatewayFlags {
   bodyLimitBytes?: string;
   upstreamTimeoutSeconds?: string;
   logLevel?: string;
+  dashboard?: string;
+  dashboardKey?: string;
 }
 
 /** How each flag maps to a config key and converts its text. */
@@ -35,6 +37,8 @@ const FLAG_KEYS: readonly [keyof GatewayFlags, keyof GatewayConfig, "string" | "
   ["bodyLimitBytes", "body_limit_bytes", "int"],
   ["upstreamTimeoutSeconds", "upstream_timeout_seconds", "number"],
   ["logLevel", "log_level", "string"],
+  ["dashboard", "dashboard", "bool"],
+  ["dashboardKey", "dashboard_key", "string"],
 ];
 
 /** `--model-name` from `modelName`. */

@@ -49,6 +49,7 @@ export async function runGateway(config: Readonly<GatewayConfig>): Promise<void>
   const address = app.server.address();
   const port = address !== null && typeof address === "object" ? address.port : config.port;
   console.log(`arclight gateway listening on ${baseUrl(config.host, port)} (store ${config.store})`);
+  if (config.dashboard) console.log(`arclight dashboard: ${baseUrl(config.host, port)}/ui/`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", () => resolve("SIGINT"));
     process.once("SIGTERM", () => resolve("SIGTERM"));
@@ -81,6 +82,8 @@ export function registerGateway(program: Command): void {
     .option("--body-limit-bytes <n>", "largest request body in bytes (default 33554432 = 32 MiB)")
     .option("--upstream-timeout-seconds <s>", "proxy upstream timeout in seconds (default 600)")
     .option("--log-level <level>", "fatal|error|warn|info|debug|trace|silent (default info)")
+    .option("--dashboard <bool>", "true|false: serve the browser dashboard at /ui (default true)")
+    .option("--dashboard-key <key>", "read-only key for the dashboard login (the gateway key also logs in)")
     .action(async (flags: GatewayFlags) => {
       await runGateway(loadGatewayConfig(flags, process.env));
     });

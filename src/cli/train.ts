@@ -12,11 +12,13 @@ import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import { MODEL_PRESETS } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { GatewayClient } from "../gateway/client.js";
+import { dashboardUrl } from "../gateway/dashboard/url.js";
 import { ValidationFailed } from "../protocol/index.js";
 import { loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import { consoleReporter } from "../trainer/console-report.js";
-import { runTraining } from "../trainer/loop.js";
+import { runTraining, totalStepsOf } from "../trainer/loop.js";
+import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { collocatedServing, type PolicyServing, remoteServing } from "../trainer/serving.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { CliError } from "./program.js";
@@ -130,6 +132,10 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
       cleanups.push(() => controller.shutdown());
     }
     console.log(`arclight train: run ${config.name}, gateway ${gatewayUrl}, engine ${serving.endpoints.join(", ")}`);
+    console.log(`arclight train: dashboard ${dashboardUrl(gatewayUrl, flags.gatewayUrl === undefined ? key : "")}`);
+    const poster = new RunPoster(client, config.name, logger);
+    poster.start({ ...config }, totalStepsOf(config, trainData.length), join(runDir, "metrics.jsonl"));
+    cleanups.push(() => poster.flush());
     const summary = await runTraining({
       config,
       client,
@@ -141,7 +147,7 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
       resume: flags.resume === true,
       modelName: flags.modelName,
       logger,
-      reporter: consoleReporter(),
+      reporter: combineReporters(consoleReporter(), poster),
       signal: interrupt.signal,
     });
     console.log(

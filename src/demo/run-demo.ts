@@ -8,12 +8,14 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
+import { dashboardUrl } from "../gateway/dashboard/url.js";
 import { batchOptionsFromConfig } from "../trainer/batch.js";
 import { engineCheckpointDir, loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import type { TrainerConfig } from "../trainer/config.js";
 import { type DataItem, readJsonl } from "../trainer/data-order.js";
-import { runTraining } from "../trainer/loop.js";
+import { runTraining, totalStepsOf } from "../trainer/loop.js";
 import { appendMetrics } from "../trainer/metrics.js";
+import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { collocatedServing } from "../trainer/serving.js";
 import { startPhase } from "./progress.js";
 import { rewardTableReporter } from "./reporter.js";
@@ -87,6 +89,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     poolSize: budget.poolSize,
     logger: options.logger,
   });
+  say(`      dashboard: ${dashboardUrl(stack.gatewayUrl, stack.gatewayKey)}`);
   const stopOnAbort = () => void stack.close();
   options.signal?.addEventListener("abort", stopOnAbort, { once: true });
   try {
@@ -125,6 +128,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
         `(temperature ${budget.trainTemperature})`,
     );
     await stack.client.deleteModels();
+    const poster = new RunPoster(stack.client, options.name, options.logger);
+    poster.start({ ...config }, totalStepsOf(config, train.length), join(options.runDir, "metrics.jsonl"));
     const summary = await runTraining({
       config,
       client: stack.client,
@@ -135,10 +140,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       runDir: options.runDir,
       modelName: MODEL_NAME,
       logger: options.logger,
-      reporter: rewardTableReporter(out),
+      reporter: combineReporters(rewardTableReporter(out), poster),
       ...(options.signal ? { signal: options.signal } : {}),
     });
 
+    await poster.flush();
     say(`[6/6] validation after RL: ${val.length} val problems, greedy`);
     const after = await validationAfter(stack, config, val, summary.steps, out, options.signal);
     if (summary.steps % config.val_interval !== 0 || config.val_interval === 0) {

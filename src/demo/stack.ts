@@ -16,6 +16,8 @@ import { CALCULATOR_DIR } from "./settings.js";
 /** The running components of a demo. */
 export interface DemoStack {
   gatewayUrl: string;
+  /** The gateway child's random key (the dashboard URL carries it). */
+  gatewayKey: string;
   client: GatewayClient;
   engine: EmbeddedEngine;
   /** The engine server's OpenAI base URL (`…/v1`). */
@@ -71,7 +73,7 @@ export async function startDemoStack(options: DemoStackOptions): Promise<DemoSta
       logger: options.logger,
     });
     stops.push(() => controller.shutdown());
-    return { gatewayUrl: gateway.url, client, engine, engineEndpoint: endpoint, close };
+    return { gatewayUrl: gateway.url, gatewayKey: gateway.key, client, engine, engineEndpoint: endpoint, close };
   } catch (err) {
     await close();
     throw err;

@@ -10,13 +10,15 @@ import { pino } from "pino";
 import { errorHandler } from "../http/error-handler.js";
 import { BadRequest, NotFound } from "../protocol/index.js";
 import type { Store } from "../store/store.js";
-import { makeAuthHook } from "./auth.js";
+import { type DashboardAuth, makeAuthHook } from "./auth.js";
 import { type GatewayConfig, proxyOptionsOf } from "./config.js";
+import { DashboardSessions } from "./dashboard/sessions.js";
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from "./json-depth.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
 import { PauseController } from "./proxy/pause.js";
 import type { GatewayRouteOptions } from "./route-options.js";
+import { dashboardRoutes } from "./routes/dashboard.js";
 import { eventRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { metricsRoutes } from "./routes/metrics.js";
@@ -39,6 +41,8 @@ export interface BuildAppOptions {
   config: Readonly<GatewayConfig>;
   /** Root logger; the app logs through `logger.child({ component: "gateway" })`. Silent when absent. */
   logger?: FastifyBaseLogger;
+  /** Folder of the built dashboard; default this package's `dist/ui`. */
+  uiDir?: string;
 }
 
 /** Accepts a caller's `x-request-id` when it is short and printable, else makes one. */
@@ -102,6 +106,17 @@ function closeConnectionsWhenClosing(app: FastifyInstance): void {
   });
 }
 
+/** Auth's view of the dashboard: pages, assets and login are public; a session cookie may read. */
+function dashboardAuth(sessions: DashboardSessions): DashboardAuth {
+  return {
+    isPublic: (method, path) =>
+      method === "GET" || method === "HEAD"
+        ? path === "/ui" || path.startsWith("/ui/")
+        : method === "POST" && (path === "/ui/login" || path === "/ui/logout"),
+    hasSession: (cookieHeader) => sessions.isValid(cookieHeader),
+  };
+}
+
 /**
  * Builds the gateway app with every route mounted; call `listen` (or `inject`) on it.
  * @param options - the store (the caller opens and closes it), the frozen config, and a root logger
@@ -125,7 +140,8 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
-  app.addHook("onRequest", makeAuthHook(config.key));
+  const sessions = new DashboardSessions({ gatewayKey: config.key, dashboardKey: config.dashboard_key });
+  app.addHook("onRequest", makeAuthHook(config.key, config.dashboard ? dashboardAuth(sessions) : undefined));
   bindRolloutId(app);
   closeConnectionsWhenClosing(app);
   const metrics = createGatewayMetrics(store);
@@ -134,5 +150,6 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   void app.register(metricsRoutes, { registry: metrics.registry });
   void app.register(otlpRoutes, { store, bodyLimitBytes: config.body_limit_bytes, spans: metrics.otlpSpans });
   void app.register(proxyRoutes, { store, options: proxyOptionsOf(config), pause: new PauseController() });
+  if (config.dashboard) void app.register(dashboardRoutes, { store, config, sessions, uiDir: options.uiDir });
   return app;
 }

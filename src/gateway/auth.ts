@@ -1,6 +1,7 @@
 /**
  * @module API-key authentication of the gateway: `Authorization: Bearer KEY` or `x-api-key: KEY` on every route but
- * `/healthz`, compared in constant time. An empty key disables auth (the gateway warns loudly at start).
+ * `/healthz`, compared in constant time. An empty key disables auth (the gateway warns loudly at start). With the
+ * dashboard on, its login page and assets are public and a dashboard session cookie may read (GET/HEAD) any route.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
@@ -8,6 +9,14 @@ import { Unauthorized } from "../protocol/index.js";
 
 /** Routes reachable without a key. */
 const PUBLIC_PATHS = new Set(["/healthz"]);
+
+/** What the dashboard adds to auth: its public paths (login page, assets) and its read-only sessions. */
+export interface DashboardAuth {
+  /** True for a path anyone may request (the login page and static assets hold no data). */
+  isPublic(method: string, path: string): boolean;
+  /** True when the request's `Cookie` header carries a live dashboard session. */
+  hasSession(cookieHeader: string | undefined): boolean;
+}
 
 /** SHA-256 both sides so the compare is constant-time whatever the lengths. */
 function digest(value: string): Buffer {
@@ -28,15 +37,19 @@ export function presentedKey(request: FastifyRequest): string | undefined {
 /**
  * Builds an `onRequest` hook that rejects requests without the key.
  * @param key - the gateway key; empty disables auth
+ * @param dashboard - the dashboard's public paths and sessions, when the dashboard is on
  * @throws {Unauthorized} from the hook, for a missing or wrong key (HTTP 401)
  */
-export function makeAuthHook(key: string): (request: FastifyRequest) => Promise<void> {
+export function makeAuthHook(key: string, dashboard?: DashboardAuth): (request: FastifyRequest) => Promise<void> {
   const expected = digest(key);
   return async (request) => {
     if (key === "") return;
     const path = request.url.split("?", 1)[0] ?? "";
-    if (PUBLIC_PATHS.has(path)) return;
+    if (PUBLIC_PATHS.has(path) || dashboard?.isPublic(request.method, path)) return;
     const given = presentedKey(request);
-    if (given === undefined || !timingSafeEqual(digest(given), expected)) throw new Unauthorized();
+    if (given !== undefined && timingSafeEqual(digest(given), expected)) return;
+    const reads = request.method === "GET" || request.method === "HEAD";
+    if (given === undefined && reads && dashboard?.hasSession(request.headers.cookie)) return;
+    throw new Unauthorized();
   };
 }

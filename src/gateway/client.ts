@@ -14,6 +14,9 @@ import type {
   RolloutCreateInput,
   RolloutPatch,
   RolloutState,
+  RunPut,
+  RunStep,
+  RunSummary,
   TerminalPage,
 } from "../protocol/index.js";
 import { errorFromResponse, GatewayClientClosed, GatewayUnreachable } from "./client-errors.js";
@@ -77,7 +80,7 @@ export interface ProxyState {
 
 /** One HTTP call: what to send and whether it is safe to repeat. */
 interface Call {
-  method: "GET" | "POST" | "PATCH" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   path: string;
   query?: URLSearchParams;
   body?: unknown;
@@ -248,6 +251,23 @@ export class GatewayClient {
   /** `GET /proxy/state`: paused or not, and how many proxy calls are in flight. */
   proxyState(): Promise<ProxyState> {
     return this.send({ method: "GET", path: "/proxy/state", idempotent: true });
+  }
+
+  /**
+   * `PUT /api/runs/{name}`: creates a dashboard run or replaces its config (idempotent).
+   * @param name - the run name (letters, digits, `.`, `_`, `-`)
+   * @param run - config and planned number of steps
+   */
+  putRun(name: string, run: Partial<RunPut>): Promise<RunSummary> {
+    return this.send({ method: "PUT", path: `/api/runs/${enc(name)}`, body: run, idempotent: true });
+  }
+
+  /**
+   * `POST /api/runs/{name}/steps`: a run's step metrics. Idempotent: a re-posted step replaces itself.
+   * @throws {NotFound} the run was not created with {@link GatewayClient.putRun}
+   */
+  postRunSteps(name: string, steps: readonly RunStep[]): Promise<RunSummary> {
+    return this.send({ method: "POST", path: `/api/runs/${enc(name)}/steps`, body: steps, idempotent: true });
   }
 
   /** Closes the keep-alive connections; every later call throws {@link GatewayClientClosed} at once. */

@@ -47,6 +47,11 @@ export const GatewayConfigSchema = z.strictObject({
     .default(() => ({}))
     .describe("requested model name → agent name, recorded on model calls that name no agent (path or header)"),
   log_level: LogLevelSchema.default("info").describe("pino log level"),
+  dashboard: z.boolean().default(true).describe("serve the browser dashboard at /ui and its /api/runs routes"),
+  dashboard_key: z
+    .string()
+    .default("")
+    .describe("read-only key for the dashboard login (the gateway key also logs in); empty: only the gateway key"),
 });
 
 /** Gateway configuration, defaults applied. */

@@ -9,6 +9,8 @@ export * from "./event.js";
 export * from "./model.js";
 /** Rollouts, their configs, creates and patches. */
 export * from "./rollout.js";
+/** Training runs as the dashboard shows them: config and step metrics. */
+export * from "./run.js";
 /** `span` events (OpenTelemetry spans of agents), the `arclight.*` attribute names, W3C `traceparent`. */
 export * from "./span.js";
 /** The rollout state machine. */

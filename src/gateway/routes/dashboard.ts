@@ -1,0 +1,34 @@
+/**
+ * @module The browser dashboard as one plugin: its pages and login (`ui.ts`), training runs (`runs.ts`), the rollout
+ * table (`dashboard-rollouts.ts`) and the live feed (`dashboard-stream.ts`). `buildApp` mounts it unless
+ * `dashboard: false`. Rollout details come from the ordinary rollout and event routes.
+ */
+import type { FastifyPluginAsync } from "fastify";
+import { RolloutIndex } from "../dashboard/rollout-index.js";
+import { RunRegistry } from "../dashboard/run-registry.js";
+import type { DashboardSessions } from "../dashboard/sessions.js";
+import { loadUiAssets } from "../dashboard/ui-assets.js";
+import type { GatewayRouteOptions } from "../route-options.js";
+import { dashboardRolloutRoutes } from "./dashboard-rollouts.js";
+import { dashboardStreamRoutes } from "./dashboard-stream.js";
+import { runRoutes } from "./runs.js";
+import { uiRoutes } from "./ui.js";
+
+/** Options of {@link dashboardRoutes}. */
+export interface DashboardRouteOptions extends GatewayRouteOptions {
+  sessions: DashboardSessions;
+  /** Folder of the built UI; default `dist/ui` of this package. */
+  uiDir?: string;
+}
+
+/** Mounts every dashboard route. */
+export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async (app, options) => {
+  const { store, sessions } = options;
+  const registry = new RunRegistry();
+  const assets = loadUiAssets(options.uiDir);
+  if (assets.size === 0) app.log.warn("dashboard assets not found (dist/ui); /ui answers 404 until `npm run build`");
+  await app.register(uiRoutes, { sessions, assets });
+  await app.register(runRoutes, { registry });
+  await app.register(dashboardRolloutRoutes, { index: new RolloutIndex(store) });
+  await app.register(dashboardStreamRoutes, { store, registry });
+};
