@@ -9,6 +9,18 @@ import torch
 
 from .schema import LossConfig
 
+# The non-finite guard of src/engine/nonfinite-guard.ts, same constants: recorded (old, reference) logprobs are
+# floored into [LOGPROB_FLOOR, 0] when packed (`clamp_recorded`), and log ratios are clamped to +-LOG_RATIO_LIMIT
+# before any exp (zero gradient outside, as the TS clipByValue).
+LOGPROB_FLOOR = -50.0
+LOG_RATIO_LIMIT = 20.0
+
+
+def clamp_recorded(logprobs: torch.Tensor) -> torch.Tensor:
+    """Step 1 of the guard: NaN and anything below the floor become the floor, anything above 0 becomes 0."""
+    floored = torch.nan_to_num(logprobs, nan=LOGPROB_FLOOR, neginf=LOGPROB_FLOOR, posinf=0.0)
+    return floored.clamp(LOGPROB_FLOOR, 0.0)
+
 
 @dataclass
 class TokenTensors:
@@ -35,7 +47,7 @@ class LossParts:
 def micro_batch_loss(tokens: TokenTensors, config: LossConfig, denominator: float) -> LossParts:
     """The step's loss share of one micro-batch.
 
-    PPO, per token with ratio r = exp(logprob - old) and advantage A: l = max(-A r, -A clip(r, 1 - clip_low,
+    PPO, per token with ratio r = exp(clamp(logprob - old, +-20)) and advantage A: l = max(-A r, -A clip(r, 1 - clip_low,
     1 + clip_high)); with dual clip c and A < 0, l = min(l, -A c); then l *= w_IS; with KL coefficient b,
     l += b k3 where k3 = exp(ref - logprob) - (ref - logprob) - 1. SFT: l = -logprob.
     Aggregation: sum(mask * weight * l) / denominator, denominator = sum(mask * weight) over the whole step.
@@ -47,7 +59,7 @@ def micro_batch_loss(tokens: TokenTensors, config: LossConfig, denominator: floa
     if config.kind == "sft":
         return LossParts((-tokens.logprobs * weight).sum() / denominator, zero, zero)
     old = tokens.old_logprobs if tokens.old_logprobs is not None else tokens.logprobs.detach()
-    ratio = torch.exp(tokens.logprobs - old)
+    ratio = torch.exp(torch.clamp(tokens.logprobs - old, -LOG_RATIO_LIMIT, LOG_RATIO_LIMIT))
     neg_adv = -tokens.advantages
     unclipped = neg_adv * ratio
     clipped = neg_adv * torch.clamp(ratio, 1 - config.clip_low, 1 + config.clip_high)
@@ -66,6 +78,7 @@ def micro_batch_loss(tokens: TokenTensors, config: LossConfig, denominator: floa
 
 
 def k3(other_logprobs: torch.Tensor, logprobs: torch.Tensor) -> torch.Tensor:
-    """k3 estimate of KL(p || q) from samples of p: with d = log q - log p, k3 = e^d - d - 1 (unbiased, >= 0)."""
-    d = other_logprobs - logprobs
+    """k3 estimate of KL(p || q) from samples of p: with d = clamp(log q - log p, +-LOG_RATIO_LIMIT),
+    k3 = e^d - d - 1 (unbiased, >= 0; the clamp keeps it finite)."""
+    d = torch.clamp(other_logprobs - logprobs, -LOG_RATIO_LIMIT, LOG_RATIO_LIMIT)
     return torch.exp(d) - d - 1

@@ -5,9 +5,11 @@ FastAPI's `{"detail": [{loc, msg, type}]}`; a `WorkerError` -> its status with `
 
 import json
 import sys
+import tempfile
 import traceback
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from . import schema
 from .errors import WorkerError
@@ -55,9 +57,22 @@ def _chat(tokenizer, messages: list[dict], tools: list[dict] | None, add_generat
     return {"text": text, "token_ids": tokenizer.encode(text, add_special_tokens=False)}
 
 
+def tokenizer_payload(tokenizer) -> dict:
+    """The tokenizer's own files, `{tokenizer, config}` = tokenizer.json and tokenizer_config.json with the chat
+    template inlined, so a client can tokenise and render chats locally exactly as the worker does."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tokenizer.save_pretrained(tmp)
+        files = Path(tmp)
+        config = json.loads((files / "tokenizer_config.json").read_text())
+        if (files / "chat_template.jinja").is_file():
+            config["chat_template"] = (files / "chat_template.jinja").read_text()
+        return {"tokenizer": json.loads((files / "tokenizer.json").read_text()), "config": config}
+
+
 def make_server(worker: Worker, host: str, port: int) -> ThreadingHTTPServer:
     """Binds the server (port 0 picks a free port); call `serve_forever` to run it."""
     post = routes(worker)
+    tokenizer_files = tokenizer_payload(worker.policy.tokenizer)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -65,6 +80,8 @@ def make_server(worker: Worker, host: str, port: int) -> ThreadingHTTPServer:
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             if self.path in ("/v1/info", "/health"):
                 self._answer(HTTPStatus.OK, worker.info())
+            elif self.path == "/v1/tokenizer":
+                self._answer(HTTPStatus.OK, tokenizer_files)
             else:
                 self._answer(HTTPStatus.NOT_FOUND, {"detail": f"no route GET {self.path}"})
 

@@ -1,7 +1,8 @@
 """One optimiser step over training rows, and scoring: rows are packed right-padded with next-token targets (the
 value for input position t is the row's value at token t + 1), split into micro-batches by row count and a token
 budget, forward + backward per micro-batch with gradients summed (gradient accumulation), global-norm clipping, one
-AdamW update. A step whose loss or gradient is not finite is skipped: the weights stay and no optimiser state moves."""
+AdamW update. The non-finite guard of src/engine/nonfinite-guard.ts: recorded logprobs floored, ratios in log space,
+and a step whose loss or gradient norm is not finite is skipped (weights, optimiser state and version stay)."""
 
 import math
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ import torch
 
 from .errors import OutOfRange
 from .generate import check_ids
-from .loss import TokenTensors, micro_batch_loss
+from .loss import TokenTensors, clamp_recorded, micro_batch_loss
 from .schema import LossConfig, OptimizerConfig, TrainRow
 
 
@@ -22,7 +23,7 @@ class TrainMetrics:
     clip_fraction: float
     approx_kl: float
     tokens: int
-    skipped: bool = False
+    non_finite_skipped: bool = False
 
 
 def check_rows(rows: list[TrainRow], context_length: int, vocab: int, loss: LossConfig) -> None:
@@ -94,7 +95,7 @@ def train_step(
     )
     if not (math.isfinite(metrics.loss) and math.isfinite(grad_norm)):
         optimizer.zero_grad(set_to_none=True)
-        metrics.skipped = True
+        metrics.non_finite_skipped = True
         return metrics
     for group in optimizer.param_groups:
         group["lr"] = settings.learning_rate
@@ -168,12 +169,17 @@ def _pack(rows: list[TrainRow], loss: LossConfig, device) -> dict[str, torch.Ten
         n = len(row.token_ids) - 1
         ids = torch.tensor(row.token_ids)
         inputs[b, :n], targets[b, :n], attention[b, :n] = ids[:-1], ids[1:], 1
-        mask[b, :n] = torch.tensor(row.loss_mask[1:])
+        row_mask = torch.tensor(row.loss_mask[1:], dtype=torch.float32)
+        trained = row_mask != 0  # values are read only at trained positions (the non-finite guard)
+        mask[b, :n] = row_mask
         weights[b, :n] = row.weight if loss.aggregation == "weighted" else 1.0
-        advantages[b, :n] = torch.tensor(row.advantages[1:])
+        advantages[b, :n] = torch.where(trained, torch.tensor(row.advantages[1:], dtype=torch.float32), 0.0)
         for field, values in optional.items():
             if getattr(row, field) is not None:
-                values[b, :n] = torch.tensor(getattr(row, field)[1:])
+                recorded = torch.tensor(getattr(row, field)[1:], dtype=torch.float32)
+                if field != "is_weights":
+                    recorded = clamp_recorded(recorded)
+                values[b, :n] = torch.where(trained, recorded, values[b, :n])
     out = {"inputs": inputs, "targets": targets, "attention": attention}
     out |= {"mask": mask.flatten(), "weights": weights.flatten(), "advantages": advantages.flatten()}
     out |= {f: v.flatten() for f, v in optional.items() if getattr(rows[0], f) is not None}

@@ -81,7 +81,7 @@ class Worker:
         check_rows(rows, self.policy.context_length, self.vocab, loss)
         with self._lock:
             metrics: TrainMetrics = train_step(self.policy.model, self.optimizer, rows, loss, optimizer, self.token_budget)
-            if not metrics.skipped:
+            if not metrics.non_finite_skipped:
                 self.policy_version += 1
             return asdict(metrics)
 

@@ -43,7 +43,7 @@ def test_a_step_with_a_non_finite_loss_is_skipped_and_keeps_the_weights(worker):
     before = _weights(worker)
     bad = [TrainRow([1, 7, 8], [0, 1, 1], [0, float("nan"), 1.0])]
     metrics = worker.train_step(bad, PPO, OptimizerConfig(learning_rate=1e-2))
-    assert metrics["skipped"] is True
+    assert metrics["non_finite_skipped"] is True
     assert worker.policy_version == 0
     for a, b in zip(before, _weights(worker)):
         assert torch.equal(a, b)
