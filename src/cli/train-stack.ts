@@ -15,8 +15,8 @@ import { LocalController } from "../controller/reconcile.js";
 import type { Engine } from "../engine/engine.js";
 import { buildEngineServer } from "../engine/server/app.js";
 import type { GatewayClient } from "../gateway/client.js";
+import { startServerChild } from "../process/server-child.js";
 import { CliError } from "./program.js";
-import { startServerChild } from "./server-child.js";
 
 /** A gateway child process and its URL and key. */
 export interface GatewayChild {

@@ -7,10 +7,10 @@
 
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { startServerChild } from "../cli/server-child.js";
 import { startController, startEngineServer, startGatewayChild } from "../cli/train-stack.js";
 import type { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { GatewayClient } from "../gateway/client.js";
+import { startServerChild } from "../process/server-child.js";
 import { CALCULATOR_DIR } from "./settings.js";
 
 /** The running components of a demo. */

@@ -1,0 +1,84 @@
+/**
+ * @module Starts a torch worker (`python -m arclight_torch serve …`) as a child process and waits for its URL line;
+ * checks first that the configured Python has the package, so a missing install is one clear line.
+ */
+import { spawnSync } from "node:child_process";
+import { type ServerChild, startServerChild } from "../../process/server-child.js";
+
+/** How to start a worker; see docs/torch-engine.md for each flag. */
+export interface TorchWorkerOptions {
+  /** Python interpreter with the `arclight-torch` package installed. */
+  python: string;
+  /** A local Hugging Face model folder, or `new:NAME` for a bundled config with random weights. */
+  model: string;
+  /** `cpu`, `cuda`, `cuda:1`, … Default `cpu`. */
+  device?: string;
+  /** `float32`, `bfloat16` or `float16`. Default `float32`. */
+  dtype?: string;
+  /** LoRA adapters instead of full fine-tuning; absent trains every weight. */
+  lora?: { rank: number; alpha?: number; targets?: string[] };
+  /** Weight-init seed of `new:NAME`. */
+  seed?: number;
+  /** Longest prompt + response (tokens); default the model's `max_position_embeddings`. */
+  contextLength?: number;
+  /** Token budget of one training micro-batch. */
+  microBatchTokens?: number;
+  /** Torch CPU threads; absent keeps torch's default. */
+  threads?: number;
+  /** How long to wait for the worker to load its model and listen (ms). Default 120,000. */
+  startTimeoutMs?: number;
+}
+
+/** The configured Python cannot import `arclight_torch`. */
+export class TorchPackageMissing extends Error {
+  /** @param python - the interpreter that lacks the package */
+  constructor(readonly python: string) {
+    super(
+      `the torch engine needs the arclight-torch Python package in ${python}: ` +
+        `run \`${python} -m pip install ./python\` in the arclight repository (or set engine.python)`,
+    );
+    this.name = "TorchPackageMissing";
+  }
+}
+
+/**
+ * The worker's command line.
+ * @param options - model, device, dtype, LoRA, seed, limits
+ * @returns argv, interpreter first
+ */
+export function workerArgv(options: TorchWorkerOptions): string[] {
+  const argv = [options.python, "-m", "arclight_torch", "serve", "--model", options.model, "--port", "0"];
+  const flag = (name: string, value: string | number | undefined) => {
+    if (value !== undefined) argv.push(name, String(value));
+  };
+  flag("--device", options.device);
+  flag("--dtype", options.dtype);
+  flag("--seed", options.seed);
+  flag("--context-length", options.contextLength);
+  flag("--micro-batch-tokens", options.microBatchTokens);
+  flag("--threads", options.threads);
+  if (options.lora) {
+    flag("--lora-rank", options.lora.rank);
+    flag("--lora-alpha", options.lora.alpha);
+    flag("--lora-targets", options.lora.targets?.join(","));
+  }
+  return argv;
+}
+
+/**
+ * Starts a worker and waits until it listens.
+ * @param options - interpreter, model and worker flags
+ * @returns the child with its URL and `stop()`
+ * @throws {TorchPackageMissing} when the interpreter cannot import `arclight_torch` (or does not run)
+ * @throws {Error} when the worker exits before listening (its stderr, inherited, says why) or times out
+ */
+export async function startTorchWorker(options: TorchWorkerOptions): Promise<ServerChild> {
+  const check = spawnSync(options.python, ["-c", "import arclight_torch"], { stdio: "ignore" });
+  if (check.status !== 0) throw new TorchPackageMissing(options.python);
+  return startServerChild({
+    argv: workerArgv(options),
+    urlPattern: /arclight-torch listening on (http:\/\/\S+)/,
+    what: "torch worker",
+    startTimeoutMs: options.startTimeoutMs ?? 120_000,
+  });
+}
