@@ -24,6 +24,7 @@ import { listProxyModels } from "../proxy/model-list.js";
 import type { ProxyOptions } from "../proxy/options.js";
 import type { PauseController } from "../proxy/pause.js";
 import type { ProxyMode } from "../proxy/rewrite.js";
+import { translateAnthropicCall } from "../proxy/translate/anthropic-call.js";
 import { ResponseHistory } from "../proxy/translate/response-history.js";
 import { translateResponsesCall } from "../proxy/translate/responses-call.js";
 import type { TranslatedCall } from "../proxy/translate/translation.js";
@@ -79,7 +80,8 @@ async function checkAttempt(lookups: ProxyLookups, rolloutId: string, attemptId:
 
 /**
  * The proxy routes: `POST {PREFIX}/openai/v1/chat/completions` and `…/completions`, `POST …/responses` (OpenAI
- * Responses API, translated to chat completions upstream), `GET …/models` (OpenAI's model
+ * Responses API) and `POST {PREFIX}/anthropic/v1/messages` (Anthropic Messages API), both translated to chat
+ * completions upstream, `GET …/models` (OpenAI's model
  * list: the configured model name, else every registered model), plus `POST /proxy/pause`,
  * `POST /proxy/resume` and `GET /proxy/state`. Register it in the app with the error handler and auth hook set on
  * the parent; the plugin closes its upstream pool on `onClose`.
@@ -144,6 +146,7 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
   app.post(`${PREFIX}/openai/v1/completions`, routeOptions, handle("completions"));
   const responses: Translate = (body, rolloutId) => translateResponsesCall(body, rolloutId, history);
   app.post(`${PREFIX}/openai/v1/responses`, routeOptions, handle("chat", responses));
+  app.post(`${PREFIX}/anthropic/v1/messages`, routeOptions, handle("chat", translateAnthropicCall));
   app.all(`${PREFIX}/*`, async (request) => {
     throw new NotFound(`No proxy route ${request.method} ${request.url.split("?", 1)[0]}`);
   });
