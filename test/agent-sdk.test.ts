@@ -52,6 +52,9 @@ describe("agent SDK inside a controller-run rollout", () => {
       rolloutId: rid,
       attemptId: "0",
       eventUrl: `${h.gateway.url}/api/rollouts/${rid}/attempt/0/events`,
+      // From the OTEL_* variables the controller sets.
+      tracesUrl: `${h.gateway.url}/v1/traces`,
+      serviceName: "arclight-agent",
     });
     expect(seen.baseURL).toBe(seen.env.baseURL);
   });

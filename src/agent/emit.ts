@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { type AgentEnv, fromEnv } from "./env.js";
 import { backoffMs, retryAfterMs, sleep } from "./retry.js";
+import { activeSpan } from "./span-context.js";
 
 /** The gateway refused an event (4xx other than 429), or kept failing after every retry. */
 export class EmitFailed extends Error {
@@ -82,10 +83,12 @@ export async function emitEvent(
 }
 
 /**
- * Posts this attempt's reward (a `reward` event with `{value, source?, reason?}`).
+ * Posts this attempt's reward (a `reward` event with `{value, source?, reason?, call_id?, trace_id?, span_id?}`).
+ * Inside a built-in tracer span, the reward names that span (`trace_id`, `span_id`), so it can be placed in the trace.
  * @param value - the reward, a finite number
  * @param options.source - who judged, e.g. `unit-tests`
  * @param options.reason - why, e.g. `3 of 4 tests passed`
+ * @param options.callId - the model or tool call this reward is for (an intermediate reward), stored as `call_id`
  * @returns the stored event
  * @throws {RangeError} when `value` is not a finite number
  * @throws {NotInRollout} outside a rollout
@@ -93,13 +96,16 @@ export async function emitEvent(
  */
 export function emitReward(
   value: number,
-  options: EmitOptions & { source?: string; reason?: string } = {},
+  options: EmitOptions & { source?: string; reason?: string; callId?: string } = {},
 ): Promise<StoredEvent> {
   if (typeof value !== "number" || !Number.isFinite(value))
     throw new RangeError(`reward must be a finite number, got ${value}`);
   const data: Record<string, unknown> = { value };
   if (options.source !== undefined) data.source = options.source;
   if (options.reason !== undefined) data.reason = options.reason;
+  if (options.callId !== undefined) data.call_id = options.callId;
+  const active = activeSpan();
+  if (active) Object.assign(data, { trace_id: active.traceId, span_id: active.spanId });
   return emitEvent("reward", data, options);
 }
 

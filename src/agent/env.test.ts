@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fromEnv, NotInRollout } from "./env.js";
+import { fromEnv, NotInRollout, tracesUrlOf } from "./env.js";
 
 const FULL = {
   AGL_OPENAI_BASE_URL: "http://gw/proxy/rollout/r1/attempt/0/mode/train/openai/v1",
@@ -36,5 +36,24 @@ describe("fromEnv", () => {
     expect(err).toBeInstanceOf(NotInRollout);
     expect((err as NotInRollout).missing).toEqual(["AGL_OPENAI_BASE_URL", "AGL_EVENT_URL", "AGL_ATTEMPT_ID"]);
     expect((err as Error).message).toMatch(/^not running inside an arclight rollout: AGL_OPENAI_BASE_URL, /);
+  });
+});
+
+describe("tracesUrlOf", () => {
+  const base = {
+    AGL_OPENAI_BASE_URL: "http://g:1/prefix/proxy/rollout/r/attempt/0/mode/train/openai/v1",
+    AGL_EVENT_URL: "http://g:1/prefix/api/rollouts/r/attempt/0/events",
+    AGL_ROLLOUT_ID: "r",
+    AGL_ATTEMPT_ID: "0",
+  };
+
+  it("is OTEL_EXPORTER_OTLP_TRACES_ENDPOINT when set", () => {
+    expect(tracesUrlOf(fromEnv({ ...base, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://otel:4318/v1/traces" }))).toBe(
+      "http://otel:4318/v1/traces",
+    );
+  });
+
+  it("is the gateway's /v1/traces beside the event URL otherwise", () => {
+    expect(tracesUrlOf(fromEnv(base))).toBe("http://g:1/prefix/v1/traces");
   });
 });

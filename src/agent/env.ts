@@ -15,6 +15,13 @@ export interface AgentEnv {
   attemptId: string;
   /** Where events of this attempt are posted (`AGL_EVENT_URL`). */
   eventUrl: string;
+  /**
+   * Where spans of this attempt are exported (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else the gateway's `/v1/traces`
+   * next to `AGL_EVENT_URL`).
+   */
+  tracesUrl?: string;
+  /** `OTEL_SERVICE_NAME`; the tracer uses `arclight-agent` when absent. */
+  serviceName?: string;
 }
 
 /** The code runs outside a rollout: the controller's `AGL_*` variables are missing. */
@@ -36,7 +43,7 @@ const REQUIRED = ["AGL_OPENAI_BASE_URL", "AGL_EVENT_URL", "AGL_ROLLOUT_ID", "AGL
 /**
  * Reads the rollout context from the environment.
  * @param env - the variables to read; default `process.env`
- * @returns base URL, key, rollout and attempt ids, event URL
+ * @returns base URL, key, rollout and attempt ids, event URL, traces URL, service name
  * @throws {NotInRollout} naming every missing variable (`AGL_KEY` may be absent: an open gateway needs none)
  */
 export function fromEnv(env: Readonly<Record<string, string | undefined>> = process.env): AgentEnv {
@@ -48,5 +55,17 @@ export function fromEnv(env: Readonly<Record<string, string | undefined>> = proc
     rolloutId: env.AGL_ROLLOUT_ID!,
     attemptId: env.AGL_ATTEMPT_ID!,
     eventUrl: env.AGL_EVENT_URL!,
+    tracesUrl: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || undefined,
+    serviceName: env.OTEL_SERVICE_NAME || undefined,
   };
+}
+
+/**
+ * Where this attempt's spans go.
+ * @returns `env.tracesUrl`, else `<gateway>/v1/traces` derived from `<gateway>/api/rollouts/{rid}/attempt/{aid}/events`
+ */
+export function tracesUrlOf(env: AgentEnv): string {
+  if (env.tracesUrl) return env.tracesUrl;
+  const at = env.eventUrl.lastIndexOf("/api/rollouts/");
+  return `${at >= 0 ? env.eventUrl.slice(0, at) : new URL(env.eventUrl).origin}/v1/traces`;
 }

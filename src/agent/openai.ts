@@ -6,6 +6,7 @@ import { createRequire } from "node:module";
 import type { ClientOptions, OpenAI } from "openai";
 import { type AgentEnv, fromEnv } from "./env.js";
 import { retryAfterMs, sleep } from "./retry.js";
+import { activeTraceparent } from "./span-context.js";
 
 /** `fetch` as the openai SDK calls it. */
 type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -49,7 +50,8 @@ export function pauseAwareFetch(base: FetchLike, pauseWaitMs: number): FetchLike
 
 /**
  * Builds an `openai` client for this rollout attempt: base URL = the gateway proxy (`AGL_OPENAI_BASE_URL`), API key
- * = `AGL_KEY`, pauses waited out (see {@link pauseAwareFetch}), `maxRetries` 5 for other transient errors.
+ * = `AGL_KEY`, pauses waited out (see {@link pauseAwareFetch}), `maxRetries` 5 for other transient errors; a call made
+ * inside a built-in tracer span carries its W3C `traceparent`.
  * @param options - openai `ClientOptions` (except baseURL/apiKey/fetch), plus `env`, `pauseWaitMs`, `fetch`
  * @returns an `OpenAI` instance (openai v6, an optional peer dependency)
  * @throws {NotInRollout} outside a rollout
@@ -65,8 +67,22 @@ export function openaiClient(options: OpenAIClientOptions = {}): OpenAI {
     baseURL: env.baseURL,
     // The SDK refuses an empty key; an open gateway ignores whatever is sent.
     apiKey: env.apiKey === "" ? "arclight-no-key" : env.apiKey,
-    fetch: pauseAwareFetch(baseFetch, pauseWaitMs),
+    fetch: pauseAwareFetch(traceparentFetch(baseFetch), pauseWaitMs),
   });
+}
+
+/**
+ * Adds the built-in tracer's `traceparent` (when the call is made inside `span()`) unless the request has one, so
+ * the gateway records the call's enclosing span.
+ */
+function traceparentFetch(base: FetchLike): FetchLike {
+  return (input, init) => {
+    const traceparent = activeTraceparent();
+    if (traceparent === undefined) return base(input, init);
+    const headers = new Headers(init?.headers);
+    if (!headers.has("traceparent")) headers.set("traceparent", traceparent);
+    return base(input, { ...init, headers });
+  };
 }
 
 /** Loads `openai` lazily, so `arclight/agent` works without it for agents that only emit events. */
