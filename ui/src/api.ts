@@ -1,0 +1,65 @@
+/**
+ * @module The dashboard's calls to its gateway: same-origin JSON reads with the session cookie, the login, and the
+ * live feed (`/api/dashboard/stream`, Server-Sent Events).
+ */
+
+/** Thrown when the gateway answers 401: the page shows the login form. */
+export class LoggedOut extends Error {
+  constructor() {
+    super("Not logged in");
+  }
+}
+
+/**
+ * GETs a JSON document from the gateway.
+ * @param path - absolute path with query, e.g. `/api/runs`
+ * @throws {LoggedOut} on 401; Error with the gateway's `detail` on any other error status
+ */
+export async function getJson<T>(path: string): Promise<T> {
+  const res = await fetch(path, { credentials: "same-origin", headers: { accept: "application/json" } });
+  if (res.status === 401) throw new LoggedOut();
+  if (!res.ok) {
+    const body = (await res.json().catch(() => ({}))) as { detail?: unknown };
+    throw new Error(`${res.status} ${typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)}`);
+  }
+  return (await res.json()) as T;
+}
+
+/**
+ * Trades a key for a session cookie.
+ * @returns true when the gateway accepted the key
+ */
+export async function login(key: string): Promise<boolean> {
+  const res = await fetch("/ui/login", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ key }),
+  });
+  return res.status === 204;
+}
+
+/** Ends the session. */
+export async function logout(): Promise<void> {
+  await fetch("/ui/logout", { method: "POST", credentials: "same-origin" });
+}
+
+/** Whether the browser holds a live session (or the gateway runs without a key). */
+export async function sessionState(): Promise<{ open: boolean; authenticated: boolean }> {
+  return getJson("/ui/session");
+}
+
+/** Listeners of the live feed, by event name; each receives the event's parsed JSON data. */
+export type StreamHandlers = Partial<Record<"run" | "steps" | "rollouts", (data: unknown) => void>>;
+
+/**
+ * Opens the live feed; the browser reconnects by itself after a drop.
+ * @returns a function that closes it
+ */
+export function openStream(handlers: StreamHandlers): () => void {
+  const source = new EventSource("/api/dashboard/stream");
+  for (const [name, handler] of Object.entries(handlers)) {
+    source.addEventListener(name, (event) => handler(JSON.parse((event as MessageEvent<string>).data)));
+  }
+  return () => source.close();
+}
