@@ -7,6 +7,8 @@ import { pino } from "pino";
 import { buildApp } from "../gateway/app.js";
 import type { GatewayConfig } from "../gateway/config.js";
 import { openStore } from "../store/open.js";
+import { PostgresStore, redact } from "../store/postgres.js";
+import type { SharedPause } from "../store/shared-pause.js";
 import type { Store } from "../store/store.js";
 import { type GatewayFlags, loadGatewayConfig } from "./gateway-config.js";
 import { CliError } from "./program.js";
@@ -16,7 +18,7 @@ async function openConfiguredStore(spec: string): Promise<Store> {
   try {
     return await openStore(spec);
   } catch (err) {
-    throw new CliError(`--store ${spec}: ${(err as Error).message}`);
+    throw new CliError(`--store ${redact(spec)}: ${(err as Error).message}`);
   }
 }
 
@@ -34,7 +36,15 @@ function baseUrl(host: string, port: number): string {
 export async function runGateway(config: Readonly<GatewayConfig>): Promise<void> {
   const logger = pino({ level: config.log_level });
   const store = await openConfiguredStore(config.store);
-  const app = buildApp({ store, config, logger });
+  let sharedPause: SharedPause | undefined;
+  try {
+    // Gateways sharing a PostgreSQL database share the proxy pause: a pause on one pauses all.
+    if (store instanceof PostgresStore) sharedPause = await store.sharedPause();
+  } catch (err) {
+    await store.close();
+    throw new CliError(`--store ${redact(config.store)}: ${(err as Error).message}`);
+  }
+  const app = buildApp({ store, config, logger, sharedPause });
   if (config.key === "") {
     const warning = "WARNING: no API key set (--key, ARCLIGHT_KEY or AGL_KEY): every route is open to anyone";
     console.error(`arclight gateway: ${warning}`);
@@ -48,7 +58,7 @@ export async function runGateway(config: Readonly<GatewayConfig>): Promise<void>
   }
   const address = app.server.address();
   const port = address !== null && typeof address === "object" ? address.port : config.port;
-  console.log(`arclight gateway listening on ${baseUrl(config.host, port)} (store ${config.store})`);
+  console.log(`arclight gateway listening on ${baseUrl(config.host, port)} (store ${redact(config.store)})`);
   if (config.dashboard) console.log(`arclight dashboard: ${baseUrl(config.host, port)}/ui/`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", () => resolve("SIGINT"));

@@ -9,6 +9,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPlug
 import { pino } from "pino";
 import { errorHandler } from "../http/error-handler.js";
 import { BadRequest, NotFound } from "../protocol/index.js";
+import type { SharedPause } from "../store/shared-pause.js";
 import type { Store } from "../store/store.js";
 import { type DashboardAuth, makeAuthHook } from "./auth.js";
 import { type GatewayConfig, proxyOptionsOf } from "./config.js";
@@ -39,6 +40,11 @@ const ROUTE_PLUGINS: readonly FastifyPluginAsync<GatewayRouteOptions>[] = [
 export interface BuildAppOptions {
   store: Store;
   config: Readonly<GatewayConfig>;
+  /**
+   * The proxy pause shared with other gateways on the same database (PostgreSQL); absent: this gateway's pause is its
+   * own. The caller closes it (closing the store does).
+   */
+  sharedPause?: SharedPause;
   /** Root logger; the app logs through `logger.child({ component: "gateway" })`. Silent when absent. */
   logger?: FastifyBaseLogger;
   /** Folder of the built dashboard; default this package's `dist/ui`. */
@@ -149,7 +155,11 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config });
   void app.register(metricsRoutes, { registry: metrics.registry });
   void app.register(otlpRoutes, { store, bodyLimitBytes: config.body_limit_bytes, spans: metrics.otlpSpans });
-  void app.register(proxyRoutes, { store, options: proxyOptionsOf(config), pause: new PauseController() });
+  void app.register(proxyRoutes, {
+    store,
+    options: proxyOptionsOf(config),
+    pause: new PauseController(options.sharedPause),
+  });
   if (config.dashboard) void app.register(dashboardRoutes, { store, config, sessions, uiDir: options.uiDir });
   return app;
 }

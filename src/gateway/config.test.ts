@@ -6,7 +6,9 @@ describe("GatewayConfigSchema", () => {
   it("rejects unknown keys and out-of-range values", () => {
     expect(() => gatewayConfig({ prot: 1 } as never)).toThrow();
     expect(() => gatewayConfig({ port: 70000 })).toThrow();
-    expect(() => gatewayConfig({ store: "postgres://x" })).toThrow();
+    expect(() => gatewayConfig({ store: "mysql://x" })).toThrow();
+    expect(() => gatewayConfig({ store: "postgres:db" })).toThrow();
+    expect(gatewayConfig({ store: "postgresql://u@h:5432/db" }).store).toBe("postgresql://u@h:5432/db");
     expect(() => gatewayConfig({ body_limit_bytes: 0 })).toThrow();
   });
 

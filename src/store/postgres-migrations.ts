@@ -152,6 +152,34 @@ export const PG_MIGRATIONS: readonly PgMigration[] = Object.freeze([
       ${APPEND_FUNCTION}
     `,
   },
+  {
+    version: 2,
+    description: "proxy pause shared by every gateway (one row, notified on change) and each gateway's in-flight count",
+    sql: `
+      CREATE TABLE proxy_pause (
+        id integer PRIMARY KEY CHECK (id = 1),
+        paused boolean NOT NULL,
+        retry_after_seconds integer NOT NULL,
+        reason text,
+        epoch bigint NOT NULL                  -- +1 per pause or resume
+      );
+      INSERT INTO proxy_pause VALUES (1, false, 0, NULL, 0);
+      CREATE TABLE gateway_replicas (
+        replica_id text PRIMARY KEY,           -- the gateway's application_name
+        inflight integer NOT NULL,             -- proxied model calls in flight there
+        applied_epoch bigint NOT NULL,         -- the newest proxy_pause epoch it has applied
+        heartbeat_at timestamptz NOT NULL      -- rows older than a few seconds are dead gateways
+      );
+      CREATE FUNCTION arclight_notify_pause() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        PERFORM pg_notify('arclight_pause', row_to_json(NEW)::text);
+        RETURN NULL;
+      END
+      $fn$;
+      CREATE TRIGGER proxy_pause_notify AFTER UPDATE ON proxy_pause
+        FOR EACH ROW EXECUTE FUNCTION arclight_notify_pause();
+    `,
+  },
 ]);
 
 /** The schema version this build writes. */

@@ -150,7 +150,7 @@ describe.skipIf(skipWithoutPostgres())("PostgresStore", () => {
       await a.createRollouts([RolloutCreateSchema.parse({ rollout_id: "r", input: 0 })]);
       await a.patchRollout("r", { status: { state: "running" } });
       const before = a.revision();
-      server.restart();
+      await server.restart();
       // The pool drops its dead connections: the first calls may fail with StoreUnavailable, never anything else.
       const ok = await until(async () => {
         try {

@@ -28,6 +28,7 @@ import { PgAppendBatcher } from "./postgres-append.js";
 import { asStoreError, withConflictRetry } from "./postgres-connection.js";
 import { PgListener } from "./postgres-listener.js";
 import { migratePostgres } from "./postgres-migrations.js";
+import { PAUSE_CHANNEL, PgSharedPause } from "./postgres-pause.js";
 import {
   PG_EVENT_COLUMNS,
   PG_INSERT_ROLLOUT,
@@ -73,6 +74,7 @@ export class PostgresStore implements Store {
   /** Bumped around every write of this store and on every other writer's notification (see {@link revision}). */
   private revisionCount = 0;
   private closed = false;
+  private pause: PgSharedPause | undefined;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -115,19 +117,40 @@ export class PostgresStore implements Store {
     const listener = new PgListener({
       connectionString: url,
       applicationName,
-      channels: [REVISION_CHANNEL],
-      onNotification: (_channel, payload) => {
-        if (payload !== applicationName) store?.bumpRevision();
-      },
-      onConnected: () => store?.bumpRevision(),
+      channels: [REVISION_CHANNEL, PAUSE_CHANNEL],
+      onNotification: (channel, payload) => store?.notified(channel, payload),
+      onConnected: () => store?.reconnected(),
     });
     store = new PostgresStore(pool, listener, applicationName);
     await listener.ready;
     return store;
   }
 
-  private bumpRevision(): void {
+  private notified(channel: string, payload: string): void {
+    if (channel === PAUSE_CHANNEL) this.pause?.onNotification(payload);
+    else if (payload !== this.applicationName) this.revisionCount++;
+  }
+
+  /** The `LISTEN` connection is back: notifications may have been missed, so caches and the pause are re-read. */
+  private reconnected(): void {
     this.revisionCount++;
+    this.pause?.reload().catch(() => undefined); // fails only if the server dropped again; the next connect retries
+  }
+
+  /**
+   * This gateway's handle on the proxy pause shared by every gateway on the database (made once; closed with the
+   * store). Its current record is loaded before it is returned.
+   * @throws {StoreUnavailable} the database cannot be reached
+   */
+  async sharedPause(): Promise<PgSharedPause> {
+    this.assertOpen();
+    if (!this.pause) this.pause = new PgSharedPause(this.pool, this.applicationName);
+    try {
+      await this.pause.reload();
+    } catch (err) {
+      throw asStoreError(err, "sharedPause");
+    }
+    return this.pause;
   }
 
   /** Runs `fn` in one transaction on one pooled connection, retried on deadlock; bumps the revision around it. */
@@ -340,6 +363,7 @@ export class PostgresStore implements Store {
     if (this.closed) return;
     await this.appends.settled();
     this.closed = true;
+    await this.pause?.close();
     await this.listener.close();
     await this.pool.end();
   }

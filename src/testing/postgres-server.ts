@@ -3,11 +3,12 @@
  * loopback port (as user `postgres` through `runuser` when running as root, since PostgreSQL refuses root), stop and
  * remove on {@link PostgresServer.stop}. Uses Debian's PostgreSQL 15 binaries or `ARCLIGHT_PG_BIN`.
  */
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import pg from "pg";
 
 /** Where the server binaries are looked for: `ARCLIGHT_PG_BIN`, else Debian's layout for 17, 16 and 15. */
@@ -107,6 +108,13 @@ export class PostgresServer {
     execFileSync(argv[0]!, argv.slice(1), { stdio: ["ignore", "ignore", "pipe"], cwd: this.dir });
   }
 
+  /** {@link run} without blocking the event loop, so clients in this process keep running meanwhile. */
+  private async runAsync(tool: string, args: readonly string[]): Promise<void> {
+    const exe = join(this.bin, tool);
+    const argv = this.asPostgres ? ["runuser", "-u", "postgres", "--", exe, ...args] : [exe, ...args];
+    await promisify(execFile)(argv[0]!, argv.slice(1), { cwd: this.dir });
+  }
+
   private startOptions = "";
 
   private start(options: string): void {
@@ -138,12 +146,15 @@ export class PostgresServer {
   }
 
   /**
-   * Stops the server (`-m fast`: open connections are cut, as in a crash of the network) and starts it again on the
-   * same port with the same data.
+   * Stops the server (`-m fast`: open connections are cut, as in a crash of the network), stays down for `downMs`,
+   * and starts it again on the same port with the same data. Does not block the event loop.
+   * @param downMs - how long the server stays down (ms); default 0
    */
-  restart(): void {
-    this.run("pg_ctl", ["stop", "-w", "-m", "fast", "-D", this.dataDir]);
-    this.start(this.startOptions);
+  async restart(downMs = 0): Promise<void> {
+    await this.runAsync("pg_ctl", ["stop", "-w", "-m", "fast", "-D", this.dataDir]);
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    const log = join(this.dir, "server.log");
+    await this.runAsync("pg_ctl", ["start", "-w", "-D", this.dataDir, "-l", log, "-o", this.startOptions]);
   }
 
   /** Stops the server (`-m immediate`) without removing anything; {@link resume} starts it again. */

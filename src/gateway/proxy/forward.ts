@@ -6,7 +6,7 @@ import { once } from "node:events";
 import { performance } from "node:perf_hooks";
 import { PassThrough } from "node:stream";
 import type { FastifyBaseLogger, FastifyReply } from "fastify";
-import { NoEndpoint } from "../../protocol/index.js";
+import { NoEndpoint, StoreUnavailable } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
 import type { CallIdentity } from "./agent-identity.js";
 import { buildModelRequestData, type CallRecord, type ProxyEndpointKind } from "./capture.js";
@@ -202,7 +202,7 @@ async function relayStream(
   const assembled = assembler.finish();
   const upstreamError = assembled.error;
   const errorCode = (upstreamError?.error as { code?: unknown } | undefined)?.code;
-  await recordCall(
+  const recorded = recordCall(
     ctx,
     call,
     {
@@ -218,6 +218,13 @@ async function relayStream(
     },
     base,
   );
+  try {
+    await recorded;
+  } catch (err) {
+    // The event may be lost (database gone): cut the stream before its end, so the agent sees a failed call.
+    out.destroy(err as Error);
+    return;
+  }
   if (!out.destroyed) {
     if (translation && failure && !upstreamErrorSeen) out.write(translation.streamError(failure.message, failure.code));
     else if (translation && !failure && !upstreamErrorSeen) out.write(translation.end(assembled.response));
@@ -228,7 +235,9 @@ async function relayStream(
 
 /**
  * Appends the call's `model_request` event, its JSON text reusing the request and response texts already held. A
- * failed append is logged, never turned into a failed agent call.
+ * failed append is logged, never turned into a failed agent call, except when the store is unreachable: the event may
+ * then be lost, so the agent must not take the answer as recorded (503 before the answer, a cut stream after it).
+ * @throws {StoreUnavailable} the store lost its database connection
  */
 async function recordCall(ctx: ProxyContext, call: ProxyCall, record: CallRecord, known: KnownJson): Promise<void> {
   try {
@@ -237,5 +246,6 @@ async function recordCall(ctx: ProxyContext, call: ProxyCall, record: CallRecord
     await ctx.store.appendEvents(call.rolloutId, call.attemptId, [{ event_type: "model_request", data, dataJson }]);
   } catch (err) {
     call.log.error({ err, rolloutId: call.rolloutId, attemptId: call.attemptId }, "model_request event not recorded");
+    if (err instanceof StoreUnavailable) throw err;
   }
 }

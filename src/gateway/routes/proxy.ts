@@ -153,14 +153,14 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
 
   app.post("/proxy/pause", async (request) => {
     const body = parseOrThrow(PauseRequestSchema, request.body ?? {}, "pause request", ["body"]);
-    pause.pause(body.retry_after_seconds, body.reason);
+    await pause.setPaused({ paused: true, retry_after_seconds: body.retry_after_seconds, reason: body.reason });
     request.log.info({ retryAfterSeconds: body.retry_after_seconds, reason: body.reason }, "proxy paused");
-    return pause.state();
+    return pause.clusterState();
   });
   app.post("/proxy/resume", async (request) => {
-    pause.resume();
+    await pause.setPaused({ paused: false, retry_after_seconds: 0, reason: null });
     request.log.info("proxy resumed");
-    return pause.state();
+    return pause.clusterState();
   });
-  app.get("/proxy/state", async () => pause.state());
+  app.get("/proxy/state", async () => pause.clusterState());
 };
