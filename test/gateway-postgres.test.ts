@@ -6,9 +6,9 @@
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startServerChild } from "../src/cli/server-child.js";
 import { GatewayClient } from "../src/gateway/client.js";
 import { FakeVllm } from "../src/gateway/testing/fake-vllm.js";
+import { startServerChild } from "../src/process/server-child.js";
 import type { Event } from "../src/protocol/index.js";
 import { PostgresServer, skipWithoutPostgres } from "../src/testing/postgres-server.js";
 
