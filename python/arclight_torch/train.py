@@ -132,10 +132,13 @@ def _accumulate(model, rows: list[TrainRow], loss: LossConfig, denominator: floa
     """Forward + backward of one micro-batch; adds its metric sums into `sums`."""
     device = next(model.parameters()).device
     packed = _pack(rows, loss, device)
-    logits = model(input_ids=packed["inputs"], attention_mask=packed["attention"]).logits.float()  # [B, W, V]
+    # Right padding needs no attention mask: a real token attends only to earlier positions, all real, and padded
+    # positions are masked out of the loss. Without a mask, SDPA takes its causal fast path (~2x on CPU).
+    logits = model(input_ids=packed["inputs"]).logits.float()  # [B, W, V]
     log_softmax = torch.log_softmax(logits, -1)  # [B, W, V]
     logprobs = log_softmax.gather(-1, packed["targets"].unsqueeze(-1)).squeeze(-1).flatten()  # [B*W]
-    entropy = -(log_softmax.exp() * log_softmax).sum(-1).flatten()  # [B*W]
+    with torch.no_grad():
+        entropy = -(log_softmax.exp() * log_softmax).sum(-1).flatten()  # [B*W]
     tokens = TokenTensors(
         logprobs=logprobs,
         mask=packed["mask"],
@@ -162,13 +165,13 @@ def _pack(rows: list[TrainRow], loss: LossConfig, device) -> dict[str, torch.Ten
     def grid(fill: float = 0.0, dtype=torch.float32) -> torch.Tensor:
         return torch.full((batch, width), fill, dtype=dtype)
 
-    inputs, targets, attention = grid(0, torch.long), grid(0, torch.long), grid(0, torch.long)
+    inputs, targets = grid(0, torch.long), grid(0, torch.long)
     mask, weights, advantages = grid(), grid(), grid()
     optional = {f: grid(1.0 if f == "is_weights" else 0.0) for f in ("old_logprobs", "ref_logprobs", "is_weights")}
     for b, row in enumerate(rows):
         n = len(row.token_ids) - 1
         ids = torch.tensor(row.token_ids)
-        inputs[b, :n], targets[b, :n], attention[b, :n] = ids[:-1], ids[1:], 1
+        inputs[b, :n], targets[b, :n] = ids[:-1], ids[1:]
         row_mask = torch.tensor(row.loss_mask[1:], dtype=torch.float32)
         trained = row_mask != 0  # values are read only at trained positions (the non-finite guard)
         mask[b, :n] = row_mask
@@ -180,7 +183,7 @@ def _pack(rows: list[TrainRow], loss: LossConfig, device) -> dict[str, torch.Ten
                 if field != "is_weights":
                     recorded = clamp_recorded(recorded)
                 values[b, :n] = torch.where(trained, recorded, values[b, :n])
-    out = {"inputs": inputs, "targets": targets, "attention": attention}
+    out = {"inputs": inputs, "targets": targets}
     out |= {"mask": mask.flatten(), "weights": weights.flatten(), "advantages": advantages.flatten()}
     out |= {f: v.flatten() for f, v in optional.items() if getattr(rows[0], f) is not None}
     return {k: v.to(device) for k, v in out.items()}
@@ -194,12 +197,11 @@ def score(model: torch.nn.Module, rows: list[list[int]], token_budget: int) -> l
     for chunk in micro_batches([len(r) for r in rows], 1 << 30, token_budget):
         batch = [rows[i] for i in chunk]
         width = max(len(r) for r in batch)
-        ids = torch.zeros((len(batch), width), dtype=torch.long)  # [B, W], right-padded
-        attention = torch.zeros_like(ids)
+        ids = torch.zeros((len(batch), width), dtype=torch.long)  # [B, W], right-padded (no mask needed, see _accumulate)
         for b, r in enumerate(batch):
-            ids[b, : len(r)], attention[b, : len(r)] = torch.tensor(r), 1
-        ids, attention = ids.to(device), attention.to(device)
-        logits = model(input_ids=ids, attention_mask=attention).logits.float()  # [B, W, V]
+            ids[b, : len(r)] = torch.tensor(r)
+        ids = ids.to(device)
+        logits = model(input_ids=ids).logits.float()  # [B, W, V]
         picked = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # [B, W-1]
         picked = picked.cpu()
         out += [[0.0, *picked[b, : len(r) - 1].tolist()] for b, r in enumerate(batch)]
