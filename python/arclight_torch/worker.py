@@ -55,6 +55,7 @@ class Worker:
             "lora": lora,
             "parameters": sum(t.numel() for t in p.model.parameters()),
             "trainable_parameters": sum(t.numel() for t in p.model.parameters() if t.requires_grad),
+            "peak_memory_bytes": torch.cuda.max_memory_allocated(p.device) if p.device.type == "cuda" else None,
         }
 
     def generate(self, requests: list[GenerationRequest]) -> list[dict]:

@@ -23,6 +23,8 @@ export const InfoSchema = z.object({
   lora: z.object({ rank: z.number(), alpha: z.number(), targets: z.array(z.string()) }).nullable(),
   parameters: z.number().int(),
   trainable_parameters: z.number().int(),
+  /** Peak GPU memory allocated by torch so far (bytes); null on CPU. */
+  peak_memory_bytes: z.number().int().nullable(),
 });
 /** What the worker reports about itself. */
 export type WorkerInfo = z.infer<typeof InfoSchema>;
