@@ -1,20 +1,24 @@
 /**
  * @module `arclight inspect ROLLOUT_ID`: prints, as JSON, the training rows the sample adapter makes from one
- * rollout's events (per row: prompt and response token ids, loss mask, logprobs, mismatches), via `buildRolloutRows`.
+ * rollout's events (per row: prompt and response token ids, loss mask, logprobs, mismatches), via `buildRolloutRows`,
+ * optionally from one agent's calls only (`--agent`); or, with `--level spans`, the rollout's span tree with its
+ * model calls and rewards placed inside, as text.
  */
 import type { Command } from "commander";
 import { GatewayClient } from "../gateway/client.js";
-import { dataIdOf } from "../protocol/index.js";
+import { buildSpanTree, dataIdOf } from "../protocol/index.js";
 import type { MergeMismatch } from "../trainer/aggregate.js";
 import { buildRolloutRows } from "../trainer/batch.js";
 import type { TripletEvent } from "../trainer/triplets.js";
 import { CliError } from "./program.js";
+import { renderSpanTree } from "./span-tree-text.js";
 
 /** Flags of `arclight inspect` as commander hands them over. */
 interface InspectFlags {
   gatewayUrl?: string;
   key?: string;
   level: string;
+  agent?: string[];
   maxPrompt: string;
   maxResponse: string;
   rewardFillna: string;
@@ -60,7 +64,14 @@ export interface InspectReport {
 export async function inspectRollout(
   client: GatewayClient,
   rolloutId: string,
-  options: { level: "transition" | "trajectory"; maxPrompt: number; maxResponse: number; rewardFillna: number },
+  options: {
+    level: "transition" | "trajectory";
+    maxPrompt: number;
+    maxResponse: number;
+    rewardFillna: number;
+    /** Keep only these agents' model calls; every call when absent. */
+    agents?: ReadonlySet<string>;
+  },
 ): Promise<InspectReport> {
   const { rollout } = await client.getRollout(rolloutId);
   const events = (await client.getEvents(rolloutId, { format: "triplet" })) as TripletEvent[];
@@ -71,6 +82,7 @@ export async function inspectRollout(
       level: options.level,
       limits: { maxPromptLength: options.maxPrompt, maxResponseLength: options.maxResponse },
       rewardFillnaValue: options.rewardFillna,
+      agents: options.agents,
     },
   );
   return {
@@ -103,6 +115,21 @@ export async function inspectRollout(
 }
 
 /**
+ * The span tree of a rollout's latest attempt, as text lines.
+ * @param client - gateway client
+ * @param rolloutId - the rollout
+ * @returns a header line, then the tree (see `span-tree-text.ts`)
+ * @throws {RolloutNotFound} when the gateway has no such rollout
+ */
+export async function inspectSpans(client: GatewayClient, rolloutId: string): Promise<string[]> {
+  const { rollout } = await client.getRollout(rolloutId);
+  const events = await client.getEvents(rolloutId);
+  const attempt = events[0]?.attempt_id ?? rollout.status.last_attempt_id ?? "0";
+  const header = `rollout ${rolloutId} attempt ${attempt} (${rollout.status.state}): ${events.length} events`;
+  return [header, ...renderSpanTree(buildSpanTree(events))];
+}
+
+/**
  * Registers `arclight inspect`.
  * @param program - the root commander program
  */
@@ -113,13 +140,18 @@ export function registerInspect(program: Command): void {
     .argument("<rollout_id>", "the rollout to inspect")
     .option("--gateway-url <url>", "gateway base URL (also ARCLIGHT_GATEWAY_URL; default http://127.0.0.1:8080)")
     .option("--key <key>", "gateway API key (also ARCLIGHT_KEY or AGL_KEY)")
-    .option("--level <level>", "trajectory | transition", "trajectory")
+    .option(
+      "--level <level>",
+      "trajectory | transition | spans (the span tree with model calls, as text)",
+      "trajectory",
+    )
+    .option("--agent <name...>", "rows from these agents' model calls only (trajectory, transition)")
     .option("--max-prompt <n>", "maximum prompt length (tokens)", "1024")
     .option("--max-response <n>", "maximum response-region length (tokens)", "1024")
     .option("--reward-fillna <value>", "reward used when the rollout posted none", "0")
     .action(async (rolloutId: string, flags: InspectFlags) => {
-      if (flags.level !== "trajectory" && flags.level !== "transition") {
-        throw new CliError(`--level ${flags.level}: expected trajectory or transition`);
+      if (flags.level !== "trajectory" && flags.level !== "transition" && flags.level !== "spans") {
+        throw new CliError(`--level ${flags.level}: expected trajectory, transition or spans`);
       }
       const rewardFillna = Number(flags.rewardFillna);
       if (!Number.isFinite(rewardFillna))
@@ -130,8 +162,13 @@ export function registerInspect(program: Command): void {
         retries: 1,
       });
       try {
+        if (flags.level === "spans") {
+          process.stdout.write(`${(await inspectSpans(client, rolloutId)).join("\n")}\n`);
+          return;
+        }
         const report = await inspectRollout(client, rolloutId, {
           level: flags.level,
+          agents: flags.agent ? new Set(flags.agent) : undefined,
           maxPrompt: positiveInt("--max-prompt", flags.maxPrompt),
           maxResponse: positiveInt("--max-response", flags.maxResponse),
           rewardFillna,

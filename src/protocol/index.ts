@@ -13,6 +13,8 @@ export * from "./rollout.js";
 export * from "./run.js";
 /** `span` events (OpenTelemetry spans of agents), the `arclight.*` attribute names, W3C `traceparent`. */
 export * from "./span.js";
+/** One attempt's spans, model calls and rewards as a tree (`arclight inspect --level spans`). */
+export * from "./span-tree.js";
 /** The rollout state machine. */
 export * from "./state.js";
 /** Text checks shared by the schemas (well-formed UTF-16). */

@@ -92,14 +92,21 @@ export function batchOptionsFromConfig(config: TrainerConfig): BatchOptions {
 /**
  * Turns one rollout's events into its training rows (what `arclight inspect` prints).
  * @param record - the rollout's id, group and triplet events
- * @param options - aggregation level, limits and reward fill value
+ * @param options - aggregation level, limits, reward fill value, and `agents` (keep only these agents' calls; all when
+ *   absent)
  * @returns the extracted calls and reward, and the rows with their limit counts and mismatches
  */
 export function buildRolloutRows(
   record: RolloutRecord,
-  options: Pick<BatchOptions, "level" | "limits" | "rewardFillnaValue">,
+  options: Pick<BatchOptions, "level" | "limits" | "rewardFillnaValue"> & { agents?: ReadonlySet<string> },
 ): { triplets: RolloutTriplets; aggregate: AggregateResult } {
-  const triplets = extractTriplets(record.rolloutId, record.dataId, record.events, options.rewardFillnaValue);
+  const triplets = extractTriplets(
+    record.rolloutId,
+    record.dataId,
+    record.events,
+    options.rewardFillnaValue,
+    options.agents,
+  );
   return { triplets, aggregate: aggregatorFor(options.level)(triplets, options.limits) };
 }
 
