@@ -26,6 +26,7 @@ const AGENTS: Record<string, string[]> = {
   "openai-agents": ["node", join(STACKS, "openai-agents.mjs")],
   anthropic: ["node", join(STACKS, "anthropic.mjs")],
   langchain: ["node", join(STACKS, "langchain.mjs")],
+  mastra: ["node", join(STACKS, "mastra.mjs")],
   ...(python === null
     ? {}
     : {
@@ -79,7 +80,7 @@ beforeAll(async () => {
     })),
   );
   const rollouts = await h.create(creates);
-  h.controller({ pool_size: 16 }).start();
+  h.controller({ pool_size: 18 }).start();
   const done = await h.waitTerminal(
     rollouts.map((r) => r.rollout_id),
     150_000,

@@ -36,6 +36,8 @@ export class ResponsesStreamWriter {
   private nextOutputIndex = 0;
   private message: { outputIndex: number; text: string; closed: boolean } | null = null;
   private readonly calls = new Map<number, OpenCall>();
+  private deltaHead: string | undefined;
+  private deltaTail: string | undefined;
 
   /**
    * @param request - the agent's Responses body
@@ -74,16 +76,10 @@ export class ResponsesStreamWriter {
       });
     }
     this.message.text += delta;
-    return (
-      out +
-      this.event("response.output_text.delta", {
-        item_id: this.ids.messageId,
-        output_index: this.message.outputIndex,
-        content_index: 0,
-        delta,
-        logprobs: [],
-      })
-    );
+    // The hot path (one event per generated token): the fixed part of the event is built once per message.
+    this.deltaHead ??= `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":`;
+    this.deltaTail ??= `,"item_id":"${this.ids.messageId}","output_index":${this.message.outputIndex},"content_index":0,"delta":`;
+    return `${out}${this.deltaHead}${this.sequence++}${this.deltaTail}${JSON.stringify(delta)},"logprobs":[]}\n\n`;
   }
 
   private closeMessage(): string {
