@@ -172,8 +172,10 @@ describe.skipIf(skipWithoutChromium())("dashboard in Chromium", () => {
     const marked = await page.$$eval(".call .tok.mark", (els) => els.map((el) => el.getAttribute("data-i")));
     expect(marked).toEqual(["4"]);
     expect(await page.$$eval(".row", (rows) => rows.length)).toBe(2);
+    // Prompt ids with no recorded text are decoded through the engine's /detokenize (via the gateway).
+    await page.waitForFunction(`document.querySelector(".call .tok.mark")?.textContent !== "⟨99⟩"`);
     await page.hover(".call .tok.mark");
-    expect(await page.textContent(".tok-tip")).toContain("merge break");
+    expect(await page.textContent(".tok-tip")).toContain("id 99 · prompt · merge break");
     await page.screenshot({ path: join(SHOTS, "rollout-mismatch.png"), fullPage: true });
     await page.close();
   }, 60_000);

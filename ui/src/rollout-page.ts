@@ -9,7 +9,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Event as StoredEvent } from "../../src/protocol/event.js";
 import { getJson } from "./api.js";
 import { TokenView, type ViewToken } from "./token-view.js";
-import { buildTrace, type TraceCall, type TraceMismatch, type TraceModel } from "./trace-model.js";
+import { buildTrace, idsWithoutText, type TraceCall, type TraceMismatch, type TraceModel } from "./trace-model.js";
 import type { WireEvent, WireRollout } from "./wire.js";
 
 /** A token's text as the viewer knows it (from any response that produced that id), else null. */
@@ -36,11 +36,26 @@ function callTokens(model: TraceModel, call: TraceCall, mismatch: TraceMismatch 
   return [...prompt, ...response];
 }
 
-/** One call's card. */
-function CallCard(props: { model: TraceModel; call: TraceCall; onRendered: () => void }) {
+/** Ids per detokenize request (keeps the query string far below Node's 16 KiB header limit). */
+const DETOKENIZE_CHUNK = 1000;
+
+/** Fills `model.tokenText` from the gateway's `/api/dashboard/detokenize`; resolves when done. */
+async function fetchTokenTexts(model: TraceModel): Promise<void> {
+  for (const [name, ids] of idsWithoutText(model)) {
+    for (let at = 0; at < ids.length; at += DETOKENIZE_CHUNK) {
+      const chunk = ids.slice(at, at + DETOKENIZE_CHUNK).join(",");
+      const query = `model=${encodeURIComponent(name)}&ids=${chunk}`;
+      const { texts } = await getJson<{ texts: Record<string, string> }>(`/api/dashboard/detokenize?${query}`);
+      for (const [id, text] of Object.entries(texts)) model.tokenText.set(Number(id), text);
+    }
+  }
+}
+
+/** One call's card. `textVersion` changes when more token texts arrived. */
+function CallCard(props: { model: TraceModel; call: TraceCall; textVersion: number; onRendered: () => void }) {
   const { model, call } = props;
   const mismatch = model.mismatches.find((m) => m.callSequence === call.sequence);
-  const tokens = useMemo(() => callTokens(model, call, mismatch), [model, call]);
+  const tokens = useMemo(() => callTokens(model, call, mismatch), [model, call, props.textVersion]);
   const trained = call.turn === null ? "skipped by the trainer" : `turn ${call.turn}`;
   return html`<div class=${`call ${call.status === "error" ? "call-error" : ""}`} data-seq=${call.sequence}>
     <div class="call-head">
@@ -61,7 +76,7 @@ function CallCard(props: { model: TraceModel; call: TraceCall; onRendered: () =>
 }
 
 /** The training rows section. */
-function RowsSection(props: { model: TraceModel }) {
+function RowsSection(props: { model: TraceModel; textVersion: number }) {
   const { model } = props;
   return html`<section class="rows">
     <h3>Training rows (trajectory level, as the trainer builds them)</h3>
@@ -93,6 +108,7 @@ export function RolloutPage(props: { id: string }) {
   const [events, setEvents] = useState<WireEvent[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const rendered = useRef(0);
+  const [textVersion, setTextVersion] = useState(0);
   const path = `/api/rollouts/${encodeURIComponent(props.id)}`;
 
   useEffect(() => {
@@ -122,6 +138,12 @@ export function RolloutPage(props: { id: string }) {
     () => (events ? buildTrace(props.id, dataId, events as unknown as StoredEvent[]) : null),
     [events],
   );
+  useEffect(() => {
+    if (!model) return;
+    fetchTokenTexts(model)
+      .then(() => setTextVersion((v) => v + 1))
+      .catch(() => {}); // texts are a nicety: the strips already show ids
+  }, [model]);
   const onCallRendered = () => {
     rendered.current += 1;
     if (model && rendered.current === model.calls.length) {
@@ -174,7 +196,9 @@ export function RolloutPage(props: { id: string }) {
             ${(events ?? []).map((event) => {
               if (event.event_type === "model_request") {
                 const call = callBySeq.get(event.sequence);
-                return call ? html`<${CallCard} model=${model} call=${call} onRendered=${onCallRendered} />` : null;
+                return call
+                  ? html`<${CallCard} model=${model} call=${call} textVersion=${textVersion} onRendered=${onCallRendered} />`
+                  : null;
               }
               if (event.event_type === "reward") {
                 const reward = model.rewards.find((r) => r.sequence === event.sequence);
@@ -184,7 +208,7 @@ export function RolloutPage(props: { id: string }) {
               return html`<div class="other">#${event.sequence} ${event.event_type} <code>${JSON.stringify(event.data).slice(0, 300)}</code></div>`;
             })}
           </section>
-          <${RowsSection} model=${model} />`
+          <${RowsSection} model=${model} textVersion=${textVersion} />`
         : null
     }
   </section>`;

@@ -14,6 +14,8 @@ import { extractTriplets } from "../../src/trainer/triplets.js";
 /** One model call of the attempt. */
 export interface TraceCall {
   sequence: number;
+  /** The model name the call was made with (token texts are decoded through its server). */
+  model: string;
   /** Usable-call index the trainer gives it; null when the trainer skips the call (error, incomplete, malformed). */
   turn: number | null;
   status: string;
@@ -115,6 +117,7 @@ function readCall(event: Event, tokenText: Map<number, string>): TraceCall {
   const server = record(data.server);
   return {
     sequence: event.sequence,
+    model: typeof data.model === "string" ? data.model : "",
     turn: null,
     status: typeof data.status === "string" ? data.status : "ok",
     httpStatus: numberOr(data.http_status, null),
@@ -162,6 +165,20 @@ function spanTree(events: readonly Event[]): TraceSpan[] {
   };
   walk(null, 0);
   return out;
+}
+
+/**
+ * Token ids whose text is not known yet, by model name (what the page asks `/api/dashboard/detokenize` for).
+ * @returns model → distinct ids without text, in first-seen order
+ */
+export function idsWithoutText(trace: TraceModel): Map<string, number[]> {
+  const out = new Map<string, Set<number>>();
+  for (const call of trace.calls) {
+    const ids = out.get(call.model) ?? new Set<number>();
+    for (const id of [...call.promptIds, ...call.responseIds]) if (!trace.tokenText.has(id)) ids.add(id);
+    out.set(call.model, ids);
+  }
+  return new Map([...out].filter(([, ids]) => ids.size > 0).map(([model, ids]) => [model, [...ids]]));
 }
 
 /**

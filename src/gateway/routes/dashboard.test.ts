@@ -274,3 +274,22 @@ describe("dashboard rollout table", () => {
     expect(((await res.json()) as { detail: { loc: unknown }[] }).detail[0]?.loc).toEqual(["query", "reward_min"]);
   });
 });
+
+describe("dashboard detokenize", () => {
+  it("answers malformed ids with 422 naming the parameter", async () => {
+    const { url } = await start();
+    const res = await fetch(`${url}/api/dashboard/detokenize?model=policy&ids=1,x`, {
+      headers: { authorization: `Bearer ${KEY}` },
+    });
+    expect(res.status).toBe(422);
+    expect(((await res.json()) as { detail: { loc: unknown }[] }).detail[0]?.loc).toEqual(["query", "ids"]);
+  });
+
+  it("answers an empty map for a model without a server", async () => {
+    const { url } = await start();
+    const res = await fetch(`${url}/api/dashboard/detokenize?model=none&ids=1,2`, {
+      headers: { authorization: `Bearer ${KEY}` },
+    });
+    expect(await res.json()).toEqual({ texts: {} });
+  });
+});

@@ -1,14 +1,16 @@
 /**
  * @module The browser dashboard as one plugin: its pages and login (`ui.ts`), training runs (`runs.ts`), the rollout
- * table (`dashboard-rollouts.ts`) and the live feed (`dashboard-stream.ts`). `buildApp` mounts it unless
- * `dashboard: false`. Rollout details come from the ordinary rollout and event routes.
+ * table (`dashboard-rollouts.ts`), the live feed (`dashboard-stream.ts`) and token texts (`dashboard-detokenize.ts`).
+ * `buildApp` mounts it unless `dashboard: false`. Rollout details come from the ordinary rollout and event routes.
  */
 import type { FastifyPluginAsync } from "fastify";
+import { Detokenizer } from "../dashboard/detokenizer.js";
 import { RolloutIndex } from "../dashboard/rollout-index.js";
 import { RunRegistry } from "../dashboard/run-registry.js";
 import type { DashboardSessions } from "../dashboard/sessions.js";
 import { loadUiAssets } from "../dashboard/ui-assets.js";
 import type { GatewayRouteOptions } from "../route-options.js";
+import { dashboardDetokenizeRoutes } from "./dashboard-detokenize.js";
 import { dashboardRolloutRoutes } from "./dashboard-rollouts.js";
 import { dashboardStreamRoutes } from "./dashboard-stream.js";
 import { runRoutes } from "./runs.js";
@@ -31,4 +33,5 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
   await app.register(runRoutes, { registry });
   await app.register(dashboardRolloutRoutes, { index: new RolloutIndex(store) });
   await app.register(dashboardStreamRoutes, { store, registry });
+  await app.register(dashboardDetokenizeRoutes, { detokenizer: new Detokenizer(store) });
 };

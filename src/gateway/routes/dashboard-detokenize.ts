@@ -1,0 +1,33 @@
+/**
+ * @module `GET /api/dashboard/detokenize?model=M&ids=1,2,3`: the text of each token id, decoded through a server
+ * registered for the model (see `dashboard/detokenizer.ts`), for the trace viewer's prompt tokens.
+ */
+import type { FastifyPluginAsync } from "fastify";
+import { z } from "zod";
+import { parseOrThrow } from "../../protocol/index.js";
+import { type Detokenizer, MAX_DETOKENIZE_IDS } from "../dashboard/detokenizer.js";
+
+/** Options of {@link dashboardDetokenizeRoutes}. */
+export interface DashboardDetokenizeRouteOptions {
+  detokenizer: Detokenizer;
+}
+
+const QuerySchema = z.object({
+  model: z.string().min(1).max(200),
+  ids: z
+    .string()
+    .regex(/^\d+(,\d+)*$/, "comma-separated non-negative integer token ids")
+    .transform((text) => text.split(",").map(Number))
+    .refine((ids) => ids.length <= MAX_DETOKENIZE_IDS, `at most ${MAX_DETOKENIZE_IDS} ids`),
+});
+
+/** Mounts `GET /api/dashboard/detokenize`. */
+export const dashboardDetokenizeRoutes: FastifyPluginAsync<DashboardDetokenizeRouteOptions> = async (
+  app,
+  { detokenizer },
+) => {
+  app.get("/api/dashboard/detokenize", async (request) => {
+    const { model, ids } = parseOrThrow(QuerySchema, request.query, "detokenize", ["query"]);
+    return { texts: await detokenizer.texts(model, ids) };
+  });
+};
