@@ -80,7 +80,7 @@ export class PgAppendBatcher {
     let results: JobResult[];
     try {
       const { rows } = await withConflictRetry("appendEvents", () =>
-        this.pool.query<{ r: JobResult[] }>("SELECT arclight_append_events($1::json) AS r", [JSON.stringify(payload)]),
+        this.pool.query<{ r: JobResult[] }>("SELECT arclight_append_events($1::jsonb) AS r", [JSON.stringify(payload)]),
       );
       results = rows[0]!.r;
     } catch (err) {

@@ -70,6 +70,19 @@ describe.skipIf(skipWithoutPostgres())("PostgresStore", () => {
     });
   });
 
+  describe("event data", () => {
+    it("keeps \\u0000, lone surrogates and key order of event data as sent (json, not jsonb)", async () => {
+      const store = await PostgresStore.open(await server.createDatabase());
+      open.push(store);
+      await store.createRollouts([RolloutCreateSchema.parse({ rollout_id: "r", input: 0 })]);
+      const data = { z: "nul \u0000 here", a: "half a pair: \udc00" };
+      await store.appendEvents("r", "0", [EventCreateSchema.parse({ event_type: "log", data })]);
+      const [stored] = await store.listEvents("r");
+      expect(stored!.data).toEqual(data);
+      expect(Object.keys(stored!.data)).toEqual(["z", "a"]);
+    });
+  });
+
   describe("two replicas on one database", () => {
     it("concurrent appends from both to one rollout leave sequence 1..100 gap-free", async () => {
       const [a, b] = await replicas();
