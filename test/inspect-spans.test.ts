@@ -81,7 +81,9 @@ describe("arclight inspect", () => {
     expect(lines[1]).toMatch(/^agent\.run \(5\.0 ms\) \{"gen_ai\.agent\.name":"planner"\}$/);
     expect(lines[2]).toMatch(/^├─ tool\.search \(5\.0 ms\) \{"query":"x"\}$/);
     expect(lines[3]).toMatch(/^├─ llm\.chat \(5\.0 ms\)$/);
-    expect(lines[4]).toMatch(/^│  └─ model_request #4 agent=planner policy v0 ok [\d.]+ ms prompt \d+ tok → \d+ tok$/);
+    expect(lines[4]).toMatch(
+      /^│ {2}└─ model_request #4 agent=planner policy v0 ok [\d.]+ ms prompt \d+ tok → \d+ tok$/,
+    );
     expect(lines[5]).toBe("└─ reward 0.5 #5");
     expect(lines).toHaveLength(6);
   });
