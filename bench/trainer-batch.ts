@@ -6,7 +6,7 @@
 import { cpus } from "node:os";
 import { performance } from "node:perf_hooks";
 import { assembleBatch, type BatchOptions, type RolloutRecord } from "../src/trainer/batch.js";
-import type { TripletEvent } from "../src/trainer/triplets.js";
+import type { TripletEventFields } from "../src/trainer/triplets.js";
 
 const GROUPS = 64;
 const GROUP_SIZE = 4;
@@ -22,8 +22,8 @@ function tokens(seed: number, length: number): number[] {
 }
 
 /** One multi-turn rollout: each prompt extends the previous prompt ⧺ response with a tool result. */
-function rolloutEvents(seed: number): TripletEvent[] {
-  const events: TripletEvent[] = [];
+function rolloutEvents(seed: number): TripletEventFields[] {
+  const events: TripletEventFields[] = [];
   let prompt = tokens(seed, SYSTEM_TOKENS);
   for (let turn = 0; turn < TURNS; turn++) {
     const response = tokens(seed * 31 + turn, RESPONSE_TOKENS);

@@ -3,7 +3,7 @@
  * Ctrl-C/SIGTERM (first signal: stop cleanly; second: exit at once).
  */
 import { type DataItem, readJsonl } from "../trainer/data-order.js";
-import { CliError } from "./program.js";
+import { CliError } from "./cli-error.js";
 
 /** pino's levels, from most to least severe, then `silent`. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;

@@ -3,8 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ControllerConfigSchema } from "../controller/config.js";
+import { CliError } from "./cli-error.js";
 import { CONTROLLER_FLAGS, loadControllerConfig } from "./controller-config.js";
-import { buildProgram, CliError } from "./program.js";
+import { buildProgram } from "./program.js";
 
 const dirs: string[] = [];
 afterEach(() => {

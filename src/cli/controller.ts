@@ -8,13 +8,13 @@ import { type ControllerConfig, ControllerConfigSchema } from "../controller/con
 import { LocalController } from "../controller/reconcile.js";
 import { StateFileInvalid } from "../controller/state-file.js";
 import { GatewayClient } from "../gateway/client.js";
+import { CliError } from "./cli-error.js";
 import {
   CONTROLLER_FLAGS,
   type ControllerFlag,
   type ControllerFlags,
   loadControllerConfig,
 } from "./controller-config.js";
-import { CliError } from "./program.js";
 
 /**
  * Runs the controller until SIGINT or SIGTERM (a second signal exits at once with code 130).

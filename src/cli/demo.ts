@@ -10,8 +10,8 @@ import { pino } from "pino";
 import { type DemoSummary, runDemo } from "../demo/run-demo.js";
 import { type DemoBudget, FULL_BUDGET, QUICK_BUDGET } from "../demo/settings.js";
 import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
+import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, positiveInt } from "./common-flags.js";
-import { CliError } from "./program.js";
 
 /** Flags of `arclight demo`. */
 interface DemoFlags {

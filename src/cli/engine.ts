@@ -10,7 +10,7 @@ import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import { buildEngineServer } from "../engine/server/app.js";
 import { type EngineServeConfig, EngineServeConfigSchema } from "../engine/server/config.js";
-import { CliError } from "./program.js";
+import { CliError } from "./cli-error.js";
 
 /** Parses an integer flag. @throws {CliError} naming the flag */
 function intFlag(flag: string): (value: string) => number {

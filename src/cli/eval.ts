@@ -1,26 +1,27 @@
 /**
  * @module `arclight eval CHECKPOINT --data FILE`: loads an embedded-engine checkpoint, runs the real agent once per
  * input through a fresh gateway (SQLite in a temporary directory, greedy validation mode) and the engine server, and
- * prints the mean reward. The agent is the bundled calculator unless `--config` names a trainer YAML whose
- * `controller` section says what to run.
+ * prints the mean reward. The agent is run as the `controller` section of a trainer YAML says: `--config`, or
+ * the calculator's `examples/calculator/train.yaml`.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { parse as parseYaml } from "yaml";
 import { readRolloutPath } from "../controller/agent-env.js";
-import { runRolloutBatch, summariseRewards } from "../demo/rollout-batch.js";
-import { demoTrainerConfig, QUICK_BUDGET } from "../demo/settings.js";
-import { type DemoStack, startDemoStack } from "../demo/stack.js";
-import { EmbeddedEngine } from "../engine/embedded/engine.js";
+import type { Engine } from "../engine/engine.js";
 import type { GatewayClient } from "../gateway/client.js";
 import { type Rollout, ValidationFailed } from "../protocol/index.js";
+import { createEngine } from "../run/engine-factory.js";
+import { type StackOptions, withStack } from "../run/stack.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
+import { type RolloutsOnceResult, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
+import { CliError } from "./cli-error.js";
 import { listenForInterrupt, logLevel, positiveInt, readDataFile } from "./common-flags.js";
-import { CliError } from "./program.js";
 
 /** Flags of `arclight eval`. */
 interface EvalFlags {
@@ -31,14 +32,22 @@ interface EvalFlags {
   logLevel: string;
 }
 
-/** The trainer config whose controller section runs the agent: `--config` YAML, or the bundled calculator. */
-function agentConfig(flags: EvalFlags, contextLength: number): Readonly<TrainerConfig> {
-  if (flags.config === undefined) return demoTrainerConfig("eval", QUICK_BUDGET, contextLength);
+/** The calculator's starter trainer config, `examples/calculator/train.yaml` of this package: eval's default agent. */
+const CALCULATOR_CONFIG = fileURLToPath(new URL("../../examples/calculator/train.yaml", import.meta.url));
+
+/** Where the calculator's agent command (`examples/calculator/agent.ts`, relative) runs: this package's root. */
+const PACKAGE_ROOT = dirname(dirname(dirname(CALCULATOR_CONFIG)));
+
+/**
+ * The trainer config whose controller section runs the agent: `--config` YAML, or the calculator's train.yaml.
+ * @throws {CliError} naming --config for a file that cannot be read or parsed
+ */
+function agentConfig(flags: EvalFlags): Readonly<TrainerConfig> {
+  const path = flags.config ?? CALCULATOR_CONFIG;
   try {
-    return Object.freeze(parseTrainerConfig(parseYaml(readFileSync(flags.config, "utf8")) ?? {}));
+    return Object.freeze(parseTrainerConfig(parseYaml(readFileSync(path, "utf8")) ?? {}));
   } catch (err) {
-    if (err instanceof ValidationFailed || err instanceof Error)
-      throw new CliError(`--config ${flags.config}: ${err.message}`);
+    if (err instanceof ValidationFailed || err instanceof Error) throw new CliError(`--config ${path}: ${err.message}`);
     throw err;
   }
 }
@@ -64,15 +73,14 @@ function checkEnvMapPaths(items: readonly DataItem[], config: Readonly<TrainerCo
   }
 }
 
-/** Runs the command. */
-async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise<void> {
-  const limit = flags.limit === undefined ? undefined : positiveInt("--limit", flags.limit);
-  const poolSize = positiveInt("--pool-size", flags.poolSize);
-  const items = readDataFile("--data", flags.data).slice(0, limit);
-  if (items.length === 0) throw new CliError(`--data ${flags.data}: no inputs (the file has no JSON lines)`);
-  let engine: EmbeddedEngine;
+/**
+ * Loads the checkpoint to evaluate.
+ * @throws {CliError} naming CHECKPOINT, with a hint when the run's checkpoint directory was given instead of its
+ *   engine/ subdirectory
+ */
+async function loadEngine(checkpoint: string): Promise<Engine> {
   try {
-    engine = await EmbeddedEngine.load(resolve(checkpoint));
+    return await createEngine({ kind: "embedded", checkpoint: resolve(checkpoint) });
   } catch (err) {
     const inner = join(checkpoint, "engine");
     const hint = existsSync(join(inner, "config.json")) ? `; did you mean ${inner}?` : "";
@@ -80,44 +88,64 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
       `CHECKPOINT ${checkpoint}: not an embedded-engine checkpoint (${(err as Error).message})${hint}`,
     );
   }
-  const config = agentConfig(flags, engine.contextLength);
+}
+
+/** Prints the mean reward, the solved share and the first failure; exit 1 when every rollout failed. */
+async function report(client: GatewayClient, result: RolloutsOnceResult, dataFlag: string): Promise<void> {
+  const summary = summariseRewards(result.rewards);
+  const failed = result.failedIds.length;
+  console.log(
+    `arclight eval: ${summary.count} inputs from ${dataFlag}: reward ${summary.mean.toFixed(3)}, ` +
+      `solved (reward >= 1) ${(summary.solved * 100).toFixed(1)}%, failed rollouts ${failed}`,
+  );
+  const firstFailed = result.failedIds[0];
+  if (firstFailed !== undefined) console.error(await failureReport(client, firstFailed));
+  if (failed === summary.count) {
+    console.error("arclight eval: every rollout failed: check the config's controller.command (see above)");
+    process.exitCode = 1;
+  }
+}
+
+/** Runs the command. */
+async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise<void> {
+  const limit = flags.limit === undefined ? undefined : positiveInt("--limit", flags.limit);
+  const poolSize = positiveInt("--pool-size", flags.poolSize);
+  const items = readDataFile("--data", flags.data).slice(0, limit);
+  if (items.length === 0) throw new CliError(`--data ${flags.data}: no inputs (the file has no JSON lines)`);
+  const engine = await loadEngine(checkpoint);
+  const config = agentConfig(flags);
   checkEnvMapPaths(items, config, flags.data);
-  const level = logLevel(flags.logLevel);
+  const logger = pino({ level: logLevel(flags.logLevel) });
   const workDir = mkdtempSync(join(tmpdir(), "arclight-eval-"));
   const interrupt = listenForInterrupt("eval", "stopping the agents, engine and gateway");
-  let stack: DemoStack | undefined;
-  const stopOnAbort = () => void stack?.close();
-  interrupt.signal.addEventListener("abort", stopOnAbort);
+  const stackOptions: StackOptions = {
+    runDir: workDir,
+    modelName: "policy",
+    engine: async () => engine,
+    gatewayArgs: ["--val-temperature", "0"],
+    // The bundled config's agent command is relative to the package root; a --config one to the working directory.
+    controller: { poolSize, ...(flags.config === undefined ? { settings: { cwd: PACKAGE_ROOT } } : {}) },
+    logger,
+    closeOnAbort: interrupt.signal,
+  };
   try {
-    stack = await startDemoStack({ runDir: workDir, engine, modelName: "policy", poolSize, logger: pino({ level }) });
-    interrupt.signal.throwIfAborted();
-    await stack.client.upsertModels([{ model: "policy", endpoint: stack.engineEndpoint, version: 0 }]);
-    const batch = await runRolloutBatch(stack.client, items, {
-      prefix: "eval",
-      isTrain: false,
-      config,
-      policyVersion: engine.policyVersion,
-      signal: interrupt.signal,
+    await withStack(stackOptions, async (stack) => {
+      await stack.client.upsertModels(stack.serving.endpoints.map((endpoint) => ({ model: "policy", endpoint })));
+      const result = await runRolloutsOnce(stack.client, items, {
+        prefix: "eval",
+        isTrain: false,
+        config,
+        policyVersion: engine.policyVersion,
+        signal: interrupt.signal,
+      });
+      await report(stack.client, result, flags.data);
     });
-    const summary = summariseRewards(batch.rewards);
-    console.log(
-      `arclight eval: ${summary.count} inputs from ${flags.data}: reward ${summary.mean.toFixed(3)}, ` +
-        `solved (reward >= 1) ${(summary.solved * 100).toFixed(1)}%, failed rollouts ${batch.failed}`,
-    );
-    const firstFailed = batch.failedIds[0];
-    if (firstFailed !== undefined) console.error(await failureReport(stack.client, firstFailed));
-    if (batch.failed === items.length) {
-      console.error("arclight eval: every rollout failed: check the config's controller.command (see above)");
-      process.exitCode = 1;
-    }
   } catch (err) {
     if (!interrupt.signal.aborted) throw err;
     console.error("arclight eval: stopped");
     process.exitCode = 130;
   } finally {
-    interrupt.signal.removeEventListener("abort", stopOnAbort);
     interrupt.dispose();
-    await stack?.close();
     rmSync(workDir, { recursive: true, force: true });
   }
 }
@@ -157,7 +185,10 @@ export function registerEval(program: Command): void {
     )
     .requiredOption("--data <file>", "JSONL file of inputs, e.g. examples/calculator/data/val.jsonl")
     .option("--limit <n>", "only the first N inputs")
-    .option("--config <file>", "trainer YAML whose controller section runs the agent (default: the calculator agent)")
+    .option(
+      "--config <file>",
+      "trainer YAML whose controller section runs the agent (default: examples/calculator/train.yaml)",
+    )
     .option("--pool-size <n>", "agent processes at once", "8")
     .option("--log-level <level>", "pino log level of the components", "warn")
     .action(evaluateCheckpoint);

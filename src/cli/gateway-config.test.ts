@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DEFAULT_BODY_LIMIT_BYTES } from "../gateway/config.js";
+import { CliError } from "./cli-error.js";
 import { loadGatewayConfig } from "./gateway-config.js";
-import { CliError } from "./program.js";
 
 let dir: string;
 beforeEach(() => {

@@ -10,8 +10,8 @@ import { openStore } from "../store/open.js";
 import { PostgresStore, redact } from "../store/postgres.js";
 import type { SharedPause } from "../store/shared-pause.js";
 import type { Store } from "../store/store.js";
+import { CliError } from "./cli-error.js";
 import { type GatewayFlags, loadGatewayConfig } from "./gateway-config.js";
-import { CliError } from "./program.js";
 
 /** Opens the configured store, turning failures into a CLI error naming `--store`. */
 async function openConfiguredStore(spec: string): Promise<Store> {

@@ -9,8 +9,7 @@ import { GatewayClient } from "../gateway/client.js";
 import { buildSpanTree, dataIdOf } from "../protocol/index.js";
 import type { MergeMismatch } from "../trainer/aggregate.js";
 import { buildRolloutRows } from "../trainer/batch.js";
-import type { TripletEvent } from "../trainer/triplets.js";
-import { CliError } from "./program.js";
+import { CliError } from "./cli-error.js";
 import { renderSpanTree } from "./span-tree-text.js";
 
 /** Flags of `arclight inspect` as commander hands them over. */
@@ -74,7 +73,7 @@ export async function inspectRollout(
   },
 ): Promise<InspectReport> {
   const { rollout } = await client.getRollout(rolloutId);
-  const events = (await client.getEvents(rolloutId, { format: "triplet" })) as TripletEvent[];
+  const events = await client.getTripletEvents(rolloutId);
   const dataId = dataIdOf(rollout.input);
   const { triplets, aggregate } = buildRolloutRows(
     { rolloutId, dataId, events },

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
-import { CliError } from "./program.js";
+import { CliError } from "./cli-error.js";
 
 /** How a flag's text becomes a config value: as is, a number, an integer, `true`/`false`, or YAML/JSON (a mapping). */
 export type FlagKind = "string" | "int" | "number" | "bool" | "yaml";

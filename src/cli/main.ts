@@ -1,7 +1,9 @@
 /** @module Process entry of the `arclight` CLI: parse argv, print user errors as one line, set the exit code. */
 import { CommanderError } from "commander";
 import { ArclightError } from "../protocol/index.js";
-import { buildProgram, CliError } from "./program.js";
+import { ComponentStartFailed } from "../run/gateway-child.js";
+import { CliError } from "./cli-error.js";
+import { buildProgram } from "./program.js";
 
 /** Runs the CLI on `argv` (process.argv shape). A user error prints `arclight: <message>` and exits 2. */
 export async function main(argv: string[]): Promise<void> {
@@ -13,7 +15,7 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode;
       return;
     }
-    if (err instanceof CliError || err instanceof ArclightError) {
+    if (err instanceof CliError || err instanceof ArclightError || err instanceof ComponentStartFailed) {
       console.error(`arclight: ${err.message}`);
       process.exitCode = 2;
       return;

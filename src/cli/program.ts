@@ -15,17 +15,6 @@ function packageVersion(): string {
   return (JSON.parse(readFileSync(url, "utf8")) as { version: string }).version;
 }
 
-/**
- * A user-facing CLI failure: printed as one line (`arclight: <message>`) without a stack trace, exit code 2.
- * Throw it for a bad flag, an unreadable config file or a missing resource the user named.
- */
-export class CliError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "CliError";
-  }
-}
-
 /** Builds the commander program with every subcommand registered. */
 export function buildProgram(): Command {
   const program = new Command()

@@ -6,23 +6,22 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
 import { parse as parseYaml } from "yaml";
 import { CheckpointInvalid } from "../engine/checkpoint-error.js";
-import { MODEL_PRESETS } from "../engine/embedded/config.js";
-import { EmbeddedEngine } from "../engine/embedded/engine.js";
-import { GatewayClient } from "../gateway/client.js";
+import type { ModelPreset } from "../engine/embedded/config.js";
 import { dashboardUrl } from "../gateway/dashboard/url.js";
 import { ValidationFailed } from "../protocol/index.js";
+import { createEngine, EMBEDDED_PRESETS, type EngineSpec } from "../run/engine-factory.js";
+import { type Stack, type StackOptions, withStack } from "../run/stack.js";
 import { loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import { consoleReporter } from "../trainer/console-report.js";
-import { runTraining, totalStepsOf } from "../trainer/loop.js";
+import type { DataItem } from "../trainer/data-order.js";
+import { runTraining, type TrainSummary, totalStepsOf } from "../trainer/loop.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
-import { collocatedServing, type PolicyServing, remoteServing } from "../trainer/serving.js";
+import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
-import { CliError } from "./program.js";
-import { startController, startEngineServer, startGatewayChild } from "./train-stack.js";
 
 /** Flags of `arclight train`. */
 interface TrainFlags {
@@ -59,14 +58,18 @@ function loadConfig(path: string): Readonly<TrainerConfig> {
   }
 }
 
-/** Builds the engine to train: a fresh preset with a seed. */
-async function buildEngine(flags: TrainFlags): Promise<EmbeddedEngine> {
-  if (!(flags.preset in MODEL_PRESETS)) {
-    throw new CliError(`--preset ${flags.preset}: expected one of ${Object.keys(MODEL_PRESETS).join(", ")}`);
+/**
+ * The engine to train: a fresh embedded preset with a seed. Checked here so a bad flag is refused before anything is
+ * started or written.
+ * @throws {CliError} naming --preset or --engine-seed
+ */
+function engineSpec(flags: TrainFlags): EngineSpec {
+  if (!EMBEDDED_PRESETS.includes(flags.preset as ModelPreset)) {
+    throw new CliError(`--preset ${flags.preset}: expected one of ${EMBEDDED_PRESETS.join(", ")}`);
   }
   const seed = Number(flags.engineSeed);
   if (!Number.isInteger(seed)) throw new CliError(`--engine-seed ${flags.engineSeed}: expected an integer`);
-  return EmbeddedEngine.create({ config: flags.preset as keyof typeof MODEL_PRESETS, seed });
+  return { kind: "embedded", model: flags.preset as ModelPreset, seed };
 }
 
 /** What in runs/NAME shows an earlier run. */
@@ -91,81 +94,96 @@ function checkRunDir(runDir: string, name: string, resume: boolean): void {
   }
 }
 
+/** The stack `arclight train` runs on: what the flags name as running, the rest started here. */
+function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, runDir: string): StackOptions {
+  const key = flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "";
+  const spec = engineSpec(flags);
+  return {
+    runDir,
+    modelName: flags.modelName,
+    engine: () => createEngine(spec),
+    ...(flags.gatewayUrl !== undefined ? { gateway: { url: flags.gatewayUrl, key } } : {}),
+    ...(flags.engineUrl !== undefined ? { engineUrl: flags.engineUrl } : {}),
+    controller: flags.controller ? { poolSize: config.controller.pool_size } : false,
+    logger: pino({ level: logLevel(flags.logLevel) }),
+  };
+}
+
+/** Turns what a stopped or failed run threw into the CLI's answer (exit 130 after an interrupt, else one line). */
+function trainFailure(err: unknown, interrupted: boolean): void {
+  if (interrupted) {
+    console.error("arclight train: stopped (resume with --resume from the latest checkpoint)");
+    process.exitCode = 130;
+    return;
+  }
+  if (err instanceof RangeError) throw new CliError(err.message);
+  if (err instanceof CheckpointInvalid) {
+    throw new CliError(`--resume: ${err.message} (resume with the --preset the run was trained with)`);
+  }
+  throw err;
+}
+
+/** What one training run on a started stack needs. */
+interface TrainRun {
+  config: Readonly<TrainerConfig>;
+  flags: TrainFlags;
+  runDir: string;
+  trainData: DataItem[];
+  valData: DataItem[] | null;
+  logger: Logger;
+  signal: AbortSignal;
+}
+
+/** Runs the training loop on the stack, reporting to the console and the gateway's dashboard. */
+async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
+  const { config, flags, runDir } = run;
+  const engines = stack.serving.endpoints.join(", ");
+  console.log(`arclight train: run ${config.name}, gateway ${stack.gatewayUrl}, engine ${engines}`);
+  console.log(
+    `arclight train: dashboard ${dashboardUrl(stack.gatewayUrl, flags.gatewayUrl === undefined ? stack.key : "")}`,
+  );
+  const poster = new RunPoster(stack.client, config.name, run.logger);
+  poster.start({ ...config }, totalStepsOf(config, run.trainData.length), join(runDir, "metrics.jsonl"));
+  try {
+    return await runTraining({
+      config,
+      client: stack.client,
+      engine: stack.engine,
+      serving: stack.serving,
+      trainData: run.trainData,
+      valData: run.valData,
+      runDir,
+      resume: flags.resume === true,
+      modelName: flags.modelName,
+      logger: run.logger,
+      reporter: combineReporters(consoleReporter(), poster),
+      signal: run.signal,
+    });
+  } finally {
+    await poster.flush();
+  }
+}
+
 /** Runs the command; everything started here is stopped before returning. */
 async function train(configPath: string, flags: TrainFlags): Promise<void> {
   const config = loadConfig(configPath);
   checkRunName(`name (${configPath})`, config.name);
-  const logger = pino({ level: logLevel(flags.logLevel) });
   const runDir = resolve("runs", config.name);
+  const stackOptions = trainStackOptions(config, flags, runDir);
   checkRunDir(runDir, config.name, flags.resume === true);
   const trainData = readDataFile("data.train_path", config.data.train_path);
   const valData = config.data.val_path === null ? null : readDataFile("data.val_path", config.data.val_path);
-  const cleanups: (() => Promise<void> | void)[] = [];
   const interrupt = listenForInterrupt("train", "stopping after the current operation (agents, engine, gateway)");
-  cleanups.push(() => interrupt.dispose());
   try {
-    // The engine first: a bad --preset or --engine-seed is refused before anything is started or written.
-    const engine = await buildEngine(flags);
-    cleanups.push(() => engine.dispose());
-    let gatewayUrl = flags.gatewayUrl;
-    let key = flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "";
-    if (gatewayUrl === undefined) {
-      const child = await startGatewayChild(join(runDir, "gateway.db"), flags.modelName);
-      cleanups.push(() => child.stop());
-      gatewayUrl = child.url;
-      key = child.key;
-    }
-    const client = new GatewayClient({ baseUrl: gatewayUrl, key });
-    cleanups.push(() => client.close());
-    let serving: PolicyServing;
-    if (flags.engineUrl !== undefined) {
-      serving = remoteServing([flags.engineUrl], join(runDir, "weights"));
-    } else {
-      const { server, endpoint } = await startEngineServer(engine, flags.modelName);
-      cleanups.push(() => server.close());
-      serving = collocatedServing(endpoint);
-    }
-    if (flags.controller) {
-      const stateFile = join(runDir, "controller-state.json");
-      const poolSize = config.controller.pool_size;
-      const controller = startController(client, { gatewayUrl, key, poolSize, stateFile, logger });
-      cleanups.push(() => controller.shutdown());
-    }
-    console.log(`arclight train: run ${config.name}, gateway ${gatewayUrl}, engine ${serving.endpoints.join(", ")}`);
-    console.log(`arclight train: dashboard ${dashboardUrl(gatewayUrl, flags.gatewayUrl === undefined ? key : "")}`);
-    const poster = new RunPoster(client, config.name, logger);
-    poster.start({ ...config }, totalStepsOf(config, trainData.length), join(runDir, "metrics.jsonl"));
-    cleanups.push(() => poster.flush());
-    const summary = await runTraining({
-      config,
-      client,
-      engine,
-      serving,
-      trainData,
-      valData,
-      runDir,
-      resume: flags.resume === true,
-      modelName: flags.modelName,
-      logger,
-      reporter: combineReporters(consoleReporter(), poster),
-      signal: interrupt.signal,
-    });
+    const run = { config, flags, runDir, trainData, valData, logger: stackOptions.logger, signal: interrupt.signal };
+    const summary = await withStack(stackOptions, (stack) => trainOn(stack, run));
     console.log(
       `arclight train: ${summary.steps} steps, policy version ${summary.policyVersion}, metrics in ${runDir}`,
     );
   } catch (err) {
-    if (interrupt.signal.aborted) {
-      console.error("arclight train: stopped (resume with --resume from the latest checkpoint)");
-      process.exitCode = 130;
-      return;
-    }
-    if (err instanceof RangeError) throw new CliError(err.message);
-    if (err instanceof CheckpointInvalid) {
-      throw new CliError(`--resume: ${err.message} (resume with the --preset the run was trained with)`);
-    }
-    throw err;
+    trainFailure(err, interrupt.signal.aborted);
   } finally {
-    for (const cleanup of cleanups.reverse()) await cleanup();
+    interrupt.dispose();
   }
 }
 

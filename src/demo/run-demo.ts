@@ -8,22 +8,24 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
+import type { TrainRow } from "../engine/engine.js";
 import { dashboardUrl } from "../gateway/dashboard/url.js";
+import { type Stack, type StackOptions, withStack } from "../run/stack.js";
 import { batchOptionsFromConfig } from "../trainer/batch.js";
 import { engineCheckpointDir, loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import type { TrainerConfig } from "../trainer/config.js";
 import { type DataItem, readJsonl } from "../trainer/data-order.js";
 import { runTraining, totalStepsOf } from "../trainer/loop.js";
 import { appendMetrics } from "../trainer/metrics.js";
+import { type RewardSummary, readRewards, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
-import { collocatedServing } from "../trainer/serving.js";
+import { demonstrationRows, warmStart } from "../trainer/sft.js";
+import { validationRolloutIds } from "../trainer/validation.js";
 import { startPhase } from "./progress.js";
 import { rewardTableReporter } from "./reporter.js";
-import { type RewardSummary, readRewards, runRolloutBatch, summariseRewards } from "./rollout-batch.js";
 import { readRewardCurves, writeRewardPlots } from "./run-plots.js";
 import { DEMO_MODEL, DEMO_POSITION_INIT, type DemoBudget, demoTrainerConfig, isDemoProblem } from "./settings.js";
-import { type DemoStack, startDemoStack, startTeacherChild } from "./stack.js";
-import { demonstrationRows, warmStart } from "./warm-start.js";
+import { startTeacherChild } from "./teacher-child.js";
 
 /** What to run. */
 export interface DemoOptions {
@@ -60,8 +62,47 @@ export interface DemoSummary {
 
 const MODEL_NAME = "policy";
 
+/** What every phase of one demo run works with. */
+interface DemoRun {
+  options: DemoOptions;
+  stack: Stack;
+  /** The embedded policy (the stack serves it; the demo also resets its optimiser). */
+  engine: EmbeddedEngine;
+  config: Readonly<TrainerConfig>;
+  out: NodeJS.WriteStream;
+  say(line: string): void;
+}
+
+/** Builds the demo's policy: its own 2-block shape with a sinusoidal position table, or a preset. */
+async function createDemoEngine(options: DemoOptions, say: (line: string) => void): Promise<EmbeddedEngine> {
+  const model = options.preset === null ? DEMO_MODEL : MODEL_PRESETS[options.preset];
+  say(
+    `[1/6] starting gateway (SQLite in ${options.runDir}), embedded engine ` +
+      `(${options.preset ?? "demo"}: ${model.n_layers} blocks x ${model.d_model}), controller`,
+  );
+  return EmbeddedEngine.create({
+    config: model,
+    seed: options.seed,
+    ...(options.preset === null ? { positionInit: DEMO_POSITION_INIT } : {}),
+  });
+}
+
+/** The demo's stack: gateway child with greedy validation and the budget's train temperature, controller. */
+function demoStackOptions(options: DemoOptions, engine: EmbeddedEngine): StackOptions {
+  const temperatures = ["--val-temperature", "0", "--train-temperature", String(options.budget.trainTemperature)];
+  return {
+    runDir: options.runDir,
+    modelName: MODEL_NAME,
+    engine: async () => engine,
+    gatewayArgs: temperatures,
+    controller: { poolSize: options.budget.poolSize },
+    logger: options.logger,
+    ...(options.signal ? { closeOnAbort: options.signal } : {}),
+  };
+}
+
 /**
- * Runs the demo.
+ * Runs the demo: start the stack, record demonstrations, SFT warm start, validate, GRPO, validate, plot.
  * @param options - run name and directory, budget, model preset, seed, logger
  * @returns the measured summary
  * @throws whatever a component throws (the stack is stopped first)
@@ -69,105 +110,78 @@ const MODEL_NAME = "policy";
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const started = performance.now();
   const out = options.out ?? process.stdout;
-  const { budget } = options;
-  const say = (line: string) => out.write(`${line}\n`);
-  const model = options.preset === null ? DEMO_MODEL : MODEL_PRESETS[options.preset];
-  say(
-    `[1/6] starting gateway (SQLite in ${options.runDir}), embedded engine ` +
-      `(${options.preset ?? "demo"}: ${model.n_layers} blocks x ${model.d_model}), controller`,
-  );
-  const engine = await EmbeddedEngine.create({
-    config: model,
-    seed: options.seed,
-    ...(options.preset === null ? { positionInit: DEMO_POSITION_INIT } : {}),
-  });
-  const stack = await startDemoStack({
-    runDir: options.runDir,
-    engine,
-    modelName: MODEL_NAME,
-    trainTemperature: budget.trainTemperature,
-    poolSize: budget.poolSize,
-    logger: options.logger,
-  });
-  say(`      dashboard: ${dashboardUrl(stack.gatewayUrl, stack.gatewayKey)}`);
-  const stopOnAbort = () => void stack.close();
-  options.signal?.addEventListener("abort", stopOnAbort, { once: true });
-  try {
-    options.signal?.throwIfAborted();
-    const config = demoTrainerConfig(options.name, budget, stack.engine.contextLength);
-    const train = readJsonl(config.data.train_path).filter(isDemoProblem);
-    const val = readJsonl(config.data.val_path as string)
-      .filter(isDemoProblem)
-      .slice(0, budget.valProblems);
-    writeJsonl(join(options.runDir, "val.jsonl"), val);
-
-    say(`[2/6] recording ${budget.demonstrations} teacher demonstrations through the gateway`);
-    const demos = await recordDemonstrations(
-      stack,
-      config,
-      train.slice(0, budget.demonstrations),
-      budget,
-      out,
-      options.signal,
-    );
-
-    say(`[3/6] SFT warm start: ${budget.sftSteps} steps x ${budget.sftBatchSize} rows on the recorded traces`);
-    const sft = await runWarmStart(stack, demos.rows, budget, options.seed, out, options.signal);
-    await stack.engine.saveCheckpoint(warmStartCheckpointDir(options.runDir));
-    // RL starts with a fresh optimiser: AdamW moments carried over from SFT (larger gradients, β2 = 0.999) shrink the
-    // first hundreds of RL updates. Measured in-process (README, Demo): val reward after 5 GRPO steps 0.436 with the
-    // moments carried over, 0.572–0.648 with a fresh optimiser.
-    stack.engine.resetOptimizer();
-
-    say(`[4/6] validation before RL: ${val.length} val problems, greedy`);
-    const before = await evaluate(stack, config, val, `${options.name}-before`, out, options.signal);
-    appendMetrics(join(options.runDir, "metrics.jsonl"), { step: 0, "val/reward_mean": before.mean });
-
-    say(
-      `[5/6] GRPO: ${budget.rlSteps} steps x ${budget.groupsPerStep} problems x ${budget.groupSize} rollouts ` +
-        `(temperature ${budget.trainTemperature})`,
-    );
-    await stack.client.deleteModels();
-    const poster = new RunPoster(stack.client, options.name, options.logger);
-    poster.start({ ...config }, totalStepsOf(config, train.length), join(options.runDir, "metrics.jsonl"));
-    const summary = await runTraining({
-      config,
-      client: stack.client,
-      engine: stack.engine,
-      serving: collocatedServing(stack.engineEndpoint),
-      trainData: train,
-      valData: val,
-      runDir: options.runDir,
-      modelName: MODEL_NAME,
-      logger: options.logger,
-      reporter: combineReporters(rewardTableReporter(out), poster),
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-
-    await poster.flush();
-    say(`[6/6] validation after RL: ${val.length} val problems, greedy`);
-    const after = await validationAfter(stack, config, val, summary.steps, out, options.signal);
-    if (summary.steps % config.val_interval !== 0 || config.val_interval === 0) {
-      appendMetrics(join(options.runDir, "metrics.jsonl"), { step: summary.steps, "val/reward_mean": after.mean });
-    }
-
-    const result: DemoSummary = {
+  const say = (line: string) => void out.write(`${line}\n`);
+  const engine = await createDemoEngine(options, say);
+  return withStack(demoStackOptions(options, engine), async (stack) => {
+    say(`      dashboard: ${dashboardUrl(stack.gatewayUrl, stack.key)}`);
+    const config = demoTrainerConfig(options.name, options.budget, engine.contextLength);
+    const run: DemoRun = { options, stack, engine, config, out, say };
+    const { train, val } = demoData(run);
+    const demos = await recordDemonstrations(run, train.slice(0, options.budget.demonstrations));
+    const sft = await runWarmStart(run, demos.rows);
+    const before = await validationBefore(run, val);
+    const rlSteps = await runGrpo(run, train, val);
+    const after = await validationAfter(run, val, rlSteps);
+    const summary: DemoSummary = {
       demonstrations: demos.counts,
       sft,
       before,
       after,
-      rlSteps: summary.steps,
+      rlSteps,
       checkpointDir: finalCheckpointDir(options.runDir),
       warmStartDir: warmStartCheckpointDir(options.runDir),
       wallSeconds: (performance.now() - started) / 1000,
     };
-    writeFileSync(join(options.runDir, "summary.json"), `${JSON.stringify(result, null, 2)}\n`);
+    writeFileSync(join(options.runDir, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
     writeRewardPlots(options.runDir, readRewardCurves(join(options.runDir, "metrics.jsonl")), out);
-    return result;
-  } finally {
-    options.signal?.removeEventListener("abort", stopOnAbort);
-    await stack.close();
-  }
+    return summary;
+  });
+}
+
+/** The demo's train and val problems (symbols form); the val set is also written to runs/NAME/val.jsonl. */
+function demoData(run: DemoRun): { train: DataItem[]; val: DataItem[] } {
+  const { config, options } = run;
+  const train = readJsonl(config.data.train_path).filter(isDemoProblem);
+  const val = readJsonl(config.data.val_path as string)
+    .filter(isDemoProblem)
+    .slice(0, options.budget.valProblems);
+  writeJsonl(join(options.runDir, "val.jsonl"), val);
+  return { train, val };
+}
+
+/** Validation before RL, recorded as step 0 of metrics.jsonl. */
+async function validationBefore(run: DemoRun, val: readonly DataItem[]): Promise<RewardSummary> {
+  run.say(`[4/6] validation before RL: ${val.length} val problems, greedy`);
+  const before = await evaluate(run, val, `${run.options.name}-before`);
+  appendMetrics(join(run.options.runDir, "metrics.jsonl"), { step: 0, "val/reward_mean": before.mean });
+  return before;
+}
+
+/** GRPO with the trainer loop on the served policy. @returns the steps run */
+async function runGrpo(run: DemoRun, train: readonly DataItem[], val: readonly DataItem[]): Promise<number> {
+  const { budget } = run.options;
+  run.say(
+    `[5/6] GRPO: ${budget.rlSteps} steps x ${budget.groupsPerStep} problems x ${budget.groupSize} rollouts ` +
+      `(temperature ${budget.trainTemperature})`,
+  );
+  await run.stack.client.deleteModels();
+  const poster = new RunPoster(run.stack.client, run.options.name, run.options.logger);
+  poster.start({ ...run.config }, totalStepsOf(run.config, train.length), join(run.options.runDir, "metrics.jsonl"));
+  const summary = await runTraining({
+    config: run.config,
+    client: run.stack.client,
+    engine: run.engine,
+    serving: run.stack.serving,
+    trainData: train,
+    valData: val,
+    runDir: run.options.runDir,
+    modelName: MODEL_NAME,
+    logger: run.options.logger,
+    reporter: combineReporters(rewardTableReporter(run.out), poster),
+    ...(run.options.signal ? { signal: run.options.signal } : {}),
+  });
+  await poster.flush();
+  return summary.steps;
 }
 
 /** Writes the demo's validation problems (`runs/NAME/val.jsonl`) so `arclight eval --data` can score the same set. */
@@ -193,59 +207,46 @@ function finalCheckpointDir(runDir: string): string {
 }
 
 /** Records demonstrations with the teacher registered as the model endpoint, then unregisters it. */
-async function recordDemonstrations(
-  stack: DemoStack,
-  config: Readonly<TrainerConfig>,
-  items: readonly DataItem[],
-  budget: DemoBudget,
-  out: NodeJS.WriteStream,
-  signal: AbortSignal | undefined,
-) {
-  const teacher = await startTeacherChild(budget.teacherMentalMathShare);
+async function recordDemonstrations(run: DemoRun, items: readonly DataItem[]) {
+  const { stack, config, options } = run;
+  run.say(`[2/6] recording ${items.length} teacher demonstrations through the gateway`);
+  const teacher = await startTeacherChild(options.budget.teacherMentalMathShare);
   try {
     await stack.client.deleteModels();
     await stack.client.upsertModels([{ model: MODEL_NAME, endpoint: teacher.endpoint, version: 0 }]);
-    const phase = startPhase("teacher", items.length, out);
-    const batch = await runRolloutBatch(stack.client, items, {
+    const phase = startPhase("teacher", items.length, run.out);
+    const batch = await runRolloutsOnce(stack.client, items, {
       prefix: `${config.name}-teacher`,
       isTrain: true,
       config,
       policyVersion: 0,
       onProgress: (done) => phase.update(done),
-      ...(signal ? { signal } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
     });
     const built = demonstrationRows(batch.records, batch.rewards, batchOptionsFromConfig(config), 1);
-    const summary = summariseRewards(batch.rewards);
+    const failed = batch.failedIds.length;
     phase.finish(
-      `${items.length} demonstrations: teacher reward ${summary.mean.toFixed(3)}, ${built.kept} kept, ` +
-        `${built.rows.length} SFT rows, ${built.mismatches} prefix mismatches, ${batch.failed} failed`,
+      `${items.length} demonstrations: teacher reward ${summariseRewards(batch.rewards).mean.toFixed(3)}, ` +
+        `${built.kept} kept, ${built.rows.length} SFT rows, ${built.mismatches} prefix mismatches, ${failed} failed`,
     );
-    const counts = {
-      recorded: items.length,
-      kept: built.kept,
-      rows: built.rows.length,
-      mismatches: built.mismatches,
-      failed: batch.failed,
-    };
-    return { rows: built.rows, counts };
+    const { kept, mismatches } = built;
+    return { rows: built.rows, counts: { recorded: items.length, kept, rows: built.rows.length, mismatches, failed } };
   } finally {
     await teacher.stop();
     // After an abort the gateway is already stopped: nothing to unregister.
-    if (!signal?.aborted) await stack.client.deleteModels();
+    if (!options.signal?.aborted) await stack.client.deleteModels();
   }
 }
 
-/** SFT on the demonstration rows, with a progress bar showing the loss. */
-async function runWarmStart(
-  stack: DemoStack,
-  rows: Parameters<typeof warmStart>[1],
-  budget: DemoBudget,
-  seed: number,
-  out: NodeJS.WriteStream,
-  signal: AbortSignal | undefined,
-) {
-  const phase = startPhase("SFT", budget.sftSteps, out);
-  const metrics = await warmStart(stack.engine, rows, {
+/**
+ * SFT on the demonstration rows, with a progress bar showing the loss; the warm-start policy is saved, and RL then
+ * starts with a fresh optimiser.
+ */
+async function runWarmStart(run: DemoRun, rows: readonly TrainRow[]) {
+  const { budget, signal, seed, runDir } = run.options;
+  run.say(`[3/6] SFT warm start: ${budget.sftSteps} steps x ${budget.sftBatchSize} rows on the recorded traces`);
+  const phase = startPhase("SFT", budget.sftSteps, run.out);
+  const metrics = await warmStart(run.engine, rows, {
     ...(signal ? { signal } : {}),
     steps: budget.sftSteps,
     batchSize: budget.sftBatchSize,
@@ -256,43 +257,40 @@ async function runWarmStart(
   const firstLoss = metrics[0]?.loss ?? 0;
   const lastLoss = metrics.at(-1)?.loss ?? 0;
   phase.finish(`SFT loss ${firstLoss.toFixed(3)} -> ${lastLoss.toFixed(3)} nats/token`);
+  await run.engine.saveCheckpoint(warmStartCheckpointDir(runDir));
+  // RL starts with a fresh optimiser: AdamW moments carried over from SFT (larger gradients, β2 = 0.999) shrink the
+  // first hundreds of RL updates (docs/benchmarks.md, Demo: a fresh optimiser scored higher after 5 GRPO steps).
+  run.engine.resetOptimizer();
   return { steps: metrics.length, firstLoss, lastLoss };
 }
 
 /**
  * The validation after the last step: read back from the loop's own validation rollouts when it validated at that
- * step (ids `NAME-vSTEP-dINDEX-0`), else run it.
+ * step ({@link validationRolloutIds}), else run it and add it to metrics.jsonl.
  */
-async function validationAfter(
-  stack: DemoStack,
-  config: Readonly<TrainerConfig>,
-  items: readonly DataItem[],
-  step: number,
-  out: NodeJS.WriteStream,
-  signal: AbortSignal | undefined,
-): Promise<RewardSummary> {
+async function validationAfter(run: DemoRun, items: readonly DataItem[], step: number): Promise<RewardSummary> {
+  const { config, stack } = run;
+  run.say(`[6/6] validation after RL: ${items.length} val problems, greedy`);
   if (config.val_interval === 0 || step % config.val_interval !== 0) {
-    return evaluate(stack, config, items, `${config.name}-after`, out, signal);
+    const after = await evaluate(run, items, `${config.name}-after`);
+    appendMetrics(join(run.options.runDir, "metrics.jsonl"), { step, "val/reward_mean": after.mean });
+    return after;
   }
-  const ids = items.map((item) => `${config.name}-v${step}-d${item.index}-0`);
+  const ids = validationRolloutIds(config.name, step, items);
   const summary = summariseRewards(await readRewards(stack.client, ids, config.reward_fillna_value));
-  out.write(`  val reward ${summary.mean.toFixed(3)}, solved ${(summary.solved * 100).toFixed(0)}% (step ${step})\n`);
+  run.say(`  val reward ${summary.mean.toFixed(3)}, solved ${(summary.solved * 100).toFixed(0)}% (step ${step})`);
   return summary;
 }
 
 /** Validation rollouts (`is_train: false`, greedy) against the engine, with a progress bar. */
-async function evaluate(
-  stack: DemoStack,
-  config: Readonly<TrainerConfig>,
-  items: readonly DataItem[],
-  prefix: string,
-  out: NodeJS.WriteStream,
-  signal: AbortSignal | undefined,
-): Promise<RewardSummary> {
+async function evaluate(run: DemoRun, items: readonly DataItem[], prefix: string): Promise<RewardSummary> {
+  const { stack, config } = run;
+  const { signal } = run.options;
+  const endpoints = stack.serving.endpoints.map((endpoint) => ({ model: MODEL_NAME, endpoint, version: 0 }));
   await stack.client.deleteModels();
-  await stack.client.upsertModels([{ model: MODEL_NAME, endpoint: stack.engineEndpoint, version: 0 }]);
-  const phase = startPhase("val", items.length, out);
-  const batch = await runRolloutBatch(stack.client, items, {
+  await stack.client.upsertModels(endpoints);
+  const phase = startPhase("val", items.length, run.out);
+  const batch = await runRolloutsOnce(stack.client, items, {
     prefix,
     isTrain: false,
     config,

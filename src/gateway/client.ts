@@ -18,6 +18,7 @@ import type {
   RunStep,
   RunSummary,
   TerminalPage,
+  TripletEvent,
 } from "../protocol/index.js";
 import { errorFromResponse, GatewayClientClosed, GatewayUnreachable } from "./client-errors.js";
 
@@ -225,6 +226,17 @@ export class GatewayClient {
     if (options.eventType !== undefined) query.set("event_type", options.eventType);
     if (options.format !== undefined) query.set("format", options.format);
     const path = `/api/rollouts/${enc(rolloutId)}/events`;
+    return this.send({ method: "GET", path, query, idempotent: true, rolloutId });
+  }
+
+  /**
+   * `GET /api/rollouts/{id}/events?format=triplet`: the latest attempt's events in the triplet view (`model_request`
+   * as token ids and logprobs, `reward` as its value), what the trainer reads.
+   * @throws {RolloutNotFound} unknown rollout
+   */
+  getTripletEvents(rolloutId: string): Promise<TripletEvent[]> {
+    const path = `/api/rollouts/${enc(rolloutId)}/events`;
+    const query = new URLSearchParams({ format: "triplet" });
     return this.send({ method: "GET", path, query, idempotent: true, rolloutId });
   }
 

@@ -8,9 +8,9 @@ import {
   withTruncatedIsBatch,
 } from "./batch.js";
 import { parseTrainerConfig } from "./config.js";
-import type { TripletEvent } from "./triplets.js";
+import type { TripletEventFields } from "./triplets.js";
 
-function events(...items: ({ prompt: number[]; response: number[]; extra?: object } | number)[]): TripletEvent[] {
+function events(...items: ({ prompt: number[]; response: number[]; extra?: object } | number)[]): TripletEventFields[] {
   return items.map((item, i) =>
     typeof item === "number"
       ? { event_type: "reward", sequence: i + 1, data: { value: item } }

@@ -9,7 +9,7 @@ import { type AdvantageOptions, computeBatchAdvantages } from "./group-advantage
 import { perRolloutMeanWeights, withTruncatedIs } from "./loss-weights.js";
 import type { LengthLimits } from "./row-limits.js";
 import { type ScoredRow, toEngineRow, trainableTokens } from "./training-row.js";
-import { extractTriplets, type RolloutTriplets, type TripletEvent } from "./triplets.js";
+import { extractTriplets, type RolloutTriplets, type TripletEventFields } from "./triplets.js";
 
 /** One finished rollout as read from the gateway. */
 export interface RolloutRecord {
@@ -17,7 +17,7 @@ export interface RolloutRecord {
   /** Group id: the rollouts of one input share it. */
   dataId: string;
   /** The rollout's events in triplet format (`?format=triplet`). */
-  events: readonly TripletEvent[];
+  events: readonly TripletEventFields[];
 }
 
 /** Everything the batch transform needs from the trainer config. */

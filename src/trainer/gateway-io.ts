@@ -6,7 +6,7 @@ import type { GatewayClient } from "../gateway/client.js";
 import type { RolloutRecord } from "./batch.js";
 import type { TrainerConfig } from "./config.js";
 import { type GroupPlan, type GroupTracker, groupCreates } from "./rollout-groups.js";
-import type { TripletEvent } from "./triplets.js";
+import type { TripletEventFields } from "./triplets.js";
 
 /** A complete group as read back from the gateway. */
 export interface FinishedGroup {
@@ -48,7 +48,7 @@ export async function launchGroup(client: GatewayClient, plan: GroupPlan, config
 }
 
 /** Oldest `server.version` among a rollout's model calls, or null without calls. */
-function oldestCallVersion(events: readonly TripletEvent[]): number | null {
+function oldestCallVersion(events: readonly TripletEventFields[]): number | null {
   let oldest: number | null = null;
   for (const event of events) {
     if (event.event_type !== "model_request") continue;
@@ -81,7 +81,7 @@ export async function readFinishedGroup(
       group.failedDropped += 1;
       continue;
     }
-    const all = (await client.getEvents(rolloutId, { format: "triplet" })) as TripletEvent[];
+    const all = await client.getTripletEvents(rolloutId);
     const events = failed ? all.filter((e) => e.event_type !== "reward") : all;
     const oldest = oldestCallVersion(events);
     if (oldest !== null && (group.oldestVersion === null || oldest < group.oldestVersion)) group.oldestVersion = oldest;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { extractTriplets, type TripletEvent } from "./triplets.js";
+import { extractTriplets, type TripletEventFields } from "./triplets.js";
 
-function modelRequest(sequence: number, data: Record<string, unknown>): TripletEvent {
+function modelRequest(sequence: number, data: Record<string, unknown>): TripletEventFields {
   return {
     event_type: "model_request",
     sequence,
@@ -15,7 +15,7 @@ function modelRequest(sequence: number, data: Record<string, unknown>): TripletE
   };
 }
 
-function reward(sequence: number, value: unknown): TripletEvent {
+function reward(sequence: number, value: unknown): TripletEventFields {
   return { event_type: "reward", sequence, data: { value } };
 }
 

@@ -3,10 +3,10 @@
  * incompletely captured calls and malformed ones are skipped and counted; a missing reward is filled and counted.
  */
 import { z } from "zod";
-import type { Event } from "../protocol/event.js";
+import type { TripletEvent } from "../protocol/triplet.js";
 
-/** The fields of a triplet-format event this module reads (`GET /api/rollouts/{id}/events?format=triplet`). */
-export type TripletEvent = Pick<Event, "event_type" | "data" | "sequence">;
+/** The fields of a triplet-format event (`GET /api/rollouts/{id}/events?format=triplet`) the trainer reads. */
+export type TripletEventFields = Pick<TripletEvent, "event_type" | "data" | "sequence">;
 
 /** One usable model call of a rollout. */
 export interface ModelCall {
@@ -70,7 +70,7 @@ const RewardDataSchema = z.looseObject({ value: z.number().refine(Number.isFinit
 type CallCounts = Pick<RolloutTriplets, "errorCalls" | "incompleteCalls" | "malformedEvents">;
 
 /** Reads one `model_request`, or counts why it is not usable and returns null. */
-function readModelCall(event: TripletEvent, turn: number, counts: CallCounts): ModelCall | null {
+function readModelCall(event: TripletEventFields, turn: number, counts: CallCounts): ModelCall | null {
   const data = event.data as Record<string, unknown>;
   if (data.status === "error") {
     counts.errorCalls += 1;
@@ -118,7 +118,7 @@ function keepsAgent(agents: ReadonlySet<string> | undefined, data: Record<string
 export function extractTriplets(
   rolloutId: string,
   dataId: string,
-  events: readonly TripletEvent[],
+  events: readonly TripletEventFields[],
   rewardFillnaValue: number,
   agents?: ReadonlySet<string>,
 ): RolloutTriplets {

@@ -1,13 +1,13 @@
 /**
  * @module Validation: one `is_train=false` rollout per validation input, run with the current policy, and the mean
- * of their final rewards (a failed rollout or one without a reward counts as `reward_fillna_value`).
+ * of their final rewards (a failed rollout or one without a reward counts as `reward_fillna_value`). Rollout ids are
+ * `NAME-vSTEP-dINDEX-0` ({@link validationRolloutIds}).
  */
 import type { GatewayClient } from "../gateway/client.js";
 import type { TrainerConfig } from "./config.js";
 import type { DataItem } from "./data-order.js";
-import { launchGroup } from "./gateway-io.js";
-import { type GroupPlan, type GroupTracker, planGroup } from "./rollout-groups.js";
-import { extractTriplets, type TripletEvent } from "./triplets.js";
+import type { GroupTracker } from "./rollout-groups.js";
+import { rolloutOnceId, runRolloutsOnce } from "./rollouts-once.js";
 
 /** Where validation runs. */
 export interface ValidationContext {
@@ -19,6 +19,22 @@ export interface ValidationContext {
   pollMs: number;
   /** Aborting it makes the wait reject with the signal's reason. */
   signal?: AbortSignal;
+}
+
+/** The rollout id prefix of the validation after `step`: `NAME-vSTEP`. */
+function validationPrefix(runName: string, step: number): string {
+  return `${runName}-v${step}`;
+}
+
+/**
+ * The ids of the validation rollouts run after `step`, so a caller can read back a validation the loop ran.
+ * @param runName - the trainer config's `name`
+ * @param step - the step the validation followed
+ * @param valData - the validation inputs
+ * @returns `NAME-vSTEP-dINDEX-0` per input, input order
+ */
+export function validationRolloutIds(runName: string, step: number, valData: readonly DataItem[]): string[] {
+  return valData.map((item) => rolloutOnceId(validationPrefix(runName, step), item.index));
 }
 
 /**
@@ -36,33 +52,16 @@ export async function runValidation(
   context: ValidationContext,
 ): Promise<number | null> {
   if (valData.length === 0) return null;
-  const { config, step, policyVersion } = context;
-  const plans: GroupPlan[] = [];
-  for (const item of valData) {
-    const fields = {
-      dataIndex: item.index,
-      input: item.input,
-      isTrain: false,
-      batchIdx: step,
-      launchVersion: policyVersion,
-    };
-    const plan = planGroup(`${config.name}-v${step}-d${item.index}`, fields, 1);
-    await launchGroup(client, plan, config);
-    plans.push(plan);
-  }
-  for (;;) {
-    context.signal?.throwIfAborted();
-    await tracker.poll();
-    if (plans.every((plan) => tracker.isComplete(plan))) break;
-    await new Promise((resolve) => setTimeout(resolve, context.pollMs));
-  }
-  let sum = 0;
-  for (const plan of plans) {
-    const rolloutId = plan.rolloutIds[0] as string;
-    const failed = tracker.state(rolloutId) === "failed";
-    const events = failed ? [] : ((await client.getEvents(rolloutId, { format: "triplet" })) as TripletEvent[]);
-    sum += extractTriplets(rolloutId, plan.groupId, events, config.reward_fillna_value).reward;
-    tracker.forget(plan);
-  }
-  return sum / plans.length;
+  const { config, step } = context;
+  const { rewards } = await runRolloutsOnce(client, valData, {
+    prefix: validationPrefix(config.name, step),
+    isTrain: false,
+    config,
+    policyVersion: context.policyVersion,
+    batchIdx: step,
+    tracker,
+    pollMs: context.pollMs,
+    ...(context.signal ? { signal: context.signal } : {}),
+  });
+  return rewards.reduce((a, b) => a + b, 0) / rewards.length;
 }

@@ -1,19 +1,18 @@
 /**
- * @module Test stack of the trainer: a real gateway (buildApp, proxy mounted, 127.0.0.1 port 0), a tiny embedded
- * engine served by the real engine server, a real local controller running node agents, and a gateway client.
+ * @module Test stack of the trainer: a real gateway (buildApp, proxy mounted, 127.0.0.1 port 0), and on it the run
+ * layer's stack: a tiny embedded engine served by the real engine server, a real local controller running node
+ * agents, and a gateway client.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
-import { ControllerConfigSchema } from "../../controller/config.js";
-import { LocalController } from "../../controller/reconcile.js";
 import { EmbeddedEngine } from "../../engine/embedded/engine.js";
-import { buildEngineServer } from "../../engine/server/app.js";
-import { GatewayClient } from "../../gateway/client.js";
+import type { GatewayClient } from "../../gateway/client.js";
 import { startTestGateway, type TestGateway } from "../../gateway/testing/serve.js";
-import { collocatedServing, type PolicyServing } from "../serving.js";
+import { startStack } from "../../run/stack.js";
+import type { PolicyServing } from "../serving.js";
 
 /** Path of the test agent (test/fixtures/trainer-agent.mjs). */
 export const TEST_AGENT = fileURLToPath(new URL("../../../test/fixtures/trainer-agent.mjs", import.meta.url));
@@ -24,7 +23,6 @@ export interface TrainerStack {
   client: GatewayClient;
   engine: EmbeddedEngine;
   serving: PolicyServing;
-  controller: LocalController;
   /** Temp dir (runs/, controller state). */
   dir: string;
   close(): Promise<void>;
@@ -40,42 +38,34 @@ export async function startTrainerStack(
 ): Promise<TrainerStack> {
   const dir = mkdtempSync(join(tmpdir(), "arclight-trainer-"));
   const gateway = await startTestGateway({ key: "test-key", model_name: "policy" });
-  const client = new GatewayClient({ baseUrl: gateway.url, key: "test-key" });
   const engine = await EmbeddedEngine.create({ config: "tiny", seed: options.engineSeed ?? 0 });
-  const server = await buildEngineServer({ engine, modelName: "policy" });
-  const engineUrl = await server.listen({ host: "127.0.0.1", port: 0 });
-  const config = ControllerConfigSchema.parse({
-    gateway_url: gateway.url,
-    key: "test-key",
-    pool_size: options.poolSize ?? 8,
-    poll_interval_seconds: 0.05,
-    kill_grace_seconds: 0.5,
-    spawn_rate_per_second: 1000,
-    spawn_burst: 64,
-    state_file: join(dir, "controller-state.json"),
-    cwd: dir,
+  const stack = await startStack({
+    runDir: dir,
+    modelName: "policy",
+    engine: async () => engine,
+    gateway: { url: gateway.url, key: "test-key" },
+    controller: {
+      poolSize: options.poolSize ?? 8,
+      settings: {
+        poll_interval_seconds: 0.05,
+        kill_grace_seconds: 0.5,
+        spawn_rate_per_second: 1000,
+        spawn_burst: 64,
+        cwd: dir,
+      },
+      baseEnv: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    },
+    logger: pino({ level: process.env.ARCLIGHT_TEST_LOG ?? "silent" }),
   });
-  const logger = pino({ level: process.env.ARCLIGHT_TEST_LOG ?? "silent" });
-  const controller = new LocalController({
-    client,
-    config,
-    logger,
-    baseEnv: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-  });
-  controller.start();
   return {
     gateway,
-    client,
+    client: stack.client,
     engine,
-    serving: collocatedServing(`${engineUrl}/v1`),
-    controller,
+    serving: stack.serving,
     dir,
     async close() {
-      await controller.shutdown(2000);
-      await client.close();
+      await stack.close();
       await gateway.close();
-      await server.close();
-      engine.dispose();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import type { TrainRow } from "../engine/engine.js";
-import { warmStart } from "./warm-start.js";
+import { warmStart } from "./sft.js";
 
 const config = { vocab: 261, d_model: 16, n_layers: 1, n_heads: 2, context: 16 };
 const rows: TrainRow[] = [0, 1, 2, 3].map((k) => {

@@ -1,10 +1,11 @@
 /**
- * @module The SFT warm start: demonstration rollouts (recorded through the gateway) become training rows by the
- * trainer's own trajectory aggregation, and the engine is fine-tuned on their assistant tokens (`{kind: "sft"}`).
+ * @module SFT on recorded traces: rollouts recorded through the gateway (e.g. a teacher's demonstrations) become
+ * training rows by the trainer's own aggregation, and the engine is fine-tuned on their assistant tokens
+ * (`{kind: "sft"}`). The demo's warm start runs it.
  */
 import type { Engine, TrainMetrics, TrainRow } from "../engine/engine.js";
-import { assembleBatch, type BatchOptions, type RolloutRecord } from "../trainer/batch.js";
-import { mulberry32 } from "../trainer/data-order.js";
+import { assembleBatch, type BatchOptions, type RolloutRecord } from "./batch.js";
+import { mulberry32 } from "./data-order.js";
 
 /** Rows built from demonstrations, and what was left out. */
 export interface DemonstrationRows {

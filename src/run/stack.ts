@@ -1,0 +1,182 @@
+/**
+ * @module The one place a training stack is assembled: engine (from a factory), gateway (a child process on SQLite
+ * under the run directory, or a running one), the engine server in this process (or a running one to publish weights
+ * to), and a local controller. Every start registers its stop; `close` runs them newest first, once, on success,
+ * error and interrupt alike. `arclight train`, `arclight eval`, the demo and the trainer's test stack build theirs here.
+ */
+import { join } from "node:path";
+import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { ControllerConfigSchema } from "../controller/config.js";
+import { LocalController } from "../controller/reconcile.js";
+import type { Engine } from "../engine/engine.js";
+import { buildEngineServer } from "../engine/server/app.js";
+import { GatewayClient } from "../gateway/client.js";
+import { collocatedServing, type PolicyServing, remoteServing } from "../trainer/serving.js";
+import { startGatewayChild } from "./gateway-child.js";
+
+/** A gateway already running: its URL and API key. */
+export interface RunningGateway {
+  url: string;
+  key: string;
+}
+
+/** The local controller to start. */
+export interface StackControllerOptions {
+  /** Agent processes at once. */
+  poolSize: number;
+  /** More controller config keys (snake_case, as in the YAML), e.g. `{ poll_interval_seconds: 0.05, cwd }`. */
+  settings?: Record<string, unknown>;
+  /** Environment the agents inherit; default this process's. */
+  baseEnv?: Readonly<Record<string, string | undefined>>;
+}
+
+/** What to start. */
+export interface StackOptions {
+  /** runs/NAME: gateway.db, controller-state.json and (with `engineUrl`) weights/ go here. */
+  runDir: string;
+  /** Model name the gateway proxy serves and the engine server answers as. */
+  modelName: string;
+  /** Builds the engine, first: a bad engine setting is refused before anything else starts. Disposed last. */
+  engine: () => Promise<Engine>;
+  /** Use a running gateway; omitted: start `arclight gateway` as a child on runDir/gateway.db. */
+  gateway?: RunningGateway;
+  /** More `arclight gateway` flags for the child, e.g. `["--val-temperature", "0"]`. */
+  gatewayArgs?: readonly string[];
+  /** A running engine server's `/v1` URL to publish weights to; omitted: serve the engine from this process. */
+  engineUrl?: string;
+  /** The local controller; false: none (one already watches the gateway). */
+  controller: StackControllerOptions | false;
+  logger: Logger;
+  /** Aborting it closes the stack at once (agents, engine server, gateway), whatever is running on it. */
+  closeOnAbort?: AbortSignal;
+}
+
+/** A running stack. */
+export interface Stack {
+  gatewayUrl: string;
+  key: string;
+  client: GatewayClient;
+  engine: Engine;
+  /** Where the policy is served and how new weights reach it. */
+  serving: PolicyServing;
+  /** Stops everything started, newest first; later calls return the first call's promise. */
+  close(): Promise<void>;
+}
+
+/** Stops registered as components start, run newest first exactly once. */
+class Stops {
+  private readonly stops: (() => Promise<void> | void)[] = [];
+  private closing: Promise<void> | undefined;
+
+  add(stop: () => Promise<void> | void): void {
+    this.stops.push(stop);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      for (const stop of this.stops.reverse()) await stop();
+    })();
+    return this.closing;
+  }
+}
+
+/**
+ * Serves an engine through the OpenAI-compatible engine server on 127.0.0.1, a free port.
+ * @returns the server and its `/v1` base URL
+ */
+export async function startEngineServer(
+  engine: Engine,
+  modelName: string,
+): Promise<{ server: FastifyInstance; endpoint: string }> {
+  // Stopped together with the gateway and agents that call it: closing must not wait for their open requests.
+  const server = await buildEngineServer({ engine, modelName, forceCloseConnections: true });
+  const url = await server.listen({ host: "127.0.0.1", port: 0 });
+  return { server, endpoint: `${url}/v1` };
+}
+
+/** Starts a local controller on the gateway. */
+function startController(
+  client: GatewayClient,
+  gateway: RunningGateway,
+  options: StackControllerOptions,
+  stack: { runDir: string; logger: Logger },
+): LocalController {
+  const config = ControllerConfigSchema.parse({
+    gateway_url: gateway.url,
+    key: gateway.key,
+    pool_size: options.poolSize,
+    poll_interval_seconds: 0.2,
+    state_file: join(stack.runDir, "controller-state.json"),
+    ...options.settings,
+  });
+  const baseEnv = options.baseEnv ?? process.env;
+  const controller = new LocalController({ client, config, logger: stack.logger, baseEnv });
+  controller.start();
+  return controller;
+}
+
+/** The gateway: the running one, or a child started and registered for stopping. */
+async function gatewayOf(options: StackOptions, stops: Stops): Promise<RunningGateway> {
+  if (options.gateway !== undefined) return options.gateway;
+  const dbPath = join(options.runDir, "gateway.db");
+  const child = await startGatewayChild(dbPath, options.modelName, options.gatewayArgs ?? []);
+  stops.add(() => child.stop());
+  return { url: child.url, key: child.key };
+}
+
+/** The policy serving: publish to a running engine server, or serve the engine here. */
+async function servingOf(options: StackOptions, engine: Engine, stops: Stops): Promise<PolicyServing> {
+  if (options.engineUrl !== undefined) return remoteServing([options.engineUrl], join(options.runDir, "weights"));
+  const { server, endpoint } = await startEngineServer(engine, options.modelName);
+  stops.add(() => server.close());
+  return collocatedServing(endpoint);
+}
+
+/**
+ * Starts the stack, in order: engine, gateway, gateway client, engine server, controller. On a failure part-way,
+ * what was started is stopped before the error propagates.
+ * @param options - run directory, model name, engine factory, gateway, engine server, controller, logger
+ * @returns the running stack
+ * @throws {ComponentStartFailed} when the gateway child does not start; whatever the engine factory throws
+ */
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const stops = new Stops();
+  const close = () => stops.close();
+  const onAbort = () => void close();
+  options.closeOnAbort?.addEventListener("abort", onAbort, { once: true });
+  stops.add(() => options.closeOnAbort?.removeEventListener("abort", onAbort));
+  try {
+    const engine = await options.engine();
+    stops.add(() => engine.dispose());
+    const gateway = await gatewayOf(options, stops);
+    const client = new GatewayClient({ baseUrl: gateway.url, key: gateway.key });
+    stops.add(() => client.close());
+    const serving = await servingOf(options, engine, stops);
+    if (options.controller !== false) {
+      const controller = startController(client, gateway, options.controller, options);
+      stops.add(() => controller.shutdown());
+    }
+    options.closeOnAbort?.throwIfAborted();
+    return { gatewayUrl: gateway.url, key: gateway.key, client, engine, serving, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/**
+ * Starts a stack, runs `body` on it, and closes it on every exit path (return, throw, interrupt).
+ * @param options - as {@link startStack}
+ * @param body - the work, e.g. a training run
+ * @returns what `body` returns
+ * @throws whatever starting the stack or `body` throws (after the stack is closed)
+ */
+export async function withStack<T>(options: StackOptions, body: (stack: Stack) => Promise<T>): Promise<T> {
+  const stack = await startStack(options);
+  try {
+    return await body(stack);
+  } finally {
+    await stack.close();
+  }
+}
