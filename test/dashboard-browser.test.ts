@@ -115,9 +115,24 @@ describe.skipIf(skipWithoutChromium())("dashboard in Chromium", () => {
     await training;
     await page.waitForFunction(`${POINTS_JS} === ${TOTAL_STEPS}`, undefined, { timeout: 30_000 });
     expect(await page.textContent('.run-badge[data-run="live"]')).toContain(`step ${TOTAL_STEPS} / ${TOTAL_STEPS}`);
-    await page.screenshot({ path: join(SHOTS, "runs.png"), fullPage: true });
     await page.close();
   }, 180_000);
+
+  it("compares two runs: each chart draws one line per run", async () => {
+    await training;
+    await stack.gateway.call("PUT", "/api/runs/baseline", { total_steps: 3 });
+    const steps = [1, 2, 3].map((step) => ({ step, "reward/mean": step / 10, entropy: 5.5 }));
+    await stack.gateway.call("POST", "/api/runs/baseline/steps", steps);
+    const page = await loggedIn();
+    await page.waitForSelector('.chart[data-metric="reward/mean"]');
+    await page.selectOption("#run-select", "live");
+    await page.selectOption("#compare-select", "baseline");
+    await page.waitForSelector(`.chart[data-metric="reward/mean"][data-points="${TOTAL_STEPS},3"]`);
+    const legend = await page.$$eval('.chart[data-metric="reward/mean"] .u-legend .u-series', (rows) => rows.length);
+    expect(legend).toBe(3); // step + two runs
+    await page.screenshot({ path: join(SHOTS, "runs.png") });
+    await page.close();
+  }, 60_000);
 
   it("filters rollouts server-side: by step, then by state", async () => {
     await training;

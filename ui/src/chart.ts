@@ -32,7 +32,7 @@ export function Chart(props: { title: string; series: ChartSeries[]; widthPx?: n
   useEffect(() => {
     if (!box.current) return;
     const options: uPlot.Options = {
-      width: props.widthPx ?? 380,
+      width: props.widthPx ?? Math.max(240, box.current.clientWidth),
       height: 190,
       cursor: { drag: { x: true, y: false } },
       legend: { show: true },
@@ -45,7 +45,8 @@ export function Chart(props: { title: string; series: ChartSeries[]; widthPx?: n
         { label: "step" },
         ...props.series.map((s) => ({ label: s.label, stroke: s.color, width: 2, spanGaps: true })),
       ],
-      axes: [{ size: 30 }, { size: 50 }],
+      // Steps are whole numbers: no ticks at 1.5.
+      axes: [{ size: 30, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000] }, { size: 50 }],
     };
     plot.current = new uPlot(options, alignSeries(props.series), box.current);
     return () => {
