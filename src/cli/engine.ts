@@ -69,7 +69,7 @@ export function registerEngine(program: Command): void {
   engine
     .command("serve")
     .description("Serve an embedded engine over an OpenAI/vLLM-compatible HTTP API")
-    .option("--model <model>", "new:<preset> (tiny, bench, small) or a checkpoint directory", "new:tiny")
+    .option("--model <model>", "new:<preset> (tiny, agent, bench, small) or a checkpoint directory", "new:agent")
     .option("--host <host>", "interface to listen on", "127.0.0.1")
     .option("--port <port>", "TCP port (0 picks a free one)", intFlag("--port"), 8000)
     .option("--seed <seed>", "weight-init seed of new:<preset> models", intFlag("--seed"), 0)

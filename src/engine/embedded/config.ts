@@ -24,9 +24,15 @@ export const ModelConfigSchema = z
 /** Shape of the decoder-only transformer. */
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 
-/** Named model shapes; `tiny` is the CI/default model, `bench` the 0.84M-param shape the speed targets refer to. */
+/**
+ * Named model shapes: `tiny` is the demo/CI model, `bench` the 0.84M-param shape the speed targets refer to, `agent`
+ * the default of `arclight engine serve`, whose 4096-token context fits framework agents' first prompts (with the
+ * byte tokenizer one token per byte; tool schemas with `$schema`, `additionalProperties` and `strict` make those 1.5-4
+ * kB), and `small` a wider model.
+ */
 export const MODEL_PRESETS = {
   tiny: { vocab: 261, d_model: 128, n_layers: 4, n_heads: 4, context: 256 },
+  agent: { vocab: 261, d_model: 128, n_layers: 4, n_heads: 4, context: 4096 },
   bench: { vocab: 261, d_model: 128, n_layers: 4, n_heads: 4, context: 128 },
   small: { vocab: 261, d_model: 256, n_layers: 6, n_heads: 8, context: 512 },
 } as const satisfies Record<string, ModelConfig>;

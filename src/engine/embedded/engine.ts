@@ -31,7 +31,7 @@ import { trainStep } from "./train.js";
 
 /** How to build a fresh engine. */
 export interface EmbeddedEngineOptions {
-  /** A model shape or the name of a preset (`tiny`, `bench`, `small`). */
+  /** A model shape or the name of a preset (`tiny`, `agent`, `bench`, `small`). */
   config: ModelConfig | ModelPreset;
   /** Weight-init seed; the same config and seed give identical weights. Default 0. */
   seed?: number;

@@ -7,11 +7,11 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import { errorHandler } from "../../http/error-handler.js";
 import { NotFound } from "../../protocol/errors.js";
 import type { Engine } from "../engine.js";
 import { Admission } from "./admission.js";
 import type { ServerContext } from "./context.js";
+import { engineErrorHandler } from "./openai-error.js";
 import { adminRoutes } from "./routes/admin.js";
 import { chatRoutes } from "./routes/chat.js";
 import { completionRoutes } from "./routes/completions.js";
@@ -54,8 +54,8 @@ export async function buildEngineServer(options: EngineServerOptions): Promise<F
     admission: new Admission(),
     startedS: Math.floor(Date.now() / 1000),
   };
-  app.setErrorHandler(errorHandler);
-  // Unknown routes answer like every other error, `{detail, code}`, not Fastify's `{message, error, statusCode}`.
+  app.setErrorHandler(engineErrorHandler);
+  // Unknown routes answer like every other error (OpenAI `error` + `{detail, code}`), not Fastify's own shape.
   app.setNotFoundHandler(async (request) => {
     throw new NotFound(`Route ${request.method} ${request.url.split("?", 1)[0]} not found`);
   });

@@ -4,8 +4,8 @@ import { z } from "zod";
 /** Settings of one engine server process. */
 export const EngineServeConfigSchema = z
   .object({
-    /** `new:<preset>` (fresh weights from a preset: tiny, bench, small) or a checkpoint directory. */
-    model: z.string().min(1).default("new:tiny").describe("new:<preset> or a checkpoint directory"),
+    /** `new:<preset>` (fresh weights from a preset: tiny, agent, bench, small) or a checkpoint directory. */
+    model: z.string().min(1).default("new:agent").describe("new:<preset> or a checkpoint directory"),
     host: z.string().min(1).default("127.0.0.1").describe("interface to listen on"),
     port: z.number().int().min(0).max(65535).default(8000).describe("TCP port (0 picks a free one)"),
     seed: z.number().int().default(0).describe("weight-init seed of new:<preset> models"),

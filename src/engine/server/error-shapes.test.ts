@@ -1,7 +1,9 @@
 /**
- * Every engine server error is JSON `{detail, code}` (unknown routes and Fastify's own client errors included, never
- * Fastify's `{message, error, statusCode}`), and chat accepts OpenAI's `developer` role as a system turn.
+ * Every engine server error is JSON in vLLM's (OpenAI's) shape `{error: {message, type, param, code}}` plus arclight's
+ * `{detail, code}` (unknown routes and Fastify's own client errors included, never Fastify's
+ * `{message, error, statusCode}`), and chat accepts OpenAI's `developer` role as a system turn.
  */
+import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { renderChat } from "../embedded/chat-template.js";
 import { ByteTokenizer } from "../embedded/tokenizer.js";
@@ -21,14 +23,33 @@ async function serve(): Promise<string> {
 }
 
 describe("engine server error shapes", () => {
-  it("answers an unknown route or method with 404 {detail, code} naming it", async () => {
+  it("answers an unknown route or method with 404 naming it", async () => {
     const url = await serve();
     const unknown = await fetch(`${url}/v1/nope?x=1`);
     expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toEqual({ detail: "Route GET /v1/nope not found", code: "not_found" });
+    expect(await unknown.json()).toEqual({
+      error: { message: "Route GET /v1/nope not found", type: "NotFoundError", param: null, code: 404 },
+      detail: "Route GET /v1/nope not found",
+      code: "not_found",
+    });
     const wrongMethod = await fetch(`${url}/v1/chat/completions`);
     expect(wrongMethod.status).toBe(404);
-    expect(await wrongMethod.json()).toEqual({ detail: "Route GET /v1/chat/completions not found", code: "not_found" });
+    expect(await wrongMethod.json()).toMatchObject({
+      detail: "Route GET /v1/chat/completions not found",
+      code: "not_found",
+    });
+  });
+
+  it("lets the openai client show the message of a refused request (not '400 status code (no body)')", async () => {
+    const url = await serve();
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "none", maxRetries: 0 });
+    const refused = client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "x" }],
+      max_tokens: 100_000,
+    });
+    await expect(refused).rejects.toMatchObject({ status: 400, type: "BadRequestError" });
+    await expect(refused).rejects.toThrow(/^400 (?!status code \(no body\)).+/);
   });
 
   it("answers invalid JSON and a bad body with 400 {detail, code}", async () => {
@@ -40,11 +61,13 @@ describe("engine server error shapes", () => {
     });
     expect(badJson.status).toBe(400);
     const body = (await badJson.json()) as Record<string, unknown>;
-    expect(Object.keys(body).sort()).toEqual(["code", "detail"]);
+    expect(Object.keys(body).sort()).toEqual(["code", "detail", "error"]);
     expect(body.detail).toMatch(/^Invalid JSON body: /);
+    expect(body.error).toEqual({ message: body.detail, type: "BadRequestError", param: null, code: 400 });
     const badBody = await postJson(url, "/v1/chat/completions", { messages: [{ role: "robot", content: "x" }] });
     expect(badBody.status).toBe(400);
-    expect(badBody.body).toEqual({ detail: expect.stringContaining("messages.0.role"), code: "bad_request" });
+    expect(badBody.body).toMatchObject({ detail: expect.stringContaining("messages.0.role"), code: "bad_request" });
+    expect(badBody.body).toHaveProperty("error.message", (badBody.body as { detail: string }).detail);
   });
 });
 

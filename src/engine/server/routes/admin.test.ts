@@ -94,14 +94,16 @@ describe("POST /v1/load_weights", () => {
 });
 
 describe("POST /v1/load_weights with a bad path keeps serving the old weights", () => {
-  it("answers 400 {detail, code} for a file and for a directory that is not a checkpoint", async () => {
+  it("answers 400 {error, detail, code} for a file and for a directory that is not a checkpoint", async () => {
     const { url } = await serve();
     const dir = tempDir("arclight-ckpt-");
     writeFileSync(join(dir, "file.txt"), "not a checkpoint");
     const file = await postJson(url, "/v1/load_weights", { path: join(dir, "file.txt") });
     expect(file.status).toBe(400);
+    const detail = `load_weights ${join(dir, "file.txt")}: not a directory (expected a checkpoint directory)`;
     expect(file.body).toEqual({
-      detail: `load_weights ${join(dir, "file.txt")}: not a directory (expected a checkpoint directory)`,
+      error: { message: detail, type: "BadRequestError", param: null, code: 400 },
+      detail,
       code: "bad_request",
     });
   });

@@ -1,0 +1,44 @@
+/**
+ * @module The engine server's error answers in vLLM's (OpenAI's) shape, `{"error": {message, type, param, code}}`,
+ * so OpenAI clients talking to the engine directly, or through the gateway's proxy, show the message (openai-node 6
+ * shows only "400 status code (no body)" without it). arclight's own `detail` and `code` are kept beside it for the
+ * project's clients.
+ * @see vLLM `ErrorResponse` / `create_error_response` (`vllm/entrypoints/openai/engine/protocol.py`)
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { toErrorResponse } from "../../http/error-handler.js";
+
+/** vLLM's error `type` for each status it answers with. */
+const ERROR_TYPES: Record<number, string> = {
+  400: "BadRequestError",
+  401: "UnauthorizedError",
+  404: "NotFoundError",
+  409: "ConflictError",
+  413: "BadRequestError",
+  422: "BadRequestError",
+  429: "TooManyRequestsError",
+  500: "InternalServerError",
+  501: "NotImplementedError",
+  503: "ServiceUnavailableError",
+};
+
+/**
+ * The body of an engine error answer.
+ * @param status - HTTP status
+ * @param detail - arclight's `detail` (a string, or validation items)
+ * @param code - arclight's stable code
+ * @returns `{error: {message, type, param: null, code: status}, detail, code}`
+ */
+export function openaiErrorBody(status: number, detail: unknown, code: string): Record<string, unknown> {
+  const message = typeof detail === "string" ? detail : JSON.stringify(detail);
+  const type = ERROR_TYPES[status] ?? (status >= 500 ? "InternalServerError" : "BadRequestError");
+  return { error: { message, type, param: null, code: status }, detail, code };
+}
+
+/** Fastify `setErrorHandler` callback of the engine server: the shared handler's status, the body above. */
+export function engineErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  const { status, body } = toErrorResponse(err);
+  if (status >= 500) request.log.error({ err }, "request failed");
+  else request.log.info({ status, code: body.code }, "request rejected");
+  void reply.status(status).send(openaiErrorBody(status, body.detail, body.code));
+}
