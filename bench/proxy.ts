@@ -6,7 +6,8 @@
  * The upstream and the gateway each run in their own child process, so neither shares an event loop with the load
  * generator. This file is both the main script and the child (`BENCH_ROLE` set by the parent).
  *
- * `--store sqlite` (default; the gateway's real default, a fresh file in a temp folder) or `--store memory`.
+ * `--store sqlite` (default; the gateway's real default, a fresh file in a temp folder) or `--store memory`;
+ * `--body small` (default) or `--body large` (a 24-turn, ~24 kB chat body).
  */
 
 import { type ChildProcess, fork } from "node:child_process";
@@ -21,7 +22,19 @@ import { Agent } from "undici";
 const CONCURRENCY = 64;
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5000);
 const WARMUP_MS = 1000;
-const BODY = JSON.stringify({ model: "agent", messages: [{ role: "user", content: "hi" }], max_tokens: 4 });
+/** The agent's request: `--body small` (default) one short message; `--body large` a 24-turn chat of about 24 kB. */
+function requestBody(): string {
+  const i = process.argv.indexOf("--body");
+  const size = i === -1 ? "small" : process.argv[i + 1];
+  if (size === "small") {
+    return JSON.stringify({ model: "agent", messages: [{ role: "user", content: "hi" }], max_tokens: 4 });
+  }
+  if (size !== "large") throw new Error(`--body must be small or large, got ${size}`);
+  const turn = "The quick brown fox jumps over the lazy dog; ".repeat(22);
+  const messages = Array.from({ length: 24 }, (_, k) => ({ role: k % 2 ? "assistant" : "user", content: turn }));
+  return JSON.stringify({ model: "agent", messages, max_tokens: 4, seed: 7, top_p: 0.95 });
+}
+const BODY = requestBody();
 
 async function runWorker(): Promise<void> {
   const { FakeVllm } = await import("../src/gateway/testing/fake-vllm.js");
@@ -195,7 +208,7 @@ async function compare(storeEnv: Record<string, string>): Promise<void> {
   console.log(
     `setup: ${availableParallelism()} cores, ${CONCURRENCY} concurrent clients, ${DURATION_MS} ms per run after ` +
       `${WARMUP_MS} ms warm-up; non-stream chat calls; upstream, gateway and load generator in separate processes; ` +
-      `store: ${store}; node ${process.version}`,
+      `store: ${store}; request body ${BODY.length} bytes; node ${process.version}`,
   );
   const cpu = async (): Promise<CpuSnapshot> => ({
     loadgen: process.cpuUsage().user + process.cpuUsage().system,

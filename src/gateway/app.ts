@@ -8,13 +8,13 @@ import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import { pino } from "pino";
 import { errorHandler } from "../http/error-handler.js";
-import { BadRequest, NotFound } from "../protocol/index.js";
+import { NotFound } from "../protocol/index.js";
 import type { SharedPause } from "../store/shared-pause.js";
 import type { Store } from "../store/store.js";
 import { type DashboardAuth, makeAuthHook } from "./auth.js";
 import { type GatewayConfig, proxyOptionsOf } from "./config.js";
 import { DashboardSessions } from "./dashboard/sessions.js";
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from "./json-depth.js";
+import { installJsonParser } from "./json-body.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
 import { PauseController } from "./proxy/pause.js";
@@ -54,26 +54,6 @@ export interface BuildAppOptions {
 /** Accepts a caller's `x-request-id` when it is short and printable, else makes one. */
 function requestId(header: string | string[] | undefined): string {
   return typeof header === "string" && /^[\w.:-]{1,128}$/.test(header) ? header : randomUUID();
-}
-
-/**
- * JSON bodies: parsed with Fastify's prototype-poisoning-safe parser; an empty body counts as no body. A body nested
- * deeper than {@link MAX_JSON_DEPTH} levels is refused (400) before parsing, so nothing stores a value that
- * `JSON.stringify` cannot walk.
- */
-function installJsonParser(app: FastifyInstance): void {
-  const parseJson = app.getDefaultJsonParser("error", "ignore");
-  app.removeContentTypeParser("application/json");
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
-    if ((body as string).trim() === "") return done(null, undefined);
-    if (jsonDepthExceeds(body as string, MAX_JSON_DEPTH)) {
-      return done(new BadRequest(`JSON body nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
-    }
-    parseJson(request, body as string, (err, value) => {
-      if (err) done(new BadRequest(`Invalid JSON body: ${err.message}`), undefined);
-      else done(null, value);
-    });
-  });
 }
 
 /** Rollout id named by a request path: `/api/rollouts/{id}[/...]` (not `/terminal`) or `/proxy/rollout/{rid}/...`. */

@@ -1,6 +1,6 @@
 /**
  * @module The JSON text of a `model_request` event's data, reusing the texts the proxy already holds: the body it
- * serialised for the upstream and the upstream's response body are spliced in, not serialised again. With long
+ * sent upstream and the upstream's response body are spliced in, not serialised again. With long
  * prompts and logprobs those two are nearly the whole event (hundreds of kB), so this saves one full
  * `JSON.stringify` of them per call.
  */
@@ -8,7 +8,7 @@ import type { ModelRequestData } from "../../protocol/index.js";
 
 /** Texts the proxy already has, each with the object it is the JSON of. */
 export interface KnownJson {
-  /** The body sent upstream, and `JSON.stringify` of it. */
+  /** The body sent upstream, and its text (the agent's text with the proxy's fields spliced in). */
   request: unknown;
   requestText: string;
   /** The parsed upstream body, and the text it was parsed from; absent for a stream (assembled, no text). */

@@ -13,7 +13,7 @@ import { buildModelRequestData, type CallRecord, type ProxyEndpointKind } from "
 import { type KnownJson, modelRequestDataJson } from "./event-json.js";
 import type { ProxyLookups } from "./lookups.js";
 import type { ProxyOptions } from "./options.js";
-import { type ProxyMode, rewriteRequestBody } from "./rewrite.js";
+import { type AgentBody, type ProxyMode, rewriteRequestBody } from "./rewrite.js";
 import { SSE_DONE, SseParser, sseEvent } from "./sse.js";
 import { StreamAssembler } from "./stream-assembler.js";
 import type { CallTranslation } from "./translate/translation.js";
@@ -34,8 +34,11 @@ export interface ProxyCall {
   rolloutId: string;
   attemptId: string;
   mode: ProxyMode;
-  /** The agent's JSON body (for a translated API, the chat body it was translated to). */
-  body: Record<string, unknown>;
+  /**
+   * The agent's JSON body: its text, forwarded with only the proxy's fields changed, and the parsed object (for a
+   * translated API, the chat body it was translated to, and that body's JSON text).
+   */
+  body: AgentBody;
   log: FastifyBaseLogger;
   /** Set when the agent speaks another API (Responses, Anthropic Messages): how to answer it. */
   translation?: CallTranslation;
@@ -61,14 +64,15 @@ function parseJson(text: string): unknown {
  */
 export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: FastifyReply): Promise<void> {
   const startedAt = performance.now();
-  const request = rewriteRequestBody(call.kind, call.body, call.mode, ctx.options);
+  const upstreamBody = rewriteRequestBody(call.kind, call.body, call.mode, ctx.options);
+  const request = upstreamBody.value;
+  const requestText = upstreamBody.text;
   const model = request.model as string;
   const endpoints = await ctx.lookups.endpointsOf(model);
   if (endpoints.length === 0) throw new NoEndpoint(model);
   const abort = new AbortController();
   const onClose = (): void => abort.abort();
   reply.raw.once("close", onClose);
-  const requestText = JSON.stringify(request);
   const base = { kind: call.kind, model, request, requestText };
   try {
     const answer = await ctx.upstream.send({
@@ -98,7 +102,7 @@ interface CallBase {
   kind: ProxyEndpointKind;
   model: string;
   request: Record<string, unknown>;
-  /** `JSON.stringify(request)`, as sent upstream. */
+  /** The text sent upstream (the agent's text with the proxy's fields spliced in); `request` is its value. */
   requestText: string;
   startedAt: number;
 }

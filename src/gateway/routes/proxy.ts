@@ -15,6 +15,7 @@ import {
   StaleAttempt,
 } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
+import { installJsonParser, type JsonBodyText } from "../json-body.js";
 import { callIdentity } from "../proxy/agent-identity.js";
 import type { ProxyEndpointKind } from "../proxy/capture.js";
 import { EndpointPicker } from "../proxy/endpoint-picker.js";
@@ -110,20 +111,25 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
       try {
         lookups.refresh();
         await checkAttempt(lookups, rid, aid);
-        const body = request.body;
-        if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        const body = request.body as JsonBodyText | undefined;
+        const value = body?.value;
+        if (typeof value !== "object" || value === null || Array.isArray(value)) {
           throw new BadRequest("Request body must be a JSON object");
         }
-        const translated = translate?.(body as Record<string, unknown>, rid);
+        const agentBody = value as Record<string, unknown>;
+        const translated = translate?.(agentBody, rid);
         const call = {
           kind,
           rolloutId: rid,
           attemptId: aid,
           mode: mode as ProxyMode,
-          body: translated?.chat ?? (body as Record<string, unknown>),
+          // A translated call's chat body is new: its text is serialised; an agent's own body keeps its bytes.
+          body: translated
+            ? { text: JSON.stringify(translated.chat), value: translated.chat }
+            : { text: body!.text, value: agentBody },
           log: request.log,
           translation: translated?.translation,
-          identity: callIdentity(request.headers, (body as Record<string, unknown>).model, options.agentModels),
+          identity: callIdentity(request.headers, agentBody.model, options.agentModels),
         };
         await forwardCall(ctx, call, reply);
         return reply;
@@ -142,11 +148,15 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
   });
 
   const routeOptions = { bodyLimit: options.bodyLimitBytes };
-  app.post(`${PREFIX}/openai/v1/chat/completions`, routeOptions, handle("chat"));
-  app.post(`${PREFIX}/openai/v1/completions`, routeOptions, handle("completions"));
-  const responses: Translate = (body, rolloutId) => translateResponsesCall(body, rolloutId, history);
-  app.post(`${PREFIX}/openai/v1/responses`, routeOptions, handle("chat", responses));
-  app.post(`${PREFIX}/anthropic/v1/messages`, routeOptions, handle("chat", translateAnthropicCall));
+  // Model calls keep their body's text: the upstream gets the agent's bytes with only the proxy's fields changed.
+  await app.register(async (calls) => {
+    installJsonParser(calls, true);
+    calls.post(`${PREFIX}/openai/v1/chat/completions`, routeOptions, handle("chat"));
+    calls.post(`${PREFIX}/openai/v1/completions`, routeOptions, handle("completions"));
+    const responses: Translate = (body, rolloutId) => translateResponsesCall(body, rolloutId, history);
+    calls.post(`${PREFIX}/openai/v1/responses`, routeOptions, handle("chat", responses));
+    calls.post(`${PREFIX}/anthropic/v1/messages`, routeOptions, handle("chat", translateAnthropicCall));
+  });
   app.all(`${PREFIX}/*`, async (request) => {
     throw new NotFound(`No proxy route ${request.method} ${request.url.split("?", 1)[0]}`);
   });

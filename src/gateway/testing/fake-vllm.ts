@@ -58,6 +58,8 @@ export interface ReceivedCall {
   path: string;
   headers: IncomingMessage["headers"];
   body: Record<string, unknown>;
+  /** The body exactly as received. */
+  text: string;
 }
 
 /** A running fake vLLM server. */
@@ -137,12 +139,13 @@ export class FakeVllm {
     const kind = path === "/v1/chat/completions" ? "chat" : path === "/v1/completions" ? "completions" : null;
     if (req.method !== "POST" || kind === null) return sendJson(res, 404, { detail: "Not Found" });
     let body: Record<string, unknown>;
+    const text = Buffer.concat(chunks).toString("utf8");
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      body = JSON.parse(text);
     } catch {
       return sendJson(res, 400, errorBody("Invalid JSON body", "BadRequestError", 400));
     }
-    this.received.push({ path, headers: req.headers, body });
+    this.received.push({ path, headers: req.headers, body, text });
     const b = this.behaviour.decide ? { ...this.behaviour, ...this.behaviour.decide(body) } : this.behaviour;
     if (b.hang) return;
     if (b.failTimes !== undefined && this.failuresSent < b.failTimes) {
