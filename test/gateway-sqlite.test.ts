@@ -70,9 +70,11 @@ describe("gateway on a SQLite file", () => {
       }),
     );
     expect(again).toEqual(eventsBefore[1]);
-    // "a" is succeeded: a replayed event_id is answered, a new event is not.
-    const late = await second.call("POST", "/api/rollouts/a/attempt/0/events", { event_type: "log", data: {} });
-    expect(late.status).toBe(409);
+    // "a" is succeeded: a replayed event_id is answered with the stored event, a new event is stored late.
+    const late = await json<Event>(
+      second.call("POST", "/api/rollouts/a/attempt/0/events", { event_type: "log", data: {} }),
+    );
+    expect(late).toMatchObject({ sequence: 3, late: true });
     const next = await json<Event>(
       second.call("POST", "/api/rollouts/c/attempt/0/events", { event_type: "log", data: { n: 2 } }),
     );

@@ -132,7 +132,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   closeConnectionsWhenClosing(app);
   const metrics = createGatewayMetrics(store);
   installMetricsHooks(app, metrics);
-  for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config });
+  for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config, metrics });
   void app.register(metricsRoutes, { registry: metrics.registry });
   void app.register(otlpRoutes, { store, bodyLimitBytes: config.body_limit_bytes, spans: metrics.otlpSpans });
   void app.register(proxyRoutes, {
@@ -140,6 +140,6 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     options: proxyOptionsOf(config),
     pause: new PauseController(options.sharedPause),
   });
-  if (config.dashboard) void app.register(dashboardRoutes, { store, config, sessions, uiDir: options.uiDir });
+  if (config.dashboard) void app.register(dashboardRoutes, { store, config, metrics, sessions, uiDir: options.uiDir });
   return app;
 }

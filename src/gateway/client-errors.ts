@@ -92,5 +92,9 @@ export function errorFromResponse(status: number, body: unknown, context: { roll
     (err as unknown as { issues: unknown }).issues = Array.isArray(record.detail) ? record.detail : [];
   }
   if (cls === RolloutNotFound) (err as unknown as { rolloutId: unknown }).rolloutId = context.rolloutId ?? "";
+  if (cls === StaleAttempt) {
+    const current = record.current_attempt_id;
+    (err as unknown as { currentAttemptId: unknown }).currentAttemptId = typeof current === "string" ? current : null;
+  }
   return err;
 }

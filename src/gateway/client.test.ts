@@ -129,9 +129,12 @@ describe("GatewayClient against the real gateway", () => {
     await expect(client.patchRollout("r", { status: { state: "succeeded" } })).rejects.toThrow(
       new InvalidTransition("r", "queuing", "succeeded"),
     );
-    const stale = await client.postEvent("r", "7", { event_type: "log" }).catch((e: unknown) => e);
+    // Attempt "0" superseded by a patch naming attempt "b": the error names the current attempt.
+    await client.patchRollout("r", { status: { last_attempt_id: "b" } });
+    const stale = await client.postEvent("r", "0", { event_type: "log" }).catch((e: unknown) => e);
     expect(stale).toBeInstanceOf(StaleAttempt);
     expect((stale as StaleAttempt).status).toBe(409);
+    expect((stale as StaleAttempt).currentAttemptId).toBe("b");
 
     const invalid = await client
       .patchRollout("r", { input: 1 } as unknown as Parameters<GatewayClient["patchRollout"]>[1])

@@ -1,9 +1,11 @@
 /**
  * @module The gateway's Prometheus metrics on a per-app prom-client `Registry` (never the global default registry,
- * so several apps in one process do not clash): requests by route and status, latency, rollouts by state, events, OTLP spans.
+ * so several apps in one process do not clash): requests by route and status, latency, rollouts by state, events,
+ * OTLP spans, late events and stale-attempt writes.
  */
 import type { FastifyInstance } from "fastify";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { StaleAttempt } from "../protocol/index.js";
 import type { Store } from "../store/store.js";
 
 /** The metric handles one gateway app updates. */
@@ -16,6 +18,10 @@ export interface GatewayMetrics {
   latency: Histogram<"method" | "route">;
   /** `arclight_otlp_spans_total{result, reason}`: spans received on `/v1/traces`, stored or rejected (and why). */
   otlpSpans: Counter<"result" | "reason">;
+  /** `arclight_late_events_total`: events stored after their rollout finished. */
+  lateEvents: Counter;
+  /** `arclight_stale_attempt_writes_total{route}`: writes refused because they named a superseded attempt. */
+  staleWrites: Counter<"route">;
 }
 
 /** Latency buckets in seconds: 0.5 ms … 10 s (API calls are fast; proxied model calls are slow). */
@@ -46,6 +52,17 @@ export function createGatewayMetrics(store: Store): GatewayMetrics {
     labelNames: ["result", "reason"] as const,
     registers: [registry],
   });
+  const lateEvents = new Counter({
+    name: "arclight_late_events_total",
+    help: "Events stored with late=true: they arrived after their rollout finished (a replayed post counts again)",
+    registers: [registry],
+  });
+  const staleWrites = new Counter({
+    name: "arclight_stale_attempt_writes_total",
+    help: "Writes (events, patches, model calls) refused with 409 stale_attempt: they named a superseded attempt",
+    labelNames: ["route"] as const,
+    registers: [registry],
+  });
   new Gauge({
     name: "arclight_rollouts",
     help: "Rollouts in the store, by state",
@@ -64,14 +81,17 @@ export function createGatewayMetrics(store: Store): GatewayMetrics {
       this.set(await store.countEvents());
     },
   });
-  return { registry, requests, latency, otlpSpans };
+  return { registry, requests, latency, otlpSpans, lateEvents, staleWrites };
 }
 
 /**
- * Counts every answered request. Unmatched paths are labelled `unmatched` so unknown URLs cannot grow the label set.
+ * Counts every answered request, and every write refused as a stale attempt (by route). Unmatched paths are labelled `unmatched` so unknown URLs cannot grow the label set.
  * @param app - the root app (the hook then sees every route, plugins included)
  */
 export function installMetricsHooks(app: FastifyInstance, metrics: GatewayMetrics): void {
+  app.addHook("onError", async (request, _reply, error) => {
+    if (error instanceof StaleAttempt) metrics.staleWrites.inc({ route: request.routeOptions.url ?? "unmatched" });
+  });
   app.addHook("onResponse", async (request, reply) => {
     const route = request.routeOptions.url ?? "unmatched";
     metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });

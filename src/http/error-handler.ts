@@ -1,6 +1,6 @@
 /**
  * @module The single error handler of arclight's HTTP servers (gateway and engine server): every error becomes JSON `{ detail }` with the right status.
- * `ArclightError` → its status + `{detail, code}`; validation → 422 with FastAPI-shaped `detail` items;
+ * `ArclightError` → its status + `{detail, code}` and its extra `fields`; validation → 422 with FastAPI-shaped `detail` items;
  * Fastify client errors (bad JSON, body too large) → their 4xx; anything else → 500, logged with its stack.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
@@ -16,7 +16,9 @@ export interface ErrorBody {
 /** Turns any thrown value into the status and body a server answers with. */
 export function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
   if (err instanceof ValidationFailed) return { status: 422, body: { detail: err.issues, code: err.code } };
-  if (err instanceof ArclightError) return { status: err.status, body: { detail: err.message, code: err.code } };
+  if (err instanceof ArclightError) {
+    return { status: err.status, body: { ...err.fields, detail: err.message, code: err.code } };
+  }
   const fastifyError = err as Partial<FastifyError>;
   const status = fastifyError.statusCode;
   if (typeof status === "number" && status >= 400 && status < 500) {

@@ -9,12 +9,20 @@ export class ArclightError extends Error {
   readonly code: string;
   /** HTTP status the gateway answers with. */
   readonly status: number;
+  /** Extra fields of the error body beside `detail` and `code` (wire names), e.g. `current_attempt_id`. */
+  readonly fields: Readonly<Record<string, unknown>>;
 
-  constructor(code: string, status: number, message: string, options?: { cause?: unknown }) {
+  constructor(
+    code: string,
+    status: number,
+    message: string,
+    options?: { cause?: unknown; fields?: Record<string, unknown> },
+  ) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
     this.status = status;
+    this.fields = options?.fields ?? {};
   }
 }
 
@@ -35,14 +43,22 @@ export class InvalidTransition extends ArclightError {
   }
 }
 
-/** A write (event or status) aimed at an attempt that is not the rollout's current attempt (HTTP 409). */
+/**
+ * A write (event, status patch or proxied model call) aimed at a superseded attempt: one that was the rollout's
+ * current attempt and has been replaced by a retry or a patch (HTTP 409). The body names the current attempt in
+ * `current_attempt_id`.
+ */
 export class StaleAttempt extends ArclightError {
+  /** The attempt that is current now: a controller that missed a retry can recover by running it. */
+  readonly currentAttemptId: string | null;
   constructor(rolloutId: string, attemptId: string, currentAttemptId: string | null) {
     super(
       "stale_attempt",
       409,
-      `Rollout ${rolloutId}: attempt ${attemptId} is not the current attempt (current: ${currentAttemptId ?? "none"})`,
+      `Rollout ${rolloutId}: attempt ${attemptId} was superseded (current: ${currentAttemptId ?? "none"})`,
+      { fields: { rollout_id: rolloutId, attempt_id: attemptId, current_attempt_id: currentAttemptId } },
     );
+    this.currentAttemptId = currentAttemptId;
   }
 }
 

@@ -28,6 +28,8 @@ export const EventSchema = z.strictObject({
   data: z.record(z.string(), z.unknown()),
   sequence: z.number().int().min(1),
   event_id: z.string().nullable(),
+  /** Present (true) only on an event that arrived after its rollout finished; AGL clients ignore it. */
+  late: z.literal(true).optional(),
 });
 /** A stored event. */
 export type Event = z.infer<typeof EventSchema>;

@@ -41,3 +41,12 @@ export function nextAttemptId(attemptId: string): string {
 
 /** The attempt id every rollout starts with. */
 export const FIRST_ATTEMPT_ID = "0";
+
+/**
+ * The attempt a rollout's writes go to: `status.last_attempt_id`, or "0" while it is still null (a rollout no one
+ * started yet), as Agent Lightning v1.0 reads it.
+ * @param status - the rollout's status (only `last_attempt_id` is read)
+ */
+export function currentAttemptOf(status: { last_attempt_id: string | null }): string {
+  return status.last_attempt_id ?? FIRST_ATTEMPT_ID;
+}

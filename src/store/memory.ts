@@ -3,6 +3,7 @@ import {
   dataIdOf,
   type Event,
   type EventCreate,
+  FIRST_ATTEMPT_ID,
   type Model,
   type Rollout,
   type RolloutCreate,
@@ -12,7 +13,7 @@ import {
   RolloutStateSchema,
   type TerminalPage,
 } from "../protocol/index.js";
-import { applyPatch, assertEventsWritable, buildRollout, nowSeconds } from "./rollout-rules.js";
+import { applyPatch, buildRollout, checkEventWrite, nowSeconds } from "./rollout-rules.js";
 import type { EventQuery, RolloutQuery, Store } from "./store.js";
 
 interface RolloutRecord {
@@ -77,7 +78,7 @@ export class MemoryStore implements Store {
       const rollout = buildRollout(clone(create), now);
       fresh.set(rollout.rollout_id, {
         rollout,
-        attempts: new Set([rollout.status.last_attempt_id ?? "0"]),
+        attempts: new Set([FIRST_ATTEMPT_ID]),
         events: [],
         eventsById: new Map(),
       });
@@ -117,8 +118,7 @@ export class MemoryStore implements Store {
     if (!record) throw new RolloutNotFound(rolloutId);
     const outcome = applyPatch(record.rollout, patch, record.attempts, nowSeconds());
     record.rollout = outcome.rollout;
-    const attemptId = outcome.rollout.status.last_attempt_id;
-    if (attemptId !== null) record.attempts.add(attemptId);
+    for (const attemptId of outcome.newAttemptIds) record.attempts.add(attemptId);
     if (outcome.becameTerminal) this.terminal.set(++this.terminalSeq, rolloutId);
     return clone(record.rollout);
   }
@@ -156,9 +156,7 @@ export class MemoryStore implements Store {
     this.check();
     const record = this.rollouts.get(rolloutId);
     if (!record) throw new RolloutNotFound(rolloutId);
-    assertEventsWritable(record.rollout, attemptId, () =>
-      events.every((e) => e.event_id !== undefined && record.eventsById.has(e.event_id)),
-    );
+    const { late } = checkEventWrite(record.rollout, attemptId, (id) => record.attempts.has(id));
     const timestamp = nowSeconds();
     const added: Event[] = [];
     const addedById = new Map<string, Event>();
@@ -175,6 +173,7 @@ export class MemoryStore implements Store {
         data: clone(create.data),
         sequence: record.events.length + added.length + 1,
         event_id: create.event_id ?? null,
+        ...(late ? { late: true as const } : {}),
       };
       added.push(event);
       if (event.event_id) addedById.set(event.event_id, event);

@@ -1,12 +1,12 @@
 /**
  * @module Pure rules every store applies the same way: building a new rollout, applying a status patch (transition
- * check, attempt retry, version bump) and checking which attempt a write may target (terminal rollouts take none).
+ * check, attempt moves and retries, version bump) and checking which attempt an event write may target.
  */
 import { randomUUID } from "node:crypto";
 import {
   assertTransition,
   Conflict,
-  FIRST_ATTEMPT_ID,
+  currentAttemptOf,
   isTerminal,
   nextAttemptId,
   type Rollout,
@@ -34,7 +34,8 @@ export function newRolloutId(): string {
 }
 
 /**
- * Builds the stored form of a create: state `queuing`, attempt "0", version 1.
+ * Builds the stored form of a create: state `queuing`, `last_attempt_id` null (no attempt yet; writes go to "0"),
+ * version 1. The caller records "0" as the rollout's first current attempt.
  * @param now - epoch seconds
  */
 export function buildRollout(create: RolloutCreate, now: number): Rollout {
@@ -47,7 +48,7 @@ export function buildRollout(create: RolloutCreate, now: number): Rollout {
     status: {
       state: "queuing",
       k8s_job_name: null,
-      last_attempt_id: FIRST_ATTEMPT_ID,
+      last_attempt_id: null,
       error_message: null,
       version: 1,
       created_at: now,
@@ -59,25 +60,35 @@ export function buildRollout(create: RolloutCreate, now: number): Rollout {
 /** Outcome of {@link applyPatch}. */
 export interface PatchOutcome {
   rollout: Rollout;
+  /** False when the patch changed nothing: `rollout` is the stored one, version not bumped; nothing to write. */
+  changed: boolean;
   /** True when this patch moved the rollout into a terminal state (append it to the terminal cursor). */
   becameTerminal: boolean;
-  /** The attempt that was superseded by a retry, if the patch started a new attempt. */
-  supersededAttemptId: string | null;
+  /**
+   * Attempts this patch made current (a patch naming a new `last_attempt_id`, then possibly its retry), in order; the
+   * store adds them to the rollout's attempts. Empty when the current attempt did not change.
+   */
+  newAttemptIds: string[];
 }
 
 /**
- * Applies a status patch to a stored rollout without mutating it.
+ * Applies a status patch to a stored rollout without mutating it. Attempt rules (Agent Lightning v1.0 plus arclight's
+ * protection of superseded attempts):
+ * 1. `last_attempt_id` naming the current attempt changes nothing (null → "0" is written out).
+ * 2. Naming an attempt that was current once and is no longer (superseded) throws `StaleAttempt`, whatever else the
+ *    patch holds: a late report of an old attempt can never finish or fail the current one.
+ * 3. Naming an id never current before (AGL lets a controller name its attempts) makes it the current attempt.
+ * 4. Retry (arclight extension): a patch to `failed` of a running rollout whose `config.max_attempts` is not used up
+ *    moves it back to `queuing` with the next decimal attempt id, keeping the error in `error_message`.
+ * 5. A patch that changes nothing (same state, same fields, or `{}`) is a no-op: the rollout comes back unchanged,
+ *    version not bumped. Any change bumps `version` and sets `updated_at`.
  *
- * Retry rule: a patch to `failed` while `config.max_attempts` is not used up moves the rollout back to `queuing` with
- * the next attempt id instead, keeping the error in `error_message`. Only this rule starts attempts: a patch's
- * `last_attempt_id` may only name the current attempt (a no-op, e.g. the controller's "attempt 1 is running").
- *
- * @param attempts - every attempt id this rollout has had (used to tell superseded attempts from unknown ones)
+ * @param attempts - every attempt id that has been this rollout's current attempt ("0" from creation on)
  * @param now - epoch seconds
  * @throws {RolloutFinished} the rollout is already terminal (any patch, even an empty one)
  * @throws {InvalidTransition} a move the state machine forbids
  * @throws {StaleAttempt} `last_attempt_id` names a superseded attempt
- * @throws {Conflict} `last_attempt_id` names an attempt the rollout never had (unknown or future)
+ * @throws {Conflict} `last_attempt_id` is null (a rollout's attempt cannot be unset)
  */
 export function applyPatch(
   rollout: Rollout,
@@ -88,11 +99,18 @@ export function applyPatch(
   const current = rollout.status;
   if (isTerminal(current.state)) throw new RolloutFinished(rollout.rollout_id, current.state);
   const requested = patch.status ?? {};
-  const next = { ...current, version: current.version + 1, updated_at: now };
-  let supersededAttemptId: string | null = null;
+  const next = { ...current };
+  const currentAttempt = currentAttemptOf(current);
+  const newAttemptIds: string[] = [];
 
-  if (requested.last_attempt_id !== undefined && requested.last_attempt_id !== current.last_attempt_id) {
-    assertNamedAttempt(rollout, requested.last_attempt_id, attempts);
+  if (requested.last_attempt_id !== undefined) {
+    const named = requested.last_attempt_id;
+    if (named === null) throw new Conflict(`Rollout ${rollout.rollout_id}: last_attempt_id cannot be set to null`);
+    if (named !== currentAttempt && attempts.has(named)) {
+      throw new StaleAttempt(rollout.rollout_id, named, currentAttempt);
+    }
+    if (named !== currentAttempt) newAttemptIds.push(named);
+    next.last_attempt_id = named;
   }
   if (requested.k8s_job_name !== undefined) next.k8s_job_name = requested.k8s_job_name;
   if (requested.error_message !== undefined) next.error_message = requested.error_message;
@@ -100,56 +118,51 @@ export function applyPatch(
   if (requested.state !== undefined) {
     assertTransition(rollout.rollout_id, current.state, requested.state);
     next.state = requested.state;
-    const attemptNumber = Number(next.last_attempt_id ?? FIRST_ATTEMPT_ID);
-    const canRetry = Number.isInteger(attemptNumber) && attemptNumber + 1 < rollout.config.max_attempts;
+    const attempt = currentAttemptOf(next);
+    const attemptNumber = /^\d+$/.test(attempt) ? Number(attempt) : Number.NaN;
+    const canRetry = Number.isSafeInteger(attemptNumber) && attemptNumber + 1 < rollout.config.max_attempts;
     if (requested.state === "failed" && current.state === "running" && canRetry) {
-      supersededAttemptId = next.last_attempt_id ?? FIRST_ATTEMPT_ID;
       next.state = "queuing";
-      next.last_attempt_id = nextAttemptId(supersededAttemptId);
+      next.last_attempt_id = nextAttemptId(attempt);
+      newAttemptIds.push(next.last_attempt_id);
       next.k8s_job_name = null;
     }
   }
-  const becameTerminal = !isTerminal(current.state) && isTerminal(next.state);
-  return { rollout: { ...rollout, status: next }, becameTerminal, supersededAttemptId };
+  const changed = STATUS_FIELDS.some((field) => next[field] !== current[field]);
+  if (!changed) return { rollout, changed, becameTerminal: false, newAttemptIds };
+  const status = { ...next, version: current.version + 1, updated_at: now };
+  const becameTerminal = isTerminal(status.state);
+  return { rollout: { ...rollout, status }, changed, becameTerminal, newAttemptIds };
+}
+
+/** The status fields a patch may change. */
+const STATUS_FIELDS = ["state", "k8s_job_name", "last_attempt_id", "error_message"] as const;
+
+/** How an event append relates to the rollout's attempts: decided by {@link checkEventWrite}. */
+export interface EventWriteCheck {
+  /** The rollout was `succeeded` or `failed` when the events arrived: new events are stored with `late: true`. */
+  late: boolean;
 }
 
 /**
- * Rejects a patch whose `last_attempt_id` is not the current attempt.
- * @throws {StaleAttempt} it names a superseded attempt
- * @throws {Conflict} it names an attempt the rollout never had (unknown, future or null)
+ * Checks that events may be appended to `attemptId`, per AGL v1.0 with arclight's protection:
+ * - the current attempt: accepted, in any state (AGL's controllers start the agent before they patch `running`, so
+ *   a `queuing` rollout's first events are normal);
+ * - an attempt id never current (AGL lets any writer name an attempt): accepted, stored under that id, the current
+ *   attempt unchanged;
+ * - a superseded attempt (current once, then replaced by a retry or a patch): `StaleAttempt`, even for replays.
+ * A terminal rollout still takes events; they are flagged late.
+ * @param wasCurrent - whether `attemptId` has been the rollout's current attempt; called only when it is not current
+ * @throws {StaleAttempt} `attemptId` is a superseded attempt
  */
-function assertNamedAttempt(rollout: Rollout, named: string | null, attempts: ReadonlySet<string>): never {
-  const current = rollout.status.last_attempt_id;
-  if (named !== null && attempts.has(named)) throw new StaleAttempt(rollout.rollout_id, named, current);
-  throw new Conflict(
-    `Rollout ${rollout.rollout_id}: last_attempt_id ${named === null ? "null" : JSON.stringify(named)} is not the ` +
-      `current attempt (current: ${current ?? "none"}); a patch may only name the current attempt, new attempts ` +
-      "start when a failed attempt is retried",
-  );
-}
-
-/**
- * Checks that a write may target `attemptId`: only the rollout's current attempt may be written.
- * @throws {StaleAttempt} otherwise
- */
-export function assertCurrentAttempt(rollout: RolloutGate, attemptId: string): void {
-  if (rollout.status.last_attempt_id !== attemptId) {
-    throw new StaleAttempt(rollout.rollout_id, attemptId, rollout.status.last_attempt_id);
+export function checkEventWrite(
+  rollout: RolloutGate,
+  attemptId: string,
+  wasCurrent: (attemptId: string) => boolean,
+): EventWriteCheck {
+  const current = currentAttemptOf(rollout.status);
+  if (attemptId !== current && wasCurrent(attemptId)) {
+    throw new StaleAttempt(rollout.rollout_id, attemptId, current);
   }
-}
-
-/**
- * Checks that events may be appended to `attemptId`: it is the current attempt and the rollout is not terminal.
- * A terminal rollout still answers a batch whose every event is a replay (an `event_id` already stored), so a client
- * retrying a post that landed just before the rollout finished gets the stored events, not an error.
- * @param isReplay - true when every event of the batch carries an `event_id` already stored for this rollout;
- *   called only for a terminal rollout
- * @throws {StaleAttempt} `attemptId` is not the current attempt
- * @throws {RolloutFinished} the rollout is terminal and the batch holds a new event
- */
-export function assertEventsWritable(rollout: RolloutGate, attemptId: string, isReplay: () => boolean): void {
-  assertCurrentAttempt(rollout, attemptId);
-  if (isTerminal(rollout.status.state) && !isReplay()) {
-    throw new RolloutFinished(rollout.rollout_id, rollout.status.state);
-  }
+  return { late: isTerminal(rollout.status.state) };
 }

@@ -79,6 +79,13 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
         UNION SELECT rollout_id, attempt_id FROM events;  -- UNION dedupes; the table starts empty
     `,
   },
+  {
+    version: 3,
+    description: "events.late: 1 for an event that arrived after its rollout finished",
+    sql: `
+      ALTER TABLE events ADD COLUMN late INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ]);
 
 /** The schema version this build writes. */

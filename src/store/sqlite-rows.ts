@@ -26,7 +26,7 @@ export interface RolloutRow {
 }
 
 /** Columns every event read selects, in {@link EventRow} order. */
-export const EVENT_COLUMNS = "event_type, rollout_id, attempt_id, timestamp, data, sequence, event_id";
+export const EVENT_COLUMNS = "event_type, rollout_id, attempt_id, timestamp, data, sequence, event_id, late";
 
 /** One row of `events` as read by {@link EVENT_COLUMNS}. */
 export interface EventRow {
@@ -37,6 +37,8 @@ export interface EventRow {
   data: string;
   sequence: number;
   event_id: string | null;
+  /** 1 when the event arrived after the rollout finished. */
+  late: number;
 }
 
 /** @returns the wire rollout of a stored row (a fresh object) */
@@ -98,5 +100,6 @@ export function eventFromRow(row: EventRow): Event {
     data: JSON.parse(row.data),
     sequence: row.sequence,
     event_id: row.event_id,
+    ...(row.late === 1 ? { late: true as const } : {}),
   };
 }

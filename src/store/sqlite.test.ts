@@ -220,9 +220,10 @@ describe("SqliteStore file behaviour", () => {
     const first = store.appendEvents("a", "0", [log({ n: 1 })]);
     const patched = store.patchRollout("a", { status: { state: "succeeded" } });
     const late = store.appendEvents("a", "0", [log({ n: 2 })]);
-    expect((await first)[0]!.sequence).toBe(1);
+    expect(await first).toMatchObject([{ sequence: 1 }]);
+    expect((await first)[0]!.late).toBeUndefined();
     expect((await patched).status.state).toBe("succeeded");
-    await expect(late).rejects.toThrow(/succeeded/);
+    expect(await late).toMatchObject([{ sequence: 2, late: true }]);
     await store.createRollouts([RolloutCreateSchema.parse({ rollout_id: "b", input: 0 })]);
     await store.patchRollout("b", { status: { state: "running" } });
     const queued = store.appendEvents("b", "0", [log({ n: 3 })]);

@@ -8,6 +8,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import {
   type Event,
+  FIRST_ATTEMPT_ID,
   type Model,
   type Rollout,
   type RolloutCreate,
@@ -19,7 +20,7 @@ import {
 } from "../protocol/index.js";
 import { StoreOpenError } from "./errors.js";
 import { GroupCommit } from "./group-commit.js";
-import { applyPatch, assertEventsWritable, buildRollout, nowSeconds, type RolloutGate } from "./rollout-rules.js";
+import { applyPatch, buildRollout, checkEventWrite, nowSeconds, type RolloutGate } from "./rollout-rules.js";
 import { migrate } from "./sqlite-migrations.js";
 import {
   EVENT_COLUMNS,
@@ -53,8 +54,8 @@ const INSERT_ROLLOUT = `INSERT INTO rollouts (rollout_id, input, data_id, is_tra
 const UPDATE_STATUS = `UPDATE rollouts SET state = @state, k8s_job_name = @k8s_job_name,
   last_attempt_id = @last_attempt_id, error_message = @error_message, version = @version, updated_at = @updated_at
   WHERE rollout_id = @rollout_id`;
-const INSERT_EVENT = `INSERT INTO events (rollout_id, sequence, attempt_id, event_type, timestamp, data, event_id)
-  VALUES (?, ?, ?, ?, ?, ?, ?)`;
+const INSERT_EVENT = `INSERT INTO events (rollout_id, sequence, attempt_id, event_type, timestamp, data, event_id, late)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
 const LIST_TERMINAL = `SELECT t.position, r.rollout_id, r.state, r.data_id, r.is_train
   FROM terminal t JOIN rollouts r ON r.rollout_id = t.rollout_id
   WHERE t.position > ? ORDER BY t.position LIMIT ?`;
@@ -165,14 +166,14 @@ export class SqliteStore implements Store {
         if (existing) return existing;
         const rollout = buildRollout(create, now);
         this.stmt(INSERT_ROLLOUT).run(rolloutToParams(rollout));
-        this.addAttempt(rollout.rollout_id, rollout.status.last_attempt_id);
+        this.addAttempt(rollout.rollout_id, FIRST_ATTEMPT_ID);
         return structuredClone(rollout);
       });
     });
   }
 
-  private addAttempt(rolloutId: string, attemptId: string | null): void {
-    if (attemptId === null) return;
+  /** Records that `attemptId` has been the rollout's current attempt. */
+  private addAttempt(rolloutId: string, attemptId: string): void {
     this.stmt("INSERT INTO attempts (rollout_id, attempt_id) VALUES (?, ?) ON CONFLICT DO NOTHING").run(
       rolloutId,
       attemptId,
@@ -211,8 +212,9 @@ export class SqliteStore implements Store {
       if (!stored) throw new RolloutNotFound(rolloutId);
       const attempts = this.stmt("SELECT attempt_id FROM attempts WHERE rollout_id = ?").pluck().all(rolloutId);
       const outcome = applyPatch(stored, patch, new Set(attempts as string[]), nowSeconds());
+      if (!outcome.changed) return stored;
       this.stmt(UPDATE_STATUS).run(rolloutStatusToParams(outcome.rollout));
-      this.addAttempt(rolloutId, outcome.rollout.status.last_attempt_id);
+      for (const attemptId of outcome.newAttemptIds) this.addAttempt(rolloutId, attemptId);
       if (outcome.becameTerminal) this.stmt("INSERT INTO terminal (rollout_id) VALUES (?)").run(rolloutId);
       return outcome.rollout;
     });
@@ -268,8 +270,9 @@ export class SqliteStore implements Store {
       const row = eventId === undefined ? undefined : (byId.get(rolloutId, eventId) as EventRow | undefined);
       return row && eventFromRow(row);
     };
-    assertEventsWritable({ rollout_id: rolloutId, status: gate }, attemptId, () =>
-      events.every((e) => storedEvent(e.event_id) !== undefined),
+    const wasCurrent = this.stmt("SELECT 1 FROM attempts WHERE rollout_id = ? AND attempt_id = ?").pluck();
+    const { late } = checkEventWrite({ rollout_id: rolloutId, status: gate }, attemptId, (id) =>
+      Boolean(wasCurrent.get(rolloutId, id)),
     );
     const timestamp = nowSeconds();
     // The write lock is held, so MAX(sequence) cannot move under us, in this process or another one.
@@ -291,6 +294,7 @@ export class SqliteStore implements Store {
         data: create.data,
         sequence: ++sequence,
         event_id: create.event_id ?? null,
+        ...(late ? { late: true as const } : {}),
       };
       rows.push({ event, data: create.dataJson ?? JSON.stringify(event.data) });
       if (event.event_id !== null) added.set(event.event_id, event);
@@ -298,7 +302,7 @@ export class SqliteStore implements Store {
     });
     const insert = this.stmt(INSERT_EVENT);
     for (const { event, data } of rows) {
-      insert.run(rolloutId, event.sequence, attemptId, event.event_type, timestamp, data, event.event_id);
+      insert.run(rolloutId, event.sequence, attemptId, event.event_type, timestamp, data, event.event_id, late ? 1 : 0);
     }
     return out;
   }

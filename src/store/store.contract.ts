@@ -1,10 +1,11 @@
 /**
  * @module The contract every `Store` passes: one suite, run by `memory.test.ts`, `sqlite.test.ts` and
  * `postgres.test.ts`. Each test builds its own store through `makeStore` and closes it afterwards. The cases live in
- * `testing/contract-rollouts.ts` and `testing/contract-events.ts`.
+ * `testing/contract-rollouts.ts`, `testing/contract-events.ts` and `testing/contract-attempts.ts`.
  */
 import { afterEach, describe, it } from "vitest";
 import type { Store } from "./store.js";
+import { attemptCases } from "./testing/contract-attempts.js";
 import { eventCases } from "./testing/contract-events.js";
 import type { ContractContext } from "./testing/contract-helpers.js";
 import { rolloutCases } from "./testing/contract-rollouts.js";
@@ -41,5 +42,6 @@ export function runStoreContract(name: string, makeStore: MakeStore, skips: Cont
     };
     rolloutCases(context);
     eventCases(context);
+    attemptCases(context);
   });
 }

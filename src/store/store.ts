@@ -43,11 +43,13 @@ export interface EventQuery {
 /**
  * The durable store. Every method is atomic: a failed call writes nothing.
  *
- * Attempt rules: a new rollout's current attempt is "0" (`status.last_attempt_id`). When a rollout with
- * `config.max_attempts > 1` is patched to `failed` and attempts remain, it goes back to `queuing` with the next attempt
- * id ("1", …) and the failure in `error_message`, instead of failing. That rule is the only way an attempt starts: a
- * patch's `last_attempt_id` may only name the current attempt (a no-op). Writes aimed at a superseded attempt are
- * rejected with `StaleAttempt`; a patch naming an attempt the rollout never had, with `Conflict`.
+ * Attempt rules (Agent Lightning v1.0, plus arclight's protection of superseded attempts; `rollout-rules.ts`):
+ * a new rollout has `status.last_attempt_id` null and its writes go to attempt "0". An attempt that was current and
+ * has been replaced (by a retry, or by a patch naming a new `last_attempt_id`) is superseded: every write naming it
+ * throws `StaleAttempt`. An attempt id never current is accepted for events (stored under it) and, in a patch,
+ * becomes the current attempt. Retries (arclight extension): a rollout with `config.max_attempts > 1` patched to
+ * `failed` while attempts remain goes back to `queuing` at the next attempt id ("1", …). Events that arrive after the
+ * rollout finished are stored with `late: true`.
  */
 export interface Store {
   /**
@@ -61,13 +63,15 @@ export interface Store {
   /** @returns rollouts matching `query`, in creation order */
   listRollouts(query?: RolloutQuery): Promise<Rollout[]>;
   /**
-   * Applies a status patch: checks the state transition, bumps `status.version`, sets `updated_at`, and appends the
-   * rollout to the terminal cursor when it becomes terminal. A terminal rollout takes no patch at all.
+   * Applies a status patch: checks the state transition and the attempt rules, bumps `status.version`, sets
+   * `updated_at`, and appends the rollout to the terminal cursor when it becomes terminal. A patch that changes
+   * nothing (same state, same fields, `{}`) returns the rollout unchanged, version not bumped. A terminal rollout
+   * takes no patch at all.
    * @throws {RolloutNotFound} unknown rollout
    * @throws {RolloutFinished} the rollout is `succeeded` or `failed`
    * @throws {InvalidTransition} a move the state machine forbids
    * @throws {StaleAttempt} `last_attempt_id` names a superseded attempt
-   * @throws {Conflict} `last_attempt_id` names an attempt the rollout never had (unknown or future)
+   * @throws {Conflict} `last_attempt_id` is null
    */
   patchRollout(rolloutId: string, patch: RolloutPatch): Promise<Rollout>;
   /** Deletes the rollout with all its events. @returns false when it did not exist */
@@ -78,20 +82,19 @@ export interface Store {
    */
   listTerminal(after: number, limit: number): Promise<TerminalPage>;
   /**
-   * Appends events to the rollout's current attempt in one transaction. Each gets the server's timestamp (epoch s) and
-   * the next gap-free per-rollout `sequence`. An `event_id` already stored for this rollout (in any of its attempts)
-   * returns the stored event instead of a new one, unchanged, even when the new post carries another `event_type` or
-   * `data`: a repeated id is taken to be a client's retry, so nothing is compared or overwritten. Use a fresh id per
-   * event. A terminal rollout takes no new events; a batch made only of such replays still
-   * returns the stored events.
+   * Appends events to attempt `attemptId` in one transaction. Each gets the server's timestamp (epoch s) and the next
+   * gap-free per-rollout `sequence`; events appended after the rollout finished get `late: true`. An `event_id`
+   * already stored for this rollout (in any of its attempts) returns the stored event instead of a new one,
+   * unchanged, even when the new post carries another `event_type` or `data`: a repeated id is taken to be a client's
+   * retry, so nothing is compared or overwritten. Use a fresh id per event. An empty batch writes nothing and only
+   * runs the checks.
    * @throws {RolloutNotFound} unknown rollout
-   * @throws {StaleAttempt} `attemptId` is not the current attempt
-   * @throws {RolloutFinished} the rollout is `succeeded` or `failed` and the batch holds a new event
+   * @throws {StaleAttempt} `attemptId` is a superseded attempt
    */
   appendEvents(rolloutId: string, attemptId: string, events: readonly EventWrite[]): Promise<Event[]>;
   /** @returns the rollout's events in sequence order (empty for an unknown rollout) */
   listEvents(rolloutId: string, query?: EventQuery): Promise<Event[]>;
-  /** @returns attempt ids that have events, oldest first */
+  /** @returns attempt ids that have events, ordered by their first event */
   listAttempts(rolloutId: string): Promise<string[]>;
   /** Inserts or updates endpoints keyed by (model, endpoint). @returns the stored models */
   upsertModels(models: readonly Model[]): Promise<Model[]>;

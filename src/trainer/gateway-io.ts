@@ -5,6 +5,7 @@
 import type { GatewayClient } from "../gateway/client.js";
 import type { RolloutRecord } from "./batch.js";
 import type { TrainerConfig } from "./config.js";
+import type { ReadMark } from "./late-rewards.js";
 import { type GroupPlan, type GroupTracker, groupCreates } from "./rollout-groups.js";
 import type { TripletEventFields } from "./triplets.js";
 
@@ -19,6 +20,8 @@ export interface FinishedGroup {
   failedDropped: number;
   /** Oldest policy version among the group's model calls; null when it made none. */
   oldestVersion: number | null;
+  /** How far each read rollout was read: a reward stored after its mark was not trained. */
+  marks: ReadMark[];
 }
 
 /**
@@ -73,7 +76,7 @@ export async function readFinishedGroup(
   plan: GroupPlan,
   config: TrainerConfig,
 ): Promise<FinishedGroup> {
-  const group: FinishedGroup = { plan, records: [], failed: 0, failedDropped: 0, oldestVersion: null };
+  const group: FinishedGroup = { plan, records: [], failed: 0, failedDropped: 0, oldestVersion: null, marks: [] };
   for (const rolloutId of plan.rolloutIds) {
     const failed = tracker.state(rolloutId) === "failed";
     if (failed) group.failed += 1;
@@ -82,6 +85,7 @@ export async function readFinishedGroup(
       continue;
     }
     const all = await client.getTripletEvents(rolloutId);
+    group.marks.push({ rolloutId, readUpTo: all.reduce((top, e) => Math.max(top, e.sequence), 0) });
     const events = failed ? all.filter((e) => e.event_type !== "reward") : all;
     const oldest = oldestCallVersion(events);
     if (oldest !== null && (group.oldestVersion === null || oldest < group.oldestVersion)) group.oldestVersion = oldest;

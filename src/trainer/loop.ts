@@ -13,6 +13,7 @@ import { engineCheckpointDir, loadLatestCheckpoint, saveTrainerCheckpoint, type 
 import type { TrainerConfig } from "./config.js";
 import { DataCursor, type DataItem } from "./data-order.js";
 import { type FinishedGroup, launchGroup, pauseAndDrain, readFinishedGroup, registerEndpoints } from "./gateway-io.js";
+import { LateRewardWatch } from "./late-rewards.js";
 import { engineAggregation } from "./loss-weights.js";
 import { appendMetrics, meanTrainMetrics, type StepMetrics, stepMetrics, truncateMetricsAfter } from "./metrics.js";
 import { miniBatchIndices } from "./mini-batches.js";
@@ -140,6 +141,7 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
   }
   const cursor = new DataCursor(options.trainData, state.seed, state.data);
   const tracker = new GroupTracker(client);
+  const lateWatch = new LateRewardWatch();
   let pending: GroupPlan[] = [];
   let policyVersion = state.policyVersion;
   let step = state.step;
@@ -265,6 +267,9 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
     await client.resumeProxy();
     const updateS = (performance.now() - updateStarted) / 1000;
     step += 1;
+    // Rewards stored after the trainer read their rollout (earlier steps' rollouts) were not trained: report them.
+    const lateRewards = await reportLateRewards(lateWatch, client, log);
+    lateWatch.watch(chosen.flatMap((g) => g.marks));
 
     // 8. Validation every val_interval steps (is_train=false rollouts, one per input, reward mean).
     const validate = options.valData && config.val_interval > 0 && step % config.val_interval === 0;
@@ -297,6 +302,7 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
         stepS: (performance.now() - stepStarted) / 1000,
         train: meanTrainMetrics(updates),
         tisCappedTokens,
+        lateRewardsMissed: lateRewards,
       },
       batch.counts,
     );
@@ -310,8 +316,21 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
       await saveTrainerCheckpoint(options.runDir, engine, saved);
     }
   }
+  await reportLateRewards(lateWatch, client, log);
   options.reporter?.close();
   return { steps: step, policyVersion, metrics: ran };
+}
+
+/** Checks the watched rollouts for rewards stored after they were read; warns naming them. @returns their count */
+async function reportLateRewards(watch: LateRewardWatch, client: GatewayClient, log: Logger): Promise<number> {
+  const late = await watch.check(client);
+  if (late.count > 0) {
+    log.warn(
+      { count: late.count, rolloutIds: late.rolloutIds },
+      "rewards arrived after their rollout was read; not trained",
+    );
+  }
+  return late.count;
 }
 
 /** Adds the reference policy's logprobs to each row when the KL term is on. */

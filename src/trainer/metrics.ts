@@ -36,6 +36,8 @@ export interface StepFacts {
   train: TrainMetrics | null;
   /** Async: TIS tokens whose weight hit the cap. */
   tisCappedTokens: number;
+  /** Rewards stored after the trainer had read their rollout (checked one step later); never trained. */
+  lateRewardsMissed: number;
 }
 
 /** Population mean and standard deviation; zeros for an empty list. */
@@ -87,6 +89,7 @@ export function stepMetrics(facts: StepFacts, counts: BatchCounts): StepMetrics 
     "async/stale_groups_dropped": facts.staleGroupsDropped,
     "async/tis_capped_tokens": facts.tisCappedTokens,
     "staleness/max": facts.maxStaleness,
+    late_rewards_missed: facts.lateRewardsMissed,
   };
 }
 

@@ -118,7 +118,7 @@ describe("ProxyLookups", () => {
     await store.upsertModels([{ model: "m", endpoint: "http://h/v1", version: 1 }]);
     for (let i = 0; i < 3; i++) {
       lookups.refresh();
-      expect(await lookups.rollout("r")).toEqual({ lastAttemptId: "0", state: "queuing" });
+      expect(await lookups.rollout("r")).toEqual({ lastAttemptId: null, state: "queuing" });
       expect(await lookups.endpointsOf("m")).toEqual([{ model: "m", endpoint: "http://h/v1", version: 1 }]);
     }
     await store.appendEvents("r", "0", [{ event_type: "log", data: {} }]); // appends leave the caches valid
@@ -127,7 +127,7 @@ describe("ProxyLookups", () => {
     expect(reads).toEqual({ getRollout: 1, listModels: 1 });
     await store.patchRollout("r", { status: { state: "running" } });
     lookups.refresh();
-    expect(await lookups.rollout("r")).toEqual({ lastAttemptId: "0", state: "running" });
+    expect(await lookups.rollout("r")).toEqual({ lastAttemptId: null, state: "running" });
     await lookups.endpointsOf("m");
     expect(reads).toEqual({ getRollout: 2, listModels: 2 });
   });

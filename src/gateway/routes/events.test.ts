@@ -98,17 +98,16 @@ describe("POST /api/rollouts/{id}/attempt/{aid}/events", () => {
     expect((await post({ event_type: "reward", data: { value: 1 } }, "1")).status).toBe(200);
   });
 
-  it("answers 409 rollout_finished for a new event or a status patch on a terminal rollout", async () => {
+  it("stores an event posted after the rollout finished with late: true; a status patch there is still 409", async () => {
     await withRollout();
     await gw.call("PATCH", "/api/rollouts/r", { status: { state: "running" } });
     await gw.call("PATCH", "/api/rollouts/r", { status: { state: "succeeded" } });
     const late = await post({ event_type: "reward", data: { value: 1 } });
-    expect(late.status).toBe(409);
-    expect(await late.json()).toEqual({ detail: "Rollout r is succeeded: no more writes", code: "rollout_finished" });
+    expect(late.status).toBe(200);
+    expect(await late.json()).toMatchObject({ event_type: "reward", sequence: 1, late: true });
     const patch = await gw.call("PATCH", "/api/rollouts/r", { status: { error_message: "late" } });
     expect(patch.status).toBe(409);
     expect(((await patch.json()) as { code: string }).code).toBe("rollout_finished");
-    expect(await gw.store.countEvents()).toBe(0);
     expect((await gw.store.getRollout("r"))?.status).toMatchObject({ state: "succeeded", error_message: null });
   });
 

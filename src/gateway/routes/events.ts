@@ -1,10 +1,11 @@
 /**
- * @module Event routes (Agent Lightning v1.0 + list posts and `event_id` idempotency): append events to a rollout's
- * current attempt, read the events of its latest attempt, raw or in triplet format.
+ * @module Event routes (Agent Lightning v1.0 + list posts and `event_id` idempotency): append events to an attempt of
+ * a rollout (late ones counted), read the events of its current attempt, raw or in triplet format.
  */
 import type { FastifyPluginAsync } from "fastify";
 import { z } from "zod";
 import {
+  currentAttemptOf,
   type EventCreate,
   EventCreateSchema,
   parseOrThrow,
@@ -45,12 +46,17 @@ interface EventParams {
 
 /**
  * Mounts `POST /api/rollouts/:id/attempt/:aid/events` (one event → the stored Event, a list → a list; 404 unknown
- * rollout, 409 superseded attempt) and `GET /api/rollouts/:id/events[?event_type=&format=triplet&attempt_id=]`.
+ * rollout, 409 superseded attempt; events after the rollout finished are stored `late` and counted) and `GET /api/rollouts/:id/events[?event_type=&format=triplet&attempt_id=]`.
  */
-export const eventRoutes: FastifyPluginAsync<GatewayRouteOptions> = async (app, { store }) => {
+export const eventRoutes: FastifyPluginAsync<GatewayRouteOptions> = async (app, { store, metrics }) => {
   app.post<{ Params: EventParams }>("/api/rollouts/:id/attempt/:aid/events", async (request) => {
     const { creates, isList } = parseEventBody(request.body);
     const events = await store.appendEvents(request.params.id, request.params.aid, creates);
+    const late = events.reduce((n, e) => n + (e.late ? 1 : 0), 0);
+    if (late > 0) {
+      metrics.lateEvents.inc(late);
+      request.log.info({ attemptId: request.params.aid, late }, "stored late events");
+    }
     request.log.debug({ attemptId: request.params.aid, count: events.length }, "appended events");
     return isList ? events : events[0];
   });
@@ -58,10 +64,11 @@ export const eventRoutes: FastifyPluginAsync<GatewayRouteOptions> = async (app, 
   app.get<{ Params: Pick<EventParams, "id"> }>("/api/rollouts/:id/events", async (request) => {
     const query = parseOrThrow(EventListQuerySchema, request.query, "event list", ["query"]);
     const rolloutId = request.params.id;
-    if (!(await store.getRollout(rolloutId))) throw new RolloutNotFound(rolloutId);
-    // "Latest attempt" as AGL reads it: the newest attempt that has events.
-    const attemptId = query.attempt_id ?? (await store.listAttempts(rolloutId)).at(-1);
-    if (attemptId === undefined) return [];
+    const rollout = await store.getRollout(rolloutId);
+    if (!rollout) throw new RolloutNotFound(rolloutId);
+    // As AGL reads it: the rollout's current attempt (`last_attempt_id`, "0" while null), not the newest attempt
+    // with events (an event to a foreign attempt id does not change which attempt is read).
+    const attemptId = query.attempt_id ?? currentAttemptOf(rollout.status);
     const events = await store.listEvents(rolloutId, { attemptId, eventType: query.event_type });
     return query.format === "triplet" ? toTripletEvents(events) : events;
   });

@@ -62,9 +62,10 @@ describe("proxy routing and errors", () => {
     expect(bad.status).toBe(400);
     expect((bad.json as { detail: string }).detail).toMatch(/Invalid JSON/);
     expect((await agentCall(h, rid, "chat/completions", "[1, 2]")).status).toBe(400);
-    const stale = await agentCall(h, rid, "chat/completions", chatRequest(), { attemptId: "7" });
+    await h.store.patchRollout(rid, { status: { last_attempt_id: "7" } }); // attempt "0" is now superseded
+    const stale = await agentCall(h, rid, "chat/completions", chatRequest(), { attemptId: "0" });
     expect(stale.status).toBe(409);
-    expect(stale.json).toMatchObject({ code: "stale_attempt" });
+    expect(stale.json).toMatchObject({ code: "stale_attempt", current_attempt_id: "7" });
     expect(fake.received).toHaveLength(0);
     expect(await modelEvents(h, rid)).toHaveLength(0);
   });

@@ -7,12 +7,12 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import {
   BadRequest,
+  currentAttemptOf,
   isTerminal,
   NotFound,
   parseOrThrow,
   RolloutFinished,
   RolloutNotFound,
-  StaleAttempt,
 } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
 import { installJsonParser, type JsonBodyText } from "../json-body.js";
@@ -70,13 +70,18 @@ function sendPaused(reply: FastifyReply, pause: PauseController): FastifyReply {
     });
 }
 
-/** The rollout must exist, `aid` must be its current attempt, and the rollout must not be terminal. */
-async function checkAttempt(lookups: ProxyLookups, rolloutId: string, attemptId: string): Promise<void> {
-  const rollout = await lookups.rollout(rolloutId);
+/**
+ * The rollout must exist and not be terminal, and `aid` must not be a superseded attempt: the current attempt (a
+ * `queuing` rollout's too: AGL's controllers start agents before they patch `running`) or, as in AGL, an attempt id
+ * never current. For an id other than the current one, an empty append runs the store's attempt check.
+ */
+async function checkAttempt(ctx: ProxyContext, rolloutId: string, attemptId: string): Promise<void> {
+  const rollout = await ctx.lookups.rollout(rolloutId);
   if (!rollout) throw new RolloutNotFound(rolloutId);
-  const current = rollout.lastAttemptId;
-  if (current !== attemptId) throw new StaleAttempt(rolloutId, attemptId, current);
   if (isTerminal(rollout.state)) throw new RolloutFinished(rolloutId, rollout.state);
+  if (attemptId !== currentAttemptOf({ last_attempt_id: rollout.lastAttemptId })) {
+    await ctx.store.appendEvents(rolloutId, attemptId, []);
+  }
 }
 
 /**
@@ -86,7 +91,7 @@ async function checkAttempt(lookups: ProxyLookups, rolloutId: string, attemptId:
  * list: the configured model name, else every registered model), plus `POST /proxy/pause`,
  * `POST /proxy/resume` and `GET /proxy/state`. Register it in the app with the error handler and auth hook set on
  * the parent; the plugin closes its upstream pool on `onClose`.
- * @throws {NotFound} unknown mode or path (404); {@link RolloutNotFound} (404); {@link StaleAttempt} (409);
+ * @throws {NotFound} unknown mode or path (404); {@link RolloutNotFound} (404); `StaleAttempt` superseded attempt (409);
  *   {@link RolloutFinished} the rollout is terminal (409);
  *   {@link BadRequest} body not a JSON object (400); `NoEndpoint` (503); `UpstreamFailed` (502); `UpstreamTimeout` (504)
  */
@@ -110,7 +115,7 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
       if (release === null) return sendPaused(reply, pause);
       try {
         lookups.refresh();
-        await checkAttempt(lookups, rid, aid);
+        await checkAttempt(ctx, rid, aid);
         const body = request.body as JsonBodyText | undefined;
         const value = body?.value;
         if (typeof value !== "object" || value === null || Array.isArray(value)) {

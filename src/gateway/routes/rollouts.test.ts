@@ -25,7 +25,7 @@ describe("POST /api/rollouts", () => {
     expect(rollouts[0]?.input).toEqual({ prompt: "hi" });
     expect(rollouts[0]?.metadata.batch_idx).toBe(1);
     expect(rollouts[0]?.status.state).toBe("queuing");
-    expect(rollouts[0]?.status.last_attempt_id).toBe("0");
+    expect(rollouts[0]?.status.last_attempt_id).toBeNull(); // AGL: no attempt until one is named
     expect(rollouts[0]?.is_train).toBe(true);
     expect(rollouts[1]?.input).toBe(7);
     expect(rollouts[0]?.rollout_id).not.toBe(rollouts[1]?.rollout_id);
@@ -244,19 +244,22 @@ describe("PATCH /api/rollouts/{id}", () => {
     expect(((await stale.json()) as { code: string }).code).toBe("stale_attempt");
   });
 
-  it("answers 409 when last_attempt_id names an attempt the rollout never had, and keeps the attempt", async () => {
+  it("a patch naming a new attempt makes it current; one naming the superseded attempt gets 409 naming the current", async () => {
     gw = await startTestGateway();
-    await create([{ rollout_id: "p1", input: 1, config: { max_attempts: 3 } }]);
-    for (const named of ["5", "abc"]) {
-      const res = await gw.call("PATCH", "/api/rollouts/p1", { status: { state: "running", last_attempt_id: named } });
-      expect(res.status).toBe(409);
-      expect(((await res.json()) as { code: string }).code).toBe("conflict");
-    }
-    expect((await gw.store.getRollout("p1"))?.status).toMatchObject({ state: "queuing", last_attempt_id: "0" });
-    const ok = await gw.call("PATCH", "/api/rollouts/p1", { status: { state: "running", last_attempt_id: "0" } });
-    expect(ok.status).toBe(200);
-    const event = await gw.call("POST", "/api/rollouts/p1/attempt/0/events", { event_type: "log", data: {} });
-    expect(event.status).toBe(200);
+    await create([{ rollout_id: "p1", input: 1 }]);
+    const moved = await gw.call("PATCH", "/api/rollouts/p1", { status: { state: "running", last_attempt_id: "abc" } });
+    expect(moved.status).toBe(200);
+    expect((await gw.store.getRollout("p1"))?.status).toMatchObject({ state: "running", last_attempt_id: "abc" });
+    const stale = await gw.call("PATCH", "/api/rollouts/p1", { status: { state: "succeeded", last_attempt_id: "0" } });
+    expect(stale.status).toBe(409);
+    expect(await stale.json()).toEqual({
+      rollout_id: "p1",
+      attempt_id: "0",
+      current_attempt_id: "abc",
+      detail: "Rollout p1: attempt 0 was superseded (current: abc)",
+      code: "stale_attempt",
+    });
+    expect((await gw.store.getRollout("p1"))?.status.state).toBe("running");
   });
 
   it("answers 422 for an unknown state, an unknown status field or a non-status field", async () => {
