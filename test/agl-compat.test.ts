@@ -159,3 +159,94 @@ describe.each(STORES)("AGL v1.0 attempt and late-write rules (%s store)", (_name
     expect(fake.received).toHaveLength(1);
   });
 });
+
+describe.each(STORES)("AGL v1.0 wire shapes (%s store)", (_name, makeStore) => {
+  async function withUpstream() {
+    const fake = await FakeVllm.start();
+    cleanups.push(() => fake.close());
+    const gw = await start(makeStore);
+    await gw.call("POST", "/api/models", [{ model: "policy", endpoint: fake.url, version: 4 }]);
+    await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: {} }]);
+    await gw.call("PATCH", "/api/rollouts/r", { status: { state: "running", last_attempt_id: "0" } });
+    const proxy = (path: string, body: unknown, mode = "train") =>
+      gw.call("POST", `/proxy/rollout/r/attempt/0/mode/${mode}/openai/v1/${path}`, body);
+    const triplets = () => json<Event[]>(gw.call("GET", "/api/rollouts/r/events?format=triplet"));
+    return { fake, gw, proxy, triplets };
+  }
+
+  it("a new rollout reads config.local / config.k8s / status.last_attempt_id as null", async () => {
+    const gw = await start(makeStore);
+    const [created] = await json<Rollout[]>(gw.call("POST", "/api/rollouts", [{ input: {} }]));
+    expect(created!.config).toMatchObject({ timeout_seconds: 3600, local: null, k8s: null });
+    expect(created!.status.last_attempt_id).toBeNull();
+    const read = await json<{ rollout: Rollout }>(gw.call("GET", `/api/rollouts/${created!.rollout_id}`));
+    expect(read.rollout).toEqual(created);
+  });
+
+  it("a chat call's triplet: prompt and response ids, logprobs, server model and version, status", async () => {
+    const { proxy, triplets } = await withUpstream();
+    expect((await proxy("chat/completions", { model: "x", messages: [{ role: "user", content: "hi" }] })).status).toBe(
+      200,
+    );
+    const [call] = await triplets();
+    const data = call!.data as Record<string, unknown>;
+    expect(Object.keys(data)).toEqual([
+      "prompt_token_ids",
+      "response_token_ids",
+      "response_log_probs",
+      "server",
+      "http_status",
+      "status",
+    ]);
+    expect(data.server).toEqual({ model: "policy", version: 4 });
+    expect((data.response_log_probs as number[]).length).toBe((data.response_token_ids as number[]).length);
+    expect((data.prompt_token_ids as number[]).length).toBeGreaterThan(0);
+  });
+
+  it("a completions call's triplet takes the prompt ids from the choice", async () => {
+    const { proxy, triplets } = await withUpstream();
+    expect((await proxy("completions", { model: "x", prompt: "2+2=" })).status).toBe(200);
+    const [call] = await triplets();
+    expect(call!.data).toMatchObject({ server: { model: "policy", version: 4 }, status: "ok", http_status: 200 });
+    expect(((call!.data as { prompt_token_ids: number[] }).prompt_token_ids ?? []).length).toBeGreaterThan(0);
+  });
+
+  it("an upstream error's triplet error is the error object of the upstream body", async () => {
+    const { fake, proxy, triplets } = await withUpstream();
+    fake.behave({ contextOverflow: true });
+    const answer = await proxy("chat/completions", { model: "x", messages: [{ role: "user", content: "hi" }] });
+    expect(answer.status).toBe(400);
+    const upstreamBody = (await answer.json()) as { error: Record<string, unknown> };
+    const [call] = await triplets();
+    expect(call!.data).toMatchObject({ status: "error", http_status: 400 });
+    expect((call!.data as { error: unknown }).error).toEqual(upstreamBody.error);
+    expect((call!.data as { error: { message: string } }).error.message).toMatch(/maximum context length/);
+  });
+
+  it("a hand-posted completions-shaped model_request without model or version reads server {null, null}", async () => {
+    const gw = await start(makeStore);
+    await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: {} }]);
+    const response = { choices: [{ prompt_token_ids: [1, 2], token_ids: [3], text: "x" }] };
+    await gw.call("POST", "/api/rollouts/r/attempt/0/events", { event_type: "model_request", data: { response } });
+    await gw.call("POST", "/api/rollouts/r/attempt/0/events", { event_type: "reward", data: {} });
+    const [call, reward] = await json<Event[]>(gw.call("GET", "/api/rollouts/r/events?format=triplet"));
+    expect(call!.data).toEqual({
+      prompt_token_ids: [1, 2],
+      response_token_ids: [3],
+      response_log_probs: null,
+      server: { model: null, version: null },
+    });
+    expect(reward!.data).toEqual({ value: null });
+  });
+
+  it("refuses n > 1 on a train-mode call with 400 naming n, without calling upstream; val mode forwards it", async () => {
+    const { fake, proxy } = await withUpstream();
+    const body = { model: "x", n: 2, messages: [{ role: "user", content: "hi" }] };
+    const train = await proxy("chat/completions", body);
+    expect(train.status).toBe(400);
+    expect(((await train.json()) as { detail: string }).detail).toMatch(/^n = 2 is refused on train-mode calls/);
+    expect(fake.received).toHaveLength(0);
+    expect((await proxy("chat/completions", body, "val")).status).toBe(200);
+    expect(fake.received[0]!.body.n).toBe(2);
+  });
+});

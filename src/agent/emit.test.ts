@@ -27,7 +27,13 @@ describe("emitReward / emitEvent against the real gateway", () => {
     const gateway = await startTestGateway({ key: "test-key" });
     cleanups.push(() => gateway.close());
     await gateway.store.createRollouts([
-      { rollout_id: "r", input: {}, is_train: true, config: { timeout_seconds: 60, max_attempts: 1 }, metadata: {} },
+      {
+        rollout_id: "r",
+        input: {},
+        is_train: true,
+        config: { timeout_seconds: 60, max_attempts: 1, local: null, k8s: null },
+        metadata: {},
+      },
     ]);
     const env = envFor(gateway.url, "r");
     const reward = await emitReward(0.5, { env, source: "judge", reason: "half right" });
@@ -45,16 +51,23 @@ describe("emitReward / emitEvent against the real gateway", () => {
     expect(() => emitReward(Number.NaN, { env: envFor("http://127.0.0.1:9", "r") })).toThrow(RangeError);
   });
 
-  it("fails at once, without retrying, when the gateway refuses (wrong attempt → 409)", async () => {
+  it("fails at once, without retrying, when the gateway refuses (superseded attempt → 409)", async () => {
     const gateway = await startTestGateway({ key: "test-key" });
     cleanups.push(() => gateway.close());
     await gateway.store.createRollouts([
-      { rollout_id: "r", input: {}, is_train: true, config: { timeout_seconds: 60, max_attempts: 1 }, metadata: {} },
+      {
+        rollout_id: "r",
+        input: {},
+        is_train: true,
+        config: { timeout_seconds: 60, max_attempts: 1, local: null, k8s: null },
+        metadata: {},
+      },
     ]);
-    const err = await emitReward(1, { env: envFor(gateway.url, "r", "3") }).catch((e: unknown) => e);
+    await gateway.store.patchRollout("r", { status: { last_attempt_id: "1" } }); // attempt "0" is superseded
+    const err = await emitReward(1, { env: envFor(gateway.url, "r", "0") }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EmitFailed);
     expect((err as EmitFailed).status).toBe(409);
-    expect((err as EmitFailed).message).toContain("attempt 3 is not the current attempt");
+    expect((err as EmitFailed).message).toContain("attempt 0 was superseded (current: 1)");
   });
 
   it("retries while the gateway is unreachable and stores the event once it is up", async () => {
@@ -67,7 +80,13 @@ describe("emitReward / emitEvent against the real gateway", () => {
 
     const store = new MemoryStore();
     await store.createRollouts([
-      { rollout_id: "r", input: {}, is_train: true, config: { timeout_seconds: 60, max_attempts: 1 }, metadata: {} },
+      {
+        rollout_id: "r",
+        input: {},
+        is_train: true,
+        config: { timeout_seconds: 60, max_attempts: 1, local: null, k8s: null },
+        metadata: {},
+      },
     ]);
     const app = buildApp({ store, config: gatewayConfig({ key: "" }) });
     await app.listen({ host: "127.0.0.1", port });

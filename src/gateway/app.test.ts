@@ -70,7 +70,13 @@ describe("auth", () => {
   it.each(PROTECTED_ROUTES)("%s %s passes auth with Bearer or x-api-key", async (method, path, body) => {
     const gw = await start({ key: "s3cret" });
     await gw.store.createRollouts([
-      { rollout_id: "r", input: 1, is_train: true, config: { timeout_seconds: 1, max_attempts: 1 }, metadata: {} },
+      {
+        rollout_id: "r",
+        input: 1,
+        is_train: true,
+        config: { timeout_seconds: 1, max_attempts: 1, local: null, k8s: null },
+        metadata: {},
+      },
     ]);
     const good: Record<string, string>[] = [{ authorization: "Bearer s3cret" }, { "x-api-key": "s3cret" }];
     for (const headers of good) {

@@ -34,9 +34,13 @@ export const EventSchema = z.strictObject({
 /** A stored event. */
 export type Event = z.infer<typeof EventSchema>;
 
-/** `data` of a `reward` event. `value` must be a finite number. */
+/**
+ * `data` of a `reward` event. `value` is a finite number, or null / absent: Agent Lightning v1.0 accepts a reward
+ * without a value (its triplet view shows `value: null`; arclight's trainer counts it as malformed and fills the
+ * rollout's reward when nothing else sets it). A value of another type is refused.
+ */
 export const RewardDataSchema = z.looseObject({
-  value: z.number().refine(Number.isFinite, "reward value must be a finite number"),
+  value: z.number().refine(Number.isFinite, "reward value must be a finite number").nullable().optional(),
   message: z.string().optional(),
   source: z.string().optional(),
   reason: z.string().optional(),

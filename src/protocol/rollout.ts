@@ -52,8 +52,9 @@ export type K8sConfig = z.infer<typeof K8sConfigSchema>;
 export const RolloutConfigSchema = z.strictObject({
   timeout_seconds: z.number().positive().default(3600).describe("wall time (s) before an attempt is killed"),
   max_attempts: z.number().int().min(1).default(1).describe("attempts before the rollout fails"),
-  local: LocalConfigSchema.optional(),
-  k8s: K8sConfigSchema.optional(),
+  // null when unset, as Agent Lightning v1.0 answers.
+  local: LocalConfigSchema.nullable().default(null),
+  k8s: K8sConfigSchema.nullable().default(null),
 });
 /** Execution settings of a rollout, defaults applied. */
 export type RolloutConfig = z.infer<typeof RolloutConfigSchema>;

@@ -13,13 +13,14 @@ export interface TripletModelRequest {
   response_token_ids: number[];
   /** Logprob (nats) of each response token under the sampling policy, [respLen]; null when missing or non-finite. */
   response_log_probs: number[] | null;
-  /** Which weights produced the response. */
-  server: { model: string; version: number };
+  /** Which weights produced the response; null fields when the event does not say (AGL v1.0 shape). */
+  server: { model: string | null; version: number | null };
   /** Upstream HTTP status, when recorded. */
   http_status?: number;
   /** `error` when the call failed (such rows are skipped by the trainer). */
   status?: "ok" | "error";
-  /** Upstream error body, when the call failed. */
+  /** The upstream error object (the `error` of vLLM's / OpenAI's error body, e.g. `{message, type, code}`), or the
+   *  proxy's `{message}` for a transport failure; present when the call failed. */
   error?: unknown;
   /** True when the proxy could not capture ids/logprobs consistently (e.g. a stream missing `token_ids`). */
   capture_incomplete?: boolean;
@@ -32,7 +33,8 @@ export interface TripletModelRequest {
 
 /** `data` of a `reward` event in triplet format. */
 export interface TripletReward {
-  value: number;
+  /** The reward; null when the event carried none (AGL v1.0 accepts such events). */
+  value: number | null;
   source?: string;
   reason?: string;
 }
@@ -74,7 +76,8 @@ export function choiceLogprobs(choice: Record<string, unknown> | undefined, resp
 /**
  * Trims the `data` of a `model_request` event to token ids, logprobs and server.
  * Prompt ids come from `response.prompt_token_ids`, else the first choice's `prompt_token_ids`; response ids from the
- * first choice's `token_ids`; missing ids become `[]`. `server` falls back to `{model, version: model_version}`.
+ * first choice's `token_ids`; missing ids become `[]`. `server` falls back to `{model, version: model_version}`, and
+ * to null fields when the event has neither (AGL v1.0). `error` is the upstream body's `error` object, as AGL gives it.
  * @param data - a stored `model_request` event's data
  * @returns the triplet view; `http_status`, `status`, `error`, `capture_incomplete` copied when present
  * @see vLLM OpenAI-compatible server, `return_token_ids` (vLLM PR #22587)
@@ -91,23 +94,45 @@ export function toTripletModelRequest(data: Record<string, unknown>): TripletMod
     response_token_ids: responseTokenIds,
     response_log_probs: choiceLogprobs(choice, responseTokenIds.length),
     server: {
-      model: String(server?.model ?? data.model ?? ""),
-      version: Number(server?.version ?? data.model_version ?? 0),
+      model: stringOrNull(server?.model ?? data.model),
+      version: numberOrNull(server?.version ?? data.model_version),
     },
   };
   if (typeof data.http_status === "number") out.http_status = data.http_status;
   if (data.status === "ok" || data.status === "error") out.status = data.status;
-  if (data.error !== undefined) out.error = data.error;
+  const error = upstreamError(data);
+  if (error !== undefined) out.error = error;
   if (typeof data.capture_incomplete === "boolean") out.capture_incomplete = data.capture_incomplete;
   return out;
 }
 
+function stringOrNull(value: unknown): string | null {
+  return typeof value === "string" ? value : null;
+}
+
+function numberOrNull(value: unknown): number | null {
+  return typeof value === "number" ? value : null;
+}
+
+/**
+ * The error of a failed call as AGL's triplet gives it: the `error` object of the upstream error body (vLLM and
+ * OpenAI answer `{"error": {...}}`), else what the proxy recorded (`{message}` of a transport failure).
+ */
+function upstreamError(data: Record<string, unknown>): unknown {
+  const response = asRecord(data.response);
+  if (response && "error" in response) return response.error;
+  const error = asRecord(data.error);
+  if (error && "error" in error) return error.error;
+  return data.error;
+}
+
 /**
  * Trims the `data` of a `reward` event to `{value}` plus `source` and `reason` when they are strings.
- * @param data - a stored `reward` event's data (validated on ingest: `value` is a finite number)
+ * @param data - a stored `reward` event's data (on ingest `value` is a finite number, null or absent)
+ * @returns the triplet view; `value` null when the event has none
  */
 export function toTripletReward(data: Record<string, unknown>): TripletReward {
-  const out: TripletReward = { value: data.value as number };
+  const out: TripletReward = { value: typeof data.value === "number" ? data.value : null };
   if (typeof data.source === "string") out.source = data.source;
   if (typeof data.reason === "string") out.reason = data.reason;
   return out;

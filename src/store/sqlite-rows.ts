@@ -41,13 +41,21 @@ export interface EventRow {
   late: number;
 }
 
+/** A stored config; rows written before `local` / `k8s` were always present read them as null (AGL's wire default). */
+function configFromColumn(text: string): Rollout["config"] {
+  const config = JSON.parse(text) as Rollout["config"];
+  config.local ??= null;
+  config.k8s ??= null;
+  return config;
+}
+
 /** @returns the wire rollout of a stored row (a fresh object) */
 export function rolloutFromRow(row: RolloutRow): Rollout {
   return {
     rollout_id: row.rollout_id,
     input: JSON.parse(row.input),
     is_train: row.is_train === 1,
-    config: JSON.parse(row.config),
+    config: configFromColumn(row.config),
     metadata: JSON.parse(row.metadata),
     status: {
       state: row.state,

@@ -59,7 +59,7 @@ const ModelCallDataSchema = z.looseObject({
   prompt_token_ids: TokenIdsSchema,
   response_token_ids: TokenIdsSchema,
   response_log_probs: z.array(z.number()).nullable().optional(),
-  server: z.looseObject({ version: z.number().int() }),
+  server: z.looseObject({ version: z.number().int().nullable() }),
   status: z.enum(["ok", "error"]).optional(),
   capture_incomplete: z.boolean().optional(),
   agent_name: z.string().optional(),
@@ -94,7 +94,8 @@ function readModelCall(event: TripletEventFields, turn: number, counts: CallCoun
     responseTokenIds: call.response_token_ids,
     // Logprobs that do not line up with the response ids cannot be attributed to tokens: treat them as unknown.
     logprobs: logprobs !== null && logprobs.length === call.response_token_ids.length ? logprobs : null,
-    policyVersion: call.server.version,
+    // A call recorded without a version (posted by hand, not by the proxy) counts as version 0, as it always has.
+    policyVersion: call.server.version ?? 0,
     ...(call.agent_name !== undefined ? { agentName: call.agent_name } : {}),
   };
 }

@@ -31,7 +31,8 @@ export interface UpstreamBody {
  * @param mode - train or val
  * @param options - model name, temperatures, include-log-probs
  * @returns field name to value; `model` is the configured name, or the agent's own when none is configured
- * @throws {BadRequest} when no model name is configured and the body has no string `model`
+ * @throws {BadRequest} when no model name is configured and the body has no string `model`, or a train-mode call
+ *   asks for `n > 1` choices
  */
 export function proxyFields(
   kind: ProxyEndpointKind,
@@ -42,6 +43,14 @@ export function proxyFields(
   const model = options.modelName !== "" ? options.modelName : body.model;
   if (typeof model !== "string" || model === "") {
     throw new BadRequest("Request body needs a string `model` (no model name is configured on the gateway)");
+  }
+  if (mode === "train" && typeof body.n === "number" && body.n > 1) {
+    // The rollout's reward belongs to the one continuation the agent went on with; the other choices' outcomes are
+    // unknown, so training them on that reward would credit them wrongly.
+    throw new BadRequest(
+      `n = ${body.n} is refused on train-mode calls: a rollout's reward scores the one choice the agent continued ` +
+        "with; sample several rollouts (the trainer's group size n) instead, or call in val mode",
+    );
   }
   const fields: Record<string, unknown> = { model };
   fields.temperature = mode === "train" ? options.trainTemperature : options.valTemperature;
@@ -60,7 +69,7 @@ export function proxyFields(
  * @param mode - train or val
  * @param options - model name, temperatures, include-log-probs
  * @returns the upstream text and the object it stands for (fields present keep their place, new ones are appended)
- * @throws {BadRequest} when no model name is configured and the body has no string `model`
+ * @throws {BadRequest} as {@link proxyFields}
  */
 export function rewriteRequestBody(
   kind: ProxyEndpointKind,

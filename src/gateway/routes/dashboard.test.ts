@@ -211,7 +211,9 @@ describe("dashboard rollout table", () => {
       is_train: k !== 5,
       metadata: { batch_idx: k % 3 },
     }));
-    await gw.store.createRollouts(creates.map((c) => ({ ...c, config: { timeout_seconds: 60, max_attempts: 1 } })));
+    await gw.store.createRollouts(
+      creates.map((c) => ({ ...c, config: { timeout_seconds: 60, max_attempts: 1, local: null, k8s: null } })),
+    );
     for (const k of [0, 1, 2, 3]) {
       const id = `r-s${k % 3}-${k}`;
       await gw.store.patchRollout(id, { status: { state: "running" } });
@@ -259,7 +261,13 @@ describe("dashboard rollout table", () => {
     expect((await list(url, "")).total).toBe(6);
     await store.deleteRollout("r-s0-0");
     await store.createRollouts([
-      { rollout_id: "new", input: 1, is_train: true, config: { timeout_seconds: 1, max_attempts: 1 }, metadata: {} },
+      {
+        rollout_id: "new",
+        input: 1,
+        is_train: true,
+        config: { timeout_seconds: 1, max_attempts: 1, local: null, k8s: null },
+        metadata: {},
+      },
     ]);
     const ids = (await list(url, "limit=100")).items.map((r) => r.rollout_id);
     expect(ids).toHaveLength(6);

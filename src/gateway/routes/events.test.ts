@@ -112,9 +112,18 @@ describe("POST /api/rollouts/{id}/attempt/{aid}/events", () => {
   });
 
   it.each([
-    ["a string value", { value: "1" }],
     ["no value", { source: "judge" }],
     ["a null value", { value: null }],
+  ])("accepts a reward with %s, as AGL does (its triplet value is null)", async (_name, data) => {
+    await withRollout();
+    expect((await post({ event_type: "reward", data })).status).toBe(200);
+    const triplets = (await (await gw.call("GET", "/api/rollouts/r/events?format=triplet")).json()) as Event[];
+    expect(triplets[0]?.data.value).toBeNull();
+  });
+
+  it.each([
+    ["a string value", { value: "1" }],
+    ["a boolean value", { value: true }],
   ])("answers 422 for a reward with %s", async (_name, data) => {
     await withRollout();
     const res = await post({ event_type: "reward", data });

@@ -20,7 +20,7 @@ export function rolloutCases({ fresh, test }: ContractContext): void {
       expect(r!.rollout_id).toMatch(/^ro-[0-9a-f-]{36}$/);
       expect(r!.input).toEqual({ q: "2+2" });
       expect(r!.is_train).toBe(true);
-      expect(r!.config).toEqual({ timeout_seconds: 3600, max_attempts: 1 });
+      expect(r!.config).toEqual({ timeout_seconds: 3600, max_attempts: 1, local: null, k8s: null });
       expect(r!.status).toMatchObject({ state: "queuing", last_attempt_id: null, version: 1, error_message: null });
       expect(r!.status.created_at).toBeGreaterThanOrEqual(before - 1);
       expect(r!.status.updated_at).toBe(r!.status.created_at);
