@@ -1,5 +1,5 @@
 /**
- * @module Test harness of the controller: a real gateway (MemoryStore, 127.0.0.1 port 0), a real `GatewayClient`,
+ * @module Test harness of the controller: a real gateway (MemoryStore unless given a store, 127.0.0.1 port 0), a real `GatewayClient`,
  * a temp dir for agent scripts and the state file, and controllers built on them.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -9,6 +9,7 @@ import { pino } from "pino";
 import { GatewayClient } from "../../gateway/client.js";
 import { startTestGateway, type TestGateway } from "../../gateway/testing/serve.js";
 import type { Rollout, RolloutCreateInput } from "../../protocol/index.js";
+import type { Store } from "../../store/store.js";
 import { type ControllerConfigInput, ControllerConfigSchema } from "../config.js";
 import { LocalController } from "../reconcile.js";
 
@@ -32,9 +33,13 @@ export interface ControllerHarness {
   close(): Promise<void>;
 }
 
-/** Starts a harness. Agents inherit only PATH (plus whatever `baseEnv` adds). */
-export async function startHarness(baseEnv: Record<string, string> = {}): Promise<ControllerHarness> {
-  const gateway = await startTestGateway({ key: "test-key" });
+/**
+ * Starts a harness. Agents inherit only PATH (plus whatever `baseEnv` adds).
+ * @param baseEnv - extra environment of every agent
+ * @param store - the gateway's store (closed with the harness); a fresh MemoryStore when absent
+ */
+export async function startHarness(baseEnv: Record<string, string> = {}, store?: Store): Promise<ControllerHarness> {
+  const gateway = await startTestGateway({ key: "test-key" }, store);
   const client = new GatewayClient({ baseUrl: gateway.url, key: "test-key" });
   const dir = mkdtempSync(join(tmpdir(), "arclight-controller-"));
   const controllers: LocalController[] = [];
