@@ -4,8 +4,9 @@
  * rather than with round trips. The per-rollout checks run server-side under row locks (see `postgres-migrations.ts`).
  */
 import type pg from "pg";
-import { type Event, RolloutFinished, RolloutNotFound, StaleAttempt } from "../protocol/index.js";
+import { type Event, RolloutNotFound, StaleAttempt } from "../protocol/index.js";
 import { withConflictRetry } from "./postgres-connection.js";
+import { eventFromPgRow, type PgEventRow } from "./postgres-rows.js";
 import { nowSeconds } from "./rollout-rules.js";
 import type { EventWrite } from "./store.js";
 
@@ -23,14 +24,13 @@ interface Job {
 type JobResult =
   | { error: "not_found" }
   | { error: "stale"; current: string | null }
-  | { error: "finished"; state: string }
-  | { ok: ({ sequence: number } | Event)[] };
+  | { ok: ({ sequence: number } | PgEventRow)[]; late: boolean };
 
 /**
  * Queues appends and sends them in batches, one batch on the wire at a time. Guarantees:
  * 1. a caller's promise resolves only after the statement holding its rows has committed;
  * 2. jobs apply in the order they were queued (a later one sees an earlier one's rows);
- * 3. a job rejected by the rules (unknown rollout, stale attempt, finished rollout) writes nothing and fails alone;
+ * 3. a job rejected by the rules (unknown rollout, superseded attempt) writes nothing and fails alone;
  * 4. if the statement fails (lost connection: `StoreUnavailable`), every job of the batch fails and none is stored,
  *    or, when the connection broke during the commit, all of them may be: retrying with `event_id`s is then safe.
  */
@@ -96,7 +96,7 @@ function settle(job: Job, result: JobResult, timestamp: number): void {
   if ("ok" in result) {
     job.resolve(
       result.ok.map((stored, i): Event => {
-        if ("event_type" in stored) return stored; // a replayed event_id: the stored event
+        if ("event_type" in stored) return eventFromPgRow(stored); // a replayed event_id: the stored event
         const create = job.events[i]!;
         return {
           event_type: create.event_type,
@@ -106,10 +106,10 @@ function settle(job: Job, result: JobResult, timestamp: number): void {
           data: create.data,
           sequence: stored.sequence,
           event_id: create.event_id ?? null,
+          ...(result.late ? { late: true as const } : {}),
         };
       }),
     );
   } else if (result.error === "not_found") job.reject(new RolloutNotFound(job.rolloutId));
-  else if (result.error === "stale") job.reject(new StaleAttempt(job.rolloutId, job.attemptId, result.current));
-  else job.reject(new RolloutFinished(job.rolloutId, result.state));
+  else job.reject(new StaleAttempt(job.rolloutId, job.attemptId, result.current));
 }

@@ -19,7 +19,7 @@ export interface PgMigration {
 }
 
 /**
- * The batched append, server-side (migration 1; replaced by {@link APPEND_FUNCTION_V3}): one call appends every job of a group commit in one statement (one round trip).
+ * The batched append, server-side (migration 1; replaced by {@link APPEND_FUNCTION_V3}, then {@link APPEND_FUNCTION_V4}): one call appends every job of a group commit in one statement (one round trip).
  * Input: `[{r: rollout_id, a: attempt_id, t: epoch s, e: [{type, id, data: JSON text}]}]`. Output, one item per job:
  * `{error: "not_found"}`, `{error: "stale", current}`, `{error: "finished", state}` (nothing of that job written), or
  * `{ok: [...]}` with, per event, `{sequence}` for a new one or the stored event for a replayed `event_id`.
@@ -149,6 +149,71 @@ BEGIN
 END
 $fn$;`;
 
+/**
+ * Version 4 of {@link APPEND_FUNCTION}: Agent Lightning v1.0's attempt rules. Input as {@link APPEND_FUNCTION_V3};
+ * output as before, plus `late` on an `ok` result (the rollout was terminal: its new events are stored with
+ * `late = true`) and `late` on replayed events; `finished` is never answered. Per job: 1. unknown rollout →
+ * `not_found`; 2. an attempt other than the current one (`last_attempt_id`, "0" while null) that has been current
+ * (`attempts`) → `stale` (superseded); an attempt never current is accepted; 3. a terminal rollout takes events,
+ * flagged late; 4. append after MAX(sequence) under the row lock.
+ */
+const APPEND_FUNCTION_V4 = `
+CREATE OR REPLACE FUNCTION arclight_append_events(batch jsonb) RETURNS json LANGUAGE plpgsql AS $fn$
+DECLARE
+  job jsonb;
+  ev jsonb;
+  rid text;
+  aid text;
+  ts double precision;
+  gate record;
+  current_attempt text;
+  is_late boolean;
+  seq integer;
+  replay json;
+  outs json[];
+  results json[] := '{}';
+BEGIN
+  PERFORM 1 FROM rollouts WHERE rollout_id IN (SELECT j->>'r' FROM jsonb_array_elements(batch) j)
+    ORDER BY rollout_id FOR UPDATE;
+  FOR job IN SELECT j FROM jsonb_array_elements(batch) j LOOP
+    rid := job->>'r';
+    aid := job->>'a';
+    ts := (job->>'t')::double precision;
+    SELECT state, last_attempt_id INTO gate FROM rollouts WHERE rollout_id = rid;
+    IF NOT FOUND THEN
+      results := results || json_build_object('error', 'not_found');
+      CONTINUE;
+    END IF;
+    current_attempt := COALESCE(gate.last_attempt_id, '0');
+    IF current_attempt <> aid AND EXISTS (SELECT 1 FROM attempts WHERE rollout_id = rid AND attempt_id = aid) THEN
+      results := results || json_build_object('error', 'stale', 'current', current_attempt);
+      CONTINUE;
+    END IF;
+    is_late := gate.state IN ('succeeded', 'failed');
+    SELECT COALESCE(MAX(sequence), 0) INTO seq FROM events WHERE rollout_id = rid;
+    outs := '{}';
+    FOR ev IN SELECT e FROM jsonb_array_elements(job->'e') e LOOP
+      replay := NULL;
+      IF ev->>'id' IS NOT NULL THEN
+        SELECT json_build_object('event_type', s.event_type, 'rollout_id', s.rollout_id, 'attempt_id', s.attempt_id,
+            'timestamp', s.timestamp, 'data', s.data, 'sequence', s.sequence, 'event_id', s.event_id, 'late', s.late)
+          INTO replay FROM events s WHERE s.rollout_id = rid AND s.event_id = ev->>'id';
+      END IF;
+      IF replay IS NOT NULL THEN
+        outs := outs || replay;
+      ELSE
+        seq := seq + 1;
+        INSERT INTO events (rollout_id, sequence, attempt_id, event_type, timestamp, data, event_id, late)
+          VALUES (rid, seq, aid, ev->>'type', ts, (ev->>'data')::json, ev->>'id', is_late);
+        outs := outs || json_build_object('sequence', seq);
+      END IF;
+    END LOOP;
+    results := results || json_build_object('ok', array_to_json(outs), 'late', is_late);
+  END LOOP;
+  RETURN array_to_json(results);
+END
+$fn$;`;
+
 /** Every migration, oldest first. */
 export const PG_MIGRATIONS: readonly PgMigration[] = Object.freeze([
   {
@@ -250,6 +315,14 @@ export const PG_MIGRATIONS: readonly PgMigration[] = Object.freeze([
     version: 3,
     description: "batched append takes jsonb (parsed once) and reads each job's fields once",
     sql: APPEND_FUNCTION_V3,
+  },
+  {
+    version: 4,
+    description: "AGL v1.0 attempt rules: events.late, the append accepts never-current attempts and finished rollouts",
+    sql: `
+      ALTER TABLE events ADD COLUMN late boolean NOT NULL DEFAULT false;
+      ${APPEND_FUNCTION_V4}
+    `,
   },
 ]);
 

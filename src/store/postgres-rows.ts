@@ -27,7 +27,10 @@ export interface PgRolloutRow {
 }
 
 /** Columns every event read selects: the wire event's fields. */
-export const PG_EVENT_COLUMNS = "event_type, rollout_id, attempt_id, timestamp, data, sequence, event_id";
+export const PG_EVENT_COLUMNS = "event_type, rollout_id, attempt_id, timestamp, data, sequence, event_id, late";
+
+/** One row of `events` as read by {@link PG_EVENT_COLUMNS}. */
+export type PgEventRow = Omit<Event, "late"> & { late: boolean };
 
 /** @returns the wire rollout of a stored row */
 export function rolloutFromPgRow(row: PgRolloutRow): Rollout {
@@ -35,7 +38,8 @@ export function rolloutFromPgRow(row: PgRolloutRow): Rollout {
     rollout_id: row.rollout_id,
     input: row.input,
     is_train: row.is_train,
-    config: row.config,
+    // Rows written before `local` / `k8s` were always present read them as null (AGL's wire default).
+    config: { ...row.config, local: row.config.local ?? null, k8s: row.config.k8s ?? null },
     metadata: row.metadata,
     status: {
       state: row.state,
@@ -93,7 +97,8 @@ export function statusUpdateParams(rollout: Rollout): unknown[] {
   ];
 }
 
-/** @returns the wire event of a stored row (node-postgres already parsed `data`) */
-export function eventFromPgRow(row: Event): Event {
-  return { ...row };
+/** @returns the wire event of a stored row (node-postgres already parsed `data`); `late` only when true */
+export function eventFromPgRow(row: PgEventRow): Event {
+  const { late, ...event } = row;
+  return late ? { ...event, late: true } : event;
 }

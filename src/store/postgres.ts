@@ -14,6 +14,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import {
   type Event,
+  FIRST_ATTEMPT_ID,
   type Model,
   type Rollout,
   type RolloutCreate,
@@ -34,6 +35,8 @@ import {
   PG_INSERT_ROLLOUT,
   PG_ROLLOUT_COLUMNS,
   PG_UPDATE_STATUS,
+  eventFromPgRow,
+  type PgEventRow,
   type PgRolloutRow,
   rolloutFromPgRow,
   rolloutInsertParams,
@@ -209,7 +212,7 @@ export class PostgresStore implements Store {
         }
         await client.query("INSERT INTO attempts VALUES ($1, $2) ON CONFLICT DO NOTHING", [
           rollout.rollout_id,
-          rollout.status.last_attempt_id,
+          FIRST_ATTEMPT_ID,
         ]);
         out.push(structuredClone(rollout));
       }
@@ -248,9 +251,9 @@ export class PostgresStore implements Store {
       );
       const known = new Set(attempts.rows.map((r) => r.attempt_id));
       const outcome = applyPatch(stored, patch, known, nowSeconds());
+      if (!outcome.changed) return stored;
       await client.query(PG_UPDATE_STATUS, statusUpdateParams(outcome.rollout));
-      const attemptId = outcome.rollout.status.last_attempt_id;
-      if (attemptId !== null && !known.has(attemptId)) {
+      for (const attemptId of outcome.newAttemptIds) {
         await client.query("INSERT INTO attempts VALUES ($1, $2) ON CONFLICT DO NOTHING", [rolloutId, attemptId]);
       }
       if (outcome.becameTerminal) {
@@ -298,7 +301,7 @@ export class PostgresStore implements Store {
     if (query.attemptId !== undefined) where.push(`attempt_id = $${params.push(query.attemptId)}`);
     if (query.eventType !== undefined) where.push(`event_type = $${params.push(query.eventType)}`);
     const sql = `SELECT ${PG_EVENT_COLUMNS} FROM events WHERE ${where.join(" AND ")} ORDER BY sequence`;
-    return this.read<Event>("listEvents", sql, params);
+    return (await this.read<PgEventRow>("listEvents", sql, params)).map(eventFromPgRow);
   }
 
   async listAttempts(rolloutId: string): Promise<string[]> {
