@@ -31,11 +31,11 @@ import { PgListener } from "./postgres-listener.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import { PAUSE_CHANNEL, PgSharedPause } from "./postgres-pause.js";
 import {
+  eventFromPgRow,
   PG_EVENT_COLUMNS,
   PG_INSERT_ROLLOUT,
   PG_ROLLOUT_COLUMNS,
   PG_UPDATE_STATUS,
-  eventFromPgRow,
   type PgEventRow,
   type PgRolloutRow,
   rolloutFromPgRow,

@@ -1,7 +1,6 @@
 /** @module Store contract cases: rollouts, status patches and attempts, delete, terminal cursor. */
 import { describe, expect } from "vitest";
 import {
-  Conflict,
   InvalidTransition,
   type Rollout,
   RolloutFinished,
