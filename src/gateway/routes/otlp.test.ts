@@ -147,25 +147,23 @@ describe("POST /v1/traces attribution", () => {
 
   it("rejects spans aimed at a superseded attempt", async () => {
     await withRollouts();
+    await gw.call("PATCH", "/api/rollouts/r", { status: { last_attempt_id: "7" } }); // attempt "0" is superseded
     const res = await postJson(
-      jsonRequest([{ name: "old", attributes: { "arclight.rollout_id": "r", "arclight.attempt_id": "7" } }]),
+      jsonRequest([{ name: "old", attributes: { "arclight.rollout_id": "r", "arclight.attempt_id": "0" } }]),
     );
     const reply = (await res.json()) as { partialSuccess: { rejectedSpans: string } };
     expect(reply.partialSuccess.rejectedSpans).toBe("1");
     expect(await gw.store.countEvents()).toBe(0);
   });
 
-  it("follows the store's late-write rule for a finished rollout: its spans are rejected with the reason", async () => {
+  it("follows the store's late-write rule for a finished rollout: its spans are stored with late: true", async () => {
     await withRollouts();
     await gw.call("PATCH", "/api/rollouts/r", { status: { state: "running" } });
     await gw.call("PATCH", "/api/rollouts/r", { status: { state: "succeeded" } });
     const res = await postJson(jsonRequest([{ name: "late", attributes: { "arclight.rollout_id": "r" } }]));
-    const reply = (await res.json()) as { partialSuccess: { rejectedSpans: string; errorMessage: string } };
-    expect(reply.partialSuccess).toEqual({
-      rejectedSpans: "1",
-      errorMessage: "1 span(s) of rollout r: Rollout r is succeeded: no more writes",
-    });
-    expect(await gw.store.countEvents()).toBe(0);
+    expect(res.status).toBe(200);
+    const [span] = await spanEvents();
+    expect(span).toMatchObject({ late: true, data: { name: "late" } });
   });
 
   it("stores a re-sent batch once (exporter retries are idempotent)", async () => {
