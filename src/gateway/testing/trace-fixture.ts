@@ -62,7 +62,7 @@ export async function seedTraceRollout(
       rollout_id: rolloutId,
       input: { data_id: "fixture" },
       is_train: true,
-      config: { timeout_seconds: 60, max_attempts: 1 },
+      config: { timeout_seconds: 60, max_attempts: 1, local: null, k8s: null },
       metadata: {},
     },
   ]);
