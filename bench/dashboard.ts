@@ -34,7 +34,7 @@ async function seedRollouts(store: SqliteStore): Promise<void> {
         rollout_id: `bench-s${Math.floor(i / 64)}-${i}`,
         input: { data_id: `d${i % 500}`, prompt: "x".repeat(200) },
         is_train: i % 10 !== 0,
-        config: { timeout_seconds: 60, max_attempts: 1 },
+        config: { timeout_seconds: 60, max_attempts: 1, local: null, k8s: null },
         metadata: { batch_idx: Math.floor(i / 64), sample_idx_in_batch: i % 64 },
       })),
     );
