@@ -44,7 +44,7 @@ describe("rewards that arrive after the rollout finished", () => {
     expect(late.late).toBe(true);
     const group = await readFinishedGroup(client, tracker, plan, config);
     const rewards = group.records[0]!.events.filter((e) => e.event_type === "reward");
-    expect(rewards.map((e) => e.data.value)).toEqual([0.9]);
+    expect(rewards.map((e) => (e.data as { value: unknown }).value)).toEqual([0.9]);
     expect(group.marks).toEqual([
       { rolloutId: "g-0", readUpTo: 2 },
       { rolloutId: "g-1", readUpTo: 1 },
