@@ -134,7 +134,7 @@ describe.skipIf(skipWithoutChromium())("dashboard in Chromium", () => {
     await page.close();
   }, 60_000);
 
-  it("filters rollouts server-side: by step, then by state", async () => {
+  it("filters rollouts server-side (step, split, state) and shows a new rollout without a reload", async () => {
     await training;
     const page = await loggedIn();
     await page.goto(`${stack.gateway.url}/ui/#/rollouts`);
@@ -152,6 +152,12 @@ describe.skipIf(skipWithoutChromium())("dashboard in Chromium", () => {
     expect(steps).toEqual(["2", "2", "2", "2"]);
     expect(page.url()).toContain("step=2");
     await page.screenshot({ path: join(SHOTS, "rollouts.png"), fullPage: true });
+    // Live: a rollout created now appears in the open table (step 2 filter) without a reload.
+    await stack.gateway.call("POST", "/api/rollouts", [
+      { rollout_id: "live-late-0", input: { data_id: "late" }, is_train: true, metadata: { batch_idx: 2 } },
+    ]);
+    await page.waitForFunction(`${COUNT_JS} === "1–5 of 5"`, undefined, { timeout: 20_000 });
+    await stack.gateway.call("DELETE", "/api/rollouts/live-late-0");
     await page.selectOption("select[name=state]", "failed");
     await page.click("form.filters button[type=submit]");
     await page.waitForFunction(`${COUNT_JS} === "no rollouts"`);

@@ -50,6 +50,41 @@ describe("buildTrace", () => {
   });
 });
 
+describe("buildTrace spans", () => {
+  const span = (sequence: number, id: string, parent: string | null, name: string, startNs: number) => ({
+    rollout_id: "r",
+    attempt_id: "0",
+    timestamp: 1,
+    event_id: null,
+    sequence,
+    event_type: "span",
+    data: {
+      name,
+      span_id: id,
+      parent_span_id: parent,
+      start_time_unix_nano: String(startNs),
+      end_time_unix_nano: String(startNs + 2_000_000),
+      status: { code: "ok", message: "" },
+      attributes: name === "agent.run" ? { "gen_ai.agent.name": "planner" } : {},
+    },
+  });
+
+  it("orders spans depth-first, children by start time, with depth and agent name", () => {
+    const events = [
+      span(1, "b".repeat(16), "a".repeat(16), "tool.late", 3_000_000),
+      span(2, "a".repeat(16), null, "agent.run", 1_000_000),
+      span(3, "c".repeat(16), "a".repeat(16), "tool.early", 2_000_000),
+    ];
+    const spans = buildTrace("r", "d", events).spans;
+    expect(spans.map((s) => [s.name, s.depth, s.agentName])).toEqual([
+      ["agent.run", 0, "planner"],
+      ["tool.early", 1, null],
+      ["tool.late", 1, null],
+    ]);
+    expect(spans[0]?.durationMs).toBe(2);
+  });
+});
+
 describe("layoutLines", () => {
   it("wraps at the column limit and breaks after a newline token", () => {
     // "ab" "cd" "e\n"(shown 2 wide) "fgh" with 4 columns: [ab cd] [e↵] [fgh]
