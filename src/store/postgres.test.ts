@@ -142,6 +142,16 @@ describe.skipIf(skipWithoutPostgres())("PostgresStore", () => {
       expect(seen.sort()).toEqual([...ids].sort());
     });
 
+    it("replicas opened with an application_name in the URL still see each other's writes", async () => {
+      const url = `${await server.createDatabase()}?application_name=shared`;
+      const [a, b] = await Promise.all([PostgresStore.open(url), PostgresStore.open(url)]);
+      open.push(a, b);
+      expect(a.applicationName).not.toBe(b.applicationName);
+      const before = b.revision();
+      await a.upsertModels([{ model: "m", endpoint: "http://h/v1", version: 1 }]);
+      expect(await until(() => b.revision() !== before)).toBe(true);
+    });
+
     it("a write on one replica changes the other's revision; its own appends do not", async () => {
       const [a, b] = await replicas();
       const before = b.revision();

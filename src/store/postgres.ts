@@ -93,7 +93,10 @@ export class PostgresStore implements Store {
    * @param url - a `postgres://user[:password]@host[:port]/database` URL (libpq parameters in the query are kept)
    * @throws {StoreOpenError} the server cannot be reached, the login fails, or the schema is newer than this build's
    */
-  static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+  static async open(givenUrl: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    // Each store needs its own application_name (it tells its own notifications from other replicas'), and
+    // node-postgres lets one in the URL win over the option: drop it from the URL.
+    const url = withoutApplicationName(givenUrl);
     const applicationName = `arclight-${randomBytes(6).toString("hex")}`;
     const pool = new pg.Pool({
       connectionString: url,
@@ -377,6 +380,18 @@ async function selectRollout(client: pg.ClientBase, rolloutId: string, lock = ""
   const sql = `SELECT ${PG_ROLLOUT_COLUMNS} FROM rollouts WHERE rollout_id = $1 ${lock}`;
   const row = (await client.query<PgRolloutRow>(sql, [rolloutId])).rows[0];
   return row && rolloutFromPgRow(row);
+}
+
+/** The URL without an `application_name` query parameter (unchanged when it has none or does not parse). */
+function withoutApplicationName(url: string): string {
+  if (!url.includes("application_name")) return url;
+  try {
+    const parsed = new URL(url);
+    parsed.searchParams.delete("application_name");
+    return parsed.toString();
+  } catch {
+    return url;
+  }
 }
 
 /** The URL with any password replaced by `***`, for messages. */
