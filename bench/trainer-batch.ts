@@ -66,6 +66,7 @@ const options: BatchOptions = {
   advantage: { estimator: "grpo", normByStd: true, rolloutLevel: true, reinforceBaseline: "batch_mean" },
   aggregation: "per-rollout-mean",
   rewardFillnaValue: 0,
+  missingLogprobs: "recompute",
 };
 
 const sample = assembleBatch(rollouts, options);

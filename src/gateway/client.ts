@@ -68,6 +68,8 @@ export interface PauseRequest {
   retry_after_seconds?: number;
   /** Why the proxy is paused, e.g. "weight update". */
   reason?: string;
+  /** The pause ends by itself after this many seconds unless renewed by another pause (default 300); null: never. */
+  lease_seconds?: number | null;
 }
 
 /** Answer of `GET /proxy/state`. */
@@ -77,6 +79,8 @@ export interface ProxyState {
   reason: string | null;
   /** Proxy calls in flight right now. */
   inflight: number;
+  /** When the pause ends by itself unless renewed (epoch seconds); null when running or without a lease. */
+  lease_expires_at?: number | null;
 }
 
 /** One HTTP call: what to send and whether it is safe to repeat. */

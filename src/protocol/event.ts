@@ -75,6 +75,8 @@ export const ModelRequestDataSchema = z.looseObject({
   finish_reason: z.string().nullable().optional(),
   server: ServerInfoSchema.optional(),
   capture_incomplete: z.boolean().optional(),
+  /** Why capture is incomplete (`CaptureReason` codes of `gateway/proxy/capture.ts`); set with `capture_incomplete`. */
+  capture_incomplete_reasons: z.array(z.string()).optional(),
   error: z.unknown().optional(),
   agent_name: z.string().optional(),
   trace_context: z.looseObject({ traceparent: z.string(), trace_id: z.string(), span_id: z.string() }).optional(),

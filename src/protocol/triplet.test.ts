@@ -134,30 +134,47 @@ describe("toTripletReward", () => {
 });
 
 describe("toTripletEvents", () => {
-  it("keeps only the last model_request of identical prompt ids, at its own position (AGL example)", () => {
+  it("drops a failed call that a later call of the same prompt retried, counting it on the survivor", () => {
+    const failed = { status: "error", http_status: 502, error: { message: "boom" } };
     const events = [
-      event("model_request", modelRequest([1, 2], [10])),
+      event("model_request", modelRequest([1, 2], [], failed)),
       event("reward", { value: 0.5 }),
       event("model_request", modelRequest([3, 4], [20])),
       event("model_request", modelRequest([1, 2], [30])),
+      event("model_request", modelRequest([1, 2], [40])),
     ];
     const out = toTripletEvents(events);
-    expect(out.map((e) => e.event_type)).toEqual(["reward", "model_request", "model_request"]);
-    expect(out[0]?.data).toEqual({ value: 0.5 });
-    expect(out.slice(1).map((e) => (e.data as { prompt_token_ids: number[] }).prompt_token_ids)).toEqual([
-      [3, 4],
-      [1, 2],
+    expect(out.map((e) => e.event_type)).toEqual(["reward", "model_request", "model_request", "model_request"]);
+    const calls = out.slice(1).map((e) => e.data as { response_token_ids: number[]; deduped_retries?: number });
+    expect(calls.map((c) => c.response_token_ids)).toEqual([[20], [30], [40]]);
+    expect(calls.map((c) => c.deduped_retries)).toEqual([undefined, 1, undefined]);
+    expect(out.map((e) => e.sequence)).toEqual(events.slice(1).map((e) => e.sequence));
+  });
+
+  // Regression (issue 25, item 6): "same prompt ids → keep the last" dropped legitimate repeat samples of one prompt.
+  it("keeps two successful samples of the same prompt", () => {
+    const out = toTripletEvents([
+      event("model_request", modelRequest([1, 2], [10])),
+      event("model_request", modelRequest([1, 2], [30])),
     ]);
-    expect(out.slice(1).map((e) => (e.data as { response_token_ids: number[] }).response_token_ids)).toEqual([
-      [20],
-      [30],
+    expect(out.map((e) => (e.data as { response_token_ids: number[] }).response_token_ids)).toEqual([[10], [30]]);
+  });
+
+  it("drops an earlier call with the same agent request id, even a successful one", () => {
+    const out = toTripletEvents([
+      event("model_request", modelRequest([1, 2], [10], { agent_request_id: "req-1" })),
+      event("model_request", modelRequest([5], [11], { agent_request_id: "req-2" })),
+      event("model_request", modelRequest([1, 2], [12], { agent_request_id: "req-1" })),
     ]);
-    expect(out.map((e) => e.sequence)).toEqual([events[1]?.sequence, events[2]?.sequence, events[3]?.sequence]);
+    const calls = out.map((e) => e.data as { response_token_ids: number[]; deduped_retries?: number });
+    expect(calls.map((c) => c.response_token_ids)).toEqual([[11], [12]]);
+    expect(calls[1]?.deduped_retries).toBe(1);
   });
 
   it("does not merge prompts that differ only by order or by a prefix", () => {
+    const failed = { status: "error", http_status: 502 };
     const out = toTripletEvents([
-      event("model_request", modelRequest([1, 2], [1])),
+      event("model_request", modelRequest([1, 2], [1], failed)),
       event("model_request", modelRequest([2, 1], [2])),
       event("model_request", modelRequest([1, 2, 3], [3])),
       event("model_request", modelRequest([12], [4])),

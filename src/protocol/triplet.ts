@@ -29,6 +29,12 @@ export interface TripletModelRequest {
    * enclosing span's `gen_ai.agent.name`. Absent when nothing names one.
    */
   agent_name?: string;
+  /** Why (`CaptureReason` codes, e.g. `usage_mismatch`, `logprobs_nonfinite`); present with `capture_incomplete`. */
+  capture_incomplete_reasons?: string[];
+  /** The agent's own request id (body `request_id` or `x-request-id` header), when it sent one. */
+  agent_request_id?: string;
+  /** Earlier events of the same call (true retries) the view left out in favour of this one; absent when none. */
+  deduped_retries?: number;
 }
 
 /** `data` of a `reward` event in triplet format. */
@@ -79,7 +85,8 @@ export function choiceLogprobs(choice: Record<string, unknown> | undefined, resp
  * first choice's `token_ids`; missing ids become `[]`. `server` falls back to `{model, version: model_version}`, and
  * to null fields when the event has neither (AGL v1.0). `error` is the upstream body's `error` object, as AGL gives it.
  * @param data - a stored `model_request` event's data
- * @returns the triplet view; `http_status`, `status`, `error`, `capture_incomplete` copied when present
+ * @returns the triplet view; `http_status`, `status`, `error`, `capture_incomplete`, `capture_incomplete_reasons` and
+ *   `agent_request_id` copied when present
  * @see vLLM OpenAI-compatible server, `return_token_ids` (vLLM PR #22587)
  */
 export function toTripletModelRequest(data: Record<string, unknown>): TripletModelRequest {
@@ -103,6 +110,9 @@ export function toTripletModelRequest(data: Record<string, unknown>): TripletMod
   const error = upstreamError(data);
   if (error !== undefined) out.error = error;
   if (typeof data.capture_incomplete === "boolean") out.capture_incomplete = data.capture_incomplete;
+  if (Array.isArray(data.capture_incomplete_reasons))
+    out.capture_incomplete_reasons = data.capture_incomplete_reasons.filter((r) => typeof r === "string");
+  if (typeof data.agent_request_id === "string") out.agent_request_id = data.agent_request_id;
   return out;
 }
 
@@ -141,12 +151,14 @@ export function toTripletReward(data: Record<string, unknown>): TripletReward {
 /**
  * The triplet view of a rollout's events (`?format=triplet`, Agent Lightning v1.0). `model_request` and `reward`
  * data are trimmed (each call keeps its `agent_name`, resolved through the attempt's spans when the proxy recorded
- * none); other events pass unchanged. Of several `model_request`s with identical, non-empty prompt token
- * ids (a retried call), only the last is kept, at its own position. Events without captured prompt ids (failed calls)
- * are never merged with one another.
+ * none); other events pass unchanged. Only true retries are de-duplicated: a `model_request` is left out
+ * when a later one repeats the same call, that is (1) it failed (`status: error`) and a later call has the same
+ * non-empty prompt ids, or (2) a later call carries the same `agent_request_id`. The later event keeps its own
+ * position and counts the events it replaced in `deduped_retries`. Two successful samples of one prompt are both kept
+ * (an agent may sample a prompt several times on purpose); failed calls without captured prompt ids are never merged.
  *
- * Example: `[mr(p=[1,2], r=[10]), reward(0.5), mr(p=[3,4], r=[20]), mr(p=[1,2], r=[30])]`
- * becomes `[reward(0.5), mr([3,4] → [20]), mr([1,2] → [30])]`.
+ * Example: `[mr(p=[1,2], error), reward(0.5), mr(p=[3,4], r=[20]), mr(p=[1,2], r=[30]), mr(p=[1,2], r=[40])]`
+ * becomes `[reward(0.5), mr([3,4] → [20]), mr([1,2] → [30], deduped_retries 1), mr([1,2] → [40])]`.
  *
  * @param events - stored events of one attempt, in sequence order
  * @returns the trimmed events, in sequence order
@@ -163,20 +175,31 @@ export function toTripletEvents(events: readonly Event[]): TripletEvent[] {
     if (event.event_type === "reward") return { ...event, data: toTripletReward(event.data) };
     return event;
   });
-  const lastIndexByPrompt = new Map<string, number>();
-  trimmed.forEach((event, index) => {
-    const key = promptKey(event);
-    if (key !== undefined) lastIndexByPrompt.set(key, index);
+  // Walk backwards: each call looks for a later call that repeats it.
+  const laterByPrompt = new Map<string, number>();
+  const laterByRequestId = new Map<string, number>();
+  const dropped = new Set<number>();
+  const replaced = new Map<number, number>();
+  for (let index = trimmed.length - 1; index >= 0; index--) {
+    const event = trimmed[index]!;
+    if (event.event_type !== "model_request") continue;
+    const data = event.data as TripletModelRequest;
+    const prompt = data.prompt_token_ids.length > 0 ? data.prompt_token_ids.join(",") : undefined;
+    const byId = data.agent_request_id === undefined ? undefined : laterByRequestId.get(data.agent_request_id);
+    const byPrompt = data.status === "error" && prompt !== undefined ? laterByPrompt.get(prompt) : undefined;
+    const survivor = byId ?? byPrompt;
+    if (survivor !== undefined) {
+      dropped.add(index);
+      replaced.set(survivor, (replaced.get(survivor) ?? 0) + 1);
+      continue;
+    }
+    if (prompt !== undefined) laterByPrompt.set(prompt, index);
+    if (data.agent_request_id !== undefined) laterByRequestId.set(data.agent_request_id, index);
+  }
+  return trimmed.flatMap((event, index) => {
+    if (dropped.has(index)) return [];
+    const count = replaced.get(index);
+    if (count === undefined) return [event];
+    return [{ ...event, data: { ...(event.data as TripletModelRequest), deduped_retries: count } }];
   });
-  return trimmed.filter((event, index) => {
-    const key = promptKey(event);
-    return key === undefined || lastIndexByPrompt.get(key) === index;
-  });
-}
-
-/** Dedupe key of a trimmed event: its prompt ids for a `model_request` with captured ids, else undefined. */
-function promptKey(event: TripletEvent): string | undefined {
-  if (event.event_type !== "model_request") return undefined;
-  const ids = (event.data as TripletModelRequest).prompt_token_ids;
-  return ids.length > 0 ? ids.join(",") : undefined;
 }

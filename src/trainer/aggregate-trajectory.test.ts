@@ -34,6 +34,8 @@ function rollout(calls: ModelCall[]): RolloutTriplets {
     errorCalls: 0,
     incompleteCalls: 0,
     malformedEvents: 0,
+    missingLogprobCalls: 0,
+    dedupedCalls: 0,
   };
 }
 

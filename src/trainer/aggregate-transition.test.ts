@@ -18,6 +18,8 @@ function rollout(calls: ModelCall[]): RolloutTriplets {
     errorCalls: 0,
     incompleteCalls: 0,
     malformedEvents: 0,
+    missingLogprobCalls: 0,
+    dedupedCalls: 0,
   };
 }
 

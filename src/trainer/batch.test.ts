@@ -67,6 +67,7 @@ const OPTIONS: BatchOptions = {
   advantage: { estimator: "grpo", normByStd: false, rolloutLevel: true, reinforceBaseline: "batch_mean" },
   aggregation: "per-rollout-mean",
   rewardFillnaValue: 0,
+  missingLogprobs: "recompute",
 };
 
 describe("assembleBatch", () => {
@@ -119,9 +120,16 @@ describe("assembleBatch", () => {
       zeroAdvantageGroups: 1,
       rewardFilled: 1,
       excludedFromStats: 1,
+      noCalls: 1,
+      trainedRollouts: 4,
       errorCalls: 1,
       incompleteCalls: 1,
       malformedEvents: 0,
+      dedupedCalls: 0,
+      missingLogprobCalls: 0,
+      missingLogprobRows: 0,
+      missingLogprobRowsDropped: 0,
+      flooredLogprobTokens: 0,
       oldestPolicyVersion: 0,
     });
     expect(batch.mismatches).toEqual([
@@ -185,6 +193,7 @@ describe("batch options", () => {
       advantage: { estimator: "rloo", norm_by_std: false, rollout_level: false },
       loss: { aggregation: "token-mean" },
       reward_fillna_value: -1,
+      missing_logprobs: "drop",
     });
     expect(batchOptionsFromConfig(config)).toEqual({
       level: "transition",
@@ -192,6 +201,7 @@ describe("batch options", () => {
       advantage: { estimator: "rloo", normByStd: false, rolloutLevel: false, reinforceBaseline: "batch_mean" },
       aggregation: "token-mean",
       rewardFillnaValue: -1,
+      missingLogprobs: "drop",
     });
   });
 

@@ -7,6 +7,7 @@ import { type AggregateResult, aggregatorFor, type MergeMismatch } from "./aggre
 import type { TrainerConfig } from "./config.js";
 import { type AdvantageOptions, computeBatchAdvantages } from "./group-advantage.js";
 import { perRolloutMeanWeights, withTruncatedIs } from "./loss-weights.js";
+import { flooredLogprobTokens, lacksLogprobs } from "./missing-logprobs.js";
 import type { LengthLimits } from "./row-limits.js";
 import { type ScoredRow, toEngineRow, trainableTokens } from "./training-row.js";
 import { extractTriplets, type RolloutTriplets, type TripletEventFields } from "./triplets.js";
@@ -27,6 +28,11 @@ export interface BatchOptions {
   advantage: AdvantageOptions;
   aggregation: "token-mean" | "per-rollout-mean";
   rewardFillnaValue: number;
+  /**
+   * Rows lacking a recorded logprob on some trained token: `recompute` keeps them (the loop fills the gaps with the
+   * engine, see `missing-logprobs.ts`); `drop` leaves them out before the advantages are computed.
+   */
+  missingLogprobs: "recompute" | "drop";
 }
 
 /** What one step's data contained; the loop turns these into metrics. */
@@ -47,9 +53,23 @@ export interface BatchCounts {
   rewardFilled: number;
   /** Rollouts with a reward but no rows, left out of the advantage statistics. */
   excludedFromStats: number;
+  /** Rollouts without a single usable model call (a subset of `excludedFromStats`). */
+  noCalls: number;
+  /** Rollouts with at least one row in the batch (the ones that train). */
+  trainedRollouts: number;
   errorCalls: number;
   incompleteCalls: number;
   malformedEvents: number;
+  /** Earlier events of retried calls the triplet view left out. */
+  dedupedCalls: number;
+  /** Calls kept without logprobs (missing, non-finite or misaligned at capture, or never recorded). */
+  missingLogprobCalls: number;
+  /** Rows lacking a recorded logprob on some trained token (before `missingLogprobs` handling). */
+  missingLogprobRows: number;
+  /** Of those, rows left out (`missingLogprobs: drop`). */
+  missingLogprobRowsDropped: number;
+  /** Trained tokens whose recorded logprob is below the engine's floor (floored by the engine). */
+  flooredLogprobTokens: number;
   /** Oldest policy version that produced a trained token (staleness = current − this); null without rows. */
   oldestPolicyVersion: number | null;
 }
@@ -60,10 +80,12 @@ export interface StepBatch {
   rows: ScoredRow[];
   /** `rows` converted for the engine, same order. */
   engineRows: TrainRow[];
-  /** Every rollout's final reward (filled where missing), input order. */
-  rewards: { rolloutId: string; dataId: string; reward: number }[];
+  /** Every rollout's final reward (filled where missing), input order; `trained` when it has rows in the batch. */
+  rewards: { rolloutId: string; dataId: string; reward: number; trained: boolean }[];
   mismatches: MergeMismatch[];
   counts: BatchCounts;
+  /** Rollouts with rows lacking recorded logprobs (recomputed or dropped), input order, each once. */
+  missingLogprobRollouts: string[];
 }
 
 /**
@@ -86,6 +108,7 @@ export function batchOptionsFromConfig(config: TrainerConfig): BatchOptions {
     },
     aggregation: config.loss.aggregation,
     rewardFillnaValue: config.reward_fillna_value,
+    missingLogprobs: config.missing_logprobs,
   };
 }
 
@@ -120,6 +143,9 @@ function addRolloutCounts(counts: BatchCounts, triplets: RolloutTriplets, aggreg
   counts.errorCalls += triplets.errorCalls;
   counts.incompleteCalls += triplets.incompleteCalls;
   counts.malformedEvents += triplets.malformedEvents;
+  counts.dedupedCalls += triplets.dedupedCalls;
+  counts.missingLogprobCalls += triplets.missingLogprobCalls;
+  counts.noCalls += triplets.calls.length === 0 ? 1 : 0;
 }
 
 function emptyCounts(rollouts: number): BatchCounts {
@@ -135,15 +161,45 @@ function emptyCounts(rollouts: number): BatchCounts {
     zeroAdvantageGroups: 0,
     rewardFilled: 0,
     excludedFromStats: 0,
+    noCalls: 0,
+    trainedRollouts: 0,
     errorCalls: 0,
     incompleteCalls: 0,
     malformedEvents: 0,
+    dedupedCalls: 0,
+    missingLogprobCalls: 0,
+    missingLogprobRows: 0,
+    missingLogprobRowsDropped: 0,
+    flooredLogprobTokens: 0,
     oldestPolicyVersion: null,
   };
 }
 
 /**
+ * Counts the rows lacking recorded logprobs and, for `missingLogprobs: drop`, removes them from each rollout.
+ * @returns the rollout ids concerned, input order, each once
+ */
+function handleMissingLogprobs(
+  built: { triplets: RolloutTriplets; aggregate: AggregateResult }[],
+  mode: BatchOptions["missingLogprobs"],
+  counts: BatchCounts,
+): string[] {
+  const rolloutIds: string[] = [];
+  for (const entry of built) {
+    const missing = entry.aggregate.rows.filter(lacksLogprobs).length;
+    if (missing === 0) continue;
+    rolloutIds.push(entry.triplets.rolloutId);
+    counts.missingLogprobRows += missing;
+    if (mode !== "drop") continue;
+    counts.missingLogprobRowsDropped += missing;
+    entry.aggregate = { ...entry.aggregate, rows: entry.aggregate.rows.filter((row) => !lacksLogprobs(row)) };
+  }
+  return rolloutIds;
+}
+
+/**
  * Assembles one step: (1) each rollout's events → calls + reward → rows (aggregation level, length limits);
+ * (1b) rows lacking recorded logprobs counted and, for `missingLogprobs: drop`, left out;
  * (2) one advantage per rollout from its group (rollouts without rows excluded); (3) each row scored with its
  * rollout's advantage and, for `per-rollout-mean`, weighted 1 / (its rollout's trainable tokens); (4) engine rows.
  * Rows of zero-variance groups stay in the batch with advantage 0: they add nothing to the policy-gradient term but
@@ -156,6 +212,7 @@ export function assembleBatch(rollouts: readonly RolloutRecord[], options: Batch
   const counts = emptyCounts(rollouts.length);
   const built = rollouts.map((record) => buildRolloutRows(record, options));
   for (const { triplets, aggregate } of built) addRolloutCounts(counts, triplets, aggregate);
+  const missingLogprobRollouts = handleMissingLogprobs(built, options.missingLogprobs, counts);
   const advantages = computeBatchAdvantages(
     built.map(({ triplets, aggregate }) => ({
       rolloutId: triplets.rolloutId,
@@ -177,14 +234,22 @@ export function assembleBatch(rollouts: readonly RolloutRecord[], options: Batch
   }));
   counts.rows = rows.length;
   counts.tokens = rows.reduce((sum, row) => sum + trainableTokens(row), 0);
+  counts.flooredLogprobTokens = flooredLogprobTokens(rows);
+  counts.trainedRollouts = built.filter(({ aggregate }) => aggregate.rows.length > 0).length;
   const versions = rows.flatMap((row) => row.policyVersions);
   counts.oldestPolicyVersion = versions.length === 0 ? null : Math.min(...new Set(versions));
   return {
     rows,
     engineRows: rows.map(toEngineRow),
-    rewards: built.map(({ triplets: t }) => ({ rolloutId: t.rolloutId, dataId: t.dataId, reward: t.reward })),
+    rewards: built.map(({ triplets: t, aggregate }) => ({
+      rolloutId: t.rolloutId,
+      dataId: t.dataId,
+      reward: t.reward,
+      trained: aggregate.rows.length > 0,
+    })),
     mismatches: built.flatMap(({ aggregate }) => aggregate.mismatches),
     counts,
+    missingLogprobRollouts,
   };
 }
 

@@ -183,6 +183,13 @@ export const TrainerConfigSchema = z
           "update each (verl's actor.ppo_mini_batch_size); null: the whole batch in one update",
       ),
     reward_fillna_value: z.number().default(0).describe("Reward given to a rollout that posted none"),
+    missing_logprobs: z
+      .enum(["recompute", "drop"])
+      .default("recompute")
+      .describe(
+        "Rows lacking sampling-time logprobs on some trained token: recompute them with the engine before the " +
+          "update (the weights that sampled them, in sync mode), or drop the rows; counted per step either way",
+      ),
     failed_rollouts: z
       .enum(["drop", "fillna"])
       .default("drop")
@@ -195,6 +202,14 @@ export const TrainerConfigSchema = z
       .min(0)
       .default(1)
       .describe("Retry-After (s) the paused proxy tells agents during a weight update"),
+    pause_lease_seconds: z
+      .number()
+      .gt(0)
+      .default(60)
+      .describe(
+        "Lease (s) of the trainer's proxy pause, renewed every third of it while the update runs: a trainer that " +
+          "dies mid-update leaves the gateway paused at most this long",
+      ),
     async: section(AsyncConfigSchema, "Collocated asynchronous training"),
     checkpoint_interval: z
       .number()

@@ -1,6 +1,6 @@
 /**
  * @module The console side of the metrics: a progress bar over the run's steps (cli-progress, only on a TTY) and a
- * compact table of each step's key metrics.
+ * compact table of each step's key metrics, with a column for every kind of excluded or dropped data.
  */
 import { SingleBar } from "cli-progress";
 import type { StepReporter } from "./loop.js";
@@ -11,6 +11,7 @@ const COLUMNS: readonly [string, string][] = [
   ["step", "step"],
   ["reward", "reward/mean"],
   ["±", "reward/std"],
+  ["rew_all", "reward/all_rollouts_mean"],
   ["val", "val/reward_mean"],
   ["rows", "rows"],
   ["tokens", "tokens"],
@@ -18,6 +19,14 @@ const COLUMNS: readonly [string, string][] = [
   ["drop", "dropped"],
   ["mism", "mismatches"],
   ["0-adv", "zero_adv_groups"],
+  ["no_call", "no_calls"],
+  ["err", "error_calls"],
+  ["incompl", "incomplete_calls"],
+  ["malform", "malformed_events"],
+  ["dedup", "deduped_calls"],
+  ["lp_miss", "logprobs/missing_rows"],
+  ["lp_drop", "logprobs/dropped_rows"],
+  ["nonfin", "nonfinite_steps"],
   ["entropy", "entropy"],
   ["kl", "kl"],
   ["clip", "clip_fraction"],

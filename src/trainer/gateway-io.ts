@@ -2,6 +2,7 @@
  * @module What the loop asks of the gateway, through `GatewayClient` only: endpoint registration with the policy
  * version, group creation, a finished group's triplet events, and the pause-and-drain around a weight update.
  */
+import type { Logger } from "pino";
 import type { GatewayClient } from "../gateway/client.js";
 import type { RolloutRecord } from "./batch.js";
 import type { TrainerConfig } from "./config.js";
@@ -94,25 +95,77 @@ export async function readFinishedGroup(
   return group;
 }
 
+/** How the trainer pauses the proxy around a weight update. */
+export interface PauseSettings {
+  /** Retry-After told to agents (s). */
+  retryAfterSeconds: number;
+  /** Lease of the pause (s); renewed every third of it while the work runs. */
+  leaseSeconds: number;
+  /** Shown to agents and in `GET /proxy/state`. */
+  reason: string;
+  /** Interval between `GET /proxy/state` polls while draining (ms). */
+  pollMs: number;
+  /** Aborts the drain wait (the pause is still lifted). */
+  signal?: AbortSignal;
+}
+
 /**
  * Pauses the gateway proxy (new calls get 429 + Retry-After) and waits until no call is in flight.
  * @param client - gateway client
- * @param retryAfterSeconds - Retry-After told to agents (s)
- * @param reason - shown to agents and in `GET /proxy/state`
- * @param pollMs - interval between `GET /proxy/state` polls (ms)
+ * @param settings - Retry-After, lease, reason, poll interval, abort signal
  * @returns seconds spent draining
+ * @throws the signal's reason when it aborts while draining
  */
-export async function pauseAndDrain(
-  client: GatewayClient,
-  retryAfterSeconds: number,
-  reason: string,
-  pollMs: number,
-): Promise<number> {
+export async function pauseAndDrain(client: GatewayClient, settings: PauseSettings): Promise<number> {
   const started = performance.now();
-  let state = await client.pauseProxy({ retry_after_seconds: retryAfterSeconds, reason });
+  let state = await client.pauseProxy(pauseBody(settings));
   while (state.inflight > 0) {
-    await new Promise((resolve) => setTimeout(resolve, pollMs));
+    settings.signal?.throwIfAborted();
+    await new Promise((resolve) => setTimeout(resolve, settings.pollMs));
     state = await client.proxyState();
   }
   return (performance.now() - started) / 1000;
+}
+
+function pauseBody(settings: PauseSettings) {
+  return {
+    retry_after_seconds: settings.retryAfterSeconds,
+    reason: settings.reason,
+    lease_seconds: settings.leaseSeconds,
+  };
+}
+
+/**
+ * Runs `work` with the proxy paused and drained, and resumes the proxy on every way out (success, error, abort).
+ * While `work` runs the pause lease is renewed every third of its length; if this process dies, the gateway lifts
+ * the pause itself when the lease runs out.
+ * @param client - gateway client
+ * @param settings - see {@link PauseSettings}
+ * @param log - where a failed renewal or resume is reported
+ * @param work - the weight update; gets the seconds spent draining
+ * @returns what `work` returns
+ * @throws whatever pausing, draining or `work` throws (after the resume was attempted)
+ */
+export async function withPausedProxy<T>(
+  client: GatewayClient,
+  settings: PauseSettings,
+  log: Logger,
+  work: (drainS: number) => Promise<T>,
+): Promise<T> {
+  const renew = setInterval(
+    () => {
+      client.pauseProxy(pauseBody(settings)).catch((err: unknown) => log.warn({ err }, "proxy pause renewal failed"));
+    },
+    (settings.leaseSeconds * 1000) / 3,
+  );
+  try {
+    return await work(await pauseAndDrain(client, settings));
+  } finally {
+    clearInterval(renew);
+    try {
+      await client.resumeProxy();
+    } catch (err) {
+      log.error({ err, leaseSeconds: settings.leaseSeconds }, "proxy resume failed; the pause lease will end it");
+    }
+  }
 }

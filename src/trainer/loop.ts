@@ -12,13 +12,22 @@ import { assembleBatch, batchOptionsFromConfig, type StepBatch, withTruncatedIsB
 import { engineCheckpointDir, loadLatestCheckpoint, saveTrainerCheckpoint, type TrainerState } from "./checkpoint.js";
 import type { TrainerConfig } from "./config.js";
 import { DataCursor, type DataItem } from "./data-order.js";
-import { type FinishedGroup, launchGroup, pauseAndDrain, readFinishedGroup, registerEndpoints } from "./gateway-io.js";
+import {
+  type FinishedGroup,
+  launchGroup,
+  type PauseSettings,
+  readFinishedGroup,
+  registerEndpoints,
+  withPausedProxy,
+} from "./gateway-io.js";
 import { LateRewardWatch } from "./late-rewards.js";
 import { engineAggregation } from "./loss-weights.js";
 import { appendMetrics, meanTrainMetrics, type StepMetrics, stepMetrics, truncateMetricsAfter } from "./metrics.js";
 import { miniBatchIndices } from "./mini-batches.js";
+import { lacksLogprobs, withRecomputedLogprobs } from "./missing-logprobs.js";
 import { type GroupPlan, GroupTracker, planGroup } from "./rollout-groups.js";
 import type { PolicyServing } from "./serving.js";
+import { toEngineRow } from "./training-row.js";
 import { runValidation } from "./validation.js";
 
 /** Receives each step's metrics (console table, progress bar); see console-report.ts. */
@@ -219,53 +228,84 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
     for (const group of chosen) tracker.forget(group.plan);
     const waitS = (performance.now() - stepStarted) / 1000;
 
-    // 5. Pause the proxy and drain the calls in flight: no call may straddle the weight update.
-    const drainS = await pauseAndDrain(
-      client,
-      config.pause_retry_after_seconds,
-      `weight update to policy version ${policyVersion + 1}`,
+    // 5. Pause the proxy and drain the calls in flight: no call may straddle the weight update. The proxy is
+    //    resumed on every way out of 6–7 (error, abort), and the pause's lease ends it should this process die.
+    const pause: PauseSettings = {
+      retryAfterSeconds: config.pause_retry_after_seconds,
+      leaseSeconds: config.pause_lease_seconds,
+      reason: `weight update to policy version ${policyVersion + 1}`,
       pollMs,
-    );
-
-    // 6. Rows, advantages, loss weights; async switches to recomputed π_old logprobs with truncated IS.
-    const updateStarted = performance.now();
-    let batch: StepBatch = assembleBatch(
-      chosen.flatMap((g) => g.records),
-      batchOptions,
-    );
-    let tisCappedTokens = 0;
-    if (config.async.enabled && batch.rows.length > 0) {
-      const proximal = await engine.logprobs(batch.engineRows.map((row) => row.tokenIds));
-      const tis = withTruncatedIsBatch(batch, proximal, config.loss.tis_cap);
-      tisCappedTokens = tis.tisCappedTokens;
-      batch = tis;
-    }
-
-    // 7. Update: max_ppo_update_times epochs over the batch, one optimiser step per mini-batch of
-    //    ppo_mini_batch_size groups (the PPO clip bounds how far the later ones move from the sampling policy), then
-    //    publish and bump the version.
+      ...(options.signal ? { signal: options.signal } : {}),
+    };
     const versionAtTrain = policyVersion;
-    const updates: TrainMetrics[] = [];
-    if (batch.counts.tokens > 0) {
-      const rows = await withReferenceLogprobs(batch.engineRows, options.referenceEngine, config.loss.kl_coef);
-      // A mini-batch whose rows all have an empty mask (e.g. every response truncated) has nothing to train.
-      const miniBatches = miniBatchIndices(
-        batch.rows.map((row) => row.dataId),
-        config.ppo_mini_batch_size,
-      )
-        .map((indices) => indices.map((i) => rows[i] as TrainRow))
-        .filter((miniBatch) => miniBatch.some((row) => row.lossMask.some((m) => m > 0)));
-      for (let k = 0; k < config.max_ppo_update_times; k++) {
-        for (const miniBatch of miniBatches) updates.push(await engine.trainStep(miniBatch, loss, optimizer));
-      }
-      policyVersion += 1;
-      await serving.publish(engine, policyVersion);
-      await registerEndpoints(client, modelName, serving.endpoints, policyVersion);
-    } else {
-      log.warn({ step }, "no trainable tokens this step; weights unchanged");
-    }
-    await client.resumeProxy();
-    const updateS = (performance.now() - updateStarted) / 1000;
+    const { batch, updates, drainS, updateS, tisCappedTokens, recomputedRows } = await withPausedProxy(
+      client,
+      pause,
+      log,
+      async (drainS) => {
+        const updateStarted = performance.now();
+        // 6. Rows, advantages, loss weights; rows lacking recorded logprobs get recomputed ones (or were dropped);
+        //    async switches to recomputed π_old logprobs with truncated IS.
+        let batch: StepBatch = assembleBatch(
+          chosen.flatMap((g) => g.records),
+          batchOptions,
+        );
+        if (batch.missingLogprobRollouts.length > 0) {
+          const rolloutIds = batch.missingLogprobRollouts;
+          log.warn({ step, rolloutIds, mode: config.missing_logprobs }, "rows without recorded logprobs");
+        }
+        let recomputedRows = 0;
+        let tisCappedTokens = 0;
+        if (config.async.enabled && batch.rows.length > 0) {
+          const proximal = await engine.logprobs(batch.engineRows.map((row) => row.tokenIds));
+          const tis = withTruncatedIsBatch(batch, proximal, config.loss.tis_cap);
+          tisCappedTokens = tis.tisCappedTokens;
+          recomputedRows = batch.rows.filter(lacksLogprobs).length;
+          batch = tis;
+        } else {
+          ({ batch, recomputedRows } = await recomputeMissingLogprobs(engine, batch));
+        }
+
+        // 7. Update: max_ppo_update_times epochs over the batch, one optimiser step per mini-batch of
+        //    ppo_mini_batch_size groups (the PPO clip bounds how far the later ones move from the sampling policy),
+        //    then publish and bump the version. A mini-batch the engine skipped as non-finite changed nothing; a
+        //    step where every update was skipped publishes nothing.
+        const updates: TrainMetrics[] = [];
+        if (batch.counts.tokens > 0) {
+          const rows = await withReferenceLogprobs(batch.engineRows, options.referenceEngine, config.loss.kl_coef);
+          // A mini-batch whose rows all have an empty mask (e.g. every response truncated) has nothing to train.
+          const miniBatches = miniBatchIndices(
+            batch.rows.map((row) => row.dataId),
+            config.ppo_mini_batch_size,
+          ).filter((indices) => indices.some((i) => (rows[i] as TrainRow).lossMask.some((m) => m > 0)));
+          for (let k = 0; k < config.max_ppo_update_times; k++) {
+            for (const indices of miniBatches) {
+              const metrics = await engine.trainStep(
+                indices.map((i) => rows[i] as TrainRow),
+                loss,
+                optimizer,
+              );
+              updates.push(metrics);
+              if (metrics.nonFiniteSkipped === true) {
+                const rolloutIds = [...new Set(indices.map((i) => batch.rows[i]?.rolloutId))];
+                const { loss: lossValue, gradNorm } = metrics;
+                log.warn({ step, rolloutIds, loss: lossValue, gradNorm }, "skipped a non-finite update");
+              }
+            }
+          }
+        }
+        if (updates.some((m) => m.nonFiniteSkipped !== true)) {
+          policyVersion += 1;
+          await serving.publish(engine, policyVersion);
+          await registerEndpoints(client, modelName, serving.endpoints, policyVersion);
+        } else {
+          log.warn({ step, updates: updates.length }, "no update applied this step; weights unchanged");
+        }
+        const updateS = (performance.now() - updateStarted) / 1000;
+        return { batch, updates, drainS, updateS, tisCappedTokens, recomputedRows };
+      },
+    );
+    const nonFiniteSteps = updates.filter((m) => m.nonFiniteSkipped === true).length;
     step += 1;
     // Rewards stored after the trainer read their rollout (earlier steps' rollouts) were not trained: report them.
     const lateRewards = await reportLateRewards(lateWatch, client, log);
@@ -289,7 +329,7 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
       {
         step,
         policyVersion,
-        rewards: batch.rewards.map((r) => r.reward),
+        rewards: batch.rewards,
         valRewardMean,
         failedRollouts: chosen.reduce((a, g) => a + g.failed, 0),
         failedDropped: chosen.reduce((a, g) => a + g.failedDropped, 0),
@@ -302,6 +342,8 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
         stepS: (performance.now() - stepStarted) / 1000,
         train: meanTrainMetrics(updates),
         tisCappedTokens,
+        nonFiniteSteps,
+        recomputedLogprobRows: recomputedRows,
         lateRewardsMissed: lateRewards,
       },
       batch.counts,
@@ -331,6 +373,21 @@ async function reportLateRewards(watch: LateRewardWatch, client: GatewayClient, 
     );
   }
   return late.count;
+}
+
+/**
+ * Fills the logprobs missing from some rows with the engine's (the weights the step starts from: in sync mode the
+ * weights that sampled them), so PPO sees real ratios instead of treating the rows as on-policy.
+ */
+async function recomputeMissingLogprobs(
+  engine: Engine,
+  batch: StepBatch,
+): Promise<{ batch: StepBatch; recomputedRows: number }> {
+  const indices = batch.rows.flatMap((row, i) => (lacksLogprobs(row) ? [i] : []));
+  if (indices.length === 0) return { batch, recomputedRows: 0 };
+  const logprobs = await engine.logprobs(indices.map((i) => (batch.engineRows[i] as TrainRow).tokenIds));
+  const { rows } = withRecomputedLogprobs(batch.rows, indices, logprobs);
+  return { batch: { ...batch, rows, engineRows: rows.map(toEngineRow) }, recomputedRows: indices.length };
 }
 
 /** Adds the reference policy's logprobs to each row when the KL term is on. */

@@ -11,6 +11,13 @@ describe("metrics", () => {
     expect(meanTrainMetrics([m, { ...m, loss: 3, clipFraction: 0.5 }])).toEqual({ ...m, loss: 2, clipFraction: 0.25 });
   });
 
+  it("leaves updates the engine skipped as non-finite out of the means", () => {
+    const m = { loss: 1, gradNorm: 2, entropy: 3, clipFraction: 0, approxKl: 0.5, tokens: 10 };
+    const skipped = { ...m, loss: Number.NaN, gradNorm: Number.POSITIVE_INFINITY, nonFiniteSkipped: true };
+    expect(meanTrainMetrics([m, skipped])).toEqual(m);
+    expect(meanTrainMetrics([skipped])).toBeNull();
+  });
+
   it("appends JSON lines and a resumed run trims the steps after its checkpoint", () => {
     const path = join(tempDir("arclight-metrics-"), "run", "metrics.jsonl");
     for (const step of [1, 2, 3]) appendMetrics(path, { step, "reward/mean": step / 10 });

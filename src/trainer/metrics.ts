@@ -15,8 +15,8 @@ export interface StepFacts {
   step: number;
   /** Policy version after the step's update. */
   policyVersion: number;
-  /** Final rewards of the trained rollouts. */
-  rewards: readonly number[];
+  /** Final reward of every rollout of the step; `trained` when it had rows in the batch. */
+  rewards: readonly { reward: number; trained: boolean }[];
   /** Validation reward mean, when validation ran after this step; else null. */
   valRewardMean: number | null;
   /** Rollouts that failed (agent crash, timeout), and how many of them were dropped. */
@@ -36,33 +36,43 @@ export interface StepFacts {
   train: TrainMetrics | null;
   /** Async: TIS tokens whose weight hit the cap. */
   tisCappedTokens: number;
+  /** Optimiser updates the engine skipped for a non-finite loss or gradient norm (see `nonfinite-guard.ts`). */
+  nonFiniteSteps: number;
+  /** Rows whose missing logprobs the engine recomputed (`missing_logprobs: recompute`, or async π_old). */
+  recomputedLogprobRows: number;
   /** Rewards stored after the trainer had read their rollout (checked one step later); never trained. */
   lateRewardsMissed: number;
 }
 
-/** Population mean and standard deviation; zeros for an empty list. */
-function meanStd(values: readonly number[]): { mean: number; std: number } {
-  if (values.length === 0) return { mean: 0, std: 0 };
+/** Population mean and standard deviation; nulls for an empty list. */
+function meanStd(values: readonly number[]): { mean: number | null; std: number | null } {
+  if (values.length === 0) return { mean: null, std: null };
   const mean = values.reduce((a, b) => a + b, 0) / values.length;
   const variance = values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length;
   return { mean, std: Math.sqrt(variance) };
 }
 
 /**
- * Builds one step's metric record.
+ * Builds one step's metric record. `reward/mean` and `reward/std` are over the rollouts that trained (had at least
+ * one row); `reward/all_rollouts_mean` is over every rollout of the step, including those left out (no usable call,
+ * every row dropped). Every exclusion has its own count: `no_calls`, `incomplete_calls`, `malformed_events`,
+ * `deduped_calls`, `error_calls`, `logprobs/*`, `nonfinite_steps` (see docs/training-correctness.md).
  * @param facts - what the loop measured
  * @param counts - the batch counts from `assembleBatch`
  * @returns the record written to metrics.jsonl (times in seconds, entropy and KL in nats)
  */
 export function stepMetrics(facts: StepFacts, counts: BatchCounts): StepMetrics {
-  const reward = meanStd(facts.rewards);
+  const reward = meanStd(facts.rewards.filter((r) => r.trained).map((r) => r.reward));
+  const all = meanStd(facts.rewards.map((r) => r.reward));
   return {
     step: facts.step,
     policy_version: facts.policyVersion,
     "reward/mean": reward.mean,
     "reward/std": reward.std,
+    "reward/all_rollouts_mean": all.mean,
     "val/reward_mean": facts.valRewardMean,
     rollouts: counts.rollouts,
+    "rollouts/trained": counts.trainedRollouts,
     groups: counts.groups,
     rows: counts.rows,
     tokens: counts.tokens,
@@ -73,7 +83,17 @@ export function stepMetrics(facts: StepFacts, counts: BatchCounts): StepMetrics 
     zero_adv_groups: counts.zeroAdvantageGroups,
     reward_filled: counts.rewardFilled,
     excluded_from_stats: counts.excludedFromStats,
+    no_calls: counts.noCalls,
     error_calls: counts.errorCalls,
+    incomplete_calls: counts.incompleteCalls,
+    malformed_events: counts.malformedEvents,
+    deduped_calls: counts.dedupedCalls,
+    "logprobs/missing_calls": counts.missingLogprobCalls,
+    "logprobs/missing_rows": counts.missingLogprobRows,
+    "logprobs/dropped_rows": counts.missingLogprobRowsDropped,
+    "logprobs/recomputed_rows": facts.recomputedLogprobRows,
+    "logprobs/floored_tokens": counts.flooredLogprobTokens,
+    nonfinite_steps: facts.nonFiniteSteps,
     "rollouts/failed": facts.failedRollouts,
     "rollouts/failed_dropped": facts.failedDropped,
     entropy: facts.train?.entropy ?? null,
@@ -94,11 +114,12 @@ export function stepMetrics(facts: StepFacts, counts: BatchCounts): StepMetrics 
 }
 
 /**
- * Averages the engine's metrics over the PPO updates of one step.
- * @param updates - one entry per `trainStep` call
- * @returns the mean of each field, or null for no update
+ * Averages the engine's metrics over the applied PPO updates of one step (skipped non-finite ones left out).
+ * @param all - one entry per `trainStep` call
+ * @returns the mean of each field, or null when no update was applied
  */
-export function meanTrainMetrics(updates: readonly TrainMetrics[]): TrainMetrics | null {
+export function meanTrainMetrics(all: readonly TrainMetrics[]): TrainMetrics | null {
+  const updates = all.filter((m) => m.nonFiniteSkipped !== true);
   if (updates.length === 0) return null;
   const mean = (pick: (m: TrainMetrics) => number) => updates.reduce((a, m) => a + pick(m), 0) / updates.length;
   return {

@@ -1,6 +1,8 @@
 /**
  * @module A rollout's `format=triplet` events → its usable model calls, in order, and its final reward. Error calls,
- * incompletely captured calls and malformed ones are skipped and counted; a missing reward is filled and counted.
+ * calls whose ids were not captured completely and malformed ones are skipped and counted; a call whose only capture
+ * problem is its logprobs is kept without them (counted; the batch recomputes or drops them); a missing reward is
+ * filled and counted.
  */
 import { z } from "zod";
 import type { TripletEvent } from "../protocol/triplet.js";
@@ -39,8 +41,12 @@ export interface RolloutTriplets {
   rewardFilled: boolean;
   /** Model calls skipped because `status` was `error`. */
   errorCalls: number;
-  /** Model calls skipped because `capture_incomplete` was set. */
+  /** Model calls skipped because `capture_incomplete` was set for a reason other than logprobs. */
   incompleteCalls: number;
+  /** Model calls kept without logprobs: missing, non-finite or misaligned at capture, or not recorded at all. */
+  missingLogprobCalls: number;
+  /** Earlier events of retried calls the triplet view left out (Σ `deduped_retries`). */
+  dedupedCalls: number;
   /** Model calls and rewards skipped because their data did not have the triplet shape. */
   malformedEvents: number;
 }
@@ -63,20 +69,32 @@ const ModelCallDataSchema = z.looseObject({
   status: z.enum(["ok", "error"]).optional(),
   capture_incomplete: z.boolean().optional(),
   agent_name: z.string().optional(),
+  capture_incomplete_reasons: z.array(z.string()).optional(),
+  deduped_retries: z.number().int().min(0).optional(),
 });
 
 const RewardDataSchema = z.looseObject({ value: z.number().refine(Number.isFinite) });
 
-type CallCounts = Pick<RolloutTriplets, "errorCalls" | "incompleteCalls" | "malformedEvents">;
+type CallCounts = Pick<
+  RolloutTriplets,
+  "errorCalls" | "incompleteCalls" | "malformedEvents" | "missingLogprobCalls" | "dedupedCalls"
+>;
+
+/** True when every capture problem concerns logprobs only (`logprobs_*` reasons): the ids are sound. */
+function onlyLogprobsIncomplete(reasons: unknown): boolean {
+  return Array.isArray(reasons) && reasons.length > 0 && reasons.every((r) => String(r).startsWith("logprobs_"));
+}
 
 /** Reads one `model_request`, or counts why it is not usable and returns null. */
 function readModelCall(event: TripletEventFields, turn: number, counts: CallCounts): ModelCall | null {
   const data = event.data as Record<string, unknown>;
+  if (typeof data.deduped_retries === "number") counts.dedupedCalls += data.deduped_retries;
   if (data.status === "error") {
     counts.errorCalls += 1;
     return null;
   }
-  if (data.capture_incomplete === true) {
+  const logprobsOnly = data.capture_incomplete === true && onlyLogprobsIncomplete(data.capture_incomplete_reasons);
+  if (data.capture_incomplete === true && !logprobsOnly) {
     counts.incompleteCalls += 1;
     return null;
   }
@@ -86,14 +104,16 @@ function readModelCall(event: TripletEventFields, turn: number, counts: CallCoun
     return null;
   }
   const call = parsed.data;
-  const logprobs = call.response_log_probs ?? null;
+  let logprobs = logprobsOnly ? null : (call.response_log_probs ?? null);
+  // Logprobs that do not line up with the response ids cannot be attributed to tokens: treat them as unknown.
+  if (logprobs !== null && logprobs.length !== call.response_token_ids.length) logprobs = null;
+  if (logprobs === null && call.response_token_ids.length > 0) counts.missingLogprobCalls += 1;
   return {
     turn,
     sequence: event.sequence,
     promptTokenIds: call.prompt_token_ids,
     responseTokenIds: call.response_token_ids,
-    // Logprobs that do not line up with the response ids cannot be attributed to tokens: treat them as unknown.
-    logprobs: logprobs !== null && logprobs.length === call.response_token_ids.length ? logprobs : null,
+    logprobs,
     // A call recorded without a version (posted by hand, not by the proxy) counts as version 0, as it always has.
     policyVersion: call.server.version ?? 0,
     ...(call.agent_name !== undefined ? { agentName: call.agent_name } : {}),
@@ -124,7 +144,13 @@ export function extractTriplets(
   agents?: ReadonlySet<string>,
 ): RolloutTriplets {
   const ordered = [...events].sort((a, b) => a.sequence - b.sequence);
-  const counts: CallCounts = { errorCalls: 0, incompleteCalls: 0, malformedEvents: 0 };
+  const counts: CallCounts = {
+    errorCalls: 0,
+    incompleteCalls: 0,
+    malformedEvents: 0,
+    missingLogprobCalls: 0,
+    dedupedCalls: 0,
+  };
   const calls: ModelCall[] = [];
   let reward: number | null = null;
   for (const event of ordered) {

@@ -2,7 +2,9 @@
  * @module Pause state of the proxy: while paused, new model calls get 429 + `Retry-After`; calls already in flight
  * finish. The trainer pauses, waits until `GET /proxy/state` reports no call in flight, swaps weights, then resumes.
  * With a {@link SharedPause} (several gateways on one PostgreSQL database) a pause on any replica pauses all, and the
- * in-flight count is the sum over every live replica.
+ * in-flight count is the sum over every live replica. A pause carries a lease: unless its owner renews it (pauses
+ * again) it ends by itself, so a trainer that crashed mid-update cannot leave every agent locked out. The replica that
+ * took the pause call watches its lease and, with a shared pause, lifts it for every replica.
  */
 import type { PauseRecord, SharedPause } from "../../store/shared-pause.js";
 
@@ -15,6 +17,17 @@ export interface PauseState {
   reason: string | null;
   /** Model calls currently in flight (a stream counts until its last byte reaches the agent); every replica's. */
   inflight: number;
+  /** When the pause ends by itself unless renewed (epoch seconds); null when running or paused without a lease. */
+  lease_expires_at: number | null;
+}
+
+/** A pause or resume as `POST /proxy/pause` and `/proxy/resume` ask for it. */
+export interface PauseRequest {
+  paused: boolean;
+  retry_after_seconds: number;
+  reason: string | null;
+  /** The pause ends by itself this many seconds from now unless renewed; null or absent: never. */
+  lease_seconds?: number | null;
 }
 
 /** Pause flag plus an in-flight counter. One instance per gateway; single-threaded, so no locks are needed. */
@@ -22,8 +35,11 @@ export class PauseController {
   private record: Omit<PauseRecord, "epoch"> = { paused: false, retry_after_seconds: 0, reason: null };
   /** The newest shared epoch applied (0 without a shared pause). */
   private epoch = 0;
+  /** When the lease of the pause this replica took ends (ms since the epoch); null without one. */
+  private expiresAtMs: number | null = null;
   private inflight = 0;
   private waiters: (() => void)[] = [];
+  private leaseExpired: (reason: string | null) => void = () => {};
 
   /**
    * @param shared - the pause state shared with other gateways; absent for a gateway that is alone on its store
@@ -38,6 +54,7 @@ export class PauseController {
   private applyShared(record: PauseRecord): void {
     this.record = { paused: record.paused, retry_after_seconds: record.retry_after_seconds, reason: record.reason };
     this.epoch = record.epoch;
+    if (!record.paused) this.expiresAtMs = null;
     this.shared?.report(this.inflight, this.epoch, true);
   }
 
@@ -45,31 +62,67 @@ export class PauseController {
    * Stops admitting new calls on this gateway; calls in flight go on. Local only: see {@link setPaused}.
    * @param retryAfterSeconds - the `Retry-After` value paused agents get, seconds
    * @param reason - free text shown to agents and in `GET /proxy/state`
+   * @param leaseSeconds - the pause ends by itself this many seconds from now unless renewed; null: never
    */
-  pause(retryAfterSeconds: number, reason: string | null): void {
+  pause(retryAfterSeconds: number, reason: string | null, leaseSeconds: number | null = null): void {
     this.record = { paused: true, retry_after_seconds: retryAfterSeconds, reason };
+    this.expiresAtMs = leaseSeconds === null ? null : Date.now() + leaseSeconds * 1000;
   }
 
   /** Admits new calls again on this gateway. Local only: see {@link setPaused}. */
   resume(): void {
     this.record = { paused: false, retry_after_seconds: 0, reason: null };
+    this.expiresAtMs = null;
+  }
+
+  /**
+   * Sets who hears of a pause that ended because its lease ran out (e.g. to log it).
+   * @param listener - called once per expired pause with the pause's reason
+   */
+  onLeaseExpired(listener: (reason: string | null) => void): void {
+    this.leaseExpired = listener;
+  }
+
+  /** Ends a pause whose lease has run out (checked whenever the state is read or a call arrives). */
+  private expire(): void {
+    if (!this.record.paused || this.expiresAtMs === null || Date.now() < this.expiresAtMs) return;
+    const reason = this.record.reason;
+    this.resume();
+    if (this.shared) {
+      // Lift it for every replica; a failed write leaves the others paused until someone resumes.
+      this.shared.set({ paused: false, retry_after_seconds: 0, reason: null }).then(
+        (record) => this.applyShared(record),
+        () => {},
+      );
+    }
+    this.leaseExpired(reason);
   }
 
   /**
    * Pauses or resumes every gateway sharing the pause state (this one alone when there is none).
-   * @param next - the new state; `retry_after_seconds` and `reason` are reset when resuming
+   * @param next - the new state; `retry_after_seconds` and `reason` are reset when resuming; a pause's lease is
+   *   watched by this replica (pausing again renews it)
    * @throws {StoreUnavailable} the shared state cannot be written
    */
-  async setPaused(next: { paused: boolean; retry_after_seconds: number; reason: string | null }): Promise<void> {
-    const record = next.paused ? next : { paused: false, retry_after_seconds: 0, reason: null };
+  async setPaused(next: PauseRequest): Promise<void> {
+    const record = next.paused
+      ? { paused: true, retry_after_seconds: next.retry_after_seconds, reason: next.reason }
+      : { paused: false, retry_after_seconds: 0, reason: null };
     if (this.shared) this.applyShared(await this.shared.set(record));
     else if (record.paused) this.pause(record.retry_after_seconds, record.reason);
     else this.resume();
+    const lease = next.lease_seconds ?? null;
+    this.expiresAtMs = record.paused && lease !== null ? Date.now() + lease * 1000 : null;
   }
 
   /** @returns this gateway's state, its own calls in flight only */
   state(): PauseState {
-    return { ...this.record, inflight: this.inflight };
+    this.expire();
+    return {
+      ...this.record,
+      inflight: this.inflight,
+      lease_expires_at: this.expiresAtMs === null ? null : this.expiresAtMs / 1000,
+    };
   }
 
   /**
@@ -89,6 +142,7 @@ export class PauseController {
    * @returns a `release` function to call exactly once when the call is over, or null when paused
    */
   tryEnter(): (() => void) | null {
+    this.expire();
     if (this.record.paused) return null;
     this.inflight++;
     this.shared?.report(this.inflight, this.epoch, false);

@@ -211,9 +211,9 @@ describe("GET /api/rollouts/{id}/events", () => {
     expect((await gw.call("GET", "/api/rollouts/nope/events")).status).toBe(404);
   });
 
-  it("format=triplet trims model_request and reward, drops duplicated prompts, keeps other events", async () => {
+  it("format=triplet trims model_request and reward, drops retried failed calls, keeps other events", async () => {
     await withRollout();
-    const modelRequest = (prompt: number[], response: number[]) => ({
+    const modelRequest = (prompt: number[], response: number[], status = "ok") => ({
       event_type: "model_request",
       data: {
         model: "policy",
@@ -223,12 +223,12 @@ describe("GET /api/rollouts/{id}/events", () => {
           prompt_token_ids: prompt,
           choices: [{ token_ids: response, logprobs: { content: response.map(() => ({ logprob: -0.5 })) } }],
         },
-        http_status: 200,
-        status: "ok",
+        http_status: status === "ok" ? 200 : 502,
+        status,
         server: { model: "policy", endpoint: "http://h/v1", version: 3 },
       },
     });
-    await post(modelRequest([1, 2], [10]));
+    await post(modelRequest([1, 2], [10], "error"));
     await post({ event_type: "reward", data: { value: 0.5, extra: "drop", source: "judge" } });
     await post(modelRequest([3, 4], [20]));
     await post({ event_type: "log", data: { message: "m" } });
@@ -247,7 +247,7 @@ describe("GET /api/rollouts/{id}/events", () => {
       status: "ok",
     });
     expect(triplet[2]?.data).toEqual({ message: "m" });
-    expect(triplet[3]?.data).toMatchObject({ response_token_ids: [30] });
+    expect(triplet[3]?.data).toMatchObject({ response_token_ids: [30], deduped_retries: 1 });
   });
 
   it("answers 422 for an unknown format", async () => {

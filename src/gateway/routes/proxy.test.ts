@@ -266,6 +266,7 @@ describe("pause, drain and resume", () => {
       retry_after_seconds: 7,
       reason: "weight update",
       inflight: 20,
+      lease_expires_at: expect.any(Number),
     });
 
     const rejected = await agentCall(h, rids[0]!, "chat/completions", chatRequest());
@@ -284,13 +285,46 @@ describe("pause, drain and resume", () => {
     await drained;
     expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
     const state = await fetch(`${h.baseUrl}/proxy/state`, { headers: { authorization: `Bearer ${h.key}` } });
-    expect(await state.json()).toEqual({ paused: true, retry_after_seconds: 7, reason: "weight update", inflight: 0 });
+    expect(await state.json()).toMatchObject({
+      paused: true,
+      retry_after_seconds: 7,
+      reason: "weight update",
+      inflight: 0,
+    });
     for (const rid of rids) expect(await modelEvents(h, rid)).toHaveLength(1);
 
     await fetch(`${h.baseUrl}/proxy/resume`, { method: "POST", headers: { authorization: `Bearer ${h.key}` } });
     fake.behave({});
     expect((await agentCall(h, rids[0]!, "chat/completions", chatRequest())).status).toBe(200);
-    expect(h.pause.state()).toEqual({ paused: false, retry_after_seconds: 0, reason: null, inflight: 0 });
+    expect(h.pause.state()).toEqual({
+      paused: false,
+      retry_after_seconds: 0,
+      reason: null,
+      inflight: 0,
+      lease_expires_at: null,
+    });
+  });
+
+  // Regression (issue 25, item 4): a trainer that crashed while paused left every later agent call at 429.
+  it("a pause nobody renews ends by itself when its lease runs out", async () => {
+    const { h } = await setup();
+    const rid = await h.newRollout("ro-lease");
+    const pauseFor = (lease: number) =>
+      fetch(`${h.baseUrl}/proxy/pause`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${h.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ retry_after_seconds: 1, reason: "weight update", lease_seconds: lease }),
+      }).then((r) => r.json() as Promise<{ lease_expires_at: number }>);
+    const before = Date.now() / 1000;
+    const paused = await pauseFor(0.3);
+    expect(paused.lease_expires_at).toBeGreaterThanOrEqual(before + 0.3);
+    expect((await agentCall(h, rid, "chat/completions", chatRequest())).status).toBe(429);
+    // Renewing moves the expiry; then nobody renews.
+    expect((await pauseFor(0.3)).lease_expires_at).toBeGreaterThanOrEqual(paused.lease_expires_at);
+    const deadline = Date.now() + 5000;
+    while (h.pause.state().paused && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect((await agentCall(h, rid, "chat/completions", chatRequest())).status).toBe(200);
+    expect(h.pause.state()).toMatchObject({ paused: false, lease_expires_at: null });
   });
 
   it("rejects a pause body with an unknown field (422)", async () => {

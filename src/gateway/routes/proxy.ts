@@ -43,6 +43,16 @@ export interface ProxyRoutesOptions {
 export const PauseRequestSchema = z.strictObject({
   retry_after_seconds: z.number().int().min(0).max(86_400).default(5).describe("Retry-After sent to agents, seconds"),
   reason: z.string().max(1000).nullable().default(null),
+  lease_seconds: z
+    .number()
+    .gt(0)
+    .max(86_400)
+    .nullable()
+    .default(300)
+    .describe(
+      "The pause ends by itself this many seconds from now unless renewed by another pause call, so an owner that " +
+        "died cannot leave agents locked out; null: until resumed",
+    ),
 });
 
 interface ProxyParams {
@@ -89,13 +99,14 @@ async function checkAttempt(ctx: ProxyContext, rolloutId: string, attemptId: str
  * Responses API) and `POST {PREFIX}/anthropic/v1/messages` (Anthropic Messages API), both translated to chat
  * completions upstream, `GET …/models` (OpenAI's model
  * list: the configured model name, else every registered model), plus `POST /proxy/pause`,
- * `POST /proxy/resume` and `GET /proxy/state`. Register it in the app with the error handler and auth hook set on
+ * `POST /proxy/resume` and `GET /proxy/state` (a pause carries a lease, `lease_seconds`, default 300 s). Register it in the app with the error handler and auth hook set on
  * the parent; the plugin closes its upstream pool on `onClose`.
  * @throws {NotFound} unknown mode or path (404); {@link RolloutNotFound} (404); `StaleAttempt` superseded attempt (409);
  *   {@link RolloutFinished} the rollout is terminal (409);
  *   {@link BadRequest} body not a JSON object (400); `NoEndpoint` (503); `UpstreamFailed` (502); `UpstreamTimeout` (504)
  */
 export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, { store, options, pause }) => {
+  pause.onLeaseExpired((reason) => app.log.warn({ reason }, "proxy pause lease expired; proxy resumed"));
   const picker = new EndpointPicker(options.endpointCooldownBaseMs, options.endpointCooldownMaxMs);
   const upstream = new UpstreamClient(options, picker);
   const lookups = new ProxyLookups(store);
@@ -168,8 +179,11 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
 
   app.post("/proxy/pause", async (request) => {
     const body = parseOrThrow(PauseRequestSchema, request.body ?? {}, "pause request", ["body"]);
-    await pause.setPaused({ paused: true, retry_after_seconds: body.retry_after_seconds, reason: body.reason });
-    request.log.info({ retryAfterSeconds: body.retry_after_seconds, reason: body.reason }, "proxy paused");
+    await pause.setPaused({ paused: true, ...body });
+    request.log.info(
+      { retryAfterSeconds: body.retry_after_seconds, reason: body.reason, leaseSeconds: body.lease_seconds },
+      "proxy paused",
+    );
     return pause.clusterState();
   });
   app.post("/proxy/resume", async (request) => {
