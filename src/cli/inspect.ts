@@ -7,7 +7,7 @@
 import type { Command } from "commander";
 import { GatewayClient } from "../gateway/client.js";
 import { buildSpanTree, dataIdOf } from "../protocol/index.js";
-import type { MergeMismatch } from "../trainer/aggregate.js";
+import type { MergeMismatch } from "../trainer/aggregate-result.js";
 import { buildRolloutRows } from "../trainer/batch.js";
 import { CliError } from "./cli-error.js";
 import { renderSpanTree } from "./span-tree-text.js";

@@ -2,7 +2,7 @@
  * @module Trajectory-level aggregation: consecutive model calls of a rollout merge into one training row while each
  * call's prompt extends the row's tokens exactly (token ids, not text); anything else starts a new row and is recorded.
  */
-import { type AggregateResult, distinctVersions, type MergeMismatch } from "./aggregate.js";
+import { type AggregateResult, distinctVersions, type MergeMismatch } from "./aggregate-result.js";
 import { applyLengthLimits, type LengthLimits } from "./row-limits.js";
 import type { TrainingRow } from "./training-row.js";
 import type { ModelCall, RolloutTriplets } from "./triplets.js";

@@ -1,5 +1,5 @@
 /** @module Transition-level aggregation: one training row per model call. */
-import { type AggregateResult, distinctVersions } from "./aggregate.js";
+import { type AggregateResult, distinctVersions } from "./aggregate-result.js";
 import { applyLengthLimits, type LengthLimits } from "./row-limits.js";
 import type { TrainingRow } from "./training-row.js";
 import type { ModelCall, RolloutTriplets } from "./triplets.js";

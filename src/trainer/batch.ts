@@ -3,7 +3,8 @@
  * advantages and loss weights → engine `TrainRow`s, plus the counts a step reports. Nothing here logs or measures time.
  */
 import type { TrainRow } from "../engine/engine.js";
-import { type AggregateResult, aggregatorFor, type MergeMismatch } from "./aggregate.js";
+import { aggregatorFor } from "./aggregate.js";
+import type { AggregateResult, MergeMismatch } from "./aggregate-result.js";
 import type { TrainerConfig } from "./config.js";
 import { type AdvantageOptions, computeBatchAdvantages } from "./group-advantage.js";
 import { perRolloutMeanWeights, withTruncatedIs } from "./loss-weights.js";

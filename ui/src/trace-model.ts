@@ -6,7 +6,7 @@
  */
 import type { Event } from "../../src/protocol/event.js";
 import { toTripletEvents } from "../../src/protocol/triplet.js";
-import type { MergeMismatch } from "../../src/trainer/aggregate.js";
+import type { MergeMismatch } from "../../src/trainer/aggregate-result.js";
 import { aggregateTrajectories } from "../../src/trainer/aggregate-trajectory.js";
 import type { TrainingRow } from "../../src/trainer/training-row.js";
 import { extractTriplets } from "../../src/trainer/triplets.js";

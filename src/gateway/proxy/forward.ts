@@ -147,6 +147,20 @@ function streamErrorEvent(message: string, code: number): string {
   return sseEvent(JSON.stringify(error)) + sseEvent(SSE_DONE);
 }
 
+/** Starts the SSE answer to the agent with the upstream's status; the returned stream is its body. */
+function openAgentStream(call: ProxyCall, status: number, reply: FastifyReply): PassThrough {
+  const out = new PassThrough();
+  // A write after the agent hung up fails here; the upstream side is aborted by the reply's "close" and recorded.
+  out.on("error", (err) => call.log.debug({ err }, "agent stream closed"));
+  void reply
+    .status(status)
+    .header("content-type", call.translation?.streamContentType ?? "text/event-stream; charset=utf-8")
+    .header("cache-control", "no-cache")
+    .header("x-accel-buffering", "no")
+    .send(out);
+  return out;
+}
+
 /**
  * A 2xx SSE answer: each upstream network chunk's complete events are written to the agent at once (a partial event
  * is held until its end arrives, so the agent never sees half an event) while the assembler builds the equivalent
@@ -159,16 +173,8 @@ async function relayStream(
   reply: FastifyReply,
   base: CallBase,
 ): Promise<void> {
-  const out = new PassThrough();
+  const out = openAgentStream(call, answer.statusCode, reply);
   const translation = call.translation;
-  // A write after the agent hung up fails here; the upstream side is aborted by the reply's "close" and recorded.
-  out.on("error", (err) => call.log.debug({ err }, "agent stream closed"));
-  void reply
-    .status(answer.statusCode)
-    .header("content-type", translation?.streamContentType ?? "text/event-stream; charset=utf-8")
-    .header("cache-control", "no-cache")
-    .header("x-accel-buffering", "no")
-    .send(out);
   const parser = new SseParser();
   const assembler = new StreamAssembler(call.kind);
   let sawDone = false;
@@ -205,7 +211,6 @@ async function relayStream(
   }
   const assembled = assembler.finish();
   const upstreamError = assembled.error;
-  const errorCode = (upstreamError?.error as { code?: unknown } | undefined)?.code;
   const recorded = recordCall(
     ctx,
     call,
@@ -215,8 +220,7 @@ async function relayStream(
       response: assembled.response,
       error: failure ? { message: failure.message } : upstreamError,
       latencyMs: performance.now() - base.startedAt,
-      httpStatus:
-        failure?.code ?? (upstreamError ? (typeof errorCode === "number" ? errorCode : 502) : answer.statusCode),
+      httpStatus: failure?.code ?? streamStatus(upstreamError, answer.statusCode),
       retryCount: answer.retryCount,
       captureIncomplete: assembled.captureIncomplete,
     },
@@ -230,11 +234,33 @@ async function relayStream(
     return;
   }
   if (!out.destroyed) {
-    if (translation && failure && !upstreamErrorSeen) out.write(translation.streamError(failure.message, failure.code));
-    else if (translation && !failure && !upstreamErrorSeen) out.write(translation.end(assembled.response));
-    else if (!translation && failure) out.write(streamErrorEvent(failure.message, failure.code));
+    const tail = streamTail(translation, failure, upstreamErrorSeen, assembled.response);
+    if (tail !== "") out.write(tail);
   }
   out.end();
+}
+
+/** The recorded status of a stream that ended: the upstream error event's code (502 without one), else `status`. */
+function streamStatus(upstreamError: unknown, status: number): number {
+  if (!upstreamError) return status;
+  const code = (upstreamError as { error?: { code?: unknown } }).error?.code;
+  return typeof code === "number" ? code : 502;
+}
+
+/**
+ * What the agent gets after the relayed events: a translated stream's error or closing events, or vLLM's error event
+ * when the untranslated stream failed; "" when nothing is owed (the upstream's own error event was passed on).
+ */
+function streamTail(
+  translation: ProxyCall["translation"],
+  failure: { message: string; code: number } | null,
+  upstreamErrorSeen: boolean,
+  response: Parameters<NonNullable<ProxyCall["translation"]>["end"]>[0],
+): string {
+  if (translation && failure && !upstreamErrorSeen) return translation.streamError(failure.message, failure.code);
+  if (translation && !failure && !upstreamErrorSeen) return translation.end(response);
+  if (!translation && failure) return streamErrorEvent(failure.message, failure.code);
+  return "";
 }
 
 /**

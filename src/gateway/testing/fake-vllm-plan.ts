@@ -3,7 +3,7 @@
  * that plan rendered as a non-stream body or as SSE chunks, in vLLM v0.19's shapes (facts in `fake-vllm-shapes.ts`
  * and `fake-vllm.ts`).
  */
-import type { FakeVllmBehaviour } from "./fake-vllm.js";
+import type { FakeVllmBehaviour } from "./fake-vllm-behaviour.js";
 import {
   CREATED,
   chatLogprob,
