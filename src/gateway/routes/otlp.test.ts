@@ -145,15 +145,23 @@ describe("POST /v1/traces attribution", () => {
     expect((await spanEvents()).map((e) => e.data.name)).toEqual(["kept"]);
   });
 
-  it("rejects spans aimed at a superseded attempt", async () => {
-    await withRollouts();
-    await gw.call("PATCH", "/api/rollouts/r", { status: { last_attempt_id: "7" } }); // attempt "0" is superseded
+  it("rejects spans aimed at a superseded attempt and stores those of the current one", async () => {
+    gw = await startTestGateway();
+    await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: {}, config: { max_attempts: 2 } }]);
+    // A failed first attempt with an attempt left: the rollout is re-queued as attempt "1"; "0" is superseded.
+    await gw.call("PATCH", "/api/rollouts/r", { status: { state: "running" } });
+    const retried = await gw.call("PATCH", "/api/rollouts/r", { status: { state: "failed" } });
+    expect(((await retried.json()) as { status: { last_attempt_id: string } }).status.last_attempt_id).toBe("1");
     const res = await postJson(
-      jsonRequest([{ name: "old", attributes: { "arclight.rollout_id": "r", "arclight.attempt_id": "0" } }]),
+      jsonRequest([
+        { name: "old", attributes: { "arclight.rollout_id": "r", "arclight.attempt_id": "0" } },
+        { name: "new", attributes: { "arclight.rollout_id": "r", "arclight.attempt_id": "1" } },
+      ]),
     );
-    const reply = (await res.json()) as { partialSuccess: { rejectedSpans: string } };
+    const reply = (await res.json()) as { partialSuccess: { rejectedSpans: string; errorMessage: string } };
     expect(reply.partialSuccess.rejectedSpans).toBe("1");
-    expect(await gw.store.countEvents()).toBe(0);
+    expect(reply.partialSuccess.errorMessage).toMatch(/^1 span\(s\) of rollout r: /);
+    expect((await spanEvents()).map((e) => [e.data.name, e.attempt_id])).toEqual([["new", "1"]]);
   });
 
   it("follows the store's late-write rule for a finished rollout: its spans are stored with late: true", async () => {
