@@ -1,5 +1,6 @@
-"""Builds the bundled tiny tokenizer offline: a byte-level BPE trained with `tokenizers` on text generated here
-(arithmetic questions in symbols and words, tool calls, chat turns), plus a Qwen2-style ChatML chat template.
+"""Builds the bundled tiny tokenizer offline: a byte-level BPE with Qwen2's pre-tokenizer, trained with `tokenizers`
+on text generated here (arithmetic questions, tool calls, chat turns) and the calculator example's questions, plus
+a Qwen2-style ChatML chat template.
 
 Output: arclight_torch/assets/tokenizer/{tokenizer.json, tokenizer_config.json} (committed as a fixture; rerun this
 script only to change it). Usage: python scripts/build_tokenizer.py [--vocab 512]
@@ -10,8 +11,13 @@ import json
 import random
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+# Qwen2's pre-tokenizer (transformers' Qwen2Tokenizer rebuilds exactly this when it loads a qwen2 model folder, so a
+# checkpoint saved from `new:qwen2-tiny` reloads with the same ids): digits split one by one, then byte-level.
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"]
 ASSETS = Path(__file__).resolve().parents[1] / "arclight_torch" / "assets" / "tokenizer"
 
@@ -70,13 +76,27 @@ def corpus(lines: int, seed: int) -> list[str]:
     return out
 
 
+def calculator_questions() -> list[str]:
+    """The calculator example's training questions (examples/calculator/data/train.jsonl), when present."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "calculator" / "data" / "train.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line)["question"] for line in path.read_text().splitlines() if line.strip()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--vocab", type=int, default=512, help="vocabulary size (ids), specials included")
     parser.add_argument("--out", type=Path, default=ASSETS)
     args = parser.parse_args()
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=args.vocab,
@@ -84,11 +104,11 @@ def main() -> None:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tokenizer.train_from_iterator(corpus(4000, seed=0), trainer=trainer)
+    tokenizer.train_from_iterator(corpus(4000, seed=0) + calculator_questions(), trainer=trainer)
     args.out.mkdir(parents=True, exist_ok=True)
     tokenizer.save(str(args.out / "tokenizer.json"))
     config = {
-        "tokenizer_class": "PreTrainedTokenizerFast",
+        "tokenizer_class": "Qwen2Tokenizer",
         "model_max_length": 512,
         "bos_token": None,
         "eos_token": "<|im_end|>",

@@ -71,3 +71,19 @@ def test_loading_a_checkpoint_of_another_shape_fails_and_keeps_the_weights(make_
         full.load_checkpoint(str(tmp_path / "full"))
     assert full.logprobs(PROBE) == before
     assert full.policy_version == 0
+
+
+def test_a_full_checkpoint_is_a_model_folder_that_loads_with_the_same_ids_and_logprobs(worker, tmp_path):
+    # transformers loads a qwen2 folder's tokenizer as Qwen2Tokenizer, which rebuilds Qwen2's pre-tokenizer; the
+    # bundled tokenizer uses the same one, so a saved new:qwen2-tiny tokenizes exactly as before.
+    from arclight_torch.model import load_policy
+
+    _step(worker, 0)
+    worker.save_checkpoint(str(tmp_path))
+    reloaded = load_policy(str(tmp_path), context_length=64)
+    text = "<|im_start|>user\nWhat is 12+7? five times (two plus sixteen)<|im_end|>\n"
+    assert reloaded.tokenizer.encode(text) == worker.policy.tokenizer.encode(text)
+    assert reloaded.tokenizer.chat_template == worker.policy.tokenizer.chat_template
+    from arclight_torch.worker import Worker
+
+    assert Worker(reloaded).logprobs(PROBE) == worker.logprobs(PROBE)

@@ -1,6 +1,7 @@
 /**
  * @module `arclight engine serve`: serve an embedded engine (fresh `new:<preset>` weights or a checkpoint directory)
- * over the vLLM-compatible engine server until SIGINT/SIGTERM.
+ * or a torch engine (`--engine torch`: a Hugging Face model folder or `new:NAME`, in a Python worker) over the
+ * vLLM-compatible engine server until SIGINT/SIGTERM.
  */
 import { basename, join } from "node:path";
 import type { Command } from "commander";
@@ -8,6 +9,10 @@ import { pino } from "pino";
 import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
+import type { Engine } from "../engine/engine.js";
+import { openTorchEngine, type TorchEngineConfig, TorchEngineConfigSchema } from "../engine/remote/config.js";
+import { RemoteEngine } from "../engine/remote/remote-engine.js";
+import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { buildEngineServer } from "../engine/server/app.js";
 import { type EngineServeConfig, EngineServeConfigSchema } from "../engine/server/config.js";
 import { CliError } from "./cli-error.js";
@@ -48,16 +53,39 @@ export async function engineForModel(config: EngineServeConfig): Promise<{ engin
   }
 }
 
+/** The default `--model` of the torch engine: the bundled tiny Qwen2 with random weights. */
+const TORCH_DEFAULT_MODEL = "new:qwen2-tiny";
+
+/**
+ * Starts (or connects to) the torch worker a `--model` names.
+ * @throws {CliError} when the Python package is missing or the worker exits before listening
+ */
+async function torchEngineForModel(
+  model: string,
+  seed: number,
+  torch: TorchEngineConfig,
+): Promise<{ engine: Engine; name: string }> {
+  try {
+    const engine = await openTorchEngine(model, seed, torch);
+    return { engine, name: engine.info.model };
+  } catch (err) {
+    if (err instanceof TorchPackageMissing) throw new CliError(err.message);
+    throw new CliError(`--model ${model}: ${(err as Error).message}`);
+  }
+}
+
 /** Serves until a signal; resolves once listening. */
-async function serve(config: EngineServeConfig): Promise<void> {
+async function serve(config: EngineServeConfig, kind: "embedded" | "torch", torch: TorchEngineConfig): Promise<void> {
   const log = pino({ level: config.log_level });
-  const { engine, name } = await engineForModel(config);
+  const { engine, name } =
+    kind === "torch" ? await torchEngineForModel(config.model, config.seed, torch) : await engineForModel(config);
   const app = await buildEngineServer({ engine, modelName: config.model_name ?? name, log });
   const url = await app.listen({ port: config.port, host: config.host });
   log.info({ url, model: config.model, contextLength: engine.contextLength }, "engine server listening");
   const stop = async (): Promise<void> => {
     await app.close();
-    engine.dispose();
+    if (engine instanceof RemoteEngine) await engine.close();
+    else engine.dispose();
   };
   process.once("SIGINT", () => void stop());
   process.once("SIGTERM", () => void stop());
@@ -65,11 +93,27 @@ async function serve(config: EngineServeConfig): Promise<void> {
 
 /** Registers `arclight engine serve`. */
 export function registerEngine(program: Command): void {
-  const engine = program.command("engine").description("Run the embedded engine");
+  const engine = program.command("engine").description("Run an engine (embedded, or torch in a Python worker)");
   engine
     .command("serve")
-    .description("Serve an embedded engine over an OpenAI/vLLM-compatible HTTP API")
-    .option("--model <model>", "new:<preset> (tiny, agent, bench, small) or a checkpoint directory", "new:agent")
+    .description("Serve an engine over an OpenAI/vLLM-compatible HTTP API")
+    .option(
+      "--engine <kind>",
+      "embedded (tfjs, in this process) or torch (PyTorch worker; see docs/torch-engine.md)",
+      "embedded",
+    )
+    .option(
+      "--model <model>",
+      "embedded: new:<preset> (tiny, agent, bench, small; default new:agent) or a checkpoint directory; torch: a " +
+        `Hugging Face model folder or new:NAME (qwen2-tiny, qwen2-0.5b; default ${TORCH_DEFAULT_MODEL})`,
+    )
+    .option("--python <path>", "torch: Python interpreter with the arclight-torch package", "python3")
+    .option("--device <device>", "torch: cpu, cuda, cuda:1, …", "cpu")
+    .option("--dtype <dtype>", "torch: float32, bfloat16 or float16", "float32")
+    .option("--lora-rank <r>", "torch: LoRA rank; 0 trains every weight", intFlag("--lora-rank"), 0)
+    .option("--lora-alpha <alpha>", "torch: LoRA alpha (default 2 × rank)")
+    .option("--lora-targets <names>", "torch: comma-separated module names with adapters", "q_proj,v_proj")
+    .option("--worker-url <url>", "torch: a running worker (arclight-torch serve) instead of starting one")
     .option("--host <host>", "interface to listen on", "127.0.0.1")
     .option("--port <port>", "TCP port (0 picks a free one)", intFlag("--port"), 8000)
     .option("--seed <seed>", "weight-init seed of new:<preset> models", intFlag("--seed"), 0)
@@ -77,7 +121,7 @@ export function registerEngine(program: Command): void {
     .option("--log-level <level>", "pino log level", "info")
     .action(async (flags: Record<string, unknown>) => {
       const parsed = EngineServeConfigSchema.safeParse({
-        model: flags.model,
+        model: flags.model ?? (flags.engine === "torch" ? TORCH_DEFAULT_MODEL : undefined),
         host: flags.host,
         port: flags.port,
         seed: flags.seed,
@@ -88,6 +132,34 @@ export function registerEngine(program: Command): void {
         const issue = parsed.error.issues[0];
         throw new CliError(`--${String(issue?.path[0] ?? "").replace("_", "-")}: ${issue?.message}`);
       }
-      await serve(Object.freeze(parsed.data));
+      if (flags.engine !== "embedded" && flags.engine !== "torch")
+        throw new CliError(`--engine ${String(flags.engine)}: expected embedded or torch`);
+      await serve(Object.freeze(parsed.data), flags.engine, torchConfigFromFlags(flags));
     });
+}
+
+/**
+ * The torch settings the serve flags give.
+ * @throws {CliError} naming the flag that does not parse
+ */
+function torchConfigFromFlags(flags: Record<string, unknown>): TorchEngineConfig {
+  const rank = flags.loraRank as number;
+  const alpha = flags.loraAlpha === undefined ? null : Number(flags.loraAlpha);
+  const targets = String(flags.loraTargets)
+    .split(",")
+    .filter((t) => t !== "");
+  const parsed = TorchEngineConfigSchema.safeParse({
+    python: flags.python,
+    device: flags.device,
+    dtype: flags.dtype,
+    lora: rank > 0 ? { rank, alpha, targets } : null,
+    url: flags.workerUrl ?? null,
+  });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = issue?.path ?? [];
+    const flag = path[0] === "lora" ? `lora-${String(path[1] ?? "rank")}` : String(path[0] ?? "").replace("_", "-");
+    throw new CliError(`--${flag === "url" ? "worker-url" : flag}: ${issue?.message}`);
+  }
+  return Object.freeze(parsed.data);
 }
