@@ -239,6 +239,18 @@ describe.each(STORES)("AGL v1.0 wire shapes (%s store)", (_name, makeStore) => {
     expect(reward!.data).toEqual({ value: null });
   });
 
+  it("a model call naming an attempt id never current is forwarded and recorded under that attempt", async () => {
+    const { gw, fake } = await withUpstream();
+    const path = "/proxy/rollout/r/attempt/judge-1/mode/train/openai/v1/chat/completions";
+    const call = await gw.call("POST", path, { model: "x", messages: [{ role: "user", content: "hi" }] });
+    expect(call.status).toBe(200);
+    expect(fake.received).toHaveLength(1);
+    const events = await json<Event[]>(gw.call("GET", "/api/rollouts/r/events?attempt_id=judge-1"));
+    expect(events.map((e) => [e.event_type, e.attempt_id])).toEqual([["model_request", "judge-1"]]);
+    const detail = await json<{ rollout: Rollout; attempts: string[] }>(gw.call("GET", "/api/rollouts/r"));
+    expect(detail.rollout.status.last_attempt_id).toBe("0");
+  });
+
   it("refuses n > 1 on a train-mode call with 400 naming n, without calling upstream; val mode forwards it", async () => {
     const { fake, proxy } = await withUpstream();
     const body = { model: "x", n: 2, messages: [{ role: "user", content: "hi" }] };
