@@ -22,15 +22,11 @@ const BACKSLASH = 0x5c; // \
  */
 export function jsonDepthExceeds(text: string, maxDepth: number): boolean {
   let depth = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH)
-        i++; // skip the escaped character, e.g. \" or \\
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) {
-      inString = true;
+    if (c === QUOTE) {
+      i = closingQuote(text, i);
+      if (i === -1) return false; // unterminated string: not JSON, the parser refuses it
     } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
       if (++depth > maxDepth) return true;
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
@@ -38,4 +34,19 @@ export function jsonDepthExceeds(text: string, maxDepth: number): boolean {
     }
   }
   return false;
+}
+
+/**
+ * The offset of the quote closing the string opened at `open`, found with `indexOf` (native, far faster than a
+ * character loop over long prompts): a quote preceded by an odd run of backslashes is escaped. -1 when none.
+ */
+function closingQuote(text: string, open: number): number {
+  let j = open;
+  for (;;) {
+    j = text.indexOf('"', j + 1);
+    if (j === -1) return -1;
+    let backslashes = 0;
+    while (text.charCodeAt(j - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return j;
+  }
 }
