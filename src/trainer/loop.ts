@@ -121,25 +121,74 @@ function checkSetup(options: TrainLoopOptions): void {
   }
 }
 
+/** The loop's settings and running state, shared by its steps. */
+interface LoopRun {
+  options: TrainLoopOptions;
+  config: Readonly<TrainerConfig>;
+  log: Logger;
+  pollMs: number;
+  modelName: string;
+  metricsPath: string;
+  totalSteps: number;
+  /** Last step this call runs (`stopAfterSteps` may end it early). */
+  stopAt: number;
+  seed: number;
+  cursor: DataCursor;
+  tracker: GroupTracker;
+  lateWatch: LateRewardWatch;
+  /** Launched groups not trained yet, launch order. */
+  pending: GroupPlan[];
+  policyVersion: number;
+  step: number;
+  /** Metrics of the steps this call ran. */
+  ran: StepMetrics[];
+}
+
+/** The groups a step trains on and how many stale ones were dropped while waiting. */
+interface ChosenGroups {
+  chosen: FinishedGroup[];
+  staleGroupsDropped: number;
+}
+
+/** What a policy update did (steps 6–7). */
+interface PolicyUpdate {
+  batch: StepBatch;
+  updates: TrainMetrics[];
+  drainS: number;
+  updateS: number;
+  tisCappedTokens: number;
+  recomputedRows: number;
+}
+
 /**
- * Runs (or resumes) training to the configured number of steps.
+ * Runs (or resumes) training to the configured number of steps, one {@link runStep} after another. The reporter is
+ * closed on every way out (done, error, abort).
  * @param options - config, gateway client, engine, serving, data, run directory
  * @returns steps done, final policy version, this call's metrics
  * @throws {RangeError} for settings the engine cannot honour (see `checkSetup`)
  * @throws whatever the gateway client or engine throws outside a single rollout's data (network gone, engine failure)
  */
 export async function runTraining(options: TrainLoopOptions): Promise<TrainSummary> {
-  checkSetup(options);
+  try {
+    checkSetup(options);
+    const run = await startRun(options);
+    while (run.step < run.stopAt) await runStep(run);
+    await reportLateRewards(run.lateWatch, options.client, run.log);
+    return { steps: run.step, policyVersion: run.policyVersion, metrics: run.ran };
+  } finally {
+    options.reporter?.close();
+  }
+}
+
+/**
+ * Steps 1–2: the state (fresh, or the latest checkpoint: engine weights + optimiser, step, data cursor, pending
+ * groups), then serve the policy: register the endpoints with the current version and re-create the groups a
+ * checkpoint left pending (same ids: rollouts the gateway still has are reused as they are).
+ */
+async function startRun(options: TrainLoopOptions): Promise<LoopRun> {
   const { config, client, engine, serving } = options;
   const log = (options.logger ?? pino({ level: "silent" })).child({ component: "trainer" });
-  const pollMs = options.pollIntervalMs ?? 100;
-  const modelName = options.modelName ?? "policy";
   const metricsPath = join(options.runDir, "metrics.jsonl");
-  const totalSteps = totalStepsOf(config, options.trainData.length);
-  const { loss, optimizer } = lossAndOptimizer(config);
-  const batchOptions = batchOptionsFromConfig(config);
-
-  // 1. State: fresh, or the latest checkpoint (engine weights + optimiser, step, data cursor, pending groups).
   let state: TrainerState = { step: 0, policyVersion: 0, data: { epoch: 0, index: 0 }, seed: config.seed, pending: [] };
   const checkpoint = options.resume ? loadLatestCheckpoint(options.runDir) : null;
   if (checkpoint !== null) {
@@ -148,219 +197,310 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
     truncateMetricsAfter(metricsPath, state.step);
     log.info({ step: state.step, dir: checkpoint.dir }, "resumed from checkpoint");
   }
-  const cursor = new DataCursor(options.trainData, state.seed, state.data);
-  const tracker = new GroupTracker(client);
-  const lateWatch = new LateRewardWatch();
-  let pending: GroupPlan[] = [];
-  let policyVersion = state.policyVersion;
-  let step = state.step;
-  const ran: StepMetrics[] = [];
-  const stopAt = Math.min(totalSteps, step + (options.stopAfterSteps ?? Number.POSITIVE_INFINITY));
-
-  // 2. Serve the policy: register the endpoints with the current version, re-create the groups a checkpoint left
-  //    pending (same ids: rollouts the gateway still has are reused as they are).
-  await serving.publish(engine, policyVersion);
-  await registerEndpoints(client, modelName, serving.endpoints, policyVersion);
+  const totalSteps = totalStepsOf(config, options.trainData.length);
+  const run: LoopRun = {
+    options,
+    config,
+    log,
+    pollMs: options.pollIntervalMs ?? 100,
+    modelName: options.modelName ?? "policy",
+    metricsPath,
+    totalSteps,
+    stopAt: Math.min(totalSteps, state.step + (options.stopAfterSteps ?? Number.POSITIVE_INFINITY)),
+    seed: state.seed,
+    cursor: new DataCursor(options.trainData, state.seed, state.data),
+    tracker: new GroupTracker(client),
+    lateWatch: new LateRewardWatch(),
+    pending: [],
+    policyVersion: state.policyVersion,
+    step: state.step,
+    ran: [],
+  };
+  await serving.publish(engine, run.policyVersion);
+  await registerEndpoints(client, run.modelName, serving.endpoints, run.policyVersion);
   for (const plan of state.pending) {
     await launchGroup(client, plan, config);
-    pending.push(plan);
+    run.pending.push(plan);
   }
+  return run;
+}
 
-  while (step < stopAt) {
+/** One step: launch, wait, update the policy behind a paused proxy, validate, record, checkpoint. */
+async function runStep(run: LoopRun): Promise<void> {
+  const { options } = run;
+  options.signal?.throwIfAborted();
+  const stepStarted = performance.now();
+  await launchGroups(run);
+  const groups = await waitForGroups(run);
+  const waitS = (performance.now() - stepStarted) / 1000;
+  const versionAtTrain = run.policyVersion;
+  // 5. Pause the proxy and drain the calls in flight: no call may straddle the weight update. The proxy is resumed
+  //    on every way out of 6–7 (error, abort), and the pause's lease ends it should this process die.
+  const update = await withPausedProxy(options.client, pauseSettings(run), run.log, (drainS) =>
+    updatePolicy(run, groups.chosen, drainS),
+  );
+  run.step += 1;
+  // Rewards stored after the trainer read their rollout (earlier steps' rollouts) were not trained: report them.
+  const lateRewards = await reportLateRewards(run.lateWatch, options.client, run.log);
+  run.lateWatch.watch(groups.chosen.flatMap((g) => g.marks));
+  const valRewardMean = await validateAfterStep(run);
+  const timing = { waitS, stepS: (performance.now() - stepStarted) / 1000 };
+  recordStep(run, { groups, update, versionAtTrain, valRewardMean, lateRewards, ...timing });
+  await checkpointIfDue(run);
+}
+
+/**
+ * 3. Launch groups: sync keeps train_batch_size in flight, async async_train_batch_size, never more than the
+ * remaining steps can use.
+ */
+async function launchGroups(run: LoopRun): Promise<void> {
+  const { config } = run;
+  const inFlight = config.async.enabled ? config.async.async_train_batch_size : config.train_batch_size;
+  const stillNeeded = (run.totalSteps - run.step) * config.train_batch_size;
+  while (run.pending.length < Math.min(inFlight, stillNeeded)) {
+    const { item, epoch } = run.cursor.next();
+    const base = `${config.name}-e${epoch}-d${item.index}`;
+    const fields = {
+      dataIndex: item.index,
+      input: item.input,
+      isTrain: true,
+      batchIdx: run.step,
+      launchVersion: run.policyVersion,
+    };
+    const plan = planGroup(base, fields, config.n);
+    await launchGroup(run.options.client, plan, config);
+    run.pending.push(plan);
+  }
+}
+
+/** Sync: the step trains once every launched group is complete, on all of them. */
+function syncChoice(complete: readonly GroupPlan[], pending: readonly GroupPlan[]): GroupPlan[] | null {
+  return pending.length > 0 && complete.length === pending.length ? [...complete] : null;
+}
+
+/** Async: the step trains on the first train_batch_size complete groups (launch order), never a split group. */
+function asyncChoice(complete: readonly GroupPlan[], pending: readonly GroupPlan[], batchSize: number) {
+  return pending.length > 0 && complete.length >= Math.min(batchSize, pending.length)
+    ? complete.slice(0, batchSize)
+    : null;
+}
+
+/** Drops complete groups whose policy lag exceeds max_staleness (they are replaced by new launches). @returns count */
+function dropStaleGroups(run: LoopRun, finished: Map<string, FinishedGroup>): number {
+  const stale = [...finished.values()].filter(
+    (g) => g.oldestVersion !== null && run.policyVersion - g.oldestVersion > run.config.async.max_staleness,
+  );
+  for (const group of stale) {
+    finished.delete(group.plan.groupId);
+    run.tracker.forget(group.plan);
+    run.pending = run.pending.filter((p) => p.groupId !== group.plan.groupId);
+    run.log.warn({ groupId: group.plan.groupId, oldestVersion: group.oldestVersion }, "dropped stale group");
+  }
+  return stale.length;
+}
+
+/**
+ * 4. Wait. Sync: every launched group ({@link syncChoice}). Async: the first train_batch_size complete groups
+ * ({@link asyncChoice}) whose policy lag is within max_staleness; stale complete groups are dropped and replaced; the
+ * rest carry over.
+ */
+async function waitForGroups(run: LoopRun): Promise<ChosenGroups> {
+  const { config, options, tracker } = run;
+  const finished = new Map<string, FinishedGroup>();
+  let staleGroupsDropped = 0;
+  for (;;) {
     options.signal?.throwIfAborted();
-    const stepStarted = performance.now();
-    // 3. Launch groups: sync keeps train_batch_size in flight, async async_train_batch_size, never more than the
-    //    remaining steps can use.
-    const inFlight = config.async.enabled ? config.async.async_train_batch_size : config.train_batch_size;
-    const stillNeeded = (totalSteps - step) * config.train_batch_size;
-    const launch = async () => {
-      while (pending.length < Math.min(inFlight, stillNeeded)) {
-        const { item, epoch } = cursor.next();
-        const base = `${config.name}-e${epoch}-d${item.index}`;
-        const fields = {
-          dataIndex: item.index,
-          input: item.input,
-          isTrain: true,
-          batchIdx: step,
-          launchVersion: policyVersion,
-        };
-        const plan = planGroup(base, fields, config.n);
-        await launchGroup(client, plan, config);
-        pending.push(plan);
+    await tracker.poll();
+    for (const plan of run.pending) {
+      if (!finished.has(plan.groupId) && tracker.isComplete(plan)) {
+        finished.set(plan.groupId, await readFinishedGroup(options.client, tracker, plan, config));
       }
-    };
-    await launch();
-
-    // 4. Wait. Sync: every launched group. Async: the first train_batch_size complete groups (launch order) whose
-    //    policy lag is within max_staleness; stale complete groups are dropped and replaced; the rest carry over.
-    const finished = new Map<string, FinishedGroup>();
-    let staleGroupsDropped = 0;
-    let chosen: FinishedGroup[] = [];
-    for (;;) {
-      options.signal?.throwIfAborted();
-      await tracker.poll();
-      for (const plan of pending) {
-        if (!finished.has(plan.groupId) && tracker.isComplete(plan)) {
-          finished.set(plan.groupId, await readFinishedGroup(client, tracker, plan, config));
-        }
-      }
-      const stale = [...finished.values()].filter(
-        (g) => g.oldestVersion !== null && policyVersion - g.oldestVersion > config.async.max_staleness,
-      );
-      for (const group of stale) {
-        staleGroupsDropped += 1;
-        finished.delete(group.plan.groupId);
-        tracker.forget(group.plan);
-        pending = pending.filter((p) => p.groupId !== group.plan.groupId);
-        log.warn({ groupId: group.plan.groupId, oldestVersion: group.oldestVersion }, "dropped stale group");
-      }
-      if (stale.length > 0) await launch();
-      const complete = pending.filter((p) => finished.has(p.groupId));
-      const need = config.async.enabled ? config.train_batch_size : pending.length;
-      if (complete.length >= Math.min(need, pending.length) && pending.length > 0) {
-        chosen = complete.slice(0, need).map((p) => finished.get(p.groupId) as FinishedGroup);
-        break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, pollMs));
     }
-    const chosenIds = new Set(chosen.map((g) => g.plan.groupId));
-    pending = pending.filter((p) => !chosenIds.has(p.groupId));
-    for (const group of chosen) tracker.forget(group.plan);
-    const waitS = (performance.now() - stepStarted) / 1000;
+    const dropped = dropStaleGroups(run, finished);
+    staleGroupsDropped += dropped;
+    if (dropped > 0) await launchGroups(run);
+    const complete = run.pending.filter((p) => finished.has(p.groupId));
+    const plans = config.async.enabled
+      ? asyncChoice(complete, run.pending, config.train_batch_size)
+      : syncChoice(complete, run.pending);
+    if (plans !== null) {
+      const chosenIds = new Set(plans.map((p) => p.groupId));
+      run.pending = run.pending.filter((p) => !chosenIds.has(p.groupId));
+      for (const plan of plans) tracker.forget(plan);
+      return { chosen: plans.map((p) => finished.get(p.groupId) as FinishedGroup), staleGroupsDropped };
+    }
+    await new Promise((resolve) => setTimeout(resolve, run.pollMs));
+  }
+}
 
-    // 5. Pause the proxy and drain the calls in flight: no call may straddle the weight update. The proxy is
-    //    resumed on every way out of 6–7 (error, abort), and the pause's lease ends it should this process die.
-    const pause: PauseSettings = {
-      retryAfterSeconds: config.pause_retry_after_seconds,
-      leaseSeconds: config.pause_lease_seconds,
-      reason: `weight update to policy version ${policyVersion + 1}`,
-      pollMs,
-      ...(options.signal ? { signal: options.signal } : {}),
+/** The pause around a weight update. */
+function pauseSettings(run: LoopRun): PauseSettings {
+  return {
+    retryAfterSeconds: run.config.pause_retry_after_seconds,
+    leaseSeconds: run.config.pause_lease_seconds,
+    reason: `weight update to policy version ${run.policyVersion + 1}`,
+    pollMs: run.pollMs,
+    ...(run.options.signal ? { signal: run.options.signal } : {}),
+  };
+}
+
+/** Steps 6–7 while the proxy is paused: batch, train, publish. */
+async function updatePolicy(run: LoopRun, chosen: readonly FinishedGroup[], drainS: number): Promise<PolicyUpdate> {
+  const updateStarted = performance.now();
+  const { batch, tisCappedTokens, recomputedRows } = await prepareBatch(run, chosen);
+  const updates = await trainOnBatch(run, batch);
+  await publishIfUpdated(run, updates);
+  const updateS = (performance.now() - updateStarted) / 1000;
+  return { batch, updates, drainS, updateS, tisCappedTokens, recomputedRows };
+}
+
+/**
+ * 6. Rows, advantages, loss weights; rows lacking recorded logprobs get recomputed ones (or were dropped); async
+ * switches to recomputed π_old logprobs with truncated IS.
+ */
+async function prepareBatch(run: LoopRun, chosen: readonly FinishedGroup[]) {
+  const { config, options } = run;
+  const batch: StepBatch = assembleBatch(
+    chosen.flatMap((g) => g.records),
+    batchOptionsFromConfig(config),
+  );
+  if (batch.missingLogprobRollouts.length > 0) {
+    const rolloutIds = batch.missingLogprobRollouts;
+    run.log.warn({ step: run.step, rolloutIds, mode: config.missing_logprobs }, "rows without recorded logprobs");
+  }
+  if (config.async.enabled && batch.rows.length > 0) {
+    const proximal = await options.engine.logprobs(batch.engineRows.map((row) => row.tokenIds));
+    const tis = withTruncatedIsBatch(batch, proximal, config.loss.tis_cap);
+    return {
+      batch: tis,
+      tisCappedTokens: tis.tisCappedTokens,
+      recomputedRows: batch.rows.filter(lacksLogprobs).length,
     };
-    const versionAtTrain = policyVersion;
-    const { batch, updates, drainS, updateS, tisCappedTokens, recomputedRows } = await withPausedProxy(
-      client,
-      pause,
-      log,
-      async (drainS) => {
-        const updateStarted = performance.now();
-        // 6. Rows, advantages, loss weights; rows lacking recorded logprobs get recomputed ones (or were dropped);
-        //    async switches to recomputed π_old logprobs with truncated IS.
-        let batch: StepBatch = assembleBatch(
-          chosen.flatMap((g) => g.records),
-          batchOptions,
-        );
-        if (batch.missingLogprobRollouts.length > 0) {
-          const rolloutIds = batch.missingLogprobRollouts;
-          log.warn({ step, rolloutIds, mode: config.missing_logprobs }, "rows without recorded logprobs");
-        }
-        let recomputedRows = 0;
-        let tisCappedTokens = 0;
-        if (config.async.enabled && batch.rows.length > 0) {
-          const proximal = await engine.logprobs(batch.engineRows.map((row) => row.tokenIds));
-          const tis = withTruncatedIsBatch(batch, proximal, config.loss.tis_cap);
-          tisCappedTokens = tis.tisCappedTokens;
-          recomputedRows = batch.rows.filter(lacksLogprobs).length;
-          batch = tis;
-        } else {
-          ({ batch, recomputedRows } = await recomputeMissingLogprobs(engine, batch));
-        }
+  }
+  return { ...(await recomputeMissingLogprobs(options.engine, batch)), tisCappedTokens: 0 };
+}
 
-        // 7. Update: max_ppo_update_times epochs over the batch, one optimiser step per mini-batch of
-        //    ppo_mini_batch_size groups (the PPO clip bounds how far the later ones move from the sampling policy),
-        //    then publish and bump the version. A mini-batch the engine skipped as non-finite changed nothing; a
-        //    step where every update was skipped publishes nothing.
-        const updates: TrainMetrics[] = [];
-        if (batch.counts.tokens > 0) {
-          const rows = await withReferenceLogprobs(batch.engineRows, options.referenceEngine, config.loss.kl_coef);
-          // A mini-batch whose rows all have an empty mask (e.g. every response truncated) has nothing to train.
-          const miniBatches = miniBatchIndices(
-            batch.rows.map((row) => row.dataId),
-            config.ppo_mini_batch_size,
-          ).filter((indices) => indices.some((i) => (rows[i] as TrainRow).lossMask.some((m) => m > 0)));
-          for (let k = 0; k < config.max_ppo_update_times; k++) {
-            for (const indices of miniBatches) {
-              const metrics = await engine.trainStep(
-                indices.map((i) => rows[i] as TrainRow),
-                loss,
-                optimizer,
-              );
-              updates.push(metrics);
-              if (metrics.nonFiniteSkipped === true) {
-                const rolloutIds = [...new Set(indices.map((i) => batch.rows[i]?.rolloutId))];
-                const { loss: lossValue, gradNorm } = metrics;
-                log.warn({ step, rolloutIds, loss: lossValue, gradNorm }, "skipped a non-finite update");
-              }
-            }
-          }
-        }
-        if (updates.some((m) => m.nonFiniteSkipped !== true)) {
-          policyVersion += 1;
-          await serving.publish(engine, policyVersion);
-          await registerEndpoints(client, modelName, serving.endpoints, policyVersion);
-        } else {
-          log.warn({ step, updates: updates.length }, "no update applied this step; weights unchanged");
-        }
-        const updateS = (performance.now() - updateStarted) / 1000;
-        return { batch, updates, drainS, updateS, tisCappedTokens, recomputedRows };
-      },
-    );
-    const nonFiniteSteps = updates.filter((m) => m.nonFiniteSkipped === true).length;
-    step += 1;
-    // Rewards stored after the trainer read their rollout (earlier steps' rollouts) were not trained: report them.
-    const lateRewards = await reportLateRewards(lateWatch, client, log);
-    lateWatch.watch(chosen.flatMap((g) => g.marks));
-
-    // 8. Validation every val_interval steps (is_train=false rollouts, one per input, reward mean).
-    const validate = options.valData && config.val_interval > 0 && step % config.val_interval === 0;
-    const valRewardMean = validate
-      ? await runValidation(client, tracker, options.valData ?? [], {
-          config,
-          step,
-          policyVersion,
-          pollMs,
-          ...(options.signal ? { signal: options.signal } : {}),
-        })
-      : null;
-
-    // 9. Metrics, then a checkpoint every checkpoint_interval steps (and at the end).
-    const versions = chosen.flatMap((g) => (g.oldestVersion === null ? [] : [g.oldestVersion]));
-    const metrics = stepMetrics(
-      {
-        step,
-        policyVersion,
-        rewards: batch.rewards,
-        valRewardMean,
-        failedRollouts: chosen.reduce((a, g) => a + g.failed, 0),
-        failedDropped: chosen.reduce((a, g) => a + g.failedDropped, 0),
-        staleGroupsDropped,
-        carriedOver: pending.length,
-        maxStaleness: versions.length === 0 ? 0 : versionAtTrain - Math.min(...versions),
-        waitS,
-        drainS,
-        updateS,
-        stepS: (performance.now() - stepStarted) / 1000,
-        train: meanTrainMetrics(updates),
-        tisCappedTokens,
-        nonFiniteSteps,
-        recomputedLogprobRows: recomputedRows,
-        lateRewardsMissed: lateRewards,
-      },
-      batch.counts,
-    );
-    appendMetrics(metricsPath, metrics);
-    ran.push(metrics);
-    options.reporter?.onStep(metrics, totalSteps);
-    log.info({ step, policyVersion, rewardMean: metrics["reward/mean"], rows: metrics.rows }, "step done");
-    const checkpointDue = config.checkpoint_interval > 0 && step % config.checkpoint_interval === 0;
-    if (checkpointDue || step === totalSteps) {
-      const saved: TrainerState = { step, policyVersion, data: cursor.current, seed: state.seed, pending };
-      await saveTrainerCheckpoint(options.runDir, engine, saved);
+/**
+ * 7. Update: max_ppo_update_times epochs over the batch, one optimiser step per mini-batch of ppo_mini_batch_size
+ * groups (the PPO clip bounds how far the later ones move from the sampling policy). A mini-batch the engine skipped
+ * as non-finite changed nothing.
+ */
+async function trainOnBatch(run: LoopRun, batch: StepBatch): Promise<TrainMetrics[]> {
+  const { config, options } = run;
+  const updates: TrainMetrics[] = [];
+  if (batch.counts.tokens === 0) return updates;
+  const { loss, optimizer } = lossAndOptimizer(config);
+  const rows = await withReferenceLogprobs(batch.engineRows, options.referenceEngine, config.loss.kl_coef);
+  // A mini-batch whose rows all have an empty mask (e.g. every response truncated) has nothing to train.
+  const miniBatches = miniBatchIndices(
+    batch.rows.map((row) => row.dataId),
+    config.ppo_mini_batch_size,
+  ).filter((indices) => indices.some((i) => (rows[i] as TrainRow).lossMask.some((m) => m > 0)));
+  for (let k = 0; k < config.max_ppo_update_times; k++) {
+    for (const indices of miniBatches) {
+      const metrics = await options.engine.trainStep(
+        indices.map((i) => rows[i] as TrainRow),
+        loss,
+        optimizer,
+      );
+      updates.push(metrics);
+      if (metrics.nonFiniteSkipped === true) {
+        const rolloutIds = [...new Set(indices.map((i) => batch.rows[i]?.rolloutId))];
+        const { loss: lossValue, gradNorm } = metrics;
+        run.log.warn({ step: run.step, rolloutIds, loss: lossValue, gradNorm }, "skipped a non-finite update");
+      }
     }
   }
-  await reportLateRewards(lateWatch, client, log);
-  options.reporter?.close();
-  return { steps: step, policyVersion, metrics: ran };
+  return updates;
+}
+
+/** Publishes the new weights and bumps the version, unless every update was skipped (then nothing changed). */
+async function publishIfUpdated(run: LoopRun, updates: readonly TrainMetrics[]): Promise<void> {
+  const { client, engine, serving } = run.options;
+  if (!updates.some((m) => m.nonFiniteSkipped !== true)) {
+    run.log.warn({ step: run.step, updates: updates.length }, "no update applied this step; weights unchanged");
+    return;
+  }
+  run.policyVersion += 1;
+  await serving.publish(engine, run.policyVersion);
+  await registerEndpoints(client, run.modelName, serving.endpoints, run.policyVersion);
+}
+
+/** 8. Validation every val_interval steps (is_train=false rollouts, one per input, reward mean); null otherwise. */
+async function validateAfterStep(run: LoopRun): Promise<number | null> {
+  const { config, options } = run;
+  const validate = options.valData && config.val_interval > 0 && run.step % config.val_interval === 0;
+  if (!validate) return null;
+  return runValidation(options.client, run.tracker, options.valData ?? [], {
+    config,
+    step: run.step,
+    policyVersion: run.policyVersion,
+    pollMs: run.pollMs,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+}
+
+/** What {@link recordStep} writes about one step. */
+interface StepRecord {
+  groups: ChosenGroups;
+  update: PolicyUpdate;
+  versionAtTrain: number;
+  valRewardMean: number | null;
+  lateRewards: number;
+  waitS: number;
+  stepS: number;
+}
+
+/** 9. Metrics: appended to metrics.jsonl, kept for the summary, reported, logged. */
+function recordStep(run: LoopRun, record: StepRecord): void {
+  const { chosen, staleGroupsDropped } = record.groups;
+  const { batch, updates } = record.update;
+  const versions = chosen.flatMap((g) => (g.oldestVersion === null ? [] : [g.oldestVersion]));
+  const metrics = stepMetrics(
+    {
+      step: run.step,
+      policyVersion: run.policyVersion,
+      rewards: batch.rewards,
+      valRewardMean: record.valRewardMean,
+      failedRollouts: chosen.reduce((a, g) => a + g.failed, 0),
+      failedDropped: chosen.reduce((a, g) => a + g.failedDropped, 0),
+      staleGroupsDropped,
+      carriedOver: run.pending.length,
+      maxStaleness: versions.length === 0 ? 0 : record.versionAtTrain - Math.min(...versions),
+      waitS: record.waitS,
+      drainS: record.update.drainS,
+      updateS: record.update.updateS,
+      stepS: record.stepS,
+      train: meanTrainMetrics(updates),
+      tisCappedTokens: record.update.tisCappedTokens,
+      nonFiniteSteps: updates.filter((m) => m.nonFiniteSkipped === true).length,
+      recomputedLogprobRows: record.update.recomputedRows,
+      lateRewardsMissed: record.lateRewards,
+    },
+    batch.counts,
+  );
+  appendMetrics(run.metricsPath, metrics);
+  run.ran.push(metrics);
+  run.options.reporter?.onStep(metrics, run.totalSteps);
+  run.log.info(
+    { step: run.step, policyVersion: run.policyVersion, rewardMean: metrics["reward/mean"], rows: metrics.rows },
+    "step done",
+  );
+}
+
+/** A checkpoint every checkpoint_interval steps, and at the end. */
+async function checkpointIfDue(run: LoopRun): Promise<void> {
+  const { config, step } = run;
+  const checkpointDue = config.checkpoint_interval > 0 && step % config.checkpoint_interval === 0;
+  if (!checkpointDue && step !== run.totalSteps) return;
+  const saved: TrainerState = {
+    step,
+    policyVersion: run.policyVersion,
+    data: run.cursor.current,
+    seed: run.seed,
+    pending: run.pending,
+  };
+  await saveTrainerCheckpoint(run.options.runDir, run.options.engine, saved);
 }
 
 /** Checks the watched rollouts for rewards stored after they were read; warns naming them. @returns their count */

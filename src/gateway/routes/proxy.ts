@@ -3,7 +3,7 @@
  * Agents use `{gateway}/proxy/rollout/{rid}/attempt/{aid}/mode/{train|val}/openai/v1` as their OpenAI base URL and
  * the gateway key as their API key.
  */
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import {
   BadRequest,
@@ -177,6 +177,11 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
     throw new NotFound(`No proxy route ${request.method} ${request.url.split("?", 1)[0]}`);
   });
 
+  registerPauseRoutes(app, pause);
+};
+
+/** `POST /proxy/pause`, `POST /proxy/resume` and `GET /proxy/state`, each answering the cluster's pause state. */
+function registerPauseRoutes(app: FastifyInstance, pause: ProxyRoutesOptions["pause"]): void {
   app.post("/proxy/pause", async (request) => {
     const body = parseOrThrow(PauseRequestSchema, request.body ?? {}, "pause request", ["body"]);
     await pause.setPaused({ paused: true, ...body });
@@ -192,4 +197,4 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
     return pause.clusterState();
   });
   app.get("/proxy/state", async () => pause.clusterState());
-};
+}
