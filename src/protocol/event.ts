@@ -77,6 +77,10 @@ export const ModelRequestDataSchema = z.looseObject({
   capture_incomplete: z.boolean().optional(),
   /** Why capture is incomplete (`CaptureReason` codes of `gateway/proxy/capture.ts`); set with `capture_incomplete`. */
   capture_incomplete_reasons: z.array(z.string()).optional(),
+  /** The agent's own request id (body `request_id`, else its `x-request-id` header), when it sent one. */
+  agent_request_id: z.string().optional(),
+  /** The id the proxy gave the upstream try that answered (`x-request-id` and body `request_id`). */
+  upstream_request_id: z.string().optional(),
   error: z.unknown().optional(),
   agent_name: z.string().optional(),
   trace_context: z.looseObject({ traceparent: z.string(), trace_id: z.string(), span_id: z.string() }).optional(),

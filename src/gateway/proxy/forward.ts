@@ -13,6 +13,7 @@ import { buildModelRequestData, type CallRecord, type ProxyEndpointKind } from "
 import { type KnownJson, modelRequestDataJson } from "./event-json.js";
 import type { ProxyLookups } from "./lookups.js";
 import type { ProxyOptions } from "./options.js";
+import { upstreamRequestIds } from "./request-ids.js";
 import { type AgentBody, type ProxyMode, rewriteRequestBody } from "./rewrite.js";
 import { SSE_DONE, SseParser, sseEvent } from "./sse.js";
 import { StreamAssembler } from "./stream-assembler.js";
@@ -44,7 +45,12 @@ export interface ProxyCall {
   translation?: CallTranslation;
   /** Agent name and trace context, recorded on the event (`agent-identity.ts`). */
   identity?: CallIdentity;
+  /** The agent's own request id (body `request_id` or `x-request-id` header), recorded as `agent_request_id`. */
+  agentRequestId?: string;
 }
+
+/** A call with the request ids recorded on its event (see `request-ids.ts`). */
+type TrackedCall = ProxyCall & { requestIds: { agent_request_id?: string; upstream_request_id: string } };
 
 const UPSTREAM_PATHS: Record<ProxyEndpointKind, string> = { chat: "/chat/completions", completions: "/completions" };
 
@@ -64,7 +70,17 @@ function parseJson(text: string): unknown {
  */
 export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: FastifyReply): Promise<void> {
   const startedAt = performance.now();
-  const upstreamBody = rewriteRequestBody(call.kind, call.body, call.mode, ctx.options);
+  const ids = upstreamRequestIds();
+  // The agent's body `request_id` is replaced per try; a body without one stays without (vLLM names the request
+  // after the x-request-id header first, which every try carries).
+  const replaceBodyId = typeof call.body.value.request_id === "string";
+  const upstreamBody = rewriteRequestBody(
+    call.kind,
+    call.body,
+    call.mode,
+    ctx.options,
+    replaceBodyId ? ids.idOf(0) : undefined,
+  );
   const request = upstreamBody.value;
   const requestText = upstreamBody.text;
   const model = request.model as string;
@@ -82,17 +98,23 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
       endpoints,
       stream: request.stream === true,
       signal: abort.signal,
+      attempt: (n) => ({ body: replaceBodyId ? ids.bodyOf(requestText, n) : requestText, requestId: ids.idOf(n) }),
     });
+    const requestIds = {
+      ...(call.agentRequestId === undefined ? {} : { agent_request_id: call.agentRequestId }),
+      upstream_request_id: ids.idOf(answer.retryCount),
+    };
     if (!answer.ok) {
       const latencyMs = performance.now() - startedAt;
       const error = { message: answer.error.message, code: answer.error.code };
       const record = { ...base, endpoint: answer.endpoint, response: null, error, latencyMs };
       const known = { request, requestText };
-      await recordCall(ctx, call, { ...record, httpStatus: answer.error.status, retryCount: answer.retryCount }, known);
+      const failed = { ...record, httpStatus: answer.error.status, retryCount: answer.retryCount };
+      await recordCall(ctx, { ...call, requestIds }, failed, known);
       throw answer.error;
     }
-    if (answer.stream) await relayStream(ctx, call, answer, reply, { ...base, startedAt });
-    else await relayBody(ctx, call, answer, reply, { ...base, startedAt });
+    if (answer.stream) await relayStream(ctx, { ...call, requestIds }, answer, reply, { ...base, startedAt });
+    else await relayBody(ctx, { ...call, requestIds }, answer, reply, { ...base, startedAt });
   } finally {
     reply.raw.off("close", onClose);
   }
@@ -110,7 +132,7 @@ interface CallBase {
 /** A whole (non-stream, or non-2xx) answer: recorded, then sent to the agent byte for byte with its status. */
 async function relayBody(
   ctx: ProxyContext,
-  call: ProxyCall,
+  call: TrackedCall,
   answer: UpstreamAnswer,
   reply: FastifyReply,
   base: CallBase,
@@ -168,7 +190,7 @@ function openAgentStream(call: ProxyCall, status: number, reply: FastifyReply): 
  */
 async function relayStream(
   ctx: ProxyContext,
-  call: ProxyCall,
+  call: TrackedCall,
   answer: UpstreamAnswer,
   reply: FastifyReply,
   base: CallBase,
@@ -269,9 +291,9 @@ function streamTail(
  * then be lost, so the agent must not take the answer as recorded (503 before the answer, a cut stream after it).
  * @throws {StoreUnavailable} the store lost its database connection
  */
-async function recordCall(ctx: ProxyContext, call: ProxyCall, record: CallRecord, known: KnownJson): Promise<void> {
+async function recordCall(ctx: ProxyContext, call: TrackedCall, record: CallRecord, known: KnownJson): Promise<void> {
   try {
-    const data = { ...buildModelRequestData(record), ...call.identity };
+    const data = { ...buildModelRequestData(record), ...call.identity, ...call.requestIds };
     const dataJson = modelRequestDataJson(data, known);
     await ctx.store.appendEvents(call.rolloutId, call.attemptId, [{ event_type: "model_request", data, dataJson }]);
   } catch (err) {

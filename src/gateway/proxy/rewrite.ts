@@ -68,6 +68,7 @@ export function proxyFields(
  * @param body - the agent's body (text and parsed object); not mutated
  * @param mode - train or val
  * @param options - model name, temperatures, include-log-probs
+ * @param requestId - the body's `request_id` for the upstream (replacing the agent's; see `request-ids.ts`)
  * @returns the upstream text and the object it stands for (fields present keep their place, new ones are appended)
  * @throws {BadRequest} as {@link proxyFields}
  */
@@ -76,7 +77,9 @@ export function rewriteRequestBody(
   body: AgentBody,
   mode: ProxyMode,
   options: ProxyOptions,
+  requestId?: string,
 ): UpstreamBody {
   const fields = proxyFields(kind, body.value, mode, options);
+  if (requestId !== undefined) fields.request_id = requestId;
   return { text: setFields(body.text, fields), value: { ...body.value, ...fields } };
 }

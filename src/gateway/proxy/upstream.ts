@@ -44,6 +44,8 @@ export interface UpstreamRequest {
   stream: boolean;
   /** Aborts the call (the agent went away). */
   signal?: AbortSignal;
+  /** The body and `x-request-id` of try `attempt` (0-based); absent: `body` on every try, no header. */
+  attempt?: (attempt: number) => { body: string; requestId: string };
 }
 
 /** The upstream's answer after retries. Exactly one of `body` and `stream` is set. */
@@ -145,6 +147,7 @@ export class UpstreamClient {
 
   private async tryOnce(endpoint: Model, request: UpstreamRequest, retryCount: number): Promise<UpstreamAnswer> {
     const url = new URL(endpoint.endpoint.replace(/\/+$/, "") + request.path);
+    const attempt = request.attempt?.(retryCount);
     const response = await this.agent.request({
       origin: url.origin,
       path: url.pathname + url.search,
@@ -152,8 +155,9 @@ export class UpstreamClient {
       headers: {
         "content-type": "application/json",
         accept: request.stream ? "text/event-stream" : "application/json",
+        ...(attempt ? { "x-request-id": attempt.requestId } : {}),
       },
-      body: request.body,
+      body: attempt?.body ?? request.body,
       signal: request.signal,
     });
     const contentType = String(response.headers["content-type"] ?? "");

@@ -35,9 +35,12 @@ function firstChoice(event: ModelRequestData): ChatChoice {
   return (event.response as { choices: ChatChoice[] }).choices[0]!;
 }
 
-/** The event minus what must differ between a streamed and a non-streamed call: latency and the stream flags. */
+/**
+ * The event minus what must differ between a streamed and a non-streamed call: latency, the stream flags and the
+ * proxy's per-call upstream request id.
+ */
 function comparable(event: ModelRequestData): unknown {
-  const { latency_ms: _latency, request, ...rest } = event;
+  const { latency_ms: _latency, upstream_request_id: _id, request, ...rest } = event;
   const { stream: _s, stream_options: _o, ...sent } = request as Record<string, unknown>;
   return { ...rest, request: sent };
 }

@@ -158,6 +158,31 @@ describe("retries and timeouts", () => {
     expect(event).toMatchObject({ status: "ok", http_status: 200, retry_count: 2 });
   });
 
+  // Regression (issue 25, item 7): upstream tries carried no x-request-id, and an agent's body request_id went
+  // unchanged to every retry and every agent retry (vLLM rejects a request id that is still running).
+  it("gives every upstream try its own request id, header and body, and records the agent's own id", async () => {
+    const { h, rid, fake } = await setup();
+    fake.behave({ failTimes: 1, failStatus: 503 });
+    // The proxy retries the 503 itself; then the agent repeats its call with the same id.
+    await agentCall(h, rid, "chat/completions", chatRequest({ request_id: "agent-req-1" }));
+    await agentCall(h, rid, "chat/completions", chatRequest({ request_id: "agent-req-1" }));
+    const headerIds = fake.received.map((c) => c.headers["x-request-id"]);
+    expect(headerIds).toHaveLength(3);
+    expect(new Set(headerIds).size).toBe(3);
+    expect(fake.received.map((c) => c.body.request_id)).toEqual(headerIds);
+    const events = await modelEvents(h, rid);
+    expect(events.map((e) => e.agent_request_id)).toEqual(["agent-req-1", "agent-req-1"]);
+    expect(events.map((e) => e.upstream_request_id)).toEqual([headerIds[1], headerIds[2]]);
+  });
+
+  it("sends a request id header but adds no body request_id when the agent sent none", async () => {
+    const { h, rid, fake } = await setup();
+    await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(fake.received[0]?.headers["x-request-id"]).toMatch(/^arclight-[0-9a-f-]{36}-0$/);
+    expect(fake.received[0]?.body.request_id).toBeUndefined();
+    expect((await modelEvents(h, rid))[0]?.agent_request_id).toBeUndefined();
+  });
+
   it("gives up after 6 tries and passes the last upstream error through, recorded as error", async () => {
     const { h, rid, fake } = await setup();
     fake.behave({ failTimes: 100, failStatus: 502 });

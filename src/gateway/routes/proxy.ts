@@ -22,6 +22,7 @@ import { EndpointPicker } from "../proxy/endpoint-picker.js";
 import { forwardCall, type ProxyContext } from "../proxy/forward.js";
 import { ProxyLookups } from "../proxy/lookups.js";
 import { listProxyModels } from "../proxy/model-list.js";
+import { agentRequestId } from "../proxy/request-ids.js";
 import type { ProxyOptions } from "../proxy/options.js";
 import type { PauseController } from "../proxy/pause.js";
 import type { ProxyMode } from "../proxy/rewrite.js";
@@ -146,6 +147,7 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
           log: request.log,
           translation: translated?.translation,
           identity: callIdentity(request.headers, agentBody.model, options.agentModels),
+          agentRequestId: agentRequestId(agentBody, request.headers),
         };
         await forwardCall(ctx, call, reply);
         return reply;
