@@ -132,6 +132,8 @@ describe("trainer end to end", () => {
     writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
     const { stdout } = await run(["train", "train.yaml"], dir);
     expect(stdout).toContain("1 steps, policy version 1");
+    // The dashboard URL of the gateway child, with its random key in the fragment (docs/dashboard.md).
+    expect(stdout).toMatch(/arclight train: dashboard http:\/\/127\.0\.0\.1:\d+\/ui\/#key=\S+/);
     const metrics = readFileSync(join(dir, "runs", "cli", "metrics.jsonl"), "utf8")
       .trim()
       .split("\n");
