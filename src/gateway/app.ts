@@ -134,7 +134,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   installMetricsHooks(app, metrics);
   for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config, metrics });
   void app.register(metricsRoutes, { registry: metrics.registry });
-  void app.register(otlpRoutes, { store, bodyLimitBytes: config.body_limit_bytes, spans: metrics.otlpSpans });
+  void app.register(otlpRoutes, { store, bodyLimitBytes: config.body_limit_bytes, metrics });
   void app.register(proxyRoutes, {
     store,
     options: proxyOptionsOf(config),

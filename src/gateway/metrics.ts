@@ -48,7 +48,7 @@ export function createGatewayMetrics(store: Store): GatewayMetrics {
   });
   const otlpSpans = new Counter({
     name: "arclight_otlp_spans_total",
-    help: "OTLP spans received: result accepted or rejected; reason unattributed, rollout_not_found, stale_attempt, rollout_finished or refused",
+    help: "OTLP spans received: result accepted or rejected; reason unattributed, rollout_not_found, stale_attempt or refused",
     labelNames: ["result", "reason"] as const,
     registers: [registry],
   });

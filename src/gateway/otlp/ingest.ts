@@ -13,11 +13,13 @@ import {
 import type { EventWrite, Store } from "../../store/store.js";
 
 /** Why spans were not stored; the label of the `arclight_otlp_spans_total` counter. */
-export type SpanRejectReason = "unattributed" | "rollout_not_found" | "stale_attempt" | "rollout_finished" | "refused";
+export type SpanRejectReason = "unattributed" | "rollout_not_found" | "stale_attempt" | "refused";
 
 /** Outcome of one ingest. */
 export interface IngestResult {
   accepted: number;
+  /** Of the accepted, how many the store marked `late` (their rollout had finished). */
+  late: number;
   /** Rejected span counts by reason (only reasons that occurred). */
   rejected: Partial<Record<SpanRejectReason, number>>;
   /** One line per rejected group, for `partial_success.error_message`. */
@@ -69,22 +71,21 @@ function groupSpans(spans: readonly SpanData[]): { groups: SpanGroup[]; unattrib
 const REASONS: Record<string, SpanRejectReason> = {
   rollout_not_found: "rollout_not_found",
   stale_attempt: "stale_attempt",
-  rollout_finished: "rollout_finished",
 };
 
-/** Appends one group; a refusal the store explains (unknown rollout, superseded attempt, finished rollout) is returned. */
+/** Appends one group: how many were stored late, or the refusal the store explained (unknown rollout, superseded attempt). */
 async function storeGroup(
   store: Store,
   group: SpanGroup,
-): Promise<{ reason: SpanRejectReason; message: string } | null> {
+): Promise<{ late: number } | { reason: SpanRejectReason; message: string }> {
   try {
     let attemptId = group.attemptId;
     if (attemptId === undefined) {
       const rollout = await store.getRollout(group.rolloutId);
       attemptId = rollout?.status.last_attempt_id ?? "0";
     }
-    await store.appendEvents(group.rolloutId, attemptId, group.events);
-    return null;
+    const stored = await store.appendEvents(group.rolloutId, attemptId, group.events);
+    return { late: stored.reduce((n, event) => n + (event.late ? 1 : 0), 0) };
   } catch (err) {
     if (!(err instanceof ArclightError) || err.status >= 500) throw err;
     return { reason: REASONS[err.code] ?? "refused", message: err.message };
@@ -93,15 +94,16 @@ async function storeGroup(
 
 /**
  * Stores spans, one store transaction per (rollout, attempt). Late writes follow the store's rules for any event:
- * whatever `appendEvents` refuses for a group is rejected for all its spans.
+ * spans of a finished rollout are stored `late`, and whatever `appendEvents` refuses for a group (a superseded
+ * attempt, an unknown rollout) is rejected for all its spans.
  * @param store - where events go
  * @param spans - decoded spans, in request order
- * @returns how many were stored and, by reason, how many were not
+ * @returns how many were stored (and of them late) and, by reason, how many were not
  * @throws whatever the store throws that is not an `ArclightError` below 500 (the request then fails with 500)
  */
 export async function ingestSpans(store: Store, spans: readonly SpanData[]): Promise<IngestResult> {
   const { groups, unattributed } = groupSpans(spans);
-  const result: IngestResult = { accepted: 0, rejected: {}, messages: [] };
+  const result: IngestResult = { accepted: 0, late: 0, rejected: {}, messages: [] };
   if (unattributed > 0) {
     result.rejected.unattributed = unattributed;
     result.messages.push(
@@ -111,8 +113,9 @@ export async function ingestSpans(store: Store, spans: readonly SpanData[]): Pro
   }
   for (const group of groups) {
     const refusal = await storeGroup(store, group);
-    if (refusal === null) {
+    if ("late" in refusal) {
       result.accepted += group.events.length;
+      result.late += refusal.late;
       continue;
     }
     result.rejected[refusal.reason] = (result.rejected[refusal.reason] ?? 0) + group.events.length;

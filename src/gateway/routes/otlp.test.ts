@@ -162,6 +162,9 @@ describe("POST /v1/traces attribution", () => {
     expect(reply.partialSuccess.rejectedSpans).toBe("1");
     expect(reply.partialSuccess.errorMessage).toMatch(/^1 span\(s\) of rollout r: /);
     expect((await spanEvents()).map((e) => [e.data.name, e.attempt_id])).toEqual([["new", "1"]]);
+    const metrics = await (await gw.call("GET", "/metrics")).text();
+    expect(metrics).toContain('arclight_otlp_spans_total{result="rejected",reason="stale_attempt"} 1');
+    expect(metrics).toContain('arclight_stale_attempt_writes_total{route="/v1/traces"} 1');
   });
 
   it("follows the store's late-write rule for a finished rollout: its spans are stored with late: true", async () => {
@@ -172,6 +175,9 @@ describe("POST /v1/traces attribution", () => {
     expect(res.status).toBe(200);
     const [span] = await spanEvents();
     expect(span).toMatchObject({ late: true, data: { name: "late" } });
+    expect(await res.json()).toEqual({});
+    const metrics = await (await gw.call("GET", "/metrics")).text();
+    expect(metrics).toContain("arclight_late_events_total 1");
   });
 
   it("stores a re-sent batch once (exporter retries are idempotent)", async () => {

@@ -7,10 +7,10 @@
  */
 import { gunzip } from "node:zlib";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
-import type { Counter } from "prom-client";
 import { BadRequest, type SpanData } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from "../json-depth.js";
+import type { GatewayMetrics } from "../metrics.js";
 import { decodeJsonSpans } from "../otlp/decode-json.js";
 import { decodeProtobufSpans, encodeProtobufResponse } from "../otlp/decode-protobuf.js";
 import { type IngestResult, ingestSpans } from "../otlp/ingest.js";
@@ -21,8 +21,8 @@ export interface OtlpRoutesOptions {
   store: Store;
   /** Largest body accepted, compressed and decompressed alike, bytes (larger → 413). */
   bodyLimitBytes: number;
-  /** `arclight_otlp_spans_total{result, reason}`. */
-  spans: Counter<"result" | "reason">;
+  /** `otlpSpans` counts spans by result and reason; late and stale writes go to the gateway's shared counters. */
+  metrics: Pick<GatewayMetrics, "otlpSpans" | "lateEvents" | "staleWrites">;
 }
 
 const PROTOBUF = "application/x-protobuf";
@@ -74,9 +74,13 @@ function parseJsonBody(body: Buffer): unknown {
   }
 }
 
-function countSpans(spans: OtlpRoutesOptions["spans"], result: IngestResult): void {
-  if (result.accepted > 0) spans.inc({ result: "accepted", reason: "" }, result.accepted);
-  for (const [reason, count] of Object.entries(result.rejected)) spans.inc({ result: "rejected", reason }, count);
+function countSpans(metrics: OtlpRoutesOptions["metrics"], result: IngestResult): void {
+  if (result.accepted > 0) metrics.otlpSpans.inc({ result: "accepted", reason: "" }, result.accepted);
+  for (const [reason, count] of Object.entries(result.rejected)) {
+    metrics.otlpSpans.inc({ result: "rejected", reason }, count);
+  }
+  if (result.late > 0) metrics.lateEvents.inc(result.late);
+  if (result.rejected.stale_attempt) metrics.staleWrites.inc({ route: "/v1/traces" });
 }
 
 /**
@@ -85,7 +89,7 @@ function countSpans(spans: OtlpRoutesOptions["spans"], result: IngestResult): vo
  * @throws 400 malformed body, 413 too large (before or after gunzip), 415 other content type or encoding, 422 a JSON
  *   body that is not an `ExportTraceServiceRequest`; nothing is stored for any of them
  */
-export const otlpRoutes: FastifyPluginAsync<OtlpRoutesOptions> = async (app, { store, bodyLimitBytes, spans }) => {
+export const otlpRoutes: FastifyPluginAsync<OtlpRoutesOptions> = async (app, { store, bodyLimitBytes, metrics }) => {
   const schema = loadOtlpTraceSchema();
   app.removeAllContentTypeParsers();
   app.addContentTypeParser([PROTOBUF, JSON_TYPE], { parseAs: "buffer" }, (request, body, done) => {
@@ -100,7 +104,7 @@ export const otlpRoutes: FastifyPluginAsync<OtlpRoutesOptions> = async (app, { s
     const body = (request.body as Buffer | undefined) ?? Buffer.alloc(0);
     const decoded: SpanData[] = isProtobuf ? decodeProtobufSpans(schema, body) : decodeJsonSpans(parseJsonBody(body));
     const result = await ingestSpans(store, decoded);
-    countSpans(spans, result);
+    countSpans(metrics, result);
     const rejected = decoded.length - result.accepted;
     const message = result.messages.join("; ");
     if (rejected > 0) request.log.info({ accepted: result.accepted, rejected: result.rejected }, "spans rejected");
