@@ -1,7 +1,7 @@
 /**
  * The cut-down demo as a newcomer runs it, as a real child process (`arclight demo --quick`) in a temporary working
  * directory: gateway child on SQLite, embedded engine, controller, agent processes, teacher server. It checks that
- * the pipeline runs and records what it should; whether the policy learns is measured by the full demo (README).
+ * the pipeline runs and records what it should; whether the policy learns is measured by the full demo (docs/benchmarks.md).
  * Then `arclight eval` runs on the checkpoint the demo wrote.
  */
 import type { ChildProcess } from "node:child_process";

@@ -110,10 +110,10 @@ export function registerDemo(program: Command): void {
   program
     .command("demo")
     .description(
-      "Train the bundled calculator agent with SFT + GRPO on the embedded engine (about 12 minutes on 2 cores)",
+      "Train the bundled calculator agent with SFT + GRPO on the embedded engine (time and results: docs/benchmarks.md)",
     )
     .option("--name <name>", "run name: files go to runs/NAME (an earlier demo run there is replaced)", "demo")
-    .option("--quick", "a cut-down run (about half a minute): checks the pipeline, learns nothing")
+    .option("--quick", "a cut-down run: checks the pipeline, learns nothing")
     .option("--steps <n>", `GRPO steps (default ${FULL_BUDGET.rlSteps}; --quick ${QUICK_BUDGET.rlSteps})`)
     .option("--preset <name>", "embedded engine model preset instead of the demo's 2-block model (tiny, bench, small)")
     .option("--seed <n>", "seed of the weight init and the SFT row order", "0")

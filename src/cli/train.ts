@@ -195,7 +195,7 @@ export function registerTrain(program: Command): void {
   program
     .command("train")
     .description("Train a policy with GRPO from agent rollouts (starts gateway, engine and controller as needed)")
-    .argument("<config>", "trainer YAML config (see README, Training)")
+    .argument("<config>", "trainer YAML config (see docs/configuration.md)")
     .option("--resume", "continue from runs/NAME's latest checkpoint")
     .option("--gateway-url <url>", "use a running gateway instead of starting one")
     .option("--key <key>", "API key of that gateway (also ARCLIGHT_KEY or AGL_KEY)")

@@ -26,14 +26,14 @@ export const DEMO_MODEL: Readonly<ModelConfig> = Object.freeze({
 
 /**
  * How the demo policy's position table starts (see {@link PositionInit}): sinusoidal, which let the 2-block policy
- * start copying the question into the tool call within the SFT budget (README, Demo).
+ * start copying the question into the tool call within the SFT budget (docs/benchmarks.md, Demo).
  */
 export const DEMO_POSITION_INIT: PositionInit = "sinusoidal";
 
 /**
  * The demo trains and validates on the problems written in symbols (`"12+7*3"`), about half of each split. Within
- * 15 CPU minutes the byte-level policy learns to copy an expression into its tool call, but not also to translate
- * number words (README, Demo); `arclight train` on the same files uses both forms.
+ * the demo's budget the byte-level policy learns to copy an expression into its tool call, but not also to translate
+ * number words (docs/benchmarks.md, Demo); `arclight train` on the same files uses both forms.
  * @param item - a dataset row (`{index, input}`)
  * @returns true for a symbols-form problem
  */
@@ -74,7 +74,7 @@ export interface DemoBudget {
   poolSize: number;
 }
 
-/** The full demo (see README, Demo, for its measured time and result). */
+/** The full demo (see docs/benchmarks.md, Demo, for its measured time and result). */
 export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
   demonstrations: 800,
   teacherMentalMathShare: 0.7,
@@ -91,7 +91,7 @@ export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
   poolSize: 16,
 });
 
-/** `--quick`: the whole pipeline in about a minute, too short to learn anything (CI runs it). */
+/** `--quick`: the whole pipeline, too short to learn anything (CI runs it). */
 export const QUICK_BUDGET: Readonly<DemoBudget> = Object.freeze({
   demonstrations: 8,
   teacherMentalMathShare: 0.7,

@@ -26,12 +26,12 @@ describe("GatewayConfigSchema", () => {
     });
   });
 
-  it("is documented in README: one table row per key, with its default", () => {
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+  it("is documented in docs/api.md: one table row per key, with its default", () => {
+    const readme = readFileSync(new URL("../../docs/api.md", import.meta.url), "utf8");
     const defaults = gatewayConfig();
     for (const key of GatewayConfigSchema.keyof().options) {
       const row = readme.split("\n").find((line) => line.startsWith(`| \`${key}\` |`));
-      expect(row, `README row for ${key}`).toBeDefined();
+      expect(row, `docs/api.md row for ${key}`).toBeDefined();
       expect(row).toContain(`\`${JSON.stringify(defaults[key]).replace(/^"(.+)"$/, "$1")}\``);
     }
   });

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { TrainerConfigSchema } from "./config.js";
 import { listConfigKeys, renderConfigTable } from "./config-table.js";
 
-const README = new URL("../../README.md", import.meta.url);
+const README = new URL("../../docs/configuration.md", import.meta.url);
 const START = "<!-- trainer-config:start -->";
 const END = "<!-- trainer-config:end -->";
 
@@ -41,7 +41,7 @@ describe("config table", () => {
     expect(keys).toHaveLength(42);
   });
 
-  it("matches the table in README.md (regenerate it from renderConfigTable(TrainerConfigSchema) when this fails)", () => {
+  it("matches the table in docs/configuration.md (regenerate it from renderConfigTable(TrainerConfigSchema) when this fails)", () => {
     const readme = readFileSync(README, "utf8");
     const start = readme.indexOf(START);
     const end = readme.indexOf(END);

@@ -1,5 +1,5 @@
 /**
- * @module Renders a strict zod config schema as a *Key | Default | Description* markdown table (README, and
+ * @module Renders a strict zod config schema as a *Key | Default | Description* markdown table (docs/configuration.md, and
  * `arclight config --print` later), so the documentation is generated from the schema and cannot drift.
  */
 import type { z } from "zod";

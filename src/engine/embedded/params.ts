@@ -91,7 +91,7 @@ export function paramSpecs(config: ModelConfig): ParamSpec[] {
  * `sinusoidal` starts from the fixed encoding of Vaswani et al. (sin/cos pairs, wavelengths 2π…10000·2π), scaled so
  * its root-mean-square equals 0.02. Either way the table is a trained weight afterwards. The sinusoidal start gives
  * attention a notion of relative offset from step 0 (PE(p+k) is a linear function of PE(p)), which a small model
- * needs to copy text from its prompt (README, Demo: after 100 SFT steps on the same calculator demonstrations a
+ * needs to copy text from its prompt (docs/benchmarks.md, Demo: after 100 SFT steps on the same calculator demonstrations a
  * 2-block policy was at 0.40 nats/token from it and at 1.04 from `normal`).
  * @see Vaswani et al., "Attention Is All You Need", 2017, section 3.5
  */
