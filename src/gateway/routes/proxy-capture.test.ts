@@ -210,6 +210,25 @@ describe("capture_incomplete", () => {
     expect(firstChoice(event!).logprobs).toBeNull();
   });
 
+  // Regression (issue 25, item 5): vLLM before PR #29074 skipped tool-parser-suppressed chunks, so the stream's ids and
+  // logprobs lined up but were fewer than usage.completion_tokens; the call was recorded complete and trained.
+  it("flags a stream that lost whole chunks by its usage.completion_tokens", async () => {
+    const { h, rid } = await setup({
+      toolCalls: [{ name: "get_weather", arguments: { city: "Paris" } }],
+      skipChunksAt: [0, 1],
+    });
+    const body = chatRequest({ stream: true, stream_options: { include_usage: true } });
+    await agentCall(h, rid, "chat/completions", body);
+    const [event] = await modelEvents(h, rid);
+    expect(event).toMatchObject({
+      status: "ok",
+      capture_incomplete: true,
+      capture_incomplete_reasons: ["usage_mismatch"],
+    });
+    const usage = event!.usage as { completion_tokens: number };
+    expect(firstChoice(event!).token_ids).toHaveLength(usage.completion_tokens - 2);
+  });
+
   it("flags a non-stream answer without token_ids", async () => {
     const { h, rid } = await setup({ dropTokenIdsAt: [0] });
     await agentCall(h, rid, "chat/completions", chatRequest());

@@ -26,6 +26,11 @@ export interface FakeVllmBehaviour {
   dropTokenIdsAt?: number[];
   /** Generation steps whose chunk has `logprobs: null` although logprobs were asked. */
   dropLogprobsAt?: number[];
+  /**
+   * Chat SSE: generation steps whose chunk is not sent at all (the finishing one always is), as vLLM before PR #29074
+   * skipped tool-parser-suppressed chunks; the usage chunk still counts their ids.
+   */
+  skipChunksAt?: number[];
   /** Ids per chunk (default 1); vLLM merges steps when the HTTP side falls behind. */
   tokensPerChunk?: number;
   /**

@@ -38,6 +38,7 @@ export interface Plan {
   wantLogprobs: boolean;
   dropIds: Set<number>;
   dropLogprobs: Set<number>;
+  skipChunks: Set<number>;
 }
 
 function textSteps(tokens: FakeToken[], perChunk: number): Step[] {
@@ -85,6 +86,7 @@ export function buildPlan(kind: "chat" | "completions", body: Json, b: FakeVllmB
     wantLogprobs,
     dropIds: new Set(b.dropTokenIdsAt ?? []),
     dropLogprobs: new Set(b.dropLogprobsAt ?? []),
+    skipChunks: new Set(b.skipChunksAt ?? []),
   };
   const eos = specialToken(EOS_ID, kind === "chat" ? "<|im_end|>" : "</s>");
   if (kind === "chat" && b.toolCalls && b.toolCalls.length > 0) {
@@ -149,6 +151,7 @@ export function chatChunks(body: Json, plan: Plan): Json[] {
   const chunks: Json[] = [{ ...head, choices: [role], prompt_token_ids: plan.promptIds }];
   plan.steps.forEach((step, i) => {
     const last = i === plan.steps.length - 1;
+    if (plan.skipChunks.has(i) && !last) return;
     const logprobs = plan.wantLogprobs && !plan.dropLogprobs.has(i) ? { content: step.tokens.map(chatLogprob) } : null;
     const ids = plan.dropIds.has(i) ? null : step.tokens.map((t) => t.id);
     const choice: Json = { index: 0, delta: step.delta, logprobs, finish_reason: last ? plan.finishReason : null };
