@@ -44,7 +44,7 @@ describe.skipIf(skipWithoutPostgres())("two gateways on one PostgreSQL database"
   });
 
   /** Starts two gateway processes on a fresh database. @returns a client per replica and their URLs */
-  async function twoReplicas(): Promise<{ urls: string[]; clients: GatewayClient[] }> {
+  async function twoReplicas(): Promise<{ urls: string[]; clients: GatewayClient[]; stops: (() => Promise<void>)[] }> {
     const store = await server.createDatabase();
     const argv = [process.execPath, "--import", "tsx", MAIN, "gateway", "--port", "0", "--key", KEY];
     const children = await Promise.all(
@@ -63,7 +63,7 @@ describe.skipIf(skipWithoutPostgres())("two gateways on one PostgreSQL database"
     const clients = urls.map((baseUrl) => new GatewayClient({ baseUrl, key: KEY, retries: 8 }));
     for (const client of clients) cleanups.push(() => client.close());
     await clients[0]!.upsertModels([{ model: "policy", endpoint: fake.url, version: 1 }]);
-    return { urls, clients };
+    return { urls, clients, stops: children.map((c) => () => c.stop()) };
   }
 
   /** An agent's OpenAI client on replica `url` for rollout `rid` (the SDK retries 429/5xx and connection errors). */
@@ -140,6 +140,24 @@ describe.skipIf(skipWithoutPostgres())("two gateways on one PostgreSQL database"
       return res;
     });
     expect(after).toBe(true);
+  });
+
+  it("a pause lease renewed through the other replica holds on both; it ends on all when its replica is gone", async () => {
+    const { clients, stops } = await twoReplicas();
+    const first = await clients[0]!.pauseProxy({ reason: "update", lease_seconds: 1.5 });
+    expect(first.lease_expires_at).toBeGreaterThan(Date.now() / 1000);
+    expect(await until(async () => (await clients[1]!.proxyState()).lease_expires_at === first.lease_expires_at)).toBe(
+      true,
+    );
+    // Renewed through replica 1 (as behind a load balancer): replica 0 must not end it at the first expiry.
+    const renewed = await clients[1]!.pauseProxy({ reason: "update", lease_seconds: 4 });
+    await new Promise((resolve) => setTimeout(resolve, 2000)); // past the first lease, within the renewed one
+    expect(await clients[0]!.proxyState()).toMatchObject({ paused: true, lease_expires_at: renewed.lease_expires_at });
+    // A short pause through replica 0, then replica 0 goes away: replica 1 ends the pause by itself.
+    await clients[0]!.pauseProxy({ reason: "crash", lease_seconds: 1 });
+    expect(await until(async () => (await clients[1]!.proxyState()).reason === "crash")).toBe(true);
+    await stops[0]!();
+    expect(await until(async () => !(await clients[1]!.proxyState()).paused, 5000)).toBe(true);
   });
 
   it("PostgreSQL restarted mid-run: replicas reconnect; every acknowledged call and event is stored", async () => {

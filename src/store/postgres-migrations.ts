@@ -324,6 +324,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = Object.freeze([
       ${APPEND_FUNCTION_V4}
     `,
   },
+  {
+    version: 5,
+    description: "proxy pause lease shared by every gateway (proxy_pause.lease_expires_at)",
+    sql: "ALTER TABLE proxy_pause ADD COLUMN lease_expires_at double precision; -- epoch s; NULL: no lease",
+  },
 ]);
 
 /** The schema version this build writes. */

@@ -18,13 +18,21 @@ export interface PgSharedPauseOptions {
   liveMs?: number;
 }
 
+const RECORD_COLUMNS = "paused, retry_after_seconds, reason, lease_expires_at, epoch::integer AS epoch";
+
 const UPSERT_REPLICA = `INSERT INTO gateway_replicas (replica_id, inflight, applied_epoch, heartbeat_at)
   VALUES ($1, $2, $3, now())
   ON CONFLICT (replica_id) DO UPDATE SET inflight = $2, applied_epoch = $3, heartbeat_at = now()`;
 
 /** One gateway's handle on the shared pause state. */
 export class PgSharedPause implements SharedPause {
-  private record: PauseRecord = { paused: false, retry_after_seconds: 0, reason: null, epoch: 0 };
+  private record: PauseRecord = {
+    paused: false,
+    retry_after_seconds: 0,
+    reason: null,
+    lease_expires_at: null,
+    epoch: 0,
+  };
   private readonly listeners: ((record: PauseRecord) => void)[] = [];
   private reported = { inflight: 0, epoch: 0 };
   private writing: Promise<void> | null = null;
@@ -47,9 +55,7 @@ export class PgSharedPause implements SharedPause {
 
   /** Reads the stored record (at start and after the `LISTEN` connection came back: notifications may be lost). */
   async reload(): Promise<void> {
-    const { rows } = await this.pool.query<PauseRecord>(
-      "SELECT paused, retry_after_seconds, reason, epoch::integer AS epoch FROM proxy_pause",
-    );
+    const { rows } = await this.pool.query<PauseRecord>(`SELECT ${RECORD_COLUMNS} FROM proxy_pause`);
     if (rows[0]) this.apply(rows[0]);
   }
 
@@ -60,6 +66,7 @@ export class PgSharedPause implements SharedPause {
       paused: row.paused,
       retry_after_seconds: row.retry_after_seconds,
       reason: row.reason,
+      lease_expires_at: row.lease_expires_at ?? null,
       epoch: row.epoch,
     });
   }
@@ -78,15 +85,18 @@ export class PgSharedPause implements SharedPause {
     this.listeners.push(listener);
   }
 
-  async set(next: Omit<PauseRecord, "epoch">): Promise<PauseRecord> {
+  async set(next: Omit<PauseRecord, "epoch">, ifEpoch?: number): Promise<PauseRecord | null> {
     try {
       const { rows } = await this.pool.query<PauseRecord>(
-        `UPDATE proxy_pause SET paused = $1, retry_after_seconds = $2, reason = $3, epoch = epoch + 1
-         RETURNING paused, retry_after_seconds, reason, epoch::integer AS epoch`,
-        [next.paused, next.retry_after_seconds, next.reason],
+        `UPDATE proxy_pause SET paused = $1, retry_after_seconds = $2, reason = $3, lease_expires_at = $4,
+           epoch = epoch + 1
+         WHERE $5::bigint IS NULL OR epoch = $5
+         RETURNING ${RECORD_COLUMNS}`,
+        [next.paused, next.retry_after_seconds, next.reason, next.lease_expires_at, ifEpoch ?? null],
       );
-      this.apply(rows[0]!);
-      return rows[0]!;
+      if (rows[0] === undefined) return null;
+      this.apply(rows[0]);
+      return rows[0];
     } catch (err) {
       throw asStoreError(err, "pause");
     }

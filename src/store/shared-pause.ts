@@ -10,6 +10,11 @@ export interface PauseRecord {
   /** The `Retry-After` paused agents get, seconds. */
   retry_after_seconds: number;
   reason: string | null;
+  /**
+   * When the pause ends by itself unless renewed (epoch seconds, the pausing gateway's clock); null: never. Every
+   * replica watches it, so a lease ends even when the replica that took the pause is gone.
+   */
+  lease_expires_at: number | null;
   epoch: number;
 }
 
@@ -21,10 +26,13 @@ export interface SharedPause {
   onChange(listener: (record: PauseRecord) => void): void;
   /**
    * Writes a pause or resume for every replica.
-   * @returns the stored record, with its new epoch
+   * @param next - the new state
+   * @param ifEpoch - write only while the stored epoch is still this one (a lease expiry must not undo a renewal
+   *   that another replica wrote meanwhile)
+   * @returns the stored record with its new epoch, or null when `ifEpoch` no longer matched (nothing written)
    * @throws {StoreUnavailable} the database cannot be reached
    */
-  set(next: Omit<PauseRecord, "epoch">): Promise<PauseRecord>;
+  set(next: Omit<PauseRecord, "epoch">, ifEpoch?: number): Promise<PauseRecord | null>;
   /**
    * Records this replica's calls in flight and the epoch it has applied, for the next heartbeat (about once a second),
    * or, when `urgent`, for a write as soon as the previous one is done. Never awaited: a failed write is retried by

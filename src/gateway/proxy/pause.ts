@@ -3,8 +3,9 @@
  * finish. The trainer pauses, waits until `GET /proxy/state` reports no call in flight, swaps weights, then resumes.
  * With a {@link SharedPause} (several gateways on one PostgreSQL database) a pause on any replica pauses all, and the
  * in-flight count is the sum over every live replica. A pause carries a lease: unless its owner renews it (pauses
- * again) it ends by itself, so a trainer that crashed mid-update cannot leave every agent locked out. The replica that
- * took the pause call watches its lease and, with a shared pause, lifts it for every replica.
+ * again) it ends by itself, so a trainer that crashed mid-update cannot leave every agent locked out. With a shared
+ * pause the lease is shared too: every replica ends the pause at its expiry (a renewal through any replica moves it),
+ * and lifts it for all unless a renewal came first.
  */
 import type { PauseRecord, SharedPause } from "../../store/shared-pause.js";
 
@@ -32,7 +33,11 @@ export interface PauseRequest {
 
 /** Pause flag plus an in-flight counter. One instance per gateway; single-threaded, so no locks are needed. */
 export class PauseController {
-  private record: Omit<PauseRecord, "epoch"> = { paused: false, retry_after_seconds: 0, reason: null };
+  private record: Omit<PauseRecord, "epoch" | "lease_expires_at"> = {
+    paused: false,
+    retry_after_seconds: 0,
+    reason: null,
+  };
   /** The newest shared epoch applied (0 without a shared pause). */
   private epoch = 0;
   /** When the lease of the pause this replica took ends (ms since the epoch); null without one. */
@@ -54,7 +59,7 @@ export class PauseController {
   private applyShared(record: PauseRecord): void {
     this.record = { paused: record.paused, retry_after_seconds: record.retry_after_seconds, reason: record.reason };
     this.epoch = record.epoch;
-    if (!record.paused) this.expiresAtMs = null;
+    this.expiresAtMs = record.paused && record.lease_expires_at !== null ? record.lease_expires_at * 1000 : null;
     this.shared?.report(this.inflight, this.epoch, true);
   }
 
@@ -89,9 +94,11 @@ export class PauseController {
     const reason = this.record.reason;
     this.resume();
     if (this.shared) {
-      // Lift it for every replica; a failed write leaves the others paused until someone resumes.
-      this.shared.set({ paused: false, retry_after_seconds: 0, reason: null }).then(
-        (record) => this.applyShared(record),
+      // Lift it for every replica, unless a renewal (a newer epoch) was written meanwhile; every replica watching the
+      // same lease tries this, and the first one wins. A failed write: the others still expire it by their own clock.
+      const resume = { paused: false, retry_after_seconds: 0, reason: null, lease_expires_at: null };
+      this.shared.set(resume, this.epoch).then(
+        (record) => record && this.applyShared(record),
         () => {},
       );
     }
@@ -105,14 +112,19 @@ export class PauseController {
    * @throws {StoreUnavailable} the shared state cannot be written
    */
   async setPaused(next: PauseRequest): Promise<void> {
-    const record = next.paused
-      ? { paused: true, retry_after_seconds: next.retry_after_seconds, reason: next.reason }
-      : { paused: false, retry_after_seconds: 0, reason: null };
-    if (this.shared) this.applyShared(await this.shared.set(record));
-    else if (record.paused) this.pause(record.retry_after_seconds, record.reason);
+    const lease = next.paused ? (next.lease_seconds ?? null) : null;
+    const expiresAtMs = lease === null ? null : Date.now() + lease * 1000;
+    if (this.shared) {
+      const record = next.paused
+        ? { paused: true, retry_after_seconds: next.retry_after_seconds, reason: next.reason }
+        : { paused: false, retry_after_seconds: 0, reason: null };
+      const written = await this.shared.set({
+        ...record,
+        lease_expires_at: expiresAtMs === null ? null : expiresAtMs / 1000,
+      });
+      if (written) this.applyShared(written);
+    } else if (next.paused) this.pause(next.retry_after_seconds, next.reason, lease);
     else this.resume();
-    const lease = next.lease_seconds ?? null;
-    this.expiresAtMs = record.paused && lease !== null ? Date.now() + lease * 1000 : null;
   }
 
   /** @returns this gateway's state, its own calls in flight only */
