@@ -10,6 +10,7 @@ import { type Logger, pino } from "pino";
 import { parse as parseYaml } from "yaml";
 import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import type { ModelPreset } from "../engine/embedded/config.js";
+import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { dashboardUrl } from "../gateway/dashboard/url.js";
 import { ValidationFailed } from "../protocol/index.js";
 import { createEngine, EMBEDDED_PRESETS, type EngineSpec } from "../run/engine-factory.js";
@@ -32,6 +33,8 @@ interface TrainFlags {
   controller: boolean;
   preset: string;
   engineSeed: string;
+  /** Overrides the config's `engine.kind`. */
+  engine?: string;
   modelName: string;
   logLevel: string;
 }
@@ -59,16 +62,23 @@ function loadConfig(path: string): Readonly<TrainerConfig> {
 }
 
 /**
- * The engine to train: a fresh embedded preset with a seed. Checked here so a bad flag is refused before anything is
- * started or written.
- * @throws {CliError} naming --preset or --engine-seed
+ * The engine to train: the config's `engine` section (`--engine` overrides its kind) — a torch worker, or a fresh
+ * embedded preset with a seed. Checked here so a bad flag is refused before anything is started or written.
+ * @throws {CliError} naming --engine, --preset or --engine-seed
  */
-function engineSpec(flags: TrainFlags): EngineSpec {
+function engineSpec(config: Readonly<TrainerConfig>, flags: TrainFlags): EngineSpec {
+  const kind = flags.engine ?? config.engine.kind;
+  if (kind !== "embedded" && kind !== "torch") throw new CliError(`--engine ${kind}: expected embedded or torch`);
+  const seed = Number(flags.engineSeed);
+  if (!Number.isInteger(seed)) throw new CliError(`--engine-seed ${flags.engineSeed}: expected an integer`);
+  if (kind === "torch") {
+    const { kind: _kind, model, seed: configSeed, ...torch } = config.engine;
+    const torchSeed = flags.engineSeed === "0" ? configSeed : seed;
+    return { kind: "torch", model: model ?? "new:qwen2-tiny", seed: torchSeed, torch };
+  }
   if (!EMBEDDED_PRESETS.includes(flags.preset as ModelPreset)) {
     throw new CliError(`--preset ${flags.preset}: expected one of ${EMBEDDED_PRESETS.join(", ")}`);
   }
-  const seed = Number(flags.engineSeed);
-  if (!Number.isInteger(seed)) throw new CliError(`--engine-seed ${flags.engineSeed}: expected an integer`);
   return { kind: "embedded", model: flags.preset as ModelPreset, seed };
 }
 
@@ -97,7 +107,7 @@ function checkRunDir(runDir: string, name: string, resume: boolean): void {
 /** The stack `arclight train` runs on: what the flags name as running, the rest started here. */
 function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, runDir: string): StackOptions {
   const key = flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "";
-  const spec = engineSpec(flags);
+  const spec = engineSpec(config, flags);
   return {
     runDir,
     modelName: flags.modelName,
@@ -116,7 +126,7 @@ function trainFailure(err: unknown, interrupted: boolean): void {
     process.exitCode = 130;
     return;
   }
-  if (err instanceof RangeError) throw new CliError(err.message);
+  if (err instanceof RangeError || err instanceof TorchPackageMissing) throw new CliError(err.message);
   if (err instanceof CheckpointInvalid) {
     throw new CliError(`--resume: ${err.message} (resume with the --preset the run was trained with)`);
   }
@@ -201,6 +211,7 @@ export function registerTrain(program: Command): void {
     .option("--key <key>", "API key of that gateway (also ARCLIGHT_KEY or AGL_KEY)")
     .option("--engine-url <url>", "a running engine server's /v1 URL to publish weights to (POST /v1/load_weights)")
     .option("--no-controller", "do not start a local controller (one already watches the gateway)")
+    .option("--engine <kind>", "embedded or torch (overrides the config's engine.kind; see docs/torch-engine.md)")
     .option("--preset <name>", "embedded engine model preset", "tiny")
     .option("--engine-seed <n>", "weight-init seed of the embedded engine", "0")
     .option("--model-name <name>", "model name the gateway proxy serves", "policy")

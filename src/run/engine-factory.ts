@@ -1,12 +1,13 @@
 /**
  * @module The engine factory seam of the stack: an `EngineSpec` names which engine to build, `createEngine` builds it.
- * Today one kind, `embedded` (a fresh model or a checkpoint); another engine adds its kind to the union and one case
- * here, and every command that builds a stack can run it.
+ * Two kinds: `embedded` (a fresh model or a checkpoint) and `torch` (a Python worker, docs/torch-engine.md); another
+ * engine adds its kind to the union and one case here, and every command that builds a stack can run it.
  */
 import { MODEL_PRESETS, type ModelConfig, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import type { PositionInit } from "../engine/embedded/params.js";
 import type { Engine } from "../engine/engine.js";
+import { openTorchEngine, type TorchEngineConfig } from "../engine/remote/config.js";
 
 /** The embedded CPU engine, fresh weights: a preset name or a model shape, and the weight-init seed. */
 export interface EmbeddedFreshSpec {
@@ -23,8 +24,18 @@ export interface EmbeddedCheckpointSpec {
   checkpoint: string;
 }
 
+/** The torch engine: a Python worker arclight starts (or the running one at `torch.url`). */
+export interface TorchSpec {
+  kind: "torch";
+  /** A local Hugging Face model folder or `new:NAME`. */
+  model: string;
+  /** Weight-init seed of `new:NAME`. */
+  seed: number;
+  torch: TorchEngineConfig;
+}
+
 /** Which engine to build. */
-export type EngineSpec = EmbeddedFreshSpec | EmbeddedCheckpointSpec;
+export type EngineSpec = EmbeddedFreshSpec | EmbeddedCheckpointSpec | TorchSpec;
 
 /** Names of the embedded presets, for messages. */
 export const EMBEDDED_PRESETS = Object.keys(MODEL_PRESETS) as ModelPreset[];
@@ -35,8 +46,10 @@ export const EMBEDDED_PRESETS = Object.keys(MODEL_PRESETS) as ModelPreset[];
  * @returns the engine (the caller disposes it)
  * @throws {RangeError} for an unknown preset name
  * @throws {CheckpointInvalid} (engine/checkpoint-error.ts) for a checkpoint directory that cannot be loaded
+ * @throws {TorchPackageMissing} (engine/remote/worker-process.ts) when the torch worker's Python lacks the package
  */
 export async function createEngine(spec: EngineSpec): Promise<Engine> {
+  if (spec.kind === "torch") return openTorchEngine(spec.model, spec.seed, spec.torch);
   if ("checkpoint" in spec) return EmbeddedEngine.load(spec.checkpoint);
   if (typeof spec.model === "string" && !(spec.model in MODEL_PRESETS)) {
     throw new RangeError(`unknown embedded preset "${spec.model}" (known: ${EMBEDDED_PRESETS.join(", ")})`);

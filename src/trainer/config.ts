@@ -3,6 +3,7 @@
  * descriptions). The CLI parses YAML, then env, then flags into it once and passes the frozen result down.
  */
 import { z } from "zod";
+import { TorchEngineConfigSchema } from "../engine/remote/config.js";
 import { EnvMapSchema } from "../protocol/rollout.js";
 import { parseOrThrow } from "../protocol/validate.js";
 
@@ -141,6 +142,24 @@ export const AsyncConfigSchema = z.strictObject({
     .describe("Policy versions a trained rollout may lag behind the current policy (versions)"),
 });
 
+/**
+ * Which engine trains and serves the policy: the embedded CPU engine (the default; its model comes from `--preset`)
+ * or the torch engine (a Python worker; docs/torch-engine.md), with the torch settings beside `kind` and `model`.
+ */
+export const EngineSectionSchema = TorchEngineConfigSchema.extend({
+  kind: z
+    .enum(["embedded", "torch"])
+    .default("embedded")
+    .describe("embedded: tfjs in this process; torch: PyTorch + transformers in a Python worker"),
+  model: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe("torch: a local Hugging Face model folder or new:NAME (qwen2-tiny, qwen2-0.5b); null: new:qwen2-tiny"),
+  seed: z.number().int().default(0).describe("torch: weight-init seed of new:NAME models"),
+});
+
 /** The whole trainer configuration. */
 export const TrainerConfigSchema = z
   .strictObject({
@@ -211,6 +230,7 @@ export const TrainerConfigSchema = z
           "dies mid-update leaves the gateway paused at most this long",
       ),
     async: section(AsyncConfigSchema, "Collocated asynchronous training"),
+    engine: section(EngineSectionSchema, "Which engine trains and serves the policy"),
     checkpoint_interval: z
       .number()
       .int()
