@@ -1,7 +1,9 @@
 /**
- * @module What several commands check the same way: positive-integer flags, `--log-level`, data files, run names, and
+ * @module What several commands check the same way: integer and preset flags, `--log-level`, data files, run names, and
  * Ctrl-C/SIGTERM (first signal: stop cleanly; second: exit at once).
  */
+import type { ModelPreset } from "../engine/embedded/config.js";
+import { EMBEDDED_PRESETS } from "../run/engine-factory.js";
 import { type DataItem, readJsonl } from "../trainer/data-order.js";
 import { CliError } from "./cli-error.js";
 
@@ -18,6 +20,32 @@ export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "
 export function positiveInt(flag: string, value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new CliError(`${flag} ${value}: expected a positive integer`);
+  return n;
+}
+
+/**
+ * An embedded model preset flag value.
+ * @param flag - the flag's name, e.g. `--preset`
+ * @param value - what the user wrote
+ * @returns the preset
+ * @throws {CliError} naming the flag and the presets
+ */
+export function presetFlag(flag: string, value: string): ModelPreset {
+  const preset = EMBEDDED_PRESETS.find((p) => p === value);
+  if (preset === undefined) throw new CliError(`${flag} ${value}: expected one of ${EMBEDDED_PRESETS.join(", ")}`);
+  return preset;
+}
+
+/**
+ * An integer flag value.
+ * @param flag - the flag's name, e.g. `--seed`
+ * @param value - what the user wrote
+ * @returns the integer
+ * @throws {CliError} naming the flag
+ */
+export function integerFlag(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new CliError(`${flag} ${value}: expected an integer`);
   return n;
 }
 

@@ -9,9 +9,8 @@ import type { Command } from "commander";
 import { pino } from "pino";
 import { type DemoSummary, runDemo } from "../demo/run-demo.js";
 import { type DemoBudget, FULL_BUDGET, QUICK_BUDGET } from "../demo/settings.js";
-import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
 import { CliError } from "./cli-error.js";
-import { checkRunName, listenForInterrupt, logLevel, positiveInt } from "./common-flags.js";
+import { checkRunName, integerFlag, listenForInterrupt, logLevel, positiveInt, presetFlag } from "./common-flags.js";
 
 /** Flags of `arclight demo`. */
 interface DemoFlags {
@@ -72,11 +71,8 @@ function printSummary(summary: DemoSummary, runDir: string): void {
 async function demo(flags: DemoFlags): Promise<void> {
   checkRunName("--name", flags.name);
   const level = logLevel(flags.logLevel);
-  if (flags.preset !== undefined && !(flags.preset in MODEL_PRESETS)) {
-    throw new CliError(`--preset ${flags.preset}: expected one of ${Object.keys(MODEL_PRESETS).join(", ")}`);
-  }
-  const seed = Number(flags.seed);
-  if (!Number.isInteger(seed)) throw new CliError(`--seed ${flags.seed}: expected an integer`);
+  const preset = flags.preset === undefined ? null : presetFlag("--preset", flags.preset);
+  const seed = integerFlag("--seed", flags.seed);
   const budget = budgetOf(flags);
   const runDir = resolve("runs", flags.name);
   prepareRunDir(runDir, flags.name);
@@ -87,7 +83,7 @@ async function demo(flags: DemoFlags): Promise<void> {
       name: flags.name,
       runDir,
       budget,
-      preset: (flags.preset ?? null) as ModelPreset | null,
+      preset,
       seed,
       logger: pino({ level }),
       signal: interrupt.signal,

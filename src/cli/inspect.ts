@@ -6,7 +6,7 @@
  */
 import type { Command } from "commander";
 import { GatewayClient } from "../gateway/client.js";
-import { buildSpanTree, dataIdOf } from "../protocol/index.js";
+import { buildSpanTree, currentAttemptOf, dataIdOf } from "../protocol/index.js";
 import type { MergeMismatch } from "../trainer/aggregate-result.js";
 import { buildRolloutRows } from "../trainer/batch.js";
 import { CliError } from "./cli-error.js";
@@ -123,7 +123,7 @@ export async function inspectRollout(
 export async function inspectSpans(client: GatewayClient, rolloutId: string): Promise<string[]> {
   const { rollout } = await client.getRollout(rolloutId);
   const events = await client.getEvents(rolloutId);
-  const attempt = events[0]?.attempt_id ?? rollout.status.last_attempt_id ?? "0";
+  const attempt = events[0]?.attempt_id ?? currentAttemptOf(rollout.status);
   const header = `rollout ${rolloutId} attempt ${attempt} (${rollout.status.state}): ${events.length} events`;
   return [header, ...renderSpanTree(buildSpanTree(events))];
 }

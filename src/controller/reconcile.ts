@@ -4,7 +4,7 @@
  */
 import type { Logger } from "pino";
 import type { GatewayClient } from "../gateway/client.js";
-import type { Rollout } from "../protocol/index.js";
+import { currentAttemptOf, type Rollout } from "../protocol/index.js";
 import { buildAgentEnv, EnvMapError } from "./agent-env.js";
 import type { ControllerConfig } from "./config.js";
 import { AgentProcess, type ExitInfo, killGroup, LaunchError, processAlive, resolveLaunch } from "./local.js";
@@ -194,7 +194,7 @@ export class LocalController {
     for (const rollout of running) {
       const rolloutId = rollout.rollout_id;
       if (this.owned.has(rolloutId) || this.finished.has(rolloutId)) continue;
-      const attemptId = rollout.status.last_attempt_id ?? "0";
+      const attemptId = currentAttemptOf(rollout.status);
       const record = this.records.get(rolloutId);
       // A live pid with this attempt's record is taken to be the agent (pid reuse within one run is not guarded
       // against: it would need the process start time, which Node does not expose portably).
@@ -247,7 +247,7 @@ export class LocalController {
   /** Patches the rollout running, then spawns its process. @returns true when a process was started */
   private async startOne(rollout: Rollout): Promise<boolean> {
     const rolloutId = rollout.rollout_id;
-    const attemptId = rollout.status.last_attempt_id ?? "0";
+    const attemptId = currentAttemptOf(rollout.status);
     const local = rollout.config.local ?? this.config.local;
     let launch: ReturnType<typeof resolveLaunch>;
     let env: Record<string, string>;

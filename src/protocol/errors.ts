@@ -159,20 +159,3 @@ export class BadRequest extends ArclightError {
     super("bad_request", 400, message);
   }
 }
-
-/** Every wire error class by its `code`, so a client can rebuild the class from an error body. */
-export const ERROR_CODES: Readonly<Record<string, number>> = Object.freeze({
-  rollout_not_found: 404,
-  invalid_transition: 409,
-  stale_attempt: 409,
-  rollout_finished: 409,
-  conflict: 409,
-  validation_failed: 422,
-  no_endpoint: 503,
-  upstream_failed: 502,
-  upstream_timeout: 504,
-  store_unavailable: 503,
-  unauthorized: 401,
-  not_found: 404,
-  bad_request: 400,
-});

@@ -6,6 +6,8 @@
 import {
   ArclightError,
   ATTEMPT_ID_ATTRIBUTE,
+  currentAttemptOf,
+  FIRST_ATTEMPT_ID,
   ROLLOUT_ID_ATTRIBUTE,
   SPAN_EVENT_TYPE,
   type SpanData,
@@ -82,7 +84,7 @@ async function storeGroup(
     let attemptId = group.attemptId;
     if (attemptId === undefined) {
       const rollout = await store.getRollout(group.rolloutId);
-      attemptId = rollout?.status.last_attempt_id ?? "0";
+      attemptId = rollout ? currentAttemptOf(rollout.status) : FIRST_ATTEMPT_ID;
     }
     const stored = await store.appendEvents(group.rolloutId, attemptId, group.events);
     return { late: stored.reduce((n, event) => n + (event.late ? 1 : 0), 0) };
