@@ -158,3 +158,13 @@ export function dataIdOf(input: unknown): string {
   }
   return "";
 }
+
+/**
+ * A stored rollout config with AGL's wire defaults filled in: rows written before `local` / `k8s` were always
+ * present read them as null.
+ * @param config - the config as stored (not modified)
+ * @returns a fresh config whose `local` and `k8s` are never undefined
+ */
+export function withConfigDefaults(config: Rollout["config"]): Rollout["config"] {
+  return { ...config, local: config.local ?? null, k8s: config.k8s ?? null };
+}

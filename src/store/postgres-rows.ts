@@ -3,7 +3,7 @@
  * and returns `boolean` and `double precision` as JS values; JSON goes in as text (`$n::json`), since the driver
  * would turn a JS array into a PostgreSQL array.
  */
-import { dataIdOf, type Event, type Rollout, type RolloutState } from "../protocol/index.js";
+import { dataIdOf, type Event, type Rollout, type RolloutState, withConfigDefaults } from "../protocol/index.js";
 
 /** Columns every rollout read selects, in {@link PgRolloutRow} order. */
 export const PG_ROLLOUT_COLUMNS =
@@ -38,8 +38,7 @@ export function rolloutFromPgRow(row: PgRolloutRow): Rollout {
     rollout_id: row.rollout_id,
     input: row.input,
     is_train: row.is_train,
-    // Rows written before `local` / `k8s` were always present read them as null (AGL's wire default).
-    config: { ...row.config, local: row.config.local ?? null, k8s: row.config.k8s ?? null },
+    config: withConfigDefaults(row.config),
     metadata: row.metadata,
     status: {
       state: row.state,

@@ -2,7 +2,7 @@
  * @module Row shapes of the SQLite store and their mapping to wire objects. JSON columns are TEXT; booleans are
  * INTEGER 0/1; times are REAL epoch seconds.
  */
-import { dataIdOf, type Event, type Rollout, type RolloutState } from "../protocol/index.js";
+import { dataIdOf, type Event, type Rollout, type RolloutState, withConfigDefaults } from "../protocol/index.js";
 
 /** Columns every rollout read selects, in {@link RolloutRow} order. */
 export const ROLLOUT_COLUMNS =
@@ -41,21 +41,13 @@ export interface EventRow {
   late: number;
 }
 
-/** A stored config; rows written before `local` / `k8s` were always present read them as null (AGL's wire default). */
-function configFromColumn(text: string): Rollout["config"] {
-  const config = JSON.parse(text) as Rollout["config"];
-  config.local ??= null;
-  config.k8s ??= null;
-  return config;
-}
-
 /** @returns the wire rollout of a stored row (a fresh object) */
 export function rolloutFromRow(row: RolloutRow): Rollout {
   return {
     rollout_id: row.rollout_id,
     input: JSON.parse(row.input),
     is_train: row.is_train === 1,
-    config: configFromColumn(row.config),
+    config: withConfigDefaults(JSON.parse(row.config) as Rollout["config"]),
     metadata: JSON.parse(row.metadata),
     status: {
       state: row.state,
