@@ -169,4 +169,61 @@ describe("trainer end to end", () => {
     );
     expect(loud).toMatchObject({ code: 2, stderr: expect.stringContaining("--log-level loud: expected one of fatal") });
   });
+
+  it("arclight train stops with exit 1 and the agent's own output when every rollout of its first step fails", async () => {
+    const dir = tempDir("arclight-train-fail-");
+    writeFileSync(
+      join(dir, "train.jsonl"),
+      `${items(2)
+        .map((item) => JSON.stringify(item.input))
+        .join("\n")}\n`,
+    );
+    const agent =
+      "console.log('loading the agent'); console.error('Error: Cannot find module mytools'); process.exit(3)";
+    const yaml = [
+      "name: broken",
+      "data: { train_path: train.jsonl }",
+      "train_batch_size: 1",
+      "n: 2",
+      "total_steps: 3",
+      `controller: { command: [node, -e, ${JSON.stringify(agent)}] }`,
+      "aggregator: { max_prompt_length: 128, max_response_length: 96 }",
+      "pause_retry_after_seconds: 0",
+    ].join("\n");
+    writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
+    const failed = await run(["train", "train.yaml"], dir).then(
+      (out) => ({ code: 0, ...out }),
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain("arclight train: every rollout of step 1 failed (2 rollouts)");
+    expect(failed.stderr).toContain("Error: Cannot find module mytools");
+    expect(failed.stderr).toContain("the agent cannot run; check the config's controller section");
+    expect(failed.stdout).not.toContain("steps, policy version");
+    // Nothing was trained: no step was recorded.
+    expect(existsSync(join(dir, "runs", "broken", "metrics.jsonl"))).toBe(false);
+  });
+
+  it("usage errors are one line starting with arclight:, exit 2 (unknown flag, unknown command, bad YAML)", async () => {
+    const dir = tempDir("arclight-usage-");
+    writeFileSync(join(dir, "bad.yaml"), "name: [\n x");
+    const cases = [["train", "--bogus", "x.yaml"], ["frob"], ["train", "bad.yaml"], ["train"]];
+    const answers = await Promise.all(
+      cases.map((args) =>
+        run(args, dir).then(
+          () => ({ code: 0, stderr: "" }),
+          (err: { code: number; stderr: string }) => err,
+        ),
+      ),
+    );
+    expect(answers.map((a) => a.code)).toEqual([2, 2, 2, 2]);
+    for (const answer of answers) {
+      expect(answer.stderr.trim().split("\n")).toHaveLength(1);
+      expect(answer.stderr).toMatch(/^arclight: /);
+    }
+    expect(answers[0]?.stderr).toContain("unknown option '--bogus' (add --help for usage)");
+    expect(answers[1]?.stderr).toContain("unknown command 'frob'");
+    expect(answers[2]?.stderr).toContain("bad.yaml: invalid YAML (");
+    expect(answers[3]?.stderr).toContain("missing required argument 'config'");
+  });
 });

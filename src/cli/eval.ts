@@ -4,13 +4,12 @@
  * prints the mean reward. The agent is run as the `controller` section of a trainer YAML says: `--config`, or
  * the calculator's `examples/calculator/train.yaml`.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { pino } from "pino";
-import { parse as parseYaml } from "yaml";
 import { readRolloutPath } from "../controller/agent-env.js";
 import type { Engine } from "../engine/engine.js";
 import type { GatewayClient } from "../gateway/client.js";
@@ -19,9 +18,11 @@ import { createEngine } from "../run/engine-factory.js";
 import { type StackOptions, withStack } from "../run/stack.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
+import { describeFailedRollout } from "../trainer/failure-report.js";
 import { type RolloutsOnceResult, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
 import { CliError } from "./cli-error.js";
 import { listenForInterrupt, logLevel, positiveInt, readDataFile } from "./common-flags.js";
+import { readConfigFile } from "./layered-config.js";
 
 /** Flags of `arclight eval`. */
 interface EvalFlags {
@@ -44,10 +45,11 @@ const PACKAGE_ROOT = dirname(dirname(dirname(CALCULATOR_CONFIG)));
  */
 function agentConfig(flags: EvalFlags): Readonly<TrainerConfig> {
   const path = flags.config ?? CALCULATOR_CONFIG;
+  const raw = readConfigFile(path, "trainer");
   try {
-    return Object.freeze(parseTrainerConfig(parseYaml(readFileSync(path, "utf8")) ?? {}));
+    return Object.freeze(parseTrainerConfig(raw));
   } catch (err) {
-    if (err instanceof ValidationFailed || err instanceof Error) throw new CliError(`--config ${path}: ${err.message}`);
+    if (err instanceof ValidationFailed) throw new CliError(`--config ${path}: ${err.message}`);
     throw err;
   }
 }
@@ -99,7 +101,7 @@ async function report(client: GatewayClient, result: RolloutsOnceResult, dataFla
       `solved (reward >= 1) ${(summary.solved * 100).toFixed(1)}%, failed rollouts ${failed}`,
   );
   const firstFailed = result.failedIds[0];
-  if (firstFailed !== undefined) console.error(await failureReport(client, firstFailed));
+  if (firstFailed !== undefined) console.error(`arclight eval: ${await describeFailedRollout(client, firstFailed)}`);
   if (failed === summary.count) {
     console.error("arclight eval: every rollout failed: check the config's controller.command (see above)");
     process.exitCode = 1;
@@ -148,27 +150,6 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
     interrupt.dispose();
     rmSync(workDir, { recursive: true, force: true });
   }
-}
-
-/**
- * What the controller recorded about a failed rollout (its `log` event: exit code or signal, reason, and the tail of
- * the agent's output), for the terminal: the gateway's database is deleted when eval ends.
- */
-async function failureReport(client: GatewayClient, rolloutId: string): Promise<string> {
-  const [log] = await client.getEvents(rolloutId, { eventType: "log" });
-  if (log === undefined) {
-    return (
-      `arclight eval: rollout ${rolloutId} failed with no output recorded: the agent command may not have started ` +
-      "(see the controller's log line above, e.g. spawn … ENOENT)"
-    );
-  }
-  const data = (log.data ?? {}) as { reason?: unknown; text?: unknown };
-  const tail = String(data.text ?? "")
-    .trimEnd()
-    .split("\n")
-    .slice(-12)
-    .join("\n  ");
-  return `arclight eval: rollout ${rolloutId} failed (${String(data.reason ?? "failed")}); its last output:\n  ${tail}`;
 }
 
 /**

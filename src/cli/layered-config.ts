@@ -43,26 +43,28 @@ export function convertFlag(flag: string, text: string, kind: FlagKind): unknown
 }
 
 /**
- * Reads a YAML config file into a plain mapping (an empty file is `{}`).
+ * Reads a YAML config file into a plain mapping (an empty file is `{}`). Every failure is one line.
  * @param what - what the keys configure, for the message, e.g. "gateway"
- * @throws {CliError} naming the file: unreadable, invalid YAML, or not a mapping
+ * @param label - how messages name the file: `--config PATH` by default, the bare path for a positional argument
+ * @throws {CliError} naming the file: unreadable, invalid YAML (first line of the parser's message, with its line and
+ *   column), or not a mapping
  */
-export function readConfigFile(path: string, what: string): Record<string, unknown> {
+export function readConfigFile(path: string, what: string, label = `--config ${path}`): Record<string, unknown> {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
   } catch (err) {
-    throw new CliError(`--config ${path}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? err})`);
+    throw new CliError(`${label}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? err})`);
   }
   let parsed: unknown;
   try {
     parsed = parseYaml(text);
   } catch (err) {
-    throw new CliError(`--config ${path}: invalid YAML (${(err as Error).message.split("\n", 1)[0]})`);
+    throw new CliError(`${label}: invalid YAML (${(err as Error).message.split("\n", 1)[0]?.replace(/:$/, "")})`);
   }
   if (parsed === null || parsed === undefined) return {};
   if (typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw new CliError(`--config ${path}: expected a mapping of ${what} keys`);
+    throw new CliError(`${label}: expected a mapping of ${what} keys`);
   }
   return parsed as Record<string, unknown>;
 }

@@ -5,14 +5,18 @@ import { ComponentStartFailed } from "../run/gateway-child.js";
 import { CliError } from "./cli-error.js";
 import { buildProgram } from "./program.js";
 
-/** Runs the CLI on `argv` (process.argv shape). A user error prints `arclight: <message>` and exits 2. */
+/**
+ * Runs the CLI on `argv` (process.argv shape). A user error (bad flag, unknown command, bad config) prints one line
+ * `arclight: <message>` and exits 2; `--help` and `--version` exit 0.
+ */
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
   try {
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
-      process.exitCode = err.exitCode;
+      // commander exits 0 for --help/--version and 1 for every usage error; usage errors are exit 2 here.
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
       return;
     }
     if (err instanceof CliError || err instanceof ArclightError || err instanceof ComponentStartFailed) {

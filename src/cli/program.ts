@@ -15,13 +15,21 @@ function packageVersion(): string {
   return (JSON.parse(readFileSync(url, "utf8")) as { version: string }).version;
 }
 
+/**
+ * Rewrites commander's usage error (`error: unknown option '--bogus'\n`) into the CLI's one-line shape:
+ * `arclight: unknown option '--bogus' (add --help for usage)`.
+ */
+export function usageErrorLine(text: string): string {
+  return `arclight: ${text.trim().replace(/^error: /, "")} (add --help for usage)\n`;
+}
+
 /** Builds the commander program with every subcommand registered. */
 export function buildProgram(): Command {
   const program = new Command()
     .name("arclight")
     .description("Train any AI agent with reinforcement learning from its real runs, without changing the agent.")
     .version(packageVersion(), "-V, --version")
-    .showHelpAfterError("(add --help for usage)")
+    .configureOutput({ outputError: (text, write) => write(usageErrorLine(text)) })
     .exitOverride();
   // Subcommands register here, one file each under src/cli/.
   registerEngine(program);

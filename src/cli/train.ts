@@ -3,11 +3,10 @@
  * process on SQLite under runs/NAME/, embedded engine and its OpenAI server, local controller); with `--gateway-url`
  * and/or `--engine-url` it connects to running ones.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { type Logger, pino } from "pino";
-import { parse as parseYaml } from "yaml";
 import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import type { ModelPreset } from "../engine/embedded/config.js";
 import { TorchPackageMissing } from "../engine/remote/worker-process.js";
@@ -19,10 +18,12 @@ import { loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import { consoleReporter } from "../trainer/console-report.js";
 import type { DataItem } from "../trainer/data-order.js";
+import { AllRolloutsFailed, describeFirstFailed } from "../trainer/failure-report.js";
 import { runTraining, type TrainSummary, totalStepsOf } from "../trainer/loop.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
+import { readConfigFile } from "./layered-config.js";
 
 /** Flags of `arclight train`. */
 interface TrainFlags {
@@ -41,14 +42,9 @@ interface TrainFlags {
 
 /** Reads and validates the YAML config; data paths are resolved against the config file's directory. */
 function loadConfig(path: string): Readonly<TrainerConfig> {
-  let raw: unknown;
+  const raw = readConfigFile(path, "trainer", path);
   try {
-    raw = parseYaml(readFileSync(path, "utf8"));
-  } catch (err) {
-    throw new CliError(`${path}: ${(err as Error).message}`);
-  }
-  try {
-    const config = parseTrainerConfig(raw ?? {});
+    const config = parseTrainerConfig(raw);
     const base = dirname(resolve(path));
     const data = {
       train_path: resolve(base, config.data.train_path),
@@ -126,6 +122,11 @@ function trainFailure(err: unknown, interrupted: boolean): void {
     process.exitCode = 130;
     return;
   }
+  if (err instanceof AllRolloutsFailed) {
+    console.error("arclight train: stopped: the agent cannot run; check the config's controller section (see above)");
+    process.exitCode = 1;
+    return;
+  }
   if (err instanceof RangeError || err instanceof TorchPackageMissing) throw new CliError(err.message);
   if (err instanceof CheckpointInvalid) {
     throw new CliError(`--resume: ${err.message} (resume with the --preset the run was trained with)`);
@@ -169,6 +170,13 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
       reporter: combineReporters(consoleReporter(), poster),
       signal: run.signal,
     });
+  } catch (err) {
+    // Read the agent's output now: a gateway this command started is gone once the stack closes.
+    if (err instanceof AllRolloutsFailed) {
+      const why = await describeFirstFailed(stack.client, err.rolloutIds).catch(() => null);
+      console.error(`arclight train: ${err.message}${why === null ? "" : `; ${why}`}`);
+    }
+    throw err;
   } finally {
     await poster.flush();
   }

@@ -12,6 +12,7 @@ import { assembleBatch, batchOptionsFromConfig, type StepBatch, withTruncatedIsB
 import { engineCheckpointDir, loadLatestCheckpoint, saveTrainerCheckpoint, type TrainerState } from "./checkpoint.js";
 import type { TrainerConfig } from "./config.js";
 import { DataCursor, type DataItem } from "./data-order.js";
+import { AllRolloutsFailed } from "./failure-report.js";
 import {
   type FinishedGroup,
   launchGroup,
@@ -142,6 +143,8 @@ interface LoopRun {
   step: number;
   /** Metrics of the steps this call ran. */
   ran: StepMetrics[];
+  /** Whether any rollout of this run has finished without failing (a resumed run counts as having had one). */
+  anySucceeded: boolean;
 }
 
 /** The groups a step trains on and how many stale ones were dropped while waiting. */
@@ -215,6 +218,7 @@ async function startRun(options: TrainLoopOptions): Promise<LoopRun> {
     policyVersion: state.policyVersion,
     step: state.step,
     ran: [],
+    anySucceeded: state.step > 0,
   };
   await serving.publish(engine, run.policyVersion);
   await registerEndpoints(client, run.modelName, serving.endpoints, run.policyVersion);
@@ -232,6 +236,7 @@ async function runStep(run: LoopRun): Promise<void> {
   const stepStarted = performance.now();
   await launchGroups(run);
   const groups = await waitForGroups(run);
+  stopIfAgentCannotRun(run, groups.chosen);
   const waitS = (performance.now() - stepStarted) / 1000;
   const versionAtTrain = run.policyVersion;
   // 5. Pause the proxy and drain the calls in flight: no call may straddle the weight update. The proxy is resumed
@@ -247,6 +252,21 @@ async function runStep(run: LoopRun): Promise<void> {
   const timing = { waitS, stepS: (performance.now() - stepStarted) / 1000 };
   recordStep(run, { groups, update, versionAtTrain, valRewardMean, lateRewards, ...timing });
   await checkpointIfDue(run);
+}
+
+/**
+ * 4b. A step whose every rollout failed, in a run where none has succeeded yet, stops the run with
+ * {@link AllRolloutsFailed}: the agent cannot run, and updating on nothing would hide it.
+ */
+function stopIfAgentCannotRun(run: LoopRun, chosen: readonly FinishedGroup[]): void {
+  const launched = chosen.reduce((a, g) => a + g.plan.rolloutIds.length, 0);
+  const failed = chosen.reduce((a, g) => a + g.failed, 0);
+  if (failed < launched) run.anySucceeded = true;
+  if (run.anySucceeded || launched === 0) return;
+  throw new AllRolloutsFailed(
+    run.step,
+    chosen.flatMap((g) => g.plan.rolloutIds),
+  );
 }
 
 /**
