@@ -7,6 +7,7 @@
 import type { Command } from "commander";
 import { GatewayClient } from "../gateway/client.js";
 import { buildSpanTree, currentAttemptOf, dataIdOf } from "../protocol/index.js";
+import { agentFilter } from "../trainer/agent-filter.js";
 import type { MergeMismatch } from "../trainer/aggregate-result.js";
 import { buildRolloutRows } from "../trainer/batch.js";
 import { CliError } from "./cli-error.js";
@@ -81,7 +82,7 @@ export async function inspectRollout(
       level: options.level,
       limits: { maxPromptLength: options.maxPrompt, maxResponseLength: options.maxResponse },
       rewardFillnaValue: options.rewardFillna,
-      agents: options.agents,
+      ...(options.agents ? { agents: agentFilter([...options.agents]) } : {}),
     },
   );
   return {

@@ -78,6 +78,44 @@ describe("toTripletModelRequest", () => {
   });
 });
 
+describe("toTripletModelRequest credit fields", () => {
+  it("keeps what credit assignment reads: response id, span, finish reason, text, tool calls and offered tools", () => {
+    const out = toTripletModelRequest({
+      request: { tools: [{ type: "function", function: { name: "calc" } }, { name: "bare" }] },
+      response: {
+        id: "chatcmpl-1",
+        choices: [
+          {
+            token_ids: [5],
+            finish_reason: "tool_calls",
+            message: {
+              content: "using calc",
+              tool_calls: [{ id: "t1", type: "function", function: { name: "calc", arguments: '{"x":1}' } }],
+            },
+          },
+        ],
+      },
+      trace_context: { traceparent: "00-a-b-01", trace_id: "a", span_id: "b" },
+    });
+    expect(out).toMatchObject({
+      response_id: "chatcmpl-1",
+      span_id: "b",
+      finish_reason: "tool_calls",
+      response_text: "using calc",
+      tool_calls: [{ name: "calc", arguments: '{"x":1}' }],
+      tool_names: ["calc", "bare"],
+    });
+  });
+
+  it("reads a completions choice's text and the recorded finish_reason", () => {
+    const out = toTripletModelRequest({
+      finish_reason: "length",
+      response: { choices: [{ text: "12", token_ids: [1] }] },
+    });
+    expect(out).toMatchObject({ finish_reason: "length", response_text: "12" });
+  });
+});
+
 describe("choiceLogprobs", () => {
   it("reads chat logprobs from logprobs.content[].logprob", () => {
     const choice = {
@@ -129,6 +167,13 @@ describe("toTripletReward", () => {
       value: -1,
       source: "judge",
       reason: "wrong answer",
+    });
+  });
+
+  it("keeps the call_id a reward names", () => {
+    expect(toTripletReward({ value: 1, call_id: "chatcmpl-1", span_id: "x" })).toEqual({
+      value: 1,
+      call_id: "chatcmpl-1",
     });
   });
 });

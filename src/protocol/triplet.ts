@@ -35,6 +35,25 @@ export interface TripletModelRequest {
   agent_request_id?: string;
   /** Earlier events of the same call (true retries) the view left out in favour of this one; absent when none. */
   deduped_retries?: number;
+  /** The upstream response's `id` (`chatcmpl-…`), which the agent sees: a reward's `call_id` may name it. */
+  response_id?: string;
+  /** The span the call was made in (`trace_context.span_id`); a reward's `call_id` may name it. */
+  span_id?: string;
+  /** Why generation stopped (`stop`, `length`, `tool_calls`, …), when recorded. */
+  finish_reason?: string;
+  /** The first choice's text (chat `message.content` or completions `text`), when it has one. */
+  response_text?: string;
+  /** The first choice's tool calls as the model wrote them (`arguments` unparsed JSON text). */
+  tool_calls?: TripletToolCall[];
+  /** Names of the tools the request offered (`tools[].function.name`); absent when it offered none. */
+  tool_names?: string[];
+}
+
+/** One tool call of a response, as written by the model. */
+export interface TripletToolCall {
+  name: string;
+  /** JSON text as generated; it may not parse. */
+  arguments: string;
 }
 
 /** `data` of a `reward` event in triplet format. */
@@ -43,6 +62,11 @@ export interface TripletReward {
   value: number | null;
   source?: string;
   reason?: string;
+  /**
+   * The model call this reward is for (arclight's extra key): the call's event id, its response `id`, its
+   * `agent_request_id` or the id of a span it was made in. Absent for a rollout-level reward.
+   */
+  call_id?: string;
 }
 
 /** An event in triplet format: `model_request` and `reward` data trimmed, every other event unchanged. */
@@ -113,7 +137,44 @@ export function toTripletModelRequest(data: Record<string, unknown>): TripletMod
   if (Array.isArray(data.capture_incomplete_reasons))
     out.capture_incomplete_reasons = data.capture_incomplete_reasons.filter((r) => typeof r === "string");
   if (typeof data.agent_request_id === "string") out.agent_request_id = data.agent_request_id;
+  Object.assign(out, creditFields(data, response, choice));
   return out;
+}
+
+/** The fields credit assignment reads: ids a reward may name, the finish reason, the text and tool calls. */
+function creditFields(
+  data: Record<string, unknown>,
+  response: Record<string, unknown> | undefined,
+  choice: Record<string, unknown> | undefined,
+): Partial<TripletModelRequest> {
+  const out: Partial<TripletModelRequest> = {};
+  if (typeof response?.id === "string") out.response_id = response.id;
+  const spanId = asRecord(data.trace_context)?.span_id;
+  if (typeof spanId === "string") out.span_id = spanId;
+  const finish = typeof data.finish_reason === "string" ? data.finish_reason : choice?.finish_reason;
+  if (typeof finish === "string") out.finish_reason = finish;
+  const message = asRecord(choice?.message);
+  const text = message ? message.content : choice?.text;
+  if (typeof text === "string") out.response_text = text;
+  if (Array.isArray(message?.tool_calls)) out.tool_calls = message.tool_calls.flatMap(toolCallOf);
+  const tools = asRecord(data.request)?.tools;
+  if (Array.isArray(tools)) out.tool_names = tools.flatMap(toolNameOf);
+  return out;
+}
+
+/** `{name, arguments}` of a chat tool call (`{function: {name, arguments}}`), or nothing when it has no name. */
+function toolCallOf(value: unknown): TripletToolCall[] {
+  const fn = asRecord(asRecord(value)?.function);
+  if (typeof fn?.name !== "string") return [];
+  const args = fn.arguments;
+  return [{ name: fn.name, arguments: typeof args === "string" ? args : JSON.stringify(args ?? null) }];
+}
+
+/** The name of an offered tool: chat `{type: "function", function: {name}}`, or a bare `{name}`. */
+function toolNameOf(value: unknown): string[] {
+  const tool = asRecord(value);
+  const name = asRecord(tool?.function)?.name ?? tool?.name;
+  return typeof name === "string" ? [name] : [];
 }
 
 function stringOrNull(value: unknown): string | null {
@@ -145,6 +206,7 @@ export function toTripletReward(data: Record<string, unknown>): TripletReward {
   const out: TripletReward = { value: typeof data.value === "number" ? data.value : null };
   if (typeof data.source === "string") out.source = data.source;
   if (typeof data.reason === "string") out.reason = data.reason;
+  if (typeof data.call_id === "string") out.call_id = data.call_id;
   return out;
 }
 

@@ -36,6 +36,12 @@ function rollout(calls: ModelCall[]): RolloutTriplets {
     malformedEvents: 0,
     missingLogprobCalls: 0,
     dedupedCalls: 0,
+    callRewards: calls.map(() => 0),
+    rewardEvents: 1,
+    attachedRewards: 0,
+    unmatchedRewards: 0,
+    overriddenRewards: 0,
+    spans: [],
   };
 }
 

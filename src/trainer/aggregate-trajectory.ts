@@ -26,6 +26,7 @@ function openRow(rollout: RolloutTriplets, call: ModelCall): OpenRow {
     oldLogprobs: [],
     policyVersions: [],
     turns: [],
+    tokenTurns: [],
   };
   const open: OpenRow = { row, versions: [], tokens: [...call.promptTokenIds] };
   appendResponse(open, call);
@@ -39,6 +40,7 @@ function appendResponse(open: OpenRow, call: ModelCall): void {
     row.responseTokenIds.push(id);
     row.lossMask.push(1);
     row.oldLogprobs.push(call.logprobs?.[i] ?? null);
+    row.tokenTurns?.push(call.turn);
     open.tokens.push(id);
   });
   row.turns.push(call.turn);
@@ -51,6 +53,7 @@ function appendContext(open: OpenRow, contextTokenIds: readonly number[]): void 
     open.row.responseTokenIds.push(id);
     open.row.lossMask.push(0);
     open.row.oldLogprobs.push(null);
+    open.row.tokenTurns?.push(-1);
     open.tokens.push(id);
   }
 }

@@ -131,6 +131,13 @@ describe("assembleBatch", () => {
       missingLogprobRowsDropped: 0,
       flooredLogprobTokens: 0,
       oldestPolicyVersion: 0,
+      rewardEvents: 4,
+      attachedRewards: 0,
+      unmatchedRewards: 0,
+      overriddenRewards: 0,
+      intermediateHits: {},
+      intermediateUnattributed: 0,
+      callRewardSum: 0,
     });
     expect(batch.mismatches).toEqual([
       { rolloutId: "r1", turn: 2, position: 1, kind: "token_differs" },
@@ -194,6 +201,9 @@ describe("batch options", () => {
       loss: { aggregation: "token-mean" },
       reward_fillna_value: -1,
       missing_logprobs: "drop",
+      reward_policy: "per_call",
+      credit: { mode: "discounted", gamma: 0.5 },
+      intermediate_rewards: [{ rule: "finish_length", weight: -1 }],
     });
     expect(batchOptionsFromConfig(config)).toEqual({
       level: "transition",
@@ -202,6 +212,9 @@ describe("batch options", () => {
       aggregation: "token-mean",
       rewardFillnaValue: -1,
       missingLogprobs: "drop",
+      rewardPolicy: "per_call",
+      credit: { mode: "discounted", gamma: 0.5 },
+      intermediateRewards: [{ rule: "finish_length", weight: -1 }],
     });
   });
 

@@ -3,12 +3,17 @@
  * advantages and loss weights → engine `TrainRow`s, plus the counts a step reports. Nothing here logs or measures time.
  */
 import type { TrainRow } from "../engine/engine.js";
+import { type AgentFilter, agentFilter } from "./agent-filter.js";
 import { aggregatorFor } from "./aggregate.js";
 import type { AggregateResult, MergeMismatch } from "./aggregate-result.js";
-import type { TrainerConfig } from "./config.js";
+import { type Baseline, computeBatchBaselines } from "./baselines.js";
+import type { IntermediateRule, TrainerConfig } from "./config.js";
+import { type CreditMode, callReturns, rolloutValue, scoreRow } from "./credit.js";
 import { type AdvantageOptions, computeBatchAdvantages } from "./group-advantage.js";
+import { intermediateRewarder, ruleName } from "./intermediate-rewards.js";
 import { perRolloutMeanWeights, withTruncatedIs } from "./loss-weights.js";
 import { flooredLogprobTokens, lacksLogprobs } from "./missing-logprobs.js";
+import type { RewardPolicy } from "./reward-policy.js";
 import type { LengthLimits } from "./row-limits.js";
 import { type ScoredRow, toEngineRow, trainableTokens } from "./training-row.js";
 import { extractTriplets, type RolloutTriplets, type TripletEventFields } from "./triplets.js";
@@ -34,6 +39,14 @@ export interface BatchOptions {
    * engine, see `missing-logprobs.ts`); `drop` leaves them out before the advantages are computed.
    */
   missingLogprobs: "recompute" | "drop";
+  /** How several reward events of a rollout combine (reward-policy.ts); default `last`. */
+  rewardPolicy?: RewardPolicy;
+  /** Credit assignment over a rollout's calls (credit.ts); default broadcast. */
+  credit?: { mode: CreditMode; gamma: number };
+  /** Automatic intermediate reward rules (intermediate-rewards.ts); default none. */
+  intermediateRewards?: readonly IntermediateRule[];
+  /** Only these agents' calls become rows; every call when absent. */
+  agents?: AgentFilter;
 }
 
 /** What one step's data contained; the loop turns these into metrics. */
@@ -73,6 +86,20 @@ export interface BatchCounts {
   flooredLogprobTokens: number;
   /** Oldest policy version that produced a trained token (staleness = current − this); null without rows. */
   oldestPolicyVersion: number | null;
+  /** Valid reward events read. */
+  rewardEvents: number;
+  /** Reward events attached to a call (`reward_policy: per_call`). */
+  attachedRewards: number;
+  /** Reward events naming a call that is not a usable call of the rollout (not used). */
+  unmatchedRewards: number;
+  /** Reward events set aside by the policy (earlier final rewards). */
+  overriddenRewards: number;
+  /** Hits of each intermediate reward rule, by rule name. */
+  intermediateHits: Record<string, number>;
+  /** Tool-span hits that found no call to reward. */
+  intermediateUnattributed: number;
+  /** Σ of the per-call rewards (events + rules) over the batch's rollouts. */
+  callRewardSum: number;
 }
 
 /** One step's training data. */
@@ -110,7 +137,24 @@ export function batchOptionsFromConfig(config: TrainerConfig): BatchOptions {
     aggregation: config.loss.aggregation,
     rewardFillnaValue: config.reward_fillna_value,
     missingLogprobs: config.missing_logprobs,
+    rewardPolicy: config.reward_policy,
+    credit: { mode: config.credit.mode, gamma: config.credit.gamma },
+    intermediateRewards: config.intermediate_rewards,
+    ...trainedAgents(config.agents),
   };
+}
+
+/**
+ * The row filter of `trainer.agents`: with `train` entries, calls of agents it names and `frozen` does not; with only
+ * `frozen`, every call except those of frozen agents (calls naming no agent included).
+ * @param agents - the config section
+ * @returns `{agents}` with the filter, or nothing when both lists are empty
+ */
+export function trainedAgents(agents: TrainerConfig["agents"]): { agents?: AgentFilter } {
+  if (agents.train.length === 0 && agents.frozen.length === 0) return {};
+  const frozen = agentFilter(agents.frozen);
+  const train = agents.train.length === 0 ? () => true : agentFilter(agents.train);
+  return { agents: (name) => train(name) && !frozen(name) };
 }
 
 /**
@@ -122,15 +166,12 @@ export function batchOptionsFromConfig(config: TrainerConfig): BatchOptions {
  */
 export function buildRolloutRows(
   record: RolloutRecord,
-  options: Pick<BatchOptions, "level" | "limits" | "rewardFillnaValue"> & { agents?: ReadonlySet<string> },
+  options: Pick<BatchOptions, "level" | "limits" | "rewardFillnaValue" | "rewardPolicy" | "agents">,
 ): { triplets: RolloutTriplets; aggregate: AggregateResult } {
-  const triplets = extractTriplets(
-    record.rolloutId,
-    record.dataId,
-    record.events,
-    options.rewardFillnaValue,
-    options.agents,
-  );
+  const triplets = extractTriplets(record.rolloutId, record.dataId, record.events, options.rewardFillnaValue, {
+    ...(options.agents ? { agents: options.agents } : {}),
+    ...(options.rewardPolicy ? { rewardPolicy: options.rewardPolicy } : {}),
+  });
   return { triplets, aggregate: aggregatorFor(options.level)(triplets, options.limits) };
 }
 
@@ -147,6 +188,10 @@ function addRolloutCounts(counts: BatchCounts, triplets: RolloutTriplets, aggreg
   counts.dedupedCalls += triplets.dedupedCalls;
   counts.missingLogprobCalls += triplets.missingLogprobCalls;
   counts.noCalls += triplets.calls.length === 0 ? 1 : 0;
+  counts.rewardEvents += triplets.rewardEvents;
+  counts.attachedRewards += triplets.attachedRewards;
+  counts.unmatchedRewards += triplets.unmatchedRewards;
+  counts.overriddenRewards += triplets.overriddenRewards;
 }
 
 function emptyCounts(rollouts: number): BatchCounts {
@@ -173,6 +218,13 @@ function emptyCounts(rollouts: number): BatchCounts {
     missingLogprobRowsDropped: 0,
     flooredLogprobTokens: 0,
     oldestPolicyVersion: null,
+    rewardEvents: 0,
+    attachedRewards: 0,
+    unmatchedRewards: 0,
+    overriddenRewards: 0,
+    intermediateHits: {},
+    intermediateUnattributed: 0,
+    callRewardSum: 0,
   };
 }
 
@@ -201,8 +253,10 @@ function handleMissingLogprobs(
 /**
  * Assembles one step: (1) each rollout's events → calls + reward → rows (aggregation level, length limits);
  * (1b) rows lacking recorded logprobs counted and, for `missingLogprobs: drop`, left out;
- * (2) one advantage per rollout from its group (rollouts without rows excluded); (3) each row scored with its
- * rollout's advantage and, for `per-rollout-mean`, weighted 1 / (its rollout's trainable tokens); (4) engine rows.
+ * (2) per-call rewards (events naming calls, intermediate rules) and the credit mode give each call a return G_t
+ * (credit.ts); (3) one advantage per rollout from its group (rollouts without rows excluded; broadcast), or one
+ * baseline per rollout and A_t = (G_t − b) / s per call (per_call, discounted); (4) each row scored and, for
+ * `per-rollout-mean`, weighted 1 / (its rollout's trainable tokens); (5) engine rows.
  * Rows of zero-variance groups stay in the batch with advantage 0: they add nothing to the policy-gradient term but
  * still count in the loss normaliser, as in GRPO.
  * @param rollouts - finished rollouts, any number of groups
@@ -214,25 +268,23 @@ export function assembleBatch(rollouts: readonly RolloutRecord[], options: Batch
   const built = rollouts.map((record) => buildRolloutRows(record, options));
   for (const { triplets, aggregate } of built) addRolloutCounts(counts, triplets, aggregate);
   const missingLogprobRollouts = handleMissingLogprobs(built, options.missingLogprobs, counts);
-  const advantages = computeBatchAdvantages(
-    built.map(({ triplets, aggregate }) => ({
-      rolloutId: triplets.rolloutId,
-      dataId: triplets.dataId,
-      reward: triplets.reward,
-      rowCount: aggregate.rows.length,
-    })),
-    options.advantage,
-  );
+  const credited = creditRollouts(built, options, counts);
+  const samples = built.map(({ triplets, aggregate }, i) => ({
+    rolloutId: triplets.rolloutId,
+    dataId: triplets.dataId,
+    reward: credited[i]?.value ?? triplets.reward,
+    rowCount: aggregate.rows.length,
+  }));
+  const advantages = computeBatchAdvantages(samples, options.advantage);
   counts.groups = advantages.groups;
   counts.zeroAdvantageGroups = advantages.zeroVarianceGroups;
   counts.excludedFromStats = advantages.excludedFromStats;
   const plainRows = built.flatMap(({ aggregate }) => aggregate.rows);
   const weights = options.aggregation === "per-rollout-mean" ? perRolloutMeanWeights(plainRows) : null;
-  const rows: ScoredRow[] = plainRows.map((row, i) => ({
-    ...row,
-    advantage: advantages.advantageByRollout.get(row.rolloutId) ?? 0,
-    ...(weights === null ? {} : { weight: weights[i] }),
-  }));
+  const scored = scoreRows(built, credited, options, () =>
+    broadcasts(options) ? advantages.advantageByRollout : computeBatchBaselines(samples, options.advantage),
+  );
+  const rows: ScoredRow[] = scored.map((row, i) => (weights === null ? row : { ...row, weight: weights[i] }));
   counts.rows = rows.length;
   counts.tokens = rows.reduce((sum, row) => sum + trainableTokens(row), 0);
   counts.flooredLogprobTokens = flooredLogprobTokens(rows);
@@ -252,6 +304,67 @@ export function assembleBatch(rollouts: readonly RolloutRecord[], options: Batch
     counts,
     missingLogprobRollouts,
   };
+}
+
+/** One rollout's returns under the credit mode and its value for the group statistics. */
+interface CreditedRollout {
+  /** G_t, [calls]. */
+  returns: number[];
+  /** mean_t G_t (R + Σ r under broadcast). */
+  value: number;
+}
+
+/** True when every call of a rollout gets the rollout's advantage (credit broadcast, today's behaviour). */
+function broadcasts(options: BatchOptions): boolean {
+  return (options.credit?.mode ?? "broadcast") === "broadcast";
+}
+
+/**
+ * Per-call rewards (reward events naming calls + intermediate rules) → each rollout's returns and statistic value;
+ * the rule hits and reward sums are added to `counts`.
+ */
+function creditRollouts(
+  built: readonly { triplets: RolloutTriplets }[],
+  options: BatchOptions,
+  counts: BatchCounts,
+): CreditedRollout[] {
+  const rules = options.intermediateRewards ?? [];
+  const rewarder = intermediateRewarder(rules);
+  for (const rule of rules) counts.intermediateHits[ruleName(rule)] = 0;
+  const { mode, gamma } = options.credit ?? { mode: "broadcast", gamma: 1 };
+  return built.map(({ triplets }) => {
+    const intermediate = rewarder(triplets.calls, triplets.spans);
+    for (const [name, hits] of Object.entries(intermediate.hits)) {
+      counts.intermediateHits[name] = (counts.intermediateHits[name] ?? 0) + hits;
+    }
+    counts.intermediateUnattributed += intermediate.unattributed;
+    const callRewards = triplets.callRewards.map((r, t) => r + (intermediate.callRewards[t] ?? 0));
+    counts.callRewardSum += callRewards.reduce((sum, r) => sum + r, 0);
+    const returns = callReturns(triplets.reward, callRewards, mode, gamma);
+    return { returns, value: rolloutValue(triplets.reward, returns) };
+  });
+}
+
+/**
+ * Scores rows: under broadcast every row gets its rollout's advantage, exactly as group-advantage.ts computes it;
+ * otherwise each call's (G_t − b) / s with its rollout's group baseline (baselines.ts, credit.ts).
+ * @param statistics - the rollout advantages (broadcast) or baselines (other modes), computed on demand
+ */
+function scoreRows(
+  built: readonly { aggregate: AggregateResult }[],
+  credited: readonly CreditedRollout[],
+  options: BatchOptions,
+  statistics: () => Map<string, number> | Map<string, Baseline>,
+): ScoredRow[] {
+  const byRollout = statistics();
+  return built.flatMap(({ aggregate }, i) =>
+    aggregate.rows.map((row) => {
+      const entry = byRollout.get(row.rolloutId);
+      if (broadcasts(options)) return { ...row, advantage: typeof entry === "number" ? entry : 0 };
+      const baseline = typeof entry === "object" ? entry : { baseline: 0, scale: 1 };
+      return scoreRow(row, credited[i]?.returns ?? [], baseline);
+    }),
+  );
 }
 
 /** A step batch switched to truncated importance sampling, with what the weights saw. */

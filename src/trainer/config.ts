@@ -6,6 +6,7 @@ import { z } from "zod";
 import { TorchEngineConfigSchema } from "../engine/remote/config.js";
 import { EnvMapSchema } from "../protocol/rollout.js";
 import { parseOrThrow } from "../protocol/validate.js";
+import { invalidAgentEntry } from "./agent-filter.js";
 
 /**
  * Gives a strict object schema a `.default()` equal to parsing `{}` with it, so a missing section gets every inner
@@ -125,6 +126,86 @@ export const OptimizerSectionSchema = z.strictObject({
   micro_batch_size: z.number().int().min(1).default(8).describe("Rows per micro-batch (gradient accumulation)"),
 });
 
+/** Credit assignment: how final and per-call rewards become each call's return (credit.ts, docs/credit.md). */
+export const CreditConfigSchema = z.strictObject({
+  mode: z
+    .enum(["broadcast", "per_call", "discounted"])
+    .default("broadcast")
+    .describe(
+      "broadcast: every call gets R + Σ call rewards; per_call: R + the call's own reward; discounted: " +
+        "G_t = Σ γ^k r_{t+k} over the rollout's calls, R arriving at the last call",
+    ),
+  gamma: z.number().min(0).max(1).default(1).describe("Discount γ per call (discounted only)"),
+});
+
+/** True when a string compiles as a JavaScript regular expression. */
+function compiles(pattern: string): boolean {
+  try {
+    new RegExp(pattern);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const ruleBase = {
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' or '-' only")
+    .optional()
+    .describe("Metric name (intermediate/NAME/hits); default: the rule kind"),
+  weight: z.number().refine(Number.isFinite).describe("Reward added to the call on each hit (negative: a penalty)"),
+};
+
+/**
+ * One automatic intermediate reward rule (intermediate-rewards.ts): `tool_status` (a tool span ended with `status`),
+ * `invalid_tool_call` (arguments that are not a JSON object, or an unknown tool), `finish_length` (finish_reason
+ * `length`), `format` (the response text does (`on: match`) or does not (`on: mismatch`) match `regex` / `json_schema`).
+ */
+export const IntermediateRuleSchema = z.discriminatedUnion("rule", [
+  z.strictObject({
+    rule: z.literal("tool_status"),
+    status: z.enum(["error", "ok"]).describe("error: span status ERROR; ok: OK or UNSET"),
+    ...ruleBase,
+  }),
+  z.strictObject({ rule: z.literal("invalid_tool_call"), ...ruleBase }),
+  z.strictObject({ rule: z.literal("finish_length"), ...ruleBase }),
+  z
+    .strictObject({
+      rule: z.literal("format"),
+      regex: z.string().refine(compiles, "not a valid regular expression").optional(),
+      json_schema: z.record(z.string(), z.unknown()).optional(),
+      on: z.enum(["match", "mismatch"]).default("mismatch").describe("Hit when the text matches, or when it does not"),
+      ...ruleBase,
+    })
+    .refine((r) => (r.regex === undefined) !== (r.json_schema === undefined), {
+      message: "set exactly one of regex and json_schema",
+    }),
+]);
+/** One intermediate reward rule, defaults applied. */
+export type IntermediateRule = z.output<typeof IntermediateRuleSchema>;
+
+const agentList = (description: string) =>
+  z
+    .array(z.string().min(1))
+    .default([])
+    .refine((entries) => invalidAgentEntry(entries) === null, "a /regex/ entry is not a valid regular expression")
+    .describe(description);
+
+/** Selective multi-agent training: whose calls train, and which agents stay frozen (docs/credit.md). */
+export const AgentsConfigSchema = z.strictObject({
+  train: agentList("Agents whose calls become rows (names or /regex/); empty: every agent not frozen"),
+  frozen: agentList(
+    "Agents never trained (names or /regex/): their calls make no rows, and `arclight train` serves them a " +
+      "snapshot of the starting weights under frozen_model",
+  ),
+  frozen_model: z
+    .string()
+    .min(1)
+    .default("frozen")
+    .describe("Model name the frozen snapshot is registered under (the gateway routes frozen agents to it)"),
+});
+
 /** Collocated asynchronous training. */
 export const AsyncConfigSchema = z.strictObject({
   enabled: z.boolean().default(false).describe("Keep rollouts running while the policy trains"),
@@ -201,7 +282,26 @@ export const TrainerConfigSchema = z
         "Groups per optimiser update: each PPO epoch splits the step's groups into mini-batches of this many, one " +
           "update each (verl's actor.ppo_mini_batch_size); null: the whole batch in one update",
       ),
-    reward_fillna_value: z.number().default(0).describe("Reward given to a rollout that posted none"),
+    reward_fillna_value: z
+      .number()
+      .default(0)
+      .describe("Final reward of a rollout that posted none (counted as reward_filled)"),
+    reward_policy: z
+      .enum(["last", "sum", "per_call"])
+      .default("last")
+      .describe(
+        "Several reward events: last: the last one is the final reward; sum: they add up; per_call: events with " +
+          "a call_id reward that call, the last one without is the final reward",
+      ),
+    credit: section(CreditConfigSchema, "Credit assignment over a rollout's calls"),
+    intermediate_rewards: z
+      .array(IntermediateRuleSchema)
+      .default([])
+      .refine((rules) => new Set(rules.map((r) => r.name ?? r.rule)).size === rules.length, {
+        message: "rule names must be unique (set name on repeated kinds)",
+      })
+      .describe("Automatic per-call rewards from spans and calls (rules with weights)"),
+    agents: section(AgentsConfigSchema, "Which agents train and which stay frozen"),
     missing_logprobs: z
       .enum(["recompute", "drop"])
       .default("recompute")

@@ -39,8 +39,12 @@ export interface BatchAdvantages {
   excludedFromStats: number;
 }
 
-/** The rollouts of each group that have rows, groups in first-seen order. */
-function groupSamples(samples: readonly RolloutSample[]): Map<string, RolloutSample[]> {
+/**
+ * The rollouts of each group that have rows, groups in first-seen order.
+ * @param samples - the batch's rollouts
+ * @returns group id → its rollouts with rows (rollouts without rows left out)
+ */
+export function groupSamples(samples: readonly RolloutSample[]): Map<string, RolloutSample[]> {
   const groups = new Map<string, RolloutSample[]>();
   for (const sample of samples) {
     if (sample.rowCount === 0) continue;
@@ -51,8 +55,13 @@ function groupSamples(samples: readonly RolloutSample[]): Map<string, RolloutSam
   return groups;
 }
 
-/** The reward vector the statistics see: one entry per rollout, or one per row of each rollout. */
-function statisticsRewards(members: readonly RolloutSample[], rolloutLevel: boolean): number[] {
+/**
+ * The reward vector the statistics see: one entry per rollout, or one per row of each rollout.
+ * @param members - one group's rollouts with rows
+ * @param rolloutLevel - one entry per rollout (true) or per row (false)
+ * @returns the rewards, [entries]
+ */
+export function statisticsRewards(members: readonly RolloutSample[], rolloutLevel: boolean): number[] {
   return members.flatMap((s) => new Array<number>(rolloutLevel ? 1 : s.rowCount).fill(s.reward));
 }
 

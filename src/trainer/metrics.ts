@@ -110,7 +110,27 @@ export function stepMetrics(facts: StepFacts, counts: BatchCounts): StepMetrics 
     "async/tis_capped_tokens": facts.tisCappedTokens,
     "staleness/max": facts.maxStaleness,
     late_rewards_missed: facts.lateRewardsMissed,
+    ...rewardMetrics(counts),
   };
+}
+
+/**
+ * The reward-policy and credit counts: reward events read, attached to calls, unmatched, set aside; the sum of
+ * per-call rewards; and each intermediate rule's hits (`intermediate/NAME/hits`).
+ */
+function rewardMetrics(counts: BatchCounts): StepMetrics {
+  const out: StepMetrics = {
+    "rewards/events": counts.rewardEvents,
+    "rewards/attached": counts.attachedRewards,
+    "rewards/unmatched": counts.unmatchedRewards,
+    "rewards/overridden": counts.overriddenRewards,
+    "rewards/call_sum": counts.callRewardSum,
+  };
+  for (const [name, hits] of Object.entries(counts.intermediateHits)) out[`intermediate/${name}/hits`] = hits;
+  if (Object.keys(counts.intermediateHits).length > 0) {
+    out["intermediate/unattributed"] = counts.intermediateUnattributed;
+  }
+  return out;
 }
 
 /**

@@ -110,7 +110,11 @@ export async function runRolloutsOnce(
     const events = failed ? [] : await client.getTripletEvents(rolloutId);
     if (failed) result.failedIds.push(rolloutId);
     result.records.push({ rolloutId, dataId: plan.groupId, events });
-    result.rewards.push(rewardOf(rolloutId, plan.groupId, events, options.config.reward_fillna_value));
+    result.rewards.push(
+      extractTriplets(rolloutId, plan.groupId, events, options.config.reward_fillna_value, {
+        rewardPolicy: options.config.reward_policy,
+      }).reward,
+    );
     tracker.forget(plan);
   }
   return result;

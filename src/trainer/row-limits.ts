@@ -30,6 +30,7 @@ function truncateRow(row: TrainingRow, length: number): TrainingRow {
     responseTokenIds: row.responseTokenIds.slice(0, length),
     lossMask: row.lossMask.slice(0, length),
     oldLogprobs: row.oldLogprobs.slice(0, length),
+    ...(row.tokenTurns ? { tokenTurns: row.tokenTurns.slice(0, length) } : {}),
   };
 }
 

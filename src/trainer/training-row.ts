@@ -26,12 +26,22 @@ export interface TrainingRow {
   policyVersions: number[];
   /** Turns (usable-call indices) merged into this row, ascending. */
   turns: number[];
+  /**
+   * Turn of each response-region token, −1 on context, [R]; set by trajectory aggregation (per-call credit needs
+   * it when a row merges several calls). Absent: every token belongs to `turns[0]`.
+   */
+  tokenTurns?: number[];
 }
 
 /** A training row with what the loss needs on top: its advantage and optional weights. */
 export interface ScoredRow extends TrainingRow {
   /** The rollout-level advantage broadcast onto this row's mask-1 tokens. */
   advantage: number;
+  /**
+   * Per-token advantages, [R] (0 off the mask), when they differ between the calls merged into the row (per-call
+   * credit, see credit.ts); they replace `advantage` for the engine. Absent: `advantage` on every mask-1 token.
+   */
+  tokenAdvantages?: number[];
   /** Loss weight of each of this row's masked tokens under `weighted` aggregation; absent for token-mean. */
   weight?: number;
   /** Truncated importance-sampling weight per response-region token, [R]; absent when not used. */
@@ -62,7 +72,7 @@ export function toEngineRow(row: ScoredRow): TrainRow {
   const engineRow: TrainRow = {
     tokenIds: row.promptTokenIds.concat(row.responseTokenIds),
     lossMask: zeros.concat(row.lossMask),
-    advantages: zeros.concat(broadcastAdvantage(row.lossMask, row.advantage)),
+    advantages: zeros.concat(row.tokenAdvantages ?? broadcastAdvantage(row.lossMask, row.advantage)),
   };
   const known = row.lossMask.every((m, i) => m === 0 || row.oldLogprobs[i] !== null);
   if (known) engineRow.oldLogprobs = zeros.concat(row.oldLogprobs.map((lp) => lp ?? 0));

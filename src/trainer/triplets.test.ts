@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { agentFilter } from "./agent-filter.js";
 import { extractTriplets, type TripletEventFields } from "./triplets.js";
 
 function modelRequest(sequence: number, data: Record<string, unknown>): TripletEventFields {
@@ -112,7 +113,7 @@ describe("extractTriplets with an agent filter", () => {
   ];
 
   it("keeps only the named agents' calls, numbering turns among them, and keeps the reward", () => {
-    const out = extractTriplets("r", "d", events, 0, new Set(["coder"]));
+    const out = extractTriplets("r", "d", events, 0, { agents: agentFilter(["coder"]) });
     expect(out.calls.map((c) => [c.turn, c.sequence, c.agentName])).toEqual([[0, 2, "coder"]]);
     expect(out.reward).toBe(1);
   });

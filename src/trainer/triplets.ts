@@ -1,14 +1,22 @@
 /**
- * @module A rollout's `format=triplet` events → its usable model calls, in order, and its final reward. Error calls,
- * calls whose ids were not captured completely and malformed ones are skipped and counted; a call whose only capture
- * problem is its logprobs is kept without them (counted; the batch recomputes or drops them); a missing reward is
- * filled and counted.
+ * @module A rollout's `format=triplet` events → its usable model calls, in order, its final reward and its per-call
+ * rewards (under the reward policy, reward-policy.ts), and its spans. Error calls, calls whose ids were not captured
+ * completely and malformed ones are skipped and counted; a call whose only capture problem is its logprobs is kept
+ * without them (counted; the batch recomputes or drops them); a missing reward is filled and counted.
  */
 import { z } from "zod";
-import type { TripletEvent } from "../protocol/triplet.js";
+import { indexSpans, type SpanIndex } from "../protocol/agent-name.js";
+import { SPAN_EVENT_TYPE, type SpanData } from "../protocol/span.js";
+import type { TripletEvent, TripletToolCall } from "../protocol/triplet.js";
+import type { AgentFilter } from "./agent-filter.js";
+import { applyRewardPolicy, type RewardEvent, type RewardPolicy } from "./reward-policy.js";
 
-/** The fields of a triplet-format event (`GET /api/rollouts/{id}/events?format=triplet`) the trainer reads. */
-export type TripletEventFields = Pick<TripletEvent, "event_type" | "data" | "sequence">;
+/**
+ * The fields of a triplet-format event (`GET /api/rollouts/{id}/events?format=triplet`) the trainer reads;
+ * `event_id` (a name a reward may give a call) and `timestamp` (to place tool spans after calls) when known.
+ */
+export type TripletEventFields = Pick<TripletEvent, "event_type" | "data" | "sequence"> &
+  Partial<Pick<TripletEvent, "event_id" | "timestamp">>;
 
 /** One usable model call of a rollout. */
 export interface ModelCall {
@@ -26,6 +34,20 @@ export interface ModelCall {
   policyVersion: number;
   /** The agent that made the call (triplet `agent_name`); absent when nothing names one. */
   agentName?: string;
+  /** Ids a reward's `call_id` may name: event id, response `id`, the agent's request id; absent when none. */
+  callIds?: string[];
+  /** The span the call was made in, then its stored ancestors, nearest first; absent without a trace context. */
+  spanIds?: string[];
+  /** When the call was recorded (server clock, epoch seconds). */
+  timestamp?: number;
+  /** Why generation stopped (`stop`, `length`, …). */
+  finishReason?: string;
+  /** The response text (chat `content` or completions `text`). */
+  responseText?: string;
+  /** Tool calls the response makes, arguments unparsed. */
+  toolCalls?: TripletToolCall[];
+  /** Tools the request offered, by name. */
+  toolNames?: string[];
 }
 
 /** A rollout reduced to what training needs. */
@@ -35,10 +57,22 @@ export interface RolloutTriplets {
   dataId: string;
   /** Usable model calls in event order. */
   calls: ModelCall[];
-  /** The last reward event's value, or the fill value when there is none. */
+  /** The final reward under the reward policy (last event by default), or the fill value when there is none. */
   reward: number;
-  /** True when no reward event was found and `reward` is the fill value. */
+  /** True when no reward event gave a final reward and `reward` is the fill value. */
   rewardFilled: boolean;
+  /** Reward of each call from events naming it (`reward_policy: per_call`), [calls]; zeros otherwise. */
+  callRewards: number[];
+  /** Valid reward events read. */
+  rewardEvents: number;
+  /** Reward events matched to a call (`per_call`). */
+  attachedRewards: number;
+  /** Reward events naming a call that is not among the usable calls (`per_call`; not used). */
+  unmatchedRewards: number;
+  /** Reward events set aside by the policy (earlier final rewards under `last` / `per_call`). */
+  overriddenRewards: number;
+  /** The rollout's stored spans (tool calls, agents, custom steps), in event order. */
+  spans: SpanData[];
   /** Model calls skipped because `status` was `error`. */
   errorCalls: number;
   /** Model calls skipped because `capture_incomplete` was set for a reason other than logprobs. */
@@ -71,9 +105,16 @@ const ModelCallDataSchema = z.looseObject({
   agent_name: z.string().optional(),
   capture_incomplete_reasons: z.array(z.string()).optional(),
   deduped_retries: z.number().int().min(0).optional(),
+  agent_request_id: z.string().optional(),
+  response_id: z.string().optional(),
+  span_id: z.string().optional(),
+  finish_reason: z.string().optional(),
+  response_text: z.string().optional(),
+  tool_calls: z.array(z.object({ name: z.string(), arguments: z.string() })).optional(),
+  tool_names: z.array(z.string()).optional(),
 });
 
-const RewardDataSchema = z.looseObject({ value: z.number().refine(Number.isFinite) });
+const RewardDataSchema = z.looseObject({ value: z.number().refine(Number.isFinite), call_id: z.string().optional() });
 
 type CallCounts = Pick<
   RolloutTriplets,
@@ -86,7 +127,12 @@ function onlyLogprobsIncomplete(reasons: unknown): boolean {
 }
 
 /** Reads one `model_request`, or counts why it is not usable and returns null. */
-function readModelCall(event: TripletEventFields, turn: number, counts: CallCounts): ModelCall | null {
+function readModelCall(
+  event: TripletEventFields,
+  turn: number,
+  counts: CallCounts,
+  spans: SpanIndex,
+): ModelCall | null {
   const data = event.data as Record<string, unknown>;
   if (typeof data.deduped_retries === "number") counts.dedupedCalls += data.deduped_retries;
   if (data.status === "error") {
@@ -117,23 +163,56 @@ function readModelCall(event: TripletEventFields, turn: number, counts: CallCoun
     // A call recorded without a version (posted by hand, not by the proxy) counts as version 0, as it always has.
     policyVersion: call.server.version ?? 0,
     ...(call.agent_name !== undefined ? { agentName: call.agent_name } : {}),
+    ...creditFields(event, call, spans),
   };
 }
 
-/** Whether a call passes the agent filter: no filter keeps every call; a filter keeps only calls of named agents. */
-function keepsAgent(agents: ReadonlySet<string> | undefined, data: Record<string, unknown>): boolean {
-  return agents === undefined || (typeof data.agent_name === "string" && agents.has(data.agent_name));
+/** The optional fields of a call that rewards and intermediate rules read, each present only when known. */
+function creditFields(event: TripletEventFields, call: z.infer<typeof ModelCallDataSchema>, spans: SpanIndex) {
+  const callIds = [event.event_id, call.response_id, call.agent_request_id].filter(
+    (id): id is string => typeof id === "string" && id !== "",
+  );
+  const spanIds = call.span_id === undefined ? [] : spanChain(spans, call.span_id);
+  return {
+    ...(callIds.length > 0 ? { callIds } : {}),
+    ...(spanIds.length > 0 ? { spanIds } : {}),
+    ...(event.timestamp !== undefined ? { timestamp: event.timestamp } : {}),
+    ...(call.finish_reason !== undefined ? { finishReason: call.finish_reason } : {}),
+    ...(call.response_text !== undefined ? { responseText: call.response_text } : {}),
+    ...(call.tool_calls !== undefined ? { toolCalls: call.tool_calls } : {}),
+    ...(call.tool_names !== undefined ? { toolNames: call.tool_names } : {}),
+  };
+}
+
+/** A span id and its stored ancestors, nearest first (bounded, so a malformed parent cycle cannot loop). */
+function spanChain(spans: SpanIndex, spanId: string): string[] {
+  const chain: string[] = [];
+  let id: string | null | undefined = spanId;
+  while (id && chain.length <= spans.size) {
+    chain.push(id);
+    id = spans.get(id)?.parent_span_id;
+  }
+  return chain;
+}
+
+/** What {@link extractTriplets} does beyond reading calls: which agents' calls to keep, how rewards combine. */
+export interface ExtractOptions {
+  /** Keep only the calls this filter passes (triplet `agent_name`); every call when absent. */
+  agents?: AgentFilter;
+  /** How several reward events combine; default `last`. */
+  rewardPolicy?: RewardPolicy;
 }
 
 /**
- * Turns one rollout's triplet-format events into its usable model calls and final reward.
+ * Turns one rollout's triplet-format events into its usable model calls, its rewards and its spans.
  * @param rolloutId - the rollout the events belong to
  * @param dataId - the rollout's group id (`input.data_id`)
  * @param events - the rollout's events (latest attempt), any order; sorted here by `sequence`
- * @param rewardFillnaValue - reward used when the rollout posted no valid reward event
- * @param agents - keep only the calls of these agents (triplet `agent_name`; calls naming no agent are dropped too);
- *   every call when absent. Dropped calls are not counted anywhere and do not take a `turn`.
- * @returns the calls in event order (error, incomplete and malformed ones skipped and counted) and the last reward
+ * @param rewardFillnaValue - final reward used when no reward event gives one under the policy
+ * @param options - `agents`: keep only the calls the filter passes (calls naming no agent are dropped too; dropped
+ *   calls are not counted anywhere and do not take a `turn`); `rewardPolicy` (default `last`), see reward-policy.ts
+ * @returns the calls in event order (error, incomplete and malformed ones skipped and counted), the final reward and
+ *   the per-call rewards, the reward counts and the spans
  * @see Agent Lightning v1.0, `GET /api/rollouts/{id}/events?format=triplet`; src/protocol/triplet.ts for the shapes
  */
 export function extractTriplets(
@@ -141,9 +220,10 @@ export function extractTriplets(
   dataId: string,
   events: readonly TripletEventFields[],
   rewardFillnaValue: number,
-  agents?: ReadonlySet<string>,
+  options: ExtractOptions = {},
 ): RolloutTriplets {
   const ordered = [...events].sort((a, b) => a.sequence - b.sequence);
+  const spanIndex = indexSpans(ordered as readonly { event_type: string; data: Record<string, unknown> }[]);
   const counts: CallCounts = {
     errorCalls: 0,
     incompleteCalls: 0,
@@ -152,24 +232,36 @@ export function extractTriplets(
     dedupedCalls: 0,
   };
   const calls: ModelCall[] = [];
-  let reward: number | null = null;
+  const rewards: RewardEvent[] = [];
   for (const event of ordered) {
     if (event.event_type === "model_request") {
-      if (!keepsAgent(agents, event.data as Record<string, unknown>)) continue;
-      const call = readModelCall(event, calls.length, counts);
+      const data = event.data as Record<string, unknown>;
+      const agentName = typeof data.agent_name === "string" ? data.agent_name : undefined;
+      if (options.agents !== undefined && !options.agents(agentName)) continue;
+      const call = readModelCall(event, calls.length, counts, spanIndex);
       if (call !== null) calls.push(call);
     } else if (event.event_type === "reward") {
       const parsed = RewardDataSchema.safeParse(event.data);
-      if (parsed.success) reward = parsed.data.value;
-      else counts.malformedEvents += 1;
+      if (!parsed.success) counts.malformedEvents += 1;
+      else {
+        const { value, call_id: callId } = parsed.data;
+        rewards.push({ sequence: event.sequence, value, ...(callId !== undefined ? { callId } : {}) });
+      }
     }
   }
+  const policy = applyRewardPolicy(rewards, calls, options.rewardPolicy ?? "last");
   return {
     rolloutId,
     dataId,
     calls,
-    reward: reward ?? rewardFillnaValue,
-    rewardFilled: reward === null,
+    reward: policy.final ?? rewardFillnaValue,
+    rewardFilled: policy.final === null,
+    callRewards: policy.callRewards,
+    rewardEvents: rewards.length,
+    attachedRewards: policy.attached,
+    unmatchedRewards: policy.unmatched,
+    overriddenRewards: policy.overridden,
+    spans: ordered.filter((e) => e.event_type === SPAN_EVENT_TYPE).map((e) => e.data as unknown as SpanData),
     ...counts,
   };
 }
