@@ -21,12 +21,14 @@ import type { DataItem } from "../trainer/data-order.js";
 import { AllRolloutsFailed, describeFirstFailed } from "../trainer/failure-report.js";
 import { runTraining, type TrainSummary, totalStepsOf } from "../trainer/loop.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
+import { VllmSamplerError } from "../trainer/vllm-serving.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { readConfigFile } from "./layered-config.js";
+import { type SamplerFlags, vllmSamplerOf } from "./sampler-flags.js";
 
 /** Flags of `arclight train`. */
-interface TrainFlags {
+interface TrainFlags extends SamplerFlags {
   resume?: boolean;
   gatewayUrl?: string;
   key?: string;
@@ -68,7 +70,15 @@ function engineSpec(config: Readonly<TrainerConfig>, flags: TrainFlags): EngineS
   const seed = Number(flags.engineSeed);
   if (!Number.isInteger(seed)) throw new CliError(`--engine-seed ${flags.engineSeed}: expected an integer`);
   if (kind === "torch") {
-    const { kind: _kind, model, seed: configSeed, ...torch } = config.engine;
+    const {
+      kind: _kind,
+      model,
+      seed: configSeed,
+      sampler: _s,
+      vllm_endpoints: _e,
+      vllm_sleep: _z,
+      ...torch
+    } = config.engine;
     const torchSeed = flags.engineSeed === "0" ? configSeed : seed;
     return { kind: "torch", model: model ?? "new:qwen2-tiny", seed: torchSeed, torch };
   }
@@ -104,12 +114,14 @@ function checkRunDir(runDir: string, name: string, resume: boolean): void {
 function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, runDir: string): StackOptions {
   const key = flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "";
   const spec = engineSpec(config, flags);
+  const vllm = vllmSamplerOf(config, flags, spec);
   return {
     runDir,
     modelName: flags.modelName,
     engine: () => createEngine(spec),
     ...(flags.gatewayUrl !== undefined ? { gateway: { url: flags.gatewayUrl, key } } : {}),
     ...(flags.engineUrl !== undefined ? { engineUrl: flags.engineUrl } : {}),
+    ...(vllm !== null ? { vllm } : {}),
     controller: flags.controller ? { poolSize: config.controller.pool_size } : false,
     logger: pino({ level: logLevel(flags.logLevel) }),
   };
@@ -127,7 +139,9 @@ function trainFailure(err: unknown, interrupted: boolean): void {
     process.exitCode = 1;
     return;
   }
-  if (err instanceof RangeError || err instanceof TorchPackageMissing) throw new CliError(err.message);
+  if (err instanceof RangeError || err instanceof TorchPackageMissing || err instanceof VllmSamplerError) {
+    throw new CliError(err.message);
+  }
   if (err instanceof CheckpointInvalid) {
     throw new CliError(`--resume: ${err.message} (resume with the --preset the run was trained with)`);
   }
@@ -220,6 +234,12 @@ export function registerTrain(program: Command): void {
     .option("--engine-url <url>", "a running engine server's /v1 URL to publish weights to (POST /v1/load_weights)")
     .option("--no-controller", "do not start a local controller (one already watches the gateway)")
     .option("--engine <kind>", "embedded or torch (overrides the config's engine.kind; see docs/torch-engine.md)")
+    .option("--sampler <kind>", "engine or vllm: who answers the rollouts' model calls (overrides engine.sampler)")
+    .option(
+      "--vllm-endpoint <url>",
+      "a vLLM server's /v1 URL for --sampler vllm; repeat for several (replaces engine.vllm_endpoints)",
+      (url: string, previous: string[] | undefined) => [...(previous ?? []), url],
+    )
     .option("--preset <name>", "embedded engine model preset", "tiny")
     .option("--engine-seed <n>", "weight-init seed of the embedded engine", "0")
     .option("--model-name <name>", "model name the gateway proxy serves", "policy")

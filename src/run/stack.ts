@@ -13,6 +13,7 @@ import type { Engine } from "../engine/engine.js";
 import { buildEngineServer } from "../engine/server/app.js";
 import { GatewayClient } from "../gateway/client.js";
 import { collocatedServing, type PolicyServing, remoteServing } from "../trainer/serving.js";
+import { vllmServing } from "../trainer/vllm-serving.js";
 import { startGatewayChild } from "./gateway-child.js";
 
 /** A gateway already running: its URL and API key. */
@@ -45,6 +46,11 @@ export interface StackOptions {
   gatewayArgs?: readonly string[];
   /** A running engine server's `/v1` URL to publish weights to; omitted: serve the engine from this process. */
   engineUrl?: string;
+  /**
+   * vLLM servers as the sampler (a LoRA engine): each update's adapter is loaded into them under `modelName`
+   * (runDir/adapters/vVERSION); `sleep`: collocated, asleep around each update. Excludes `engineUrl`.
+   */
+  vllm?: { endpoints: readonly string[]; sleep: boolean };
   /** The local controller; false: none (one already watches the gateway). */
   controller: StackControllerOptions | false;
   logger: Logger;
@@ -125,8 +131,12 @@ async function gatewayOf(options: StackOptions, stops: Stops): Promise<RunningGa
   return { url: child.url, key: child.key };
 }
 
-/** The policy serving: publish to a running engine server, or serve the engine here. */
+/** The policy serving: vLLM servers, a running engine server to publish to, or the engine served here. */
 async function servingOf(options: StackOptions, engine: Engine, stops: Stops): Promise<PolicyServing> {
+  if (options.vllm !== undefined) {
+    const adaptersDir = join(options.runDir, "adapters");
+    return vllmServing({ ...options.vllm, adapterName: options.modelName, adaptersDir });
+  }
   if (options.engineUrl !== undefined) return remoteServing([options.engineUrl], join(options.runDir, "weights"));
   const { server, endpoint } = await startEngineServer(engine, options.modelName);
   stops.add(() => server.close());

@@ -239,6 +239,21 @@ export const EngineSectionSchema = TorchEngineConfigSchema.extend({
     .default(null)
     .describe("torch: a local Hugging Face model folder or new:NAME (qwen2-tiny, qwen2-0.5b); null: new:qwen2-tiny"),
   seed: z.number().int().default(0).describe("torch: weight-init seed of new:NAME models"),
+  sampler: z
+    .enum(["engine", "vllm"])
+    .default("engine")
+    .describe(
+      "Who answers the rollouts' model calls: engine (the trained engine, served here) or vllm (the vllm_endpoints, " +
+        "loading each new LoRA adapter at runtime; torch with lora only)",
+    ),
+  vllm_endpoints: z
+    .array(z.url({ protocol: /^https?$/ }))
+    .default([])
+    .describe("sampler vllm: base URLs of the vLLM servers, ending in /v1 (e.g. http://127.0.0.1:8000/v1)"),
+  vllm_sleep: z
+    .boolean()
+    .default(false)
+    .describe("sampler vllm: collocated on the trainer's GPU: put vLLM to sleep (level 1) around each update"),
 });
 
 /** The whole trainer configuration. */

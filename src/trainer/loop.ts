@@ -241,9 +241,11 @@ async function runStep(run: LoopRun): Promise<void> {
   const versionAtTrain = run.policyVersion;
   // 5. Pause the proxy and drain the calls in flight: no call may straddle the weight update. The proxy is resumed
   //    on every way out of 6–7 (error, abort), and the pause's lease ends it should this process die.
-  const update = await withPausedProxy(options.client, pauseSettings(run), run.log, (drainS) =>
-    updatePolicy(run, groups.chosen, drainS),
-  );
+  //    A serving that shares the trainer's accelerator (a collocated vLLM) hands its memory over around 6–7.
+  const update = await withPausedProxy(options.client, pauseSettings(run), run.log, (drainS) => {
+    const body = () => updatePolicy(run, groups.chosen, drainS);
+    return options.serving.aroundUpdate ? options.serving.aroundUpdate(body) : body();
+  });
   run.step += 1;
   // Rewards stored after the trainer read their rollout (earlier steps' rollouts) were not trained: report them.
   const lateRewards = await reportLateRewards(run.lateWatch, options.client, run.log);

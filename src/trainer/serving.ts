@@ -1,6 +1,7 @@
 /**
  * @module How the trained weights reach the servers that answer the agents: collocated (the engine server serves
  * the very engine the trainer updates, so nothing moves) or remote (save a checkpoint, `POST /v1/load_weights`).
+ * vLLM servers with runtime LoRA loading are in `vllm-serving.ts`.
  */
 import { join } from "node:path";
 import { request } from "undici";
@@ -17,6 +18,13 @@ export interface PolicyServing {
    * @throws {Error} when a server refuses the new weights
    */
   publish(engine: Engine, policyVersion: number): Promise<void>;
+  /**
+   * Runs one update (train, then `publish`) with the servers' accelerator memory handed to the trainer, e.g. a
+   * collocated vLLM asleep; absent: the update just runs.
+   * @param update - the update; it may call `publish`
+   * @returns what `update` returns
+   */
+  aroundUpdate?<T>(update: () => Promise<T>): Promise<T>;
 }
 
 /**

@@ -11,10 +11,14 @@
  * `"usage": null` included, and `prompt_token_ids` only in the first chunk. `include_usage` adds a last chunk
  * `{…, choices: [], usage: {prompt_tokens, total_tokens, completion_tokens}}`. A mid-stream failure is one
  * `data: {"error": {...}}` event then `data: [DONE]`.
+ *
+ * With `servedModel` set, the fake also keeps vLLM's model registry: the runtime LoRA and sleep-mode routes, and a 404
+ * for a model name that is neither served nor a loaded adapter (see `fake-vllm-admin.ts`).
  */
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type AdminAnswer, FakeVllmAdmin } from "./fake-vllm-admin.js";
 import type { FakeVllmBehaviour } from "./fake-vllm-behaviour.js";
 import { buildPlan, chatBody, chatChunks, completionBody, completionChunks, type Plan } from "./fake-vllm-plan.js";
 import { errorBody } from "./fake-vllm-shapes.js";
@@ -29,6 +33,21 @@ export interface ReceivedCall {
   body: Record<string, unknown>;
   /** The body exactly as received. */
   text: string;
+  /** Whether the fake was asleep (`POST /sleep`) when the call arrived. */
+  sleeping: boolean;
+  /** Folder of the adapter the call's `model` named when it arrived; null: the base model or no registry. */
+  adapterPath: string | null;
+}
+
+/** Server settings of a fake, fixed at start. */
+export interface FakeVllmOptions {
+  /**
+   * The served base model name (vLLM's `--served-model-name`). Set: the fake keeps vLLM's model registry (runtime LoRA
+   * routes, sleep routes, 404 for an unknown model). Unset: every model name is accepted and those routes are 404.
+   */
+  servedModel?: string;
+  /** Fold every token id below this (a small model's vocabulary); default: the fake tokenizer's ids as they are. */
+  vocabSize?: number;
 }
 
 /** A running fake vLLM server. */
@@ -40,17 +59,27 @@ export class FakeVllm {
   private held: (() => void)[] = [];
   private heldWaiters: { count: number; resolve: () => void }[] = [];
 
-  private constructor(private readonly server: Server) {}
+  /** Loaded adapters, sleep state and the admin calls (with `servedModel`; otherwise null). */
+  readonly admin: FakeVllmAdmin | null;
+
+  private constructor(
+    private readonly server: Server,
+    private readonly options: FakeVllmOptions,
+  ) {
+    this.admin = options.servedModel === undefined ? null : new FakeVllmAdmin(options.servedModel);
+  }
 
   /**
    * Starts a fake on 127.0.0.1, port 0.
+   * @param behaviour - how it answers the first calls
+   * @param options - served model name (turns the model registry on) and vocabulary size
    * @returns the running fake; its base URL is {@link FakeVllm.url}
    */
-  static async start(behaviour: FakeVllmBehaviour = {}): Promise<FakeVllm> {
+  static async start(behaviour: FakeVllmBehaviour = {}, options: FakeVllmOptions = {}): Promise<FakeVllm> {
     let fake: FakeVllm | undefined;
     const server = createServer((req, res) => void fake!.handle(req, res));
     server.keepAliveTimeout = 60_000;
-    fake = new FakeVllm(server);
+    fake = new FakeVllm(server, options);
     fake.behave(behaviour);
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
@@ -104,7 +133,10 @@ export class FakeVllm {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const path = (req.url ?? "").split("?", 1)[0]!;
+    const [path = "", query = ""] = (req.url ?? "").split("?", 2);
+    if (this.admin !== null && FakeVllmAdmin.handles(path)) {
+      return sendAnswer(res, this.admin.handle(path, new URLSearchParams(query), parseOrEmpty(chunks)));
+    }
     const kind = path === "/v1/chat/completions" ? "chat" : path === "/v1/completions" ? "completions" : null;
     if (req.method !== "POST" || kind === null) return sendJson(res, 404, { detail: "Not Found" });
     let body: Record<string, unknown>;
@@ -114,7 +146,11 @@ export class FakeVllm {
     } catch {
       return sendJson(res, 400, errorBody("Invalid JSON body", "BadRequestError", 400));
     }
-    this.received.push({ path, headers: req.headers, body, text });
+    const adapterPath = this.admin?.adapters.get(String(body.model)) ?? null;
+    const sleeping = this.admin?.sleeping ?? false;
+    this.received.push({ path, headers: req.headers, body, text, sleeping, adapterPath });
+    const unknownModel = this.admin?.modelError(body.model) ?? null;
+    if (unknownModel !== null) return sendAnswer(res, unknownModel);
     const b = this.behaviour.decide ? { ...this.behaviour, ...this.behaviour.decide(body) } : this.behaviour;
     if (b.hang) return;
     if (b.failTimes !== undefined && this.failuresSent < b.failTimes) {
@@ -128,7 +164,7 @@ export class FakeVllm {
       return sendJson(res, 400, errorBody(message, "BadRequestError", 400));
     }
     if (b.holdAfterEvents === 0) await this.hold();
-    const plan = buildPlan(kind, body, b);
+    const plan = foldIds(buildPlan(kind, body, b), this.options.vocabSize);
     if (body.stream === true) await this.stream(res, kind, body, plan, b);
     else sendJson(res, 200, kind === "chat" ? chatBody(body, plan) : completionBody(body, plan));
   }
@@ -162,6 +198,31 @@ export class FakeVllm {
     }
     res.end("data: [DONE]\n\n");
   }
+}
+
+/** Folds a plan's ids below `vocabSize` (unchanged without one). */
+function foldIds(plan: Plan, vocabSize: number | undefined): Plan {
+  if (vocabSize === undefined) return plan;
+  const fold = (id: number) => id % vocabSize;
+  const steps = plan.steps.map((s) => ({ ...s, tokens: s.tokens.map((t) => ({ ...t, id: fold(t.id) })) }));
+  return { ...plan, promptIds: plan.promptIds.map(fold), steps };
+}
+
+/** The JSON body of an admin call, or {} for none or a malformed one (vLLM's routes validate it themselves). */
+function parseOrEmpty(chunks: Buffer[]): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function sendAnswer(res: ServerResponse, answer: AdminAnswer): void {
+  const headers: Record<string, string | number> = { "content-length": Buffer.byteLength(answer.text) };
+  if (answer.contentType !== null) headers["content-type"] = answer.contentType;
+  res.writeHead(answer.status, headers);
+  res.end(answer.text);
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -1,0 +1,91 @@
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Engine } from "../engine/engine.js";
+import { FakeVllm } from "../gateway/testing/fake-vllm.js";
+import { tempDir } from "../testing/temp-dir.js";
+import { VllmSamplerError, vllmServing } from "./vllm-serving.js";
+
+/** An engine whose checkpoint is a PEFT adapter folder (only what vLLM's loader looks for). */
+const adapterWriter = {
+  saveCheckpoint: async (dir: string) => {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "adapter_config.json"), "{}");
+  },
+} as unknown as Engine;
+
+/** A collocated serving (asleep around updates) on one vLLM, writing adapters to a temp dir. */
+const collocated = (url: string) =>
+  vllmServing({ endpoints: [url], adapterName: "policy", adaptersDir: tempDir("a-"), sleep: true });
+
+describe("vLLM serving", () => {
+  const fakes: FakeVllm[] = [];
+  afterEach(async () => {
+    for (const fake of fakes.splice(0)) await fake.close();
+  });
+  const start = async (servedModel?: string) => {
+    const fake = await FakeVllm.start({}, servedModel === undefined ? {} : { servedModel });
+    fakes.push(fake);
+    return fake;
+  };
+
+  it("publish loads the adapter in place under the policy name and drops the previous version's folder", async () => {
+    const fake = await start("base");
+    const dir = tempDir("arclight-vllm-serving-");
+    const serving = vllmServing({ endpoints: [fake.url], adapterName: "policy", adaptersDir: dir, sleep: false });
+    await serving.publish(adapterWriter, 0);
+    await serving.publish(adapterWriter, 1);
+    expect(fake.admin!.calls.map((c) => [c.path, c.args, c.status])).toEqual([
+      ["/v1/load_lora_adapter", { lora_name: "policy", lora_path: join(dir, "v0"), load_inplace: true }, 200],
+      ["/v1/load_lora_adapter", { lora_name: "policy", lora_path: join(dir, "v1"), load_inplace: true }, 200],
+    ]);
+    expect(fake.admin!.adapters.get("policy")).toBe(join(dir, "v1"));
+    expect(existsSync(join(dir, "v0"))).toBe(false);
+  });
+
+  it("a vLLM without runtime LoRA updating is a VllmSamplerError naming the setting", async () => {
+    const fake = await start(); // no model registry: the LoRA routes answer FastAPI's 404 {"detail": "Not Found"}
+    const serving = vllmServing({
+      endpoints: [fake.url],
+      adapterName: "policy",
+      adaptersDir: tempDir("a-"),
+      sleep: false,
+    });
+    const failed = serving.publish(adapterWriter, 0);
+    await expect(failed).rejects.toBeInstanceOf(VllmSamplerError);
+    await expect(failed).rejects.toThrow(/answered 404.*VLLM_ALLOW_RUNTIME_LORA_UPDATING=True/);
+  });
+
+  it("an unreachable vLLM is a VllmSamplerError naming its URL", async () => {
+    const fake = await start("base");
+    const url = fake.url;
+    await fake.close();
+    fakes.length = 0;
+    const serving = vllmServing({ endpoints: [url], adapterName: "policy", adaptersDir: tempDir("a-"), sleep: false });
+    await expect(serving.publish(adapterWriter, 0)).rejects.toThrow(`vLLM ${url}/load_lora_adapter: unreachable`);
+  });
+
+  it("collocated: sleeps before the update and wakes before loading the new adapter", async () => {
+    const fake = await start("base");
+    const serving = collocated(fake.url);
+    let sleepingDuringUpdate = false;
+    await serving.aroundUpdate!(async () => {
+      sleepingDuringUpdate = fake.admin!.sleeping;
+      await serving.publish(adapterWriter, 1);
+    });
+    expect(sleepingDuringUpdate).toBe(true);
+    expect(fake.admin!.calls.map((c) => c.path)).toEqual(["/sleep", "/wake_up", "/v1/load_lora_adapter"]);
+    expect(fake.admin!.calls[0]!.args).toEqual({ level: 1 });
+  });
+
+  it("collocated: a failed update still wakes vLLM, and the update's error propagates", async () => {
+    const fake = await start("base");
+    const serving = collocated(fake.url);
+    const failed = serving.aroundUpdate!(async () => {
+      throw new Error("train step failed");
+    });
+    await expect(failed).rejects.toThrow("train step failed");
+    expect(fake.admin!.sleeping).toBe(false);
+    expect(fake.admin!.calls.map((c) => c.path)).toEqual(["/sleep", "/wake_up"]);
+  });
+});

@@ -1,0 +1,123 @@
+/**
+ * End-to-end GRPO with vLLM as the sampler: `arclight train` with `engine: {kind: torch, lora, sampler: vllm,
+ * vllm_sleep: true}` trains on a torch worker while the rollouts' model calls go to a fake vLLM that keeps vLLM's
+ * model registry (runtime LoRA routes, sleep routes, 404 for an unknown model). Checked: the adapter of every version
+ * is loaded in place under the policy name, vLLM sleeps around every update and is awake for every call, and every
+ * recorded model call carries the version of the adapter that answered it.
+ */
+import { execFile } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { FakeVllm } from "../src/gateway/testing/fake-vllm.js";
+import { SqliteStore } from "../src/store/sqlite.js";
+import { skipWithoutPython, testPython } from "../src/testing/python.js";
+import { tempDir } from "../src/testing/temp-dir.js";
+import { TEST_AGENT } from "../src/trainer/testing/stack.js";
+
+const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
+const exec = promisify(execFile);
+
+/** A train config on the tiny Qwen2 with LoRA; `engine` adds keys to the engine section. */
+function writeConfig(dir: string, engine: string): void {
+  const inputs = Array.from({ length: 2 }, (_, i) => JSON.stringify({ prompt: `say a ${i}`, turns: 1 }));
+  writeFileSync(join(dir, "train.jsonl"), `${inputs.join("\n")}\n`);
+  const yaml = [
+    "name: vllm",
+    "data: { train_path: train.jsonl }",
+    "train_batch_size: 2",
+    "n: 2",
+    "total_steps: 2",
+    `controller: { command: [node, ${JSON.stringify(TEST_AGENT)}], env_map: { AGL_INPUT: input } }`,
+    "aggregator: { max_prompt_length: 128, max_response_length: 96 }",
+    "pause_retry_after_seconds: 0",
+    `engine: { kind: torch, model: "new:qwen2-tiny", python: ${JSON.stringify(testPython())}, context_length: 256${engine} }`,
+  ].join("\n");
+  writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
+}
+
+const train = (dir: string, args: string[] = []) =>
+  exec(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "train", "train.yaml", ...args], {
+    cwd: dir,
+    timeout: 240_000,
+  });
+
+/** The version number of an adapter folder `…/adapters/vN`. */
+const versionOf = (path: string | null) => Number(/\/v(\d+)$/.exec(path ?? "")?.[1]);
+
+describe.skipIf(skipWithoutPython())("trainer end to end with vLLM as the sampler", () => {
+  let fake: FakeVllm | undefined;
+  afterEach(async () => {
+    await fake?.close();
+    fake = undefined;
+  });
+
+  it("loads each version's adapter into vLLM, sleeps it around updates, and records exact versions", async () => {
+    fake = await FakeVllm.start({}, { servedModel: "base", vocabSize: 512 });
+    const dir = tempDir("arclight-train-vllm-");
+    const lora = ", lora: { rank: 4 }";
+    writeConfig(dir, `${lora}, sampler: vllm, vllm_endpoints: [${JSON.stringify(fake.url)}], vllm_sleep: true`);
+    const { stdout } = await train(dir);
+    expect(stdout).toContain("2 steps, policy version 2");
+
+    const adapters = join(dir, "runs", "vllm", "adapters");
+    const admin = fake.admin!;
+    expect(admin.calls.map((c) => c.path)).toEqual([
+      "/v1/load_lora_adapter",
+      ...["/sleep", "/wake_up", "/v1/load_lora_adapter"],
+      ...["/sleep", "/wake_up", "/v1/load_lora_adapter"],
+    ]);
+    const loads = admin.calls.filter((c) => c.path === "/v1/load_lora_adapter");
+    expect(loads.map((c) => c.args)).toEqual(
+      [0, 1, 2].map((v) => ({ lora_name: "policy", lora_path: join(adapters, `v${v}`), load_inplace: true })),
+    );
+    expect(admin.calls.every((c) => c.status === 200)).toBe(true);
+
+    // Every model call reached vLLM awake and named the loaded adapter.
+    const calls = fake.received.filter((c) => c.path === "/v1/chat/completions");
+    expect(calls).toHaveLength(8);
+    expect(calls.filter((c) => c.sleeping)).toEqual([]);
+    expect(calls.every((c) => c.body.model === "policy" && c.adapterPath !== null)).toBe(true);
+
+    // The versions the gateway recorded are the versions of the adapters that answered.
+    const store = SqliteStore.open(join(dir, "runs", "vllm", "gateway.db"));
+    try {
+      const recorded: number[] = [];
+      for (const rollout of await store.listRollouts()) {
+        for (const event of await store.listEvents(rollout.rollout_id)) {
+          if (event.event_type !== "model_request") continue;
+          recorded.push((event.data as { server: { version: number } }).server.version);
+        }
+      }
+      const answered = calls.map((c) => versionOf(c.adapterPath));
+      expect(recorded.sort()).toEqual(answered.sort());
+      expect(answered.sort()).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
+    } finally {
+      await store.close();
+    }
+  }, 300_000);
+
+  it("sampler vllm without LoRA stops train with one line naming engine.lora", async () => {
+    const dir = tempDir("arclight-train-vllm-nolora-");
+    writeConfig(dir, ', sampler: vllm, vllm_endpoints: ["http://127.0.0.1:9/v1"]');
+    const failed = await train(dir).catch((err: { code: number; stderr: string }) => err);
+    expect(failed).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("engine.sampler vllm: needs engine.lora"),
+    });
+    expect((failed as { stderr: string }).stderr.trim().split("\n")).toHaveLength(1);
+  }, 120_000);
+
+  it("an unreachable vLLM stops train with one line naming its URL", async () => {
+    const dir = tempDir("arclight-train-vllm-down-");
+    writeConfig(dir, ", lora: { rank: 4 }");
+    const failed = await train(dir, ["--sampler", "vllm", "--vllm-endpoint", "http://127.0.0.1:9/v1"]).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    const message = "vLLM http://127.0.0.1:9/v1/load_lora_adapter: unreachable";
+    expect(failed).toMatchObject({ code: 2, stderr: expect.stringContaining(message) });
+    expect((failed as { stderr: string }).stderr.trim().split("\n")).toHaveLength(1);
+  }, 120_000);
+});
