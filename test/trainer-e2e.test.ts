@@ -204,10 +204,16 @@ describe("trainer end to end", () => {
     expect(existsSync(join(dir, "runs", "broken", "metrics.jsonl"))).toBe(false);
   });
 
-  it("usage errors are one line starting with arclight:, exit 2 (unknown flag, unknown command, bad YAML)", async () => {
+  it("usage errors are one line starting with arclight:, exit 2 (unknown flag or command, bad YAML, no gateway)", async () => {
     const dir = tempDir("arclight-usage-");
     writeFileSync(join(dir, "bad.yaml"), "name: [\n x");
-    const cases = [["train", "--bogus", "x.yaml"], ["frob"], ["train", "bad.yaml"], ["train"]];
+    const cases = [
+      ["train", "--bogus", "x.yaml"],
+      ["frob"],
+      ["train", "bad.yaml"],
+      ["train"],
+      ["inspect", "r1", "--gateway-url", "http://127.0.0.1:1"],
+    ];
     const answers = await Promise.all(
       cases.map((args) =>
         run(args, dir).then(
@@ -216,7 +222,7 @@ describe("trainer end to end", () => {
         ),
       ),
     );
-    expect(answers.map((a) => a.code)).toEqual([2, 2, 2, 2]);
+    expect(answers.map((a) => a.code)).toEqual([2, 2, 2, 2, 2]);
     for (const answer of answers) {
       expect(answer.stderr.trim().split("\n")).toHaveLength(1);
       expect(answer.stderr).toMatch(/^arclight: /);
@@ -225,5 +231,6 @@ describe("trainer end to end", () => {
     expect(answers[1]?.stderr).toContain("unknown command 'frob'");
     expect(answers[2]?.stderr).toContain("bad.yaml: invalid YAML (");
     expect(answers[3]?.stderr).toContain("missing required argument 'config'");
-  });
+    expect(answers[4]?.stderr).toContain("cannot reach the gateway (GET /api/rollouts/r1: connect ECONNREFUSED");
+  }, 150_000);
 });

@@ -113,4 +113,38 @@ describe("arclight controller", () => {
       stderr: `arclight: --state-file ${join(dir, "folder")}: is a directory, expected a JSON file`,
     });
   });
+
+  it("logs an unreachable gateway once, as one line without a stack, while it keeps retrying", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "arclight-cli-controller-down-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const args = ["controller", "--gateway-url", "http://127.0.0.1:1", "--poll-interval", "0.05"];
+    const child = spawn(
+      process.execPath,
+      ["--import", TSX_LOADER, MAIN, ...args, "--state-file", join(dir, "s.json")],
+      {
+        env: { ...process.env, ARCLIGHT_KEY: "k" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    cleanups.push(() => {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    });
+    const exited = exitOf(child);
+    let output = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    await waitFor("the first warning", async () => (output.includes("gateway unreachable") ? true : undefined), 90_000);
+    // Many more passes fail (each after the client's own retries); none of them adds a line.
+    await new Promise((r) => setTimeout(r, 3000));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const lines = output.trim().split("\n");
+    expect(lines.filter((line) => line.includes("gateway unreachable"))).toHaveLength(1);
+    expect(output).not.toContain("stack");
+    expect(output).not.toContain("reconcile pass failed");
+  }, 150_000);
 });

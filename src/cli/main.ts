@@ -1,5 +1,6 @@
 /** @module Process entry of the `arclight` CLI: parse argv, print user errors as one line, set the exit code. */
 import { CommanderError } from "commander";
+import { GatewayUnreachable } from "../gateway/client-errors.js";
 import { ArclightError } from "../protocol/index.js";
 import { ComponentStartFailed } from "../run/gateway-child.js";
 import { CliError } from "./cli-error.js";
@@ -21,6 +22,11 @@ export async function main(argv: string[]): Promise<void> {
     }
     if (err instanceof CliError || err instanceof ArclightError || err instanceof ComponentStartFailed) {
       console.error(`arclight: ${err.message}`);
+      process.exitCode = 2;
+      return;
+    }
+    if (err instanceof GatewayUnreachable) {
+      console.error(`arclight: cannot reach the gateway (${err.message}): is it running, and is --gateway-url right?`);
       process.exitCode = 2;
       return;
     }

@@ -4,6 +4,7 @@
  */
 import type { Logger } from "pino";
 import type { GatewayClient } from "../gateway/client.js";
+import { GatewayUnreachable } from "../gateway/client-errors.js";
 import { currentAttemptOf, type Rollout } from "../protocol/index.js";
 import { buildAgentEnv, EnvMapError } from "./agent-env.js";
 import type { ControllerConfig } from "./config.js";
@@ -54,6 +55,8 @@ export class LocalController {
   private loop?: Promise<void>;
   private passTail: Promise<void> = Promise.resolve();
   private stopping = false;
+  /** When the gateway became unreachable (epoch ms), null while it answers. */
+  private gatewayDownSince: number | null = null;
   private abandoned = false;
   private wakePending = false;
   private wakeNow: () => void = () => {};
@@ -144,12 +147,39 @@ export class LocalController {
     await this.loop;
   }
 
+  /**
+   * Logs a failed pass. An unreachable gateway is one warning line (no stack) when it goes away and one info line when
+   * it is back; the passes failing in between are logged at debug level only.
+   */
+  private notePassFailed(err: unknown): void {
+    if (!(err instanceof GatewayUnreachable)) {
+      this.log.error({ err }, "reconcile pass failed");
+      return;
+    }
+    if (this.gatewayDownSince !== null) {
+      this.log.debug({ reason: err.message }, "gateway still unreachable");
+      return;
+    }
+    this.gatewayDownSince = Date.now();
+    const everyS = this.config.poll_interval_seconds;
+    this.log.warn({ reason: err.message }, `gateway unreachable; retrying every ${everyS} s`);
+  }
+
+  /** Logs the gateway's return after {@link notePassFailed} saw it unreachable. */
+  private noteGatewayReachable(): void {
+    if (this.gatewayDownSince === null) return;
+    const downS = Math.round((Date.now() - this.gatewayDownSince) / 1000);
+    this.gatewayDownSince = null;
+    this.log.info({ downS }, "gateway reachable again");
+  }
+
   private async runLoop(): Promise<void> {
     while (!this.stopping) {
       try {
         await this.reconcileOnce();
+        this.noteGatewayReachable();
       } catch (err) {
-        this.log.error({ err }, "reconcile pass failed");
+        this.notePassFailed(err);
       }
       const pollMs = this.config.poll_interval_seconds * 1000;
       const spawnWaitMs = this.limiter.msUntilNext();

@@ -12,6 +12,7 @@ import { LocalController } from "../controller/reconcile.js";
 import type { Engine } from "../engine/engine.js";
 import { buildEngineServer } from "../engine/server/app.js";
 import { GatewayClient } from "../gateway/client.js";
+import type { GatewayUnreachable } from "../gateway/client-errors.js";
 import { collocatedServing, type PolicyServing, remoteServing } from "../trainer/serving.js";
 import { vllmServing } from "../trainer/vllm-serving.js";
 import { startGatewayChild } from "./gateway-child.js";
@@ -122,6 +123,19 @@ function startController(
   return controller;
 }
 
+/**
+ * Checks that a running gateway answers before anything is started for it (an engine can take a while to load).
+ * @throws {GatewayUnreachable} after the client's retries
+ */
+async function probeGateway(gateway: RunningGateway): Promise<void> {
+  const client = new GatewayClient({ baseUrl: gateway.url, key: gateway.key });
+  try {
+    await client.healthz();
+  } finally {
+    await client.close();
+  }
+}
+
 /** The gateway: the running one, or a child started and registered for stopping. */
 async function gatewayOf(options: StackOptions, stops: Stops): Promise<RunningGateway> {
   if (options.gateway !== undefined) return options.gateway;
@@ -148,7 +162,8 @@ async function servingOf(options: StackOptions, engine: Engine, stops: Stops): P
  * what was started is stopped before the error propagates.
  * @param options - run directory, model name, engine factory, gateway, engine server, controller, logger
  * @returns the running stack
- * @throws {ComponentStartFailed} when the gateway child does not start; whatever the engine factory throws
+ * @throws {ComponentStartFailed} when the gateway child does not start; {@link GatewayUnreachable} when a running
+ *   gateway named in `options.gateway` does not answer; whatever the engine factory throws
  */
 export async function startStack(options: StackOptions): Promise<Stack> {
   const stops = new Stops();
@@ -157,6 +172,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   options.closeOnAbort?.addEventListener("abort", onAbort, { once: true });
   stops.add(() => options.closeOnAbort?.removeEventListener("abort", onAbort));
   try {
+    if (options.gateway !== undefined) await probeGateway(options.gateway);
     const engine = await options.engine();
     stops.add(() => engine.dispose());
     const gateway = await gatewayOf(options, stops);

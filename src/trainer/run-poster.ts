@@ -62,7 +62,10 @@ export class RunPoster implements StepReporter {
         await post();
       } catch (err) {
         this.enabled = false;
-        this.log?.warn({ err, run: this.name }, "dashboard metrics post failed; not posting more for this run");
+        this.log?.warn(
+          { reason: (err as Error).message, run: this.name },
+          "dashboard metrics post failed; not posting more for this run",
+        );
       }
     });
   }
