@@ -14,9 +14,9 @@ import { CliError } from "./cli-error.js";
 import { type GatewayFlags, loadGatewayConfig } from "./gateway-config.js";
 
 /** Opens the configured store, turning failures into a CLI error naming `--store`. */
-async function openConfiguredStore(spec: string): Promise<Store> {
+async function openConfiguredStore(spec: string, lockWaitSeconds: number): Promise<Store> {
   try {
-    return await openStore(spec);
+    return await openStore(spec, { lockWaitMs: lockWaitSeconds * 1000 });
   } catch (err) {
     throw new CliError(`--store ${redact(spec)}: ${(err as Error).message}`);
   }
@@ -35,7 +35,7 @@ function baseUrl(host: string, port: number): string {
  */
 export async function runGateway(config: Readonly<GatewayConfig>): Promise<void> {
   const logger = pino({ level: config.log_level });
-  const store = await openConfiguredStore(config.store);
+  const store = await openConfiguredStore(config.store, config.store_lock_wait_seconds);
   let sharedPause: SharedPause | undefined;
   try {
     // Gateways sharing a PostgreSQL database share the proxy pause: a pause on one pauses all.

@@ -26,6 +26,14 @@ export const GatewayConfigSchema = z.strictObject({
       "where rollouts and events live: memory | sqlite:PATH | postgres://USER@HOST:PORT/DB (several gateways may " +
         "share one PostgreSQL database). Env ARCLIGHT_STORE",
     ),
+  store_lock_wait_seconds: z
+    .number()
+    .positive()
+    .default(10)
+    .describe(
+      "SQLite store: how long a write keeps retrying (on a timer, never blocking the gateway) while another process " +
+        "holds the file's write lock, before it fails with 503 + Retry-After",
+    ),
   body_limit_bytes: z
     .number()
     .int()

@@ -34,6 +34,9 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
 /** Fastify `setErrorHandler` callback: answers with {@link toErrorResponse}, logging 5xx with their stack. */
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const { status, body } = toErrorResponse(err);
+  // A retryable error (503 store busy, 429) tells the client when to come back, as a header and in the body.
+  const retryAfter = (body as { retry_after_seconds?: unknown }).retry_after_seconds;
+  if (typeof retryAfter === "number") void reply.header("retry-after", String(Math.ceil(retryAfter)));
   if (status >= 500) request.log.error({ err }, "request failed");
   else request.log.info({ status, code: body.code }, "request rejected");
   void reply.status(status).send(body);

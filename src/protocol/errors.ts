@@ -134,8 +134,17 @@ export class UpstreamTimeout extends ArclightError {
  * write may or may not have committed: retry it (an event with an `event_id` is then stored once).
  */
 export class StoreUnavailable extends ArclightError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super("store_unavailable", 503, message, options);
+  /**
+   * @param message - what failed and why
+   * @param options - `cause`; `retryAfterSeconds` (default 1) is sent as the `Retry-After` header and the body's
+   *   `retry_after_seconds`
+   */
+  constructor(message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
+    const retryAfterSeconds = options?.retryAfterSeconds ?? 1;
+    super("store_unavailable", 503, message, {
+      cause: options?.cause,
+      fields: { retry_after_seconds: retryAfterSeconds },
+    });
   }
 }
 

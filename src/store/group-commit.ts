@@ -1,11 +1,15 @@
 /**
  * @module Group commit: writes queued in the same event-loop turn run in ONE outer transaction, each in its own
  * savepoint, so one commit (one WAL append) serves many callers while a failing write fails only its own caller.
+ * A batch that finds the write lock taken by another connection waits on a timer, not on the lock.
  */
+import { performance } from "node:perf_hooks";
 
 /** One queued write and the promise it settles. */
 interface Job<TInput, TResult> {
   input: TInput;
+  /** When it was queued (`performance.now()`, ms): a write waits for a busy lock at most `lockWaitMs` from here. */
+  queuedAtMs: number;
   resolve(result: TResult): void;
   reject(error: unknown): void;
 }
@@ -25,6 +29,37 @@ export interface GroupCommitHooks<TInput, TResult> {
    * everything before issuing a single statement: SQLite undoes a failed statement by itself, so no savepoint is needed.
    */
   needsSavepoint(input: TInput): boolean;
+  /**
+   * Whether a failed commit failed only because another connection holds the write lock (SQLITE_BUSY): the batch is
+   * then kept and tried again later, on a timer, so the event loop never waits on the lock. Absent: never.
+   */
+  isBusy?(error: unknown): boolean;
+  /** The error a write gets when it waited `waitedMs` for the lock without getting it (default: the busy error). */
+  busyTimeout?(error: unknown, waitedMs: number): unknown;
+}
+
+/** Retry timing of a batch that found the write lock taken. */
+export interface BusyRetry {
+  /** Longest a queued write waits for the lock before it is rejected, ms. */
+  lockWaitMs: number;
+  /** First delay before trying again, ms; doubled per failed try up to `maxDelayMs`. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+/** Default {@link BusyRetry}: 10 s in all, tries 2 ms apart at first, at most 100 ms apart. */
+export const DEFAULT_BUSY_RETRY: BusyRetry = Object.freeze({ lockWaitMs: 10_000, baseDelayMs: 2, maxDelayMs: 100 });
+
+/**
+ * The delay before try `retry + 1` of a write that found the lock taken: exponential, capped, with jitter so that
+ * several processes waiting on one file do not retry in step.
+ * @param retry - failed tries so far (0 for the first retry)
+ * @param timing - base and cap
+ * @returns ms to wait
+ */
+export function busyRetryDelayMs(retry: number, timing: BusyRetry): number {
+  const capMs = Math.min(timing.maxDelayMs, timing.baseDelayMs * 2 ** Math.min(retry, 20));
+  return capMs / 2 + (Math.random() * capMs) / 2;
 }
 
 /**
@@ -34,7 +69,9 @@ export interface GroupCommitHooks<TInput, TResult> {
  * 2. writes apply in the order they were queued (a later write sees an earlier one's rows);
  * 3. a write that throws rolls back its own writes (its savepoint, or its one failed statement) and rejects its own
  *    promise; its neighbours still commit;
- * 4. if the commit itself fails, every write of the batch is rejected and none is stored.
+ * 4. if the commit itself fails, every write of the batch is rejected and none is stored;
+ * 5. if the commit fails because the write lock is taken (`isBusy`), the batch is kept (nothing stored) and tried
+ *    again after a growing delay; a write that has waited `lockWaitMs` is rejected with `busyTimeout`'s error.
  *
  * {@link flush} commits the queue at once; a store calls it before any other operation so that it sees operations in
  * the order they were called.
@@ -42,9 +79,23 @@ export interface GroupCommitHooks<TInput, TResult> {
 export class GroupCommit<TInput, TResult> {
   private pending: Job<TInput, TResult>[] = [];
   private scheduled = false;
+  /** Consecutive flushes that found the lock taken. */
+  private busyTries = 0;
   private readonly flushSoon = (): void => this.flush();
 
-  constructor(private readonly hooks: GroupCommitHooks<TInput, TResult>) {}
+  /**
+   * @param hooks - the database operations
+   * @param busyRetry - how long and how often a batch that found the lock taken is tried again
+   */
+  constructor(
+    private readonly hooks: GroupCommitHooks<TInput, TResult>,
+    private readonly busyRetry: BusyRetry = DEFAULT_BUSY_RETRY,
+  ) {}
+
+  /** Writes queued and not yet committed (some may be waiting for the write lock). */
+  get pendingCount(): number {
+    return this.pending.length;
+  }
 
   /**
    * Queues one write.
@@ -52,7 +103,7 @@ export class GroupCommit<TInput, TResult> {
    */
   enqueue(input: TInput): Promise<TResult> {
     return new Promise<TResult>((resolve, reject) => {
-      this.pending.push({ input, resolve, reject });
+      this.pending.push({ input, queuedAtMs: performance.now(), resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(this.flushSoon);
@@ -74,14 +125,31 @@ export class GroupCommit<TInput, TResult> {
         else for (const job of batch) outcomes.push(this.applyShared(job.input));
       });
     } catch (error) {
-      for (const job of batch) job.reject(error);
+      if (this.hooks.isBusy?.(error)) this.retryLater(batch, error);
+      else for (const job of batch) job.reject(error);
       return;
     }
+    this.busyTries = 0;
     batch.forEach((job, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) job.resolve(outcome.result);
       else job.reject(outcome.error);
     });
+  }
+
+  /** Puts a batch that found the lock taken back in front of the queue, rejecting writes that waited too long. */
+  private retryLater(batch: Job<TInput, TResult>[], error: unknown): void {
+    const now = performance.now();
+    const kept: Job<TInput, TResult>[] = [];
+    for (const job of batch) {
+      const waitedMs = now - job.queuedAtMs;
+      if (waitedMs < this.busyRetry.lockWaitMs) kept.push(job);
+      else job.reject(this.hooks.busyTimeout ? this.hooks.busyTimeout(error, waitedMs) : error);
+    }
+    this.pending = [...kept, ...this.pending];
+    if (this.pending.length === 0) return;
+    this.scheduled = true;
+    setTimeout(this.flushSoon, busyRetryDelayMs(this.busyTries++, this.busyRetry));
   }
 
   /** One write of a batch of several: its failure is caught and kept to itself. */

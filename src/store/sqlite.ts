@@ -5,6 +5,7 @@
  */
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
+import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
 import {
   type Event,
@@ -16,10 +17,11 @@ import {
   type RolloutPatch,
   type RolloutState,
   RolloutStateSchema,
+  StoreUnavailable,
   type TerminalPage,
 } from "../protocol/index.js";
 import { StoreOpenError } from "./errors.js";
-import { GroupCommit } from "./group-commit.js";
+import { type BusyRetry, busyRetryDelayMs, DEFAULT_BUSY_RETRY, GroupCommit } from "./group-commit.js";
 import { applyPatch, buildRollout, checkEventWrite, nowSeconds, type RolloutGate } from "./rollout-rules.js";
 import { migrate } from "./sqlite-migrations.js";
 import {
@@ -41,11 +43,39 @@ export interface SqliteStoreOptions {
    * commits, never corrupting the file. `FULL`: fsync at every commit, durable against power loss, slower writes.
    */
   synchronous?: "NORMAL" | "FULL";
-  /** How long a write waits for another connection's write lock before failing with SQLITE_BUSY (ms); default 10 000. */
+  /**
+   * How long one try waits for another connection's write lock (SQLite's `busy_timeout`, ms; default 10). SQLite
+   * waits by sleeping the calling thread, i.e. Node's event loop, so this stays short: a write that finds the lock
+   * taken tries again on a timer (see `lockWaitMs`) and the gateway keeps answering meanwhile.
+   */
   busyTimeoutMs?: number;
+  /**
+   * How long a write keeps trying while another connection holds the write lock before it fails with
+   * `StoreUnavailable` (503 with `Retry-After`), ms; default 10 000.
+   */
+  lockWaitMs?: number;
 }
 
-const DEFAULT_BUSY_TIMEOUT_MS = 10_000;
+const DEFAULT_BUSY_TIMEOUT_MS = 10;
+/** Busy timeout while opening: migrations run once, before the gateway serves anything. */
+const OPEN_BUSY_TIMEOUT_MS = 10_000;
+
+/** True for SQLite's "database is locked" (another connection holds the write lock). */
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === "SQLITE_BUSY" || code === "SQLITE_BUSY_SNAPSHOT";
+}
+
+/** The error of a write that waited `waitedMs` for the write lock in vain. */
+function lockTimeout(err: unknown, waitedMs: number): StoreUnavailable {
+  const message = `SQLite store: the database is locked by another connection (waited ${Math.round(waitedMs)} ms)`;
+  return new StoreUnavailable(message, { cause: err, retryAfterSeconds: 1 });
+}
+
+/** A write that must wait because earlier appends are still waiting for the lock (they commit first). */
+function queuedBehindBusy(): Error {
+  return Object.assign(new Error("earlier event appends wait for the write lock"), { code: "SQLITE_BUSY" });
+}
 
 const INSERT_ROLLOUT = `INSERT INTO rollouts (rollout_id, input, data_id, is_train, config, metadata, state,
   k8s_job_name, last_attempt_id, error_message, version, created_at, updated_at)
@@ -90,20 +120,28 @@ export class SqliteStore implements Store {
   /** Event appends waiting for the next group commit. */
   private readonly appends: GroupCommit<AppendJob, Event[]>;
 
-  private constructor(db: Database.Database) {
+  private readonly busyRetry: BusyRetry;
+
+  private constructor(db: Database.Database, lockWaitMs: number) {
     this.db = db;
+    this.busyRetry = { ...DEFAULT_BUSY_RETRY, lockWaitMs };
     const run = db.transaction((fn: () => unknown) => fn());
     this.immediate = run.immediate as <T>(fn: () => T) => T;
     this.dataVersionStmt = db.prepare("PRAGMA data_version").pluck();
-    this.appends = new GroupCommit<AppendJob, Event[]>({
-      transaction: (fn) => this.immediate(fn),
-      // Called inside the open transaction, better-sqlite3 runs a transaction function as a SAVEPOINT.
-      savepoint: run as <T>(fn: () => T) => T,
-      inTransaction: () => db.inTransaction,
-      apply: (job) => this.appendNow(job.rolloutId, job.attemptId, job.events),
-      // appendNow checks and serialises everything before its first INSERT: one event is one statement.
-      needsSavepoint: (job) => job.events.length > 1,
-    });
+    this.appends = new GroupCommit<AppendJob, Event[]>(
+      {
+        transaction: (fn) => this.immediate(fn),
+        // Called inside the open transaction, better-sqlite3 runs a transaction function as a SAVEPOINT.
+        savepoint: run as <T>(fn: () => T) => T,
+        inTransaction: () => db.inTransaction,
+        apply: (job) => this.appendNow(job.rolloutId, job.attemptId, job.events),
+        // appendNow checks and serialises everything before its first INSERT: one event is one statement.
+        needsSavepoint: (job) => job.events.length > 1,
+        isBusy,
+        busyTimeout: lockTimeout,
+      },
+      this.busyRetry,
+    );
   }
 
   /**
@@ -115,12 +153,13 @@ export class SqliteStore implements Store {
     let db: Database.Database | undefined;
     try {
       if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-      db = new Database(path, { timeout: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
+      db = new Database(path, { timeout: OPEN_BUSY_TIMEOUT_MS });
       db.pragma("journal_mode = WAL");
       db.pragma(`synchronous = ${options.synchronous ?? "NORMAL"}`);
       db.pragma("foreign_keys = ON");
       migrate(db);
-      return new SqliteStore(db);
+      db.pragma(`busy_timeout = ${Math.max(0, Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))}`);
+      return new SqliteStore(db, options.lockWaitMs ?? DEFAULT_BUSY_RETRY.lockWaitMs);
     } catch (err) {
       db?.close();
       const reason = err instanceof Error ? err.message : String(err);
@@ -139,12 +178,25 @@ export class SqliteStore implements Store {
 
   /**
    * Runs `fn` in a `BEGIN IMMEDIATE` transaction: the write lock is taken up front, so reads inside see final data.
-   * Queued appends are committed first, so writes apply in the order they were called.
+   * Queued appends are committed first, so writes apply in the order they were called. While another connection
+   * holds the lock, it tries again on a timer (the event loop stays free) for up to `lockWaitMs`.
+   * @throws {StoreUnavailable} the lock stayed taken for `lockWaitMs`
    */
-  private write<T>(fn: () => T): T {
-    this.appends.flush();
-    this.writes++;
-    return this.immediate(fn);
+  private async write<T>(fn: () => T): Promise<T> {
+    const startedAtMs = performance.now();
+    for (let retry = 0; ; retry++) {
+      try {
+        this.appends.flush();
+        if (this.appends.pendingCount > 0) throw queuedBehindBusy();
+        this.writes++;
+        return this.immediate(fn);
+      } catch (err) {
+        if (!isBusy(err)) throw err;
+        const waitedMs = performance.now() - startedAtMs;
+        if (waitedMs >= this.busyRetry.lockWaitMs) throw lockTimeout(err, waitedMs);
+        await new Promise((resolve) => setTimeout(resolve, busyRetryDelayMs(retry, this.busyRetry)));
+      }
+    }
   }
 
   /** Commits queued appends before a read, so a read sees every write called before it. */
@@ -347,10 +399,10 @@ export class SqliteStore implements Store {
   }
 
   async deleteModels(model?: string): Promise<number> {
-    this.appends.flush();
-    this.writes++;
-    if (model === undefined) return this.stmt("DELETE FROM models").run().changes;
-    return this.stmt("DELETE FROM models WHERE model = ?").run(model).changes;
+    return this.write(() => {
+      if (model === undefined) return this.stmt("DELETE FROM models").run().changes;
+      return this.stmt("DELETE FROM models WHERE model = ?").run(model).changes;
+    });
   }
 
   async countByState(): Promise<Record<RolloutState, number>> {

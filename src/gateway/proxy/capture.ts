@@ -37,6 +37,8 @@ export type CaptureReason =
   | "usage_mismatch"
   | "unfinished"
   | "stream_chunks_incomplete"
+  | "stream_chunk_malformed"
+  | "response_not_object"
   | "logprobs_missing"
   | "logprobs_misaligned"
   | "logprobs_nonfinite";
@@ -144,6 +146,8 @@ export interface CallRecord {
   retryCount: number;
   /** Set by the stream assembler when chunks lacked ids or logprobs. */
   captureIncomplete?: boolean;
+  /** Reasons found before the record was built (a malformed SSE event, a body that is not a JSON object). */
+  captureReasons?: readonly CaptureReason[];
 }
 
 /**
@@ -162,6 +166,7 @@ export function buildModelRequestData(call: CallRecord): ModelRequestData {
     response = checked.response;
     reasons.push(...checked.reasons);
   }
+  for (const reason of call.captureReasons ?? []) if (!reasons.includes(reason)) reasons.push(reason);
   if (call.captureIncomplete === true && reasons.length === 0) reasons.push("stream_chunks_incomplete");
   const firstChoice = Array.isArray(response?.choices) ? response.choices[0] : undefined;
   const data: ModelRequestData = {

@@ -151,7 +151,8 @@ describe("model_request capture", () => {
 
 describe("streaming", () => {
   it("relays chunks to the agent as they arrive, before the upstream has finished", async () => {
-    const { h, rid, fake } = await setup({ content: "slow answer", holdAfterEvents: 2 });
+    // The fake holds after 3 events; the proxy passes on all but the newest (held back until the call is recorded).
+    const { h, rid, fake } = await setup({ content: "slow answer", holdAfterEvents: 3 });
     const response = await fetch(`${h.openaiBase(rid)}/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${h.key}`, "content-type": "application/json" },

@@ -1,0 +1,51 @@
+/**
+ * @module Records one proxied call as its `model_request` event, durably before the agent is answered: a call whose
+ * event cannot be committed is never answered as a success (the caller turns the thrown error into a 503 with
+ * `Retry-After`, or an SSE error event in place of `[DONE]`).
+ */
+import { ArclightError, StoreUnavailable } from "../../protocol/index.js";
+import type { Store } from "../../store/store.js";
+import { buildModelRequestData, type CallRecord } from "./capture.js";
+import { type KnownJson, modelRequestDataJson } from "./event-json.js";
+import type { TrackedCall } from "./proxy-call.js";
+
+/** Seconds an agent is told to wait (`Retry-After`) when its call's event could not be stored. */
+export const STORE_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * Appends the call's `model_request` event (its JSON text reusing the request and response texts already held) and
+ * resolves once it is committed.
+ * @param store - where the event goes
+ * @param call - the call, its ids and identity
+ * @param record - what happened
+ * @param known - texts already held for the request and response
+ * @throws {ArclightError} a 4xx the store raised about the rollout (e.g. `StaleAttempt`: the attempt was superseded
+ *   meanwhile), unchanged
+ * @throws {StoreUnavailable} anything else (database locked past its wait, disk full, connection lost), with
+ *   `retry_after_seconds`: the event is not stored, so the agent must not take the answer as recorded
+ */
+export async function recordCall(store: Store, call: TrackedCall, record: CallRecord, known: KnownJson): Promise<void> {
+  try {
+    const data = { ...buildModelRequestData(record), ...call.identity, ...call.requestIds };
+    const dataJson = modelRequestDataJson(data, known);
+    await store.appendEvents(call.rolloutId, call.attemptId, [{ event_type: "model_request", data, dataJson }]);
+  } catch (err) {
+    call.log.error({ err, rolloutId: call.rolloutId, attemptId: call.attemptId }, "model_request event not recorded");
+    throw storeFailure(err);
+  }
+}
+
+/**
+ * The error the agent gets for an event that could not be stored: a 4xx about the rollout as it is, anything else as
+ * a retryable 503.
+ * @param err - what the store threw
+ */
+export function storeFailure(err: unknown): ArclightError {
+  if (err instanceof ArclightError && err.status < 500) return err;
+  const reason = err instanceof Error ? err.message : String(err);
+  const advised = err instanceof StoreUnavailable ? err.fields.retry_after_seconds : undefined;
+  return new StoreUnavailable(`The call was answered upstream but could not be recorded (${reason}); retry it`, {
+    cause: err,
+    retryAfterSeconds: typeof advised === "number" ? advised : STORE_RETRY_AFTER_SECONDS,
+  });
+}

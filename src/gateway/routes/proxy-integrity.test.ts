@@ -1,0 +1,95 @@
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ModelRequestData } from "../../protocol/index.js";
+import { agentCall, chatRequest } from "../testing/proxy-client.js";
+import { type ProxyHarness, startProxyHarness } from "../testing/proxy-harness.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A real upstream on 127.0.0.1 that answers every call with `answer` (a broken model server, scripted). */
+async function scriptedUpstream(answer: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => answer(req, res));
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+}
+
+async function harness(endpoint: string): Promise<{ h: ProxyHarness; rid: string }> {
+  const h = await startProxyHarness({ models: [{ model: "policy", endpoint }] });
+  cleanups.push(() => h.close());
+  return { h, rid: await h.newRollout() };
+}
+
+async function onlyEvent(h: ProxyHarness, rid: string): Promise<ModelRequestData> {
+  const events = await h.store.listEvents(rid, { eventType: "model_request" });
+  expect(events).toHaveLength(1);
+  return events[0]!.data as ModelRequestData;
+}
+
+const HEAD = { id: "chatcmpl-1", object: "chat.completion.chunk", created: 1, model: "policy" };
+const ROLE = { ...HEAD, prompt_token_ids: [1, 2], choices: [{ index: 0, delta: { role: "assistant", content: "" } }] };
+const TOKEN = (text: string, id: number, finish: string | null = null) => ({
+  ...HEAD,
+  choices: [{ index: 0, delta: { content: text }, finish_reason: finish, token_ids: [id] }],
+});
+
+function sse(res: ServerResponse, events: string[]): void {
+  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+  for (const data of events) res.write(`data: ${data}\n\n`);
+  res.end();
+}
+
+describe("capture integrity", () => {
+  // Before: a chunk that was not JSON was skipped silently; the call was recorded ok, capture complete, with 2 of
+  // the 3 response ids.
+  it.each([
+    ["truncated JSON", JSON.stringify(TOKEN("b", 11)).slice(0, 40)],
+    ["a JSON array", "[11]"],
+  ])("records a stream with a malformed chunk (%s) as an error with incomplete capture", async (_what, bad) => {
+    const endpoint = await scriptedUpstream((_req, res) =>
+      sse(res, [
+        JSON.stringify(ROLE),
+        JSON.stringify(TOKEN("a", 10)),
+        bad,
+        JSON.stringify(TOKEN("", 2, "stop")),
+        "[DONE]",
+      ]),
+    );
+    const { h, rid } = await harness(endpoint);
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest({ stream: true }));
+    expect(answer.status).toBe(200);
+    expect(answer.events).toContain(bad); // the agent gets what the upstream sent
+    const event = await onlyEvent(h, rid);
+    expect(event.status).toBe("error");
+    expect(event.capture_incomplete).toBe(true);
+    expect(event.capture_incomplete_reasons).toContain("stream_chunk_malformed");
+  });
+
+  // Before: a 200 whose body was a JSON array was recorded `status: ok`.
+  it("records a 200 answer whose body is a JSON array as an error with incomplete capture", async () => {
+    const endpoint = await scriptedUpstream((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end("[1, 2, 3]");
+    });
+    const { h, rid } = await harness(endpoint);
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(answer.status).toBe(200);
+    const event = await onlyEvent(h, rid);
+    expect(event.status).toBe("error");
+    expect(event.response).toBeNull();
+    expect(event.capture_incomplete).toBe(true);
+    expect(event.capture_incomplete_reasons).toEqual(["response_not_object"]);
+  });
+});
