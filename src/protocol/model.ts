@@ -2,13 +2,67 @@
 import { z } from "zod";
 import { wellFormedString } from "./text.js";
 
-/** A registered model endpoint, keyed by (model, endpoint). `version` is the policy version its weights carry. */
+/**
+ * How the proxy serves a model's chat calls. `passthrough`: the agent's body goes to the upstream's chat endpoint.
+ * `tito` (token in, token out): the gateway builds the prompt ids itself from the rollout's recorded ids plus the
+ * model's own chat template, and calls the upstream's `/completions` with them (docs/tito.md).
+ */
+export const ProxyModeSchema = z.enum(["passthrough", "tito"]);
+/** A model's proxy mode. */
+export type ProxyModelMode = z.infer<typeof ProxyModeSchema>;
+
+/** How `tito` reads tool calls in generated text: `hermes` (Qwen/Hermes `<tool_call>` JSON blocks) or `none`. */
+export const ToolParserSchema = z.enum(["hermes", "none"]);
+/** A tito tool-call parser name. */
+export type ToolParserName = z.infer<typeof ToolParserSchema>;
+
+/**
+ * A registered model endpoint, keyed by (model, endpoint). `version` is the policy version its weights carry. `mode`,
+ * `tokenizer` and `tool_parser` are arclight's (absent on a `passthrough` endpoint, so AGL's shape is unchanged).
+ */
 export const ModelSchema = z.strictObject({
   model: wellFormedString(1),
   endpoint: z.url({ protocol: /^https?$/ }).describe("base URL of an OpenAI-compatible server, e.g. http://h:8000/v1"),
   version: z.number().int().min(0).default(0),
+  mode: ProxyModeSchema.optional().describe("proxy mode of the model's chat calls; absent: passthrough"),
+  tokenizer: wellFormedString(1)
+    .optional()
+    .describe("folder the gateway reads tokenizer.json and tokenizer_config.json from (required by tito)"),
+  tool_parser: ToolParserSchema.optional().describe("how tito reads tool calls in generated text; absent: hermes"),
 });
 /** A registered model endpoint. */
 export type Model = z.infer<typeof ModelSchema>;
 /** A model endpoint as a caller writes it. */
 export type ModelInput = z.input<typeof ModelSchema>;
+
+/** A `models` table row: mode, tokenizer and tool parser as stored (`passthrough`, null, null by default). */
+export interface ModelRow {
+  model: string;
+  endpoint: string;
+  version: number;
+  mode: string;
+  tokenizer: string | null;
+  tool_parser: string | null;
+}
+
+/**
+ * The {@link Model} of a stored row: `mode`, `tokenizer` and `tool_parser` left out when they hold their defaults.
+ * @param row - a row of the SQLite or PostgreSQL `models` table
+ * @returns the endpoint as the API answers it
+ */
+export function modelFromRow(row: ModelRow): Model {
+  const model: Model = { model: row.model, endpoint: row.endpoint, version: Number(row.version) };
+  if (row.mode === "tito") model.mode = "tito";
+  if (row.tokenizer !== null) model.tokenizer = row.tokenizer;
+  if (row.tool_parser === "hermes" || row.tool_parser === "none") model.tool_parser = row.tool_parser;
+  return model;
+}
+
+/**
+ * The endpoint to store and answer: as given, with an explicit `passthrough` left out (its default).
+ * @param model - a parsed endpoint
+ */
+export function normalModel(model: Model): Model {
+  const { mode, ...rest } = model;
+  return mode === "tito" ? { ...rest, mode } : rest;
+}

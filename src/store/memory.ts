@@ -5,6 +5,7 @@ import {
   type EventCreate,
   FIRST_ATTEMPT_ID,
   type Model,
+  normalModel,
   type Rollout,
   type RolloutCreate,
   RolloutNotFound,
@@ -207,8 +208,8 @@ export class MemoryStore implements Store {
 
   async upsertModels(models: readonly Model[]): Promise<Model[]> {
     this.checkWrite();
-    for (const model of models) this.models.set(`${model.model}\u0000${model.endpoint}`, clone(model));
-    return models.map(clone);
+    for (const model of models) this.models.set(`${model.model}\u0000${model.endpoint}`, normalModel(model));
+    return models.map(normalModel);
   }
 
   async listModels(model?: string): Promise<Model[]> {

@@ -329,6 +329,16 @@ export const PG_MIGRATIONS: readonly PgMigration[] = Object.freeze([
     description: "proxy pause lease shared by every gateway (proxy_pause.lease_expires_at)",
     sql: "ALTER TABLE proxy_pause ADD COLUMN lease_expires_at double precision; -- epoch s; NULL: no lease",
   },
+  {
+    version: 6,
+    description:
+      "models.mode, tokenizer, tool_parser: a model's proxy mode (passthrough | tito), tokenizer folder, parser",
+    sql: `
+      ALTER TABLE models ADD COLUMN mode text NOT NULL DEFAULT 'passthrough';
+      ALTER TABLE models ADD COLUMN tokenizer text;
+      ALTER TABLE models ADD COLUMN tool_parser text;
+    `,
+  },
 ]);
 
 /** The schema version this build writes. */

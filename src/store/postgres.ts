@@ -16,6 +16,9 @@ import {
   type Event,
   FIRST_ATTEMPT_ID,
   type Model,
+  type ModelRow,
+  modelFromRow,
+  normalModel,
   type Rollout,
   type RolloutCreate,
   RolloutNotFound,
@@ -316,19 +319,23 @@ export class PostgresStore implements Store {
     return this.write("upsertModels", async (client) => {
       for (const m of models) {
         await client.query(
-          `INSERT INTO models (model, endpoint, version) VALUES ($1, $2, $3)
-           ON CONFLICT (model, endpoint) DO UPDATE SET version = excluded.version`,
-          [m.model, m.endpoint, m.version],
+          `INSERT INTO models (model, endpoint, version, mode, tokenizer, tool_parser)
+           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (model, endpoint) DO UPDATE SET version = excluded.version,
+           mode = excluded.mode, tokenizer = excluded.tokenizer, tool_parser = excluded.tool_parser`,
+          [m.model, m.endpoint, m.version, m.mode ?? "passthrough", m.tokenizer ?? null, m.tool_parser ?? null],
         );
       }
-      return models.map((m) => ({ model: m.model, endpoint: m.endpoint, version: m.version }));
+      return models.map(normalModel);
     });
   }
 
   async listModels(model?: string): Promise<Model[]> {
-    const sql = "SELECT model, endpoint, version FROM models";
-    if (model === undefined) return this.read<Model>("listModels", `${sql} ORDER BY model, endpoint`);
-    return this.read<Model>("listModels", `${sql} WHERE model = $1 ORDER BY endpoint`, [model]);
+    const sql = "SELECT model, endpoint, version, mode, tokenizer, tool_parser FROM models";
+    const rows =
+      model === undefined
+        ? await this.read<ModelRow>("listModels", `${sql} ORDER BY model, endpoint`)
+        : await this.read<ModelRow>("listModels", `${sql} WHERE model = $1 ORDER BY endpoint`, [model]);
+    return rows.map(modelFromRow);
   }
 
   async deleteModels(model?: string): Promise<number> {

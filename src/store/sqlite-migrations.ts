@@ -86,6 +86,16 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       ALTER TABLE events ADD COLUMN late INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 4,
+    description:
+      "models.mode, tokenizer, tool_parser: a model's proxy mode (passthrough | tito), tokenizer folder, parser",
+    sql: `
+      ALTER TABLE models ADD COLUMN mode TEXT NOT NULL DEFAULT 'passthrough';
+      ALTER TABLE models ADD COLUMN tokenizer TEXT;
+      ALTER TABLE models ADD COLUMN tool_parser TEXT;
+    `,
+  },
 ]);
 
 /** The schema version this build writes. */

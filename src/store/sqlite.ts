@@ -11,6 +11,9 @@ import {
   type Event,
   FIRST_ATTEMPT_ID,
   type Model,
+  type ModelRow,
+  modelFromRow,
+  normalModel,
   type Rollout,
   type RolloutCreate,
   RolloutNotFound,
@@ -383,19 +386,24 @@ export class SqliteStore implements Store {
 
   async upsertModels(models: readonly Model[]): Promise<Model[]> {
     return this.write(() => {
-      const upsert = this.stmt(`INSERT INTO models (model, endpoint, version) VALUES (?, ?, ?)
-        ON CONFLICT (model, endpoint) DO UPDATE SET version = excluded.version`);
-      for (const m of models) upsert.run(m.model, m.endpoint, m.version);
-      return models.map((m) => ({ model: m.model, endpoint: m.endpoint, version: m.version }));
+      const upsert = this.stmt(`INSERT INTO models (model, endpoint, version, mode, tokenizer, tool_parser)
+        VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (model, endpoint) DO UPDATE SET version = excluded.version,
+        mode = excluded.mode, tokenizer = excluded.tokenizer, tool_parser = excluded.tool_parser`);
+      for (const m of models) {
+        upsert.run(m.model, m.endpoint, m.version, m.mode ?? "passthrough", m.tokenizer ?? null, m.tool_parser ?? null);
+      }
+      return models.map(normalModel);
     });
   }
 
   async listModels(model?: string): Promise<Model[]> {
     this.read();
-    const sql = "SELECT model, endpoint, version FROM models";
+    const sql = "SELECT model, endpoint, version, mode, tokenizer, tool_parser FROM models";
     const order = " ORDER BY model, endpoint";
-    if (model === undefined) return this.stmt(sql + order).all() as Model[];
-    return this.stmt(`${sql} WHERE model = ?${order}`).all(model) as Model[];
+    const rows = (
+      model === undefined ? this.stmt(sql + order).all() : this.stmt(`${sql} WHERE model = ?${order}`).all(model)
+    ) as ModelRow[];
+    return rows.map(modelFromRow);
   }
 
   async deleteModels(model?: string): Promise<number> {

@@ -11,6 +11,7 @@ import { recordCall } from "./record-call.js";
 import { upstreamRequestIds } from "./request-ids.js";
 import { rewriteRequestBody } from "./rewrite.js";
 import { relayStream } from "./stream-relay.js";
+import { forwardTitoCall } from "./tito/tito-call.js";
 import type { UpstreamAnswer } from "./upstream.js";
 
 /** The call types live in `proxy-call.ts` (the relay and the recorder share them); re-exported for the routes. */
@@ -53,6 +54,8 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
   const model = request.model as string;
   const endpoints = await ctx.lookups.endpointsOf(model);
   if (endpoints.length === 0) throw new NoEndpoint(model);
+  // A tito model's chat calls build their prompt ids in the gateway (tito/tito-call.ts).
+  if (call.kind === "chat" && endpoints[0]!.mode === "tito") return forwardTitoCall(ctx, call, endpoints, reply);
   const abort = new AbortController();
   const onClose = (): void => abort.abort();
   reply.raw.once("close", onClose);

@@ -6,6 +6,7 @@ import type { ProxyEndpointKind } from "./capture.js";
 import type { ProxyLookups } from "./lookups.js";
 import type { ProxyOptions } from "./options.js";
 import type { AgentBody, ProxyMode } from "./rewrite.js";
+import type { TokenizerFolders } from "./tito/tokenizer-folder.js";
 import type { CallTranslation } from "./translate/translation.js";
 import type { UpstreamClient } from "./upstream.js";
 
@@ -16,6 +17,8 @@ export interface ProxyContext {
   lookups: ProxyLookups;
   options: ProxyOptions;
   upstream: UpstreamClient;
+  /** Tokenizer folders of `tito` models, each read once. */
+  tokenizers: TokenizerFolders;
 }
 
 /** One agent call. */

@@ -19,14 +19,21 @@ export const STORE_RETRY_AFTER_SECONDS = 1;
  * @param call - the call, its ids and identity
  * @param record - what happened
  * @param known - texts already held for the request and response
+ * @param extra - fields added to the event data (the `tito` record of a token-in-token-out call)
  * @throws {ArclightError} a 4xx the store raised about the rollout (e.g. `StaleAttempt`: the attempt was superseded
  *   meanwhile), unchanged
  * @throws {StoreUnavailable} anything else (database locked past its wait, disk full, connection lost), with
  *   `retry_after_seconds`: the event is not stored, so the agent must not take the answer as recorded
  */
-export async function recordCall(store: Store, call: TrackedCall, record: CallRecord, known: KnownJson): Promise<void> {
+export async function recordCall(
+  store: Store,
+  call: TrackedCall,
+  record: CallRecord,
+  known: KnownJson,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
   try {
-    const data = { ...buildModelRequestData(record), ...call.identity, ...call.requestIds };
+    const data = { ...buildModelRequestData(record), ...call.identity, ...call.requestIds, ...extra };
     const dataJson = modelRequestDataJson(data, known);
     await store.appendEvents(call.rolloutId, call.attemptId, [{ event_type: "model_request", data, dataJson }]);
   } catch (err) {

@@ -1,19 +1,47 @@
 /** @module Model endpoint routes: register (upsert by model + endpoint), list and remove the servers of a model. */
 import type { FastifyPluginAsync } from "fastify";
 import { z } from "zod";
-import { ModelSchema, parseOrThrow } from "../../protocol/index.js";
+import { BadRequest, type Model, ModelSchema, parseOrThrow } from "../../protocol/index.js";
+import { readTokenizerFolder } from "../proxy/tito/tokenizer-folder.js";
 import type { GatewayRouteOptions } from "../route-options.js";
 
 const ModelListSchema = z.array(ModelSchema);
 const ModelQuerySchema = z.object({ model: z.string().min(1).optional() });
 
 /**
- * Mounts `POST /api/models` (list of Model → 201 list, upsert by (model, endpoint)), `GET /api/models[?model=]`
+ * Checks the `tito` endpoints of a registration: each names a tokenizer folder the gateway can read, with a chat
+ * template, and every endpoint of one model in the list has the same mode.
+ * @throws {BadRequest} naming the model and what is missing
+ */
+function checkTitoModels(models: readonly Model[]): void {
+  const modes = new Map<string, string>();
+  for (const m of models) {
+    const mode = m.mode ?? "passthrough";
+    if ((modes.get(m.model) ?? mode) !== mode) {
+      throw new BadRequest(
+        `model ${m.model}: every endpoint of a model needs the same mode (got passthrough and tito)`,
+      );
+    }
+    modes.set(m.model, mode);
+    if (mode !== "tito") continue;
+    if (m.tokenizer === undefined) {
+      throw new BadRequest(
+        `model ${m.model}: mode tito needs \`tokenizer\`, a folder with tokenizer.json and tokenizer_config.json`,
+      );
+    }
+    readTokenizerFolder(m.tokenizer);
+  }
+}
+
+/**
+ * Mounts `POST /api/models` (list of Model → 201 list, upsert by (model, endpoint); a `tito` endpoint without a
+ * readable tokenizer folder and chat template is refused with 400), `GET /api/models[?model=]`
  * (beyond AGL) and `DELETE /api/models[?model=]` → `{"status":"ok"}`.
  */
 export const modelRoutes: FastifyPluginAsync<GatewayRouteOptions> = async (app, { store }) => {
   app.post("/api/models", async (request, reply) => {
     const models = parseOrThrow(ModelListSchema, request.body, "models", ["body"]);
+    checkTitoModels(models);
     const stored = await store.upsertModels(models);
     request.log.info({ count: stored.length }, "registered model endpoints");
     return reply.status(201).send(stored);

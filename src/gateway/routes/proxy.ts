@@ -26,6 +26,7 @@ import type { ProxyOptions } from "../proxy/options.js";
 import type { PauseController } from "../proxy/pause.js";
 import { agentRequestId } from "../proxy/request-ids.js";
 import type { ProxyMode } from "../proxy/rewrite.js";
+import { TokenizerFolders } from "../proxy/tito/tokenizer-folder.js";
 import { translateAnthropicCall } from "../proxy/translate/anthropic-call.js";
 import { ResponseHistory } from "../proxy/translate/response-history.js";
 import { translateResponsesCall } from "../proxy/translate/responses-call.js";
@@ -111,7 +112,7 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
   const picker = new EndpointPicker(options.endpointCooldownBaseMs, options.endpointCooldownMaxMs);
   const upstream = new UpstreamClient(options, picker);
   const lookups = new ProxyLookups(store);
-  const ctx: ProxyContext = { store, lookups, options, upstream };
+  const ctx: ProxyContext = { store, lookups, options, upstream, tokenizers: new TokenizerFolders() };
   app.addHook("onClose", async () => upstream.close());
 
   const history = new ResponseHistory();

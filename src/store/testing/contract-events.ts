@@ -190,6 +190,25 @@ export function eventCases({ fresh, test }: ContractContext): void {
   });
 
   describe("models and counts", () => {
+    test("keeps a model's proxy mode, tokenizer folder and tool parser; a later passthrough upsert clears them", async () => {
+      const store = await fresh();
+      const tito = {
+        model: "t",
+        endpoint: "http://h1:8000/v1",
+        version: 1,
+        mode: "tito" as const,
+        tokenizer: "/m/tok",
+      };
+      const parsed = { ...tito, tool_parser: "none" as const };
+      expect(await store.upsertModels([tito])).toEqual([tito]);
+      expect(await store.listModels("t")).toEqual([tito]);
+      await store.upsertModels([parsed]);
+      expect(await store.listModels("t")).toEqual([parsed]);
+      const plain = { model: "t", endpoint: "http://h1:8000/v1", version: 2 };
+      await store.upsertModels([{ ...plain, mode: "passthrough" }]);
+      expect(await store.listModels("t")).toEqual([plain]);
+    });
+
     test("upserts models by (model, endpoint), lists and deletes them", async () => {
       const store = await fresh();
       const a1 = { model: "a", endpoint: "http://h1:8000/v1", version: 0 };

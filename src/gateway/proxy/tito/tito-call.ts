@@ -1,0 +1,195 @@
+/**
+ * @module One chat call of a `tito` (token in, token out) model: the prompt ids are built by the gateway
+ * (`prompt-plan.ts`), sent to the upstream's `/completions` as a token-id prompt, and the answer goes back to the
+ * agent as a chat completion (JSON or SSE, or the agent's translated API), recorded as one `model_request` event
+ * whose ids are exactly those the upstream received and produced, with a `tito` field saying how the prompt was built.
+ */
+import { performance } from "node:perf_hooks";
+import type { FastifyReply } from "fastify";
+import { BadRequest, type Model, type ToolParserName } from "../../../protocol/index.js";
+import type { CallRecord } from "../capture.js";
+import type { ProxyCall, ProxyContext, TrackedCall } from "../proxy-call.js";
+import { recordCall } from "../record-call.js";
+import { upstreamRequestIds } from "../request-ids.js";
+import { proxyFields } from "../rewrite.js";
+import { SSE_DONE, sseEvent } from "../sse.js";
+import type { UpstreamAnswer } from "../upstream.js";
+import { chatAnswer, chatChunks } from "./chat-answer.js";
+import type { ChatInput } from "./chat-render.js";
+import { type PromptPlan, planPrompt } from "./prompt-plan.js";
+import { recordedTurns, titoRecord } from "./recorded-turns.js";
+
+type Json = Record<string, unknown>;
+
+/** Sampling fields of a chat body that mean the same on `/completions` and are passed on unchanged. */
+const SAMPLING_FIELDS = [
+  "top_p",
+  "top_k",
+  "min_p",
+  "seed",
+  "stop",
+  "presence_penalty",
+  "frequency_penalty",
+  "repetition_penalty",
+  "ignore_eos",
+] as const;
+
+function isJson(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The conversation of a chat body. @throws {BadRequest} when `messages` is not a non-empty list of objects */
+function chatInput(body: Json): ChatInput {
+  const { messages, tools, chat_template_kwargs: kwargs } = body;
+  if (!Array.isArray(messages) || messages.length === 0 || !messages.every(isJson)) {
+    throw new BadRequest("`messages` must be a non-empty list of message objects");
+  }
+  return {
+    messages,
+    ...(Array.isArray(tools) && tools.length > 0 ? { tools: tools as Json[] } : {}),
+    ...(isJson(kwargs) ? { templateKwargs: kwargs } : {}),
+  };
+}
+
+/**
+ * The `/completions` body: the planned ids as the prompt, the agent's sampling fields, the proxy's fields (model,
+ * temperature, `return_token_ids`, logprobs), the end-of-turn id as a stop id, and special tokens kept in the text so
+ * the tool parser sees `<tool_call>`. With no `max_tokens` from the agent, `null` lets vLLM use the remaining context
+ * (its completions default, 16, would cut chats short).
+ */
+function upstreamBody(call: ProxyCall, ctx: ProxyContext, plan: PromptPlan, endOfTurnId: number): Json {
+  const agent = call.body.value;
+  const fields = proxyFields("completions", agent, call.mode, ctx.options);
+  const body: Json = { model: fields.model, prompt: plan.promptIds };
+  body.max_tokens = agent.max_completion_tokens ?? agent.max_tokens ?? null;
+  for (const key of SAMPLING_FIELDS) if (agent[key] !== undefined) body[key] = agent[key];
+  Object.assign(body, fields, { stop_token_ids: [endOfTurnId], skip_special_tokens: false, stream: false });
+  if (body.logprobs === true) body.logprobs = 1;
+  return body;
+}
+
+/**
+ * Runs one chat call of a `tito` model and answers the agent on `reply`.
+ * @param ctx - the proxy's shared state (store, lookups, upstream, tokenizer folders)
+ * @param call - the agent's call (chat kind)
+ * @param endpoints - the model's endpoints, the first one's `tokenizer` and `tool_parser` used
+ * @throws {BadRequest} `messages` malformed, or the model's tokenizer folder unreadable
+ * @throws {UpstreamFailed} / {UpstreamTimeout} no answer after every try (recorded as an error event)
+ */
+export async function forwardTitoCall(
+  ctx: ProxyContext,
+  call: ProxyCall,
+  endpoints: readonly Model[],
+  reply: FastifyReply,
+): Promise<void> {
+  const startedAt = performance.now();
+  const model = endpoints[0]!;
+  if (!model.tokenizer) throw new BadRequest(`model ${model.model} is registered as tito without a tokenizer folder`);
+  const folder = ctx.tokenizers.get(model.tokenizer);
+  const chat = chatInput(call.body.value);
+  const plan = planPrompt(folder, chat, await recordedTurns(ctx.store, call.rolloutId, call.attemptId));
+  const ids = upstreamRequestIds();
+  const request: Json = { ...upstreamBody(call, ctx, plan, folder.endOfTurn.id), request_id: ids.idOf(0) };
+  const requestText = JSON.stringify(request);
+  const abort = new AbortController();
+  const onClose = (): void => abort.abort();
+  reply.raw.once("close", onClose);
+  try {
+    const answer = await ctx.upstream.send({
+      path: "/completions",
+      body: requestText,
+      rolloutId: call.rolloutId,
+      endpoints,
+      stream: false,
+      signal: abort.signal,
+      attempt: (n) => ({ body: ids.bodyOf(requestText, n), requestId: ids.idOf(n) }),
+    });
+    const tracked: TrackedCall = {
+      ...call,
+      requestIds: {
+        ...(call.agentRequestId === undefined ? {} : { agent_request_id: call.agentRequestId }),
+        upstream_request_id: ids.idOf(answer.retryCount),
+      },
+    };
+    const base = { kind: "completions" as const, model: request.model as string, request, requestText, startedAt };
+    if (!answer.ok) {
+      const error = { message: answer.error.message, code: answer.error.code };
+      const record: CallRecord = {
+        ...base,
+        endpoint: answer.endpoint,
+        response: null,
+        error,
+        latencyMs: performance.now() - startedAt,
+        httpStatus: answer.error.status,
+        retryCount: answer.retryCount,
+      };
+      await recordCall(ctx.store, tracked, record, base, { tito: titoRecord(plan, chat, {}) });
+      throw answer.error;
+    }
+    const parser = model.tool_parser ?? "hermes";
+    await answerAgent(ctx, { call: tracked, chat, plan, answer, parser, reply, base });
+  } finally {
+    reply.raw.off("close", onClose);
+  }
+}
+
+/** What {@link answerAgent} needs. */
+interface Answering {
+  call: TrackedCall;
+  chat: ChatInput;
+  plan: PromptPlan;
+  answer: UpstreamAnswer;
+  parser: ToolParserName;
+  reply: FastifyReply;
+  base: { kind: "completions"; model: string; request: Json; requestText: string; startedAt: number };
+}
+
+/** Records the call, then answers the agent (so the next turn finds this one recorded). */
+async function answerAgent(ctx: ProxyContext, a: Answering): Promise<void> {
+  const { call, answer, reply, base } = a;
+  const text = answer.body!.toString("utf8");
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const ok = answer.statusCode >= 200 && answer.statusCode < 300 && isJson(parsed);
+  const agentBody = call.body.value;
+  const chatBody = ok ? chatAnswer(parsed as Json, a.parser, agentBody.logprobs === true) : null;
+  const message = chatBody ? ((chatBody.choices as Json[])[0]!.message as Json) : {};
+  const record: CallRecord = {
+    ...base,
+    endpoint: answer.endpoint,
+    response: ok ? (parsed as Json) : null,
+    error: ok ? null : (parsed ?? { message: text.slice(0, 4096) }),
+    latencyMs: performance.now() - base.startedAt,
+    httpStatus: answer.statusCode,
+    retryCount: answer.retryCount,
+  };
+  const known = { ...base, response: parsed, responseText: text };
+  await recordCall(ctx.store, call, record, known, { tito: titoRecord(a.plan, a.chat, message) });
+  if (!chatBody) {
+    const body = call.translation ? call.translation.error(answer.statusCode, parsed) : answer.body;
+    void reply.status(answer.statusCode).header("content-type", "application/json").send(body);
+    return;
+  }
+  if (agentBody.stream === true) sendStream(call, chatBody, reply);
+  else void reply.status(200).send(call.translation ? call.translation.body(chatBody) : chatBody);
+}
+
+/** The answer as SSE: chat chunks, or the translated API's events. */
+function sendStream(call: ProxyCall, chatBody: Json, reply: FastifyReply): void {
+  const options = call.body.value.stream_options;
+  const includeUsage = isJson(options) && options.include_usage === true;
+  const chunks = chatChunks(chatBody, includeUsage || call.translation !== undefined);
+  const t = call.translation;
+  const text = t
+    ? chunks.map((chunk) => t.chunk(chunk)).join("") + t.end(chatBody)
+    : chunks.map((chunk) => sseEvent(JSON.stringify(chunk))).join("") + sseEvent(SSE_DONE);
+  void reply
+    .status(200)
+    .header("content-type", t?.streamContentType ?? "text/event-stream; charset=utf-8")
+    .header("cache-control", "no-cache")
+    .send(text);
+}

@@ -1,0 +1,103 @@
+/**
+ * @module A model's tokenizer and chat template read from a folder the gateway can see (`tokenizer.json`,
+ * `tokenizer_config.json`, optionally `chat_template.jinja`), as the `tito` proxy mode needs them, with a cache per
+ * folder so each is parsed once.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Template } from "@huggingface/jinja";
+import { HfTokenizer } from "../../../engine/remote/hf-tokenizer.js";
+import { BadRequest } from "../../../protocol/index.js";
+
+/** What `tito` needs of a model: its tokenizer, its chat template and its end-of-turn token. */
+export interface TitoTokenizer {
+  /** The folder it was read from. */
+  folder: string;
+  tokenizer: HfTokenizer;
+  /** The compiled chat template (Jinja). */
+  template: Template;
+  /** `bos_token`, `eos_token`, `pad_token` strings, passed to the template as variables. */
+  specials: Record<string, string>;
+  /** The token that ends an assistant turn (`eos_token`, e.g. `<|im_end|>`) and its id. */
+  endOfTurn: { text: string; id: number };
+}
+
+function readJson(path: string, what: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new BadRequest(`tito tokenizer: cannot read ${what} (${path}): ${(err as Error).message}`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new BadRequest(`tito tokenizer: ${what} (${path}) is not a JSON object`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function tokenText(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value && typeof value === "object" && "content" in value) return String((value as { content: unknown }).content);
+  return "";
+}
+
+/** The chat template's source: `chat_template.jinja` beside the config, else the config's `chat_template` string. */
+function templateSource(folder: string, config: Record<string, unknown>): string {
+  const file = join(folder, "chat_template.jinja");
+  if (existsSync(file)) return readFileSync(file, "utf8");
+  const source = config.chat_template;
+  if (typeof source === "string" && source !== "") return source;
+  throw new BadRequest(
+    `tito tokenizer: ${folder} has no chat template (no chat_template.jinja, no chat_template in tokenizer_config.json)`,
+  );
+}
+
+/**
+ * Reads a model's tokenizer folder.
+ * @param folder - a folder holding `tokenizer.json` and `tokenizer_config.json` (a Hugging Face model folder)
+ * @returns the tokenizer, compiled template and end-of-turn token
+ * @throws {BadRequest} when a file is missing or unreadable, the template does not compile, or the config's
+ *   `eos_token` is not in the vocabulary (the message names the folder and the file)
+ */
+export function readTokenizerFolder(folder: string): TitoTokenizer {
+  const tokenizerJson = readJson(join(folder, "tokenizer.json"), "tokenizer.json");
+  const config = readJson(join(folder, "tokenizer_config.json"), "tokenizer_config.json");
+  let template: Template;
+  try {
+    template = new Template(templateSource(folder, config));
+  } catch (err) {
+    if (err instanceof BadRequest) throw err;
+    throw new BadRequest(`tito tokenizer: the chat template of ${folder} does not compile: ${(err as Error).message}`);
+  }
+  const model = tokenizerJson.model as { vocab?: Record<string, number> } | undefined;
+  const added = (tokenizerJson.added_tokens ?? []) as { id: number }[];
+  const vocabSize = Math.max(Object.keys(model?.vocab ?? {}).length, ...added.map((t) => t.id + 1));
+  let tokenizer: HfTokenizer;
+  try {
+    tokenizer = new HfTokenizer({ tokenizer: tokenizerJson, config }, vocabSize);
+  } catch (err) {
+    throw new BadRequest(`tito tokenizer: ${folder}: ${(err as Error).message}`);
+  }
+  const specials = Object.fromEntries(
+    ["bos_token", "eos_token", "pad_token"].map((key) => [key, tokenText(config[key])]),
+  );
+  return { folder, tokenizer, template, specials, endOfTurn: { text: specials.eos_token!, id: tokenizer.eosId } };
+}
+
+/** Tokenizer folders read once each and kept (a gateway serves few models). */
+export class TokenizerFolders {
+  private readonly cache = new Map<string, TitoTokenizer>();
+
+  /**
+   * The folder's tokenizer, read on first use.
+   * @throws {BadRequest} as {@link readTokenizerFolder}
+   */
+  get(folder: string): TitoTokenizer {
+    let found = this.cache.get(folder);
+    if (!found) {
+      found = readTokenizerFolder(folder);
+      this.cache.set(folder, found);
+    }
+    return found;
+  }
+}
