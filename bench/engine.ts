@@ -1,60 +1,75 @@
 /**
- * @module Speed of the embedded engine on the 0.84M-param `bench` shape (d_model 128, 4 layers, 4 heads, context 128):
- * train tokens/s at B32×T128 with AdamW, full-forward logprobs tokens/s at 32×128, in-process sampling tokens/s with
- * 1, 16 and 64 concurrent `generate()` calls of 64 new tokens, and peak RSS. Targets come from issue 5; the
- * prototype column is what the throw-away prototype measured on this machine (shared/reference/tfjs-gpt).
+ * @module Speed of the embedded engine on the 0.88M-param `bench` shape (d_model 128, 4 layers, 4 heads, context 128,
+ * vocab 261) against the same model in plain PyTorch (bench/engine-torch.py, same thread count) when a Python with
+ * torch is found: train tokens/s at B32×T128 with AdamW, full-forward logprobs tokens/s at 32×128, sampling tokens/s
+ * with 1, 16 and 64 concurrent `generate()` calls of 64 new tokens (PyTorch: one batch of 16 rows), the matmul peak
+ * each side reaches on the step's main product, and peak RSS. Embedded and PyTorch rounds alternate, and the figures
+ * are medians, because the machine is shared.
+ *
+ * Usage: `npx tsx bench/engine.ts [--micro-batch N] [--rounds N]` (micro-batch: rows per forward/backward pass of the
+ * B32 step; default 8, the trainer's `micro_batch_size` default; 32 runs the whole batch in one pass).
  */
 import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
+import { parseArgs } from "node:util";
 import * as tf from "@tensorflow/tfjs";
 import { EmbeddedEngine } from "../src/engine/embedded/engine.js";
 import { Rng } from "../src/engine/embedded/rng.js";
 import type { GenerationRequest, TrainRow } from "../src/engine/engine.js";
+import { testPython } from "../src/testing/python.js";
+import { TorchReference } from "./engine/torch-reference.js";
 
 const BATCH = 32;
 const SEQ_LEN = 128;
 const NEW_TOKENS = 64;
 const PROMPT_LEN = 16;
-const REPS = 3;
+const TORCH_THREADS = 2;
+/** PyTorch runs at the issue's 2 threads and at 1 (the embedded engine runs on one thread). */
+const TORCH_THREAD_COUNTS = [TORCH_THREADS, 1];
+const { values: flags } = parseArgs({
+  options: { "micro-batch": { type: "string", default: "8" }, rounds: { type: "string", default: "5" } },
+});
+const MICRO_BATCH = Number(flags["micro-batch"]);
+const ROUNDS = Number(flags.rounds);
 
 function peakRssMiB(): number {
   const match = readFileSync("/proc/self/status", "utf8").match(/VmHWM:\s+(\d+)/);
   return match ? Math.round(Number(match[1]) / 1024) : Number.NaN;
 }
 
-/** CPU time (ms) of this process over the last {@link timeMs} measurement: on a shared machine wall time lies. */
-let lastCpuMs = 0;
+/** Wall and CPU milliseconds of one measured run. */
+type Run = { wallMs: number; cpuMs: number };
 
-function report(name: string, value: number, unit: string, target?: number, prototype?: number): void {
-  const parts = [`${name}: ${value.toFixed(0)} ${unit}`];
-  if (target !== undefined) parts.push(`target ${target} (ratio ${(value / target).toFixed(2)})`);
-  if (prototype !== undefined) parts.push(`prototype ${prototype} (ratio ${(value / prototype).toFixed(2)})`);
-  console.log(parts.join(" | "));
-}
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
 
-/** Mean wall time (ms) of `reps` runs after one warm-up run. */
-async function timeMs(run: () => Promise<unknown>, reps = REPS): Promise<number> {
-  await run();
+/** Wall and CPU milliseconds of one run of `fn`. */
+async function measure(fn: () => unknown): Promise<Run> {
   const cpu = process.cpuUsage();
   const start = performance.now();
-  for (let i = 0; i < reps; i++) await run();
+  await fn();
   const used = process.cpuUsage(cpu);
-  lastCpuMs = (used.user + used.system) / 1000 / reps;
-  return (performance.now() - start) / reps;
+  return { wallMs: performance.now() - start, cpuMs: (used.user + used.system) / 1000 };
 }
 
-/** Prints wall and CPU time of one measurement and the throughput per CPU-second (what an idle core would give). */
-function timing(label: string, wallMs: number, tokens: number): void {
-  const perCpuSecond = (tokens * 1000) / lastCpuMs;
+/** One line: median wall and CPU of `runs`, tokens/s and tokens per CPU-second. */
+function line(label: string, runs: Run[], tokens: number): number {
+  const wall = median(runs.map((r) => r.wallMs));
+  const cpu = median(runs.map((r) => r.cpuMs));
+  const perSecond = (tokens * 1000) / wall;
   console.log(
-    `${label}: wall ${wallMs.toFixed(0)} ms, cpu ${lastCpuMs.toFixed(0)} ms, ${perCpuSecond.toFixed(0)} tok per cpu-s`,
+    `${label}: ${perSecond.toFixed(0)} tok/s (median wall ${wall.toFixed(0)} ms of ${runs.length}, cpu ${cpu.toFixed(0)} ms, ${((tokens * 1000) / cpu).toFixed(0)} tok per cpu-s)`,
   );
+  return perSecond;
 }
 
 const rng = new Rng(123);
 const randomIds = (n: number): number[] => Array.from({ length: n }, () => Math.floor(rng.nextFloat() * 256));
 
 const engine = await EmbeddedEngine.create({ config: "bench", seed: 1 });
+const torch = await TorchReference.start(testPython(), engine.model.config, TORCH_THREADS);
 console.log(
   JSON.stringify({
     backend: tf.getBackend(),
@@ -63,7 +78,43 @@ console.log(
     node: process.version,
     config: engine.model.config,
     params: engine.model.parameterCount(),
+    microBatch: MICRO_BATCH,
+    rounds: ROUNDS,
+    pytorch: typeof torch === "string" ? `missing: ${torch}` : torch.header,
   }),
+);
+
+const fromTorch = (t: { seconds: number; cpu_seconds: number }): Run => ({
+  wallMs: t.seconds * 1000,
+  cpuMs: t.cpu_seconds * 1000,
+});
+/** Runs `fn` on the PyTorch reference at each thread count of {@link TORCH_THREADS}, 2 threads last. */
+async function torchRounds(
+  fn: (t: TorchReference) => Promise<{ seconds: number; cpu_seconds: number }>,
+  into: Run[][],
+) {
+  if (typeof torch === "string") return;
+  for (const [i, threads] of TORCH_THREAD_COUNTS.entries()) {
+    await torch.threads(threads);
+    into[i]!.push(fromTorch(await fn(torch)));
+  }
+}
+// 0. Peak: the best float32 matmul rate each side reaches on the step's largest product ([B·T, C] @ [C, 4C]).
+const [pn, pk, pm] = [BATCH * (SEQ_LEN - 1), 128, 512];
+const tfjsGflops = tf.tidy(() => {
+  const [a, b] = [tf.randomNormal([pn, pk]), tf.randomNormal([pk, pm])];
+  tf.matMul(a, b).dataSync();
+  let best = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 5; i++) {
+    const start = performance.now();
+    tf.matMul(a, b).dataSync();
+    best = Math.min(best, performance.now() - start);
+  }
+  return (2 * pn * pk * pm) / best / 1e6;
+});
+const torchGflops = typeof torch === "string" ? Number.NaN : await torch.matmulGflops(pn, pk, pm);
+console.log(
+  `matmul [${pn},${pk}]x[${pk},${pm}] peak: embedded (wasm SIMD, 1 thread) ${tfjsGflops.toFixed(1)} GFLOP/s | PyTorch (${TORCH_THREADS} threads) ${torchGflops.toFixed(1)} GFLOP/s | ratio ${(tfjsGflops / torchGflops).toFixed(2)}`,
 );
 
 // 1. Train: one AdamW step over 32 rows of 128 tokens (127 predicted positions each), SFT loss on every position.
@@ -71,48 +122,100 @@ const rows: TrainRow[] = Array.from({ length: BATCH }, () => {
   const tokenIds = randomIds(SEQ_LEN);
   return { tokenIds, lossMask: tokenIds.map((_, t) => (t > 0 ? 1 : 0)), advantages: tokenIds.map(() => 0) };
 });
-const trainOptions = { learningRate: 3e-4, weightDecay: 0.1, maxGradNorm: 1, microBatchSize: BATCH };
-const trainMs = await timeMs(() => engine.trainStep(rows, { kind: "sft", aggregation: "token-mean" }, trainOptions));
-timing(`train step B${BATCH}×T${SEQ_LEN}`, trainMs, BATCH * (SEQ_LEN - 1));
-report("train", (BATCH * (SEQ_LEN - 1) * 1000) / trainMs, "tok/s", 1400, 1400);
-
-// 2. Logprobs: full forward over 32×128.
-const sequences = Array.from({ length: BATCH }, () => randomIds(SEQ_LEN));
-const scoreMs = await timeMs(() => engine.logprobs(sequences));
-timing(`logprobs ${BATCH}×${SEQ_LEN}`, scoreMs, BATCH * (SEQ_LEN - 1));
-report("logprobs", (BATCH * (SEQ_LEN - 1) * 1000) / scoreMs, "tok/s", undefined, 3870);
-
-// 3. Sampling: N concurrent generate() calls, each one sequence of 64 new tokens from a 16-token prompt.
-for (const concurrency of [1, 16, 64]) {
-  let tokens = 0;
-  const run = async (): Promise<void> => {
-    const calls = Array.from({ length: concurrency }, (_, i) => {
-      const request: GenerationRequest = {
-        promptTokenIds: randomIds(PROMPT_LEN),
-        sampling: { temperature: 1, topP: 1, topK: 0, maxTokens: NEW_TOKENS, stopTokenIds: [], stop: [], seed: i },
-      };
-      return engine.generate([request]);
-    });
-    for (const [result] of await Promise.all(calls)) tokens += result!.tokenIds.length;
-  };
-  await run(); // warm-up
-  tokens = 0;
-  const cpu = process.cpuUsage();
-  const start = performance.now();
-  for (let i = 0; i < REPS; i++) await run();
-  const ms = (performance.now() - start) / REPS;
-  const used = process.cpuUsage(cpu);
-  lastCpuMs = (used.user + used.system) / 1000 / REPS;
-  const perRun = tokens / REPS;
-  timing(`sampling ${concurrency} concurrent × ${NEW_TOKENS} new (${perRun.toFixed(0)} tokens)`, ms, perRun);
-  report(
-    `sampling@${concurrency}`,
-    (perRun * 1000) / ms,
-    "tok/s",
-    concurrency === 16 ? 2500 : undefined,
-    concurrency === 16 ? 2707 : undefined,
+const trainOptions = { learningRate: 3e-4, weightDecay: 0.1, maxGradNorm: 1, microBatchSize: MICRO_BATCH };
+const trainTokens = BATCH * (SEQ_LEN - 1);
+const step = () => engine.trainStep(rows, { kind: "sft", aggregation: "token-mean" }, trainOptions);
+await step(); // warm-up
+await torchRounds(
+  (t) => t.train(BATCH, SEQ_LEN),
+  TORCH_THREAD_COUNTS.map(() => []),
+); // warm-up
+const embeddedTrain: Run[] = [];
+const torchTrain: Run[][] = TORCH_THREAD_COUNTS.map(() => []);
+for (let round = 0; round < ROUNDS; round++) {
+  embeddedTrain.push(await measure(step));
+  await torchRounds((t) => t.train(BATCH, SEQ_LEN), torchTrain);
+}
+const embeddedTrainRate = line(
+  `train B${BATCH}×T${SEQ_LEN} (micro-batch ${MICRO_BATCH}) embedded`,
+  embeddedTrain,
+  trainTokens,
+);
+// Matmul FLOPs of a step: forward 2·(matrix weights)·tokens, backward twice that; attention QKᵀ and PV the same way.
+const matrixParams = engine.model.parameterCount() - SEQ_LEN * 128; // all but the position table (a gather)
+const attentionFlops = 4 * 2 * 2 * BATCH * (SEQ_LEN - 1) ** 2 * 128; // 4 layers × (QKᵀ + PV), full T×T
+const stepFlops = 3 * (2 * matrixParams * trainTokens + attentionFlops);
+const achieved = stepFlops / median(embeddedTrain.map((r) => r.wallMs)) / 1e6;
+console.log(
+  `train matmul work ${(stepFlops / 1e9).toFixed(1)} GFLOP per step: ${achieved.toFixed(1)} GFLOP/s = ${((100 * achieved) / tfjsGflops).toFixed(0)}% of the embedded matmul peak`,
+);
+if (typeof torch === "string") console.log(`train PyTorch: not measured (${torch})`);
+for (const [i, threads] of TORCH_THREAD_COUNTS.entries()) {
+  if (typeof torch === "string") break;
+  const torchRate = line(`train B${BATCH}×T${SEQ_LEN} PyTorch ${threads} thread(s)`, torchTrain[i]!, trainTokens);
+  const target = threads === TORCH_THREADS ? " | target >= 0.50" : "";
+  console.log(
+    `train ratio embedded/PyTorch ${threads} thread(s): ${(embeddedTrainRate / torchRate).toFixed(2)}${target}`,
   );
 }
 
-console.log(`peak RSS: ${peakRssMiB()} MiB`);
+// 2. Logprobs: full forward over 32×128.
+const sequences = Array.from({ length: BATCH }, () => randomIds(SEQ_LEN));
+await engine.logprobs(sequences);
+const scoring: Run[] = [];
+for (let round = 0; round < ROUNDS; round++) scoring.push(await measure(() => engine.logprobs(sequences)));
+line(`logprobs ${BATCH}×${SEQ_LEN}`, scoring, BATCH * (SEQ_LEN - 1));
+
+// 3. Sampling: N concurrent generate() calls, each one sequence of 64 new tokens from a 16-token prompt.
+async function sampleConcurrent(concurrency: number): Promise<number> {
+  const calls = Array.from({ length: concurrency }, (_, i) => {
+    const request: GenerationRequest = {
+      promptTokenIds: randomIds(PROMPT_LEN),
+      sampling: { temperature: 1, topP: 1, topK: 0, maxTokens: NEW_TOKENS, stopTokenIds: [], stop: [], seed: i },
+    };
+    return engine.generate([request]);
+  });
+  let tokens = 0;
+  for (const [result] of await Promise.all(calls)) tokens += result!.tokenIds.length;
+  return tokens;
+}
+for (const concurrency of [1, 16, 64]) {
+  await sampleConcurrent(concurrency); // warm-up
+  const runs: (Run & { tokens: number })[] = [];
+  const torchRuns: Run[][] = TORCH_THREAD_COUNTS.map(() => []);
+  const withTorch = concurrency === 16;
+  if (withTorch)
+    await torchRounds(
+      (t) => t.sample(concurrency, PROMPT_LEN, NEW_TOKENS),
+      TORCH_THREAD_COUNTS.map(() => []),
+    );
+  for (let round = 0; round < ROUNDS; round++) {
+    let tokens = 0;
+    const m = await measure(async () => {
+      tokens = await sampleConcurrent(concurrency);
+    });
+    runs.push({ ...m, tokens });
+    if (withTorch) await torchRounds((t) => t.sample(concurrency, PROMPT_LEN, NEW_TOKENS), torchRuns);
+  }
+  // Requests stop early on a sampled end-of-text token: the median run's token count.
+  const tokensPerRun = median(runs.map((r) => r.tokens));
+  const rate = line(
+    `sampling ${concurrency} concurrent × ${NEW_TOKENS} new (~${tokensPerRun} tokens)`,
+    runs,
+    tokensPerRun,
+  );
+  for (const [i, threads] of TORCH_THREAD_COUNTS.entries()) {
+    if (!withTorch || typeof torch === "string") break;
+    const label = `sampling PyTorch one batch of ${concurrency} × ${NEW_TOKENS} new, ${threads} thread(s)`;
+    const torchRate = line(label, torchRuns[i]!, concurrency * NEW_TOKENS);
+    const target = threads === TORCH_THREADS ? " | target >= 1.00" : "";
+    console.log(
+      `sampling@${concurrency} ratio embedded/PyTorch ${threads} thread(s): ${(rate / torchRate).toFixed(2)}${target}`,
+    );
+  }
+}
+if (typeof torch === "string") console.log(`sampling PyTorch: not measured (${torch})`);
+
+console.log(`peak RSS: ${peakRssMiB()} MiB | target <= 512 | load average after ${loadavg()[0]!.toFixed(2)}`);
+if (typeof torch !== "string") torch.close();
 engine.dispose();

@@ -7,6 +7,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { ModelConfig } from "./config.js";
 import { causalBias, gelu, layerNorm, linear } from "./ops.js";
 import { type BlockParams, buildParams, type GptParams, paramSpecs } from "./params.js";
+import { geluFused, linearBias } from "./wasm-fused.js";
 import { layerNormInference } from "./wasm-layer-norm.js";
 import { affine } from "./wasm-matmul.js";
 
@@ -40,18 +41,31 @@ export interface ForwardOptions {
    * Forward-only kernels (gather embedding, fused matmul + bias): fewer ops, no gradient. Training must leave it off.
    */
   inference?: boolean;
+  /**
+   * Training through the unfused tfjs ops (GELU as six ops, matmul then bias add) instead of the fused kernels of
+   * `wasm-fused.ts`: the numerics reference that tests and benches compare the fused path with.
+   */
+  reference?: boolean;
+}
+
+/** Which kernels a forward pass runs: forward-only (inference), fused with gradients (training), or the reference. */
+type Path = "inference" | "fused" | "reference";
+
+function pathOf(options: ForwardOptions): Path {
+  return options.inference ? "inference" : options.reference ? "reference" : "fused";
 }
 
 /**
- * x @ w + b. Training uses the fast-gradient {@link linear} then an add; inference uses the forward-only
- * {@link affine} kernel (wasm's fused matmul + bias in one dispatch).
+ * x @ w + b. Inference uses the forward-only {@link affine} kernel (wasm's fused matmul + bias in one dispatch),
+ * training its differentiable twin {@link linearBias}; the reference path is {@link linear} then an add.
  * @param x - [N, K]
  * @param w - [K, M]
  * @param b - [M]
  * @returns [N, M]
  */
-function project(x: tf.Tensor, w: tf.Tensor, b: tf.Tensor, inference: boolean): tf.Tensor2D {
-  if (inference) return affine(x as tf.Tensor2D, w as tf.Tensor2D, b as tf.Tensor1D);
+function project(x: tf.Tensor, w: tf.Tensor, b: tf.Tensor, path: Path): tf.Tensor2D {
+  if (path === "inference") return affine(x as tf.Tensor2D, w as tf.Tensor2D, b as tf.Tensor1D);
+  if (path === "fused") return linearBias(x, w, b);
   return tf.add(linear(x, w), b) as tf.Tensor2D;
 }
 
@@ -63,8 +77,8 @@ function project(x: tf.Tensor, w: tf.Tensor, b: tf.Tensor, inference: boolean): 
 const KERNEL_NORM_MAX_ROWS = 256;
 
 /** Layer norm: the differentiable ops for training and big inputs, the forward-only kernel for small inference. */
-function norm(x: tf.Tensor2D, gain: tf.Tensor, bias: tf.Tensor, inference: boolean): tf.Tensor2D {
-  const small = inference && x.shape[0] <= KERNEL_NORM_MAX_ROWS;
+function norm(x: tf.Tensor2D, gain: tf.Tensor, bias: tf.Tensor, path: Path): tf.Tensor2D {
+  const small = path === "inference" && x.shape[0] <= KERNEL_NORM_MAX_ROWS;
   return small ? layerNormInference(x, gain, bias) : layerNorm(x, gain, bias);
 }
 
@@ -108,7 +122,9 @@ export class Gpt {
    * @returns logits [B*T, V] and, if asked, the KV of every layer
    */
   forward(tokenIds_B_T: tf.Tensor2D, options: ForwardOptions = {}): ForwardOutput {
-    const { returnKv = false, inference = false } = options;
+    const { returnKv = false } = options;
+    const path = pathOf(options);
+    const inference = path === "inference";
     const [batch, seqLen] = tokenIds_B_T.shape;
     const { vocab, d_model: c } = this.config;
     const flat = tf.reshape(tokenIds_B_T, [batch * seqLen]) as tf.Tensor1D; // [B*T]
@@ -120,15 +136,15 @@ export class Gpt {
     const kv: LayerKv[] = [];
     const mask = this.causalMask(seqLen);
     for (const block of this.params.blocks) {
-      const h = norm(x, block.ln1Gain, block.ln1Bias, inference);
-      const [q, k, v] = this.splitHeads(h, block, batch, seqLen, inference); // each [B, H, T, C/H]
+      const h = norm(x, block.ln1Gain, block.ln1Bias, path);
+      const [q, k, v] = this.splitHeads(h, block, batch, seqLen, path); // each [B, H, T, C/H]
       if (returnKv) kv.push({ k, v });
       const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), this.scale()), mask); // [B, H, T, T]
       const y = tf.matMul(tf.softmax(scores), v); // [B, H, T, C/H]
       const merged = tf.reshape(tf.transpose(y, [0, 2, 1, 3]), [batch * seqLen, c]) as tf.Tensor2D; // [B*T, C]
-      x = this.residual(x, merged, block, inference);
+      x = this.residual(x, merged, block, path);
     }
-    return { logits: this.head(x, inference), kv };
+    return { logits: this.head(x, path), kv };
   }
 
   /**
@@ -155,8 +171,8 @@ export class Gpt {
     ) as tf.Tensor2D; // [B, C]
     const kv: LayerKv[] = [];
     this.params.blocks.forEach((block, l) => {
-      const h = norm(x, block.ln1Gain, block.ln1Bias, true);
-      const qkv = project(h, block.qkvWeight, block.qkvBias, true); // [B, 3C]
+      const h = norm(x, block.ln1Gain, block.ln1Bias, "inference");
+      const qkv = project(h, block.qkvWeight, block.qkvBias, "inference"); // [B, 3C]
       const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.reshape(t, [batch, heads, 1, headDim]) as tf.Tensor4D); // [B, H, 1, C/H]
       const layer = cache[l]!;
       const keys = tf.concat([layer.k, k!], 2); // [B, H, L+1, C/H]
@@ -164,9 +180,9 @@ export class Gpt {
       kv.push({ k: keys, v: values });
       const scores = tf.add(tf.mul(tf.matMul(q!, keys, false, true), this.scale()), bias_B_1_1_L1); // [B, H, 1, L+1]
       const y = tf.reshape(tf.matMul(tf.softmax(scores), values), [batch, c]) as tf.Tensor2D; // [B, H, 1, C/H] → [B, C]
-      x = this.residual(x, y, block, true);
+      x = this.residual(x, y, block, "inference");
     });
-    return { logits: this.head(x, true), kv };
+    return { logits: this.head(x, "inference"), kv };
   }
 
   /** Frees the weights and cached masks. */
@@ -182,11 +198,11 @@ export class Gpt {
     block: BlockParams,
     batch: number,
     seqLen: number,
-    inference: boolean,
+    path: Path,
   ): [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D] {
     const heads = this.config.n_heads;
     const headDim = this.config.d_model / heads;
-    const qkv = project(h, block.qkvWeight, block.qkvBias, inference); // [B*T, 3C]
+    const qkv = project(h, block.qkvWeight, block.qkvBias, path); // [B*T, 3C]
     const [q, k, v] = tf.split(qkv, 3, 1).map(
       (t) => tf.transpose(tf.reshape(t, [batch, seqLen, heads, headDim]), [0, 2, 1, 3]) as tf.Tensor4D, // [B, H, T, C/H]
     );
@@ -194,17 +210,18 @@ export class Gpt {
   }
 
   /** x + proj(attn) then x + mlp(ln2(x)), both [N, C]. */
-  private residual(x: tf.Tensor2D, attended: tf.Tensor2D, block: BlockParams, inference: boolean): tf.Tensor2D {
-    const afterAttn = tf.add(x, project(attended, block.outWeight, block.outBias, inference)) as tf.Tensor2D;
-    const h = norm(afterAttn, block.ln2Gain, block.ln2Bias, inference);
-    const up = gelu(project(h, block.upWeight, block.upBias, inference)); // [N, 4C]
-    return tf.add(afterAttn, project(up, block.downWeight, block.downBias, inference)) as tf.Tensor2D;
+  private residual(x: tf.Tensor2D, attended: tf.Tensor2D, block: BlockParams, path: Path): tf.Tensor2D {
+    const afterAttn = tf.add(x, project(attended, block.outWeight, block.outBias, path)) as tf.Tensor2D;
+    const h = norm(afterAttn, block.ln2Gain, block.ln2Bias, path);
+    const activation = path === "reference" ? gelu : geluFused;
+    const up = activation(project(h, block.upWeight, block.upBias, path)); // [N, 4C]
+    return tf.add(afterAttn, project(up, block.downWeight, block.downBias, path)) as tf.Tensor2D;
   }
 
   /** Final norm and untied head: [N, C] → [N, V]. */
-  private head(x: tf.Tensor2D, inference: boolean): tf.Tensor2D {
-    const normed = norm(x, this.params.lnfGain, this.params.lnfBias, inference);
-    return inference ? affine(normed, this.params.head as tf.Tensor2D) : linear(normed, this.params.head);
+  private head(x: tf.Tensor2D, path: Path): tf.Tensor2D {
+    const normed = norm(x, this.params.lnfGain, this.params.lnfBias, path);
+    return path === "inference" ? affine(normed, this.params.head as tf.Tensor2D) : linear(normed, this.params.head);
   }
 
   private scale(): number {

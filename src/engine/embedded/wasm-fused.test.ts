@@ -1,0 +1,117 @@
+/**
+ * @module Tests of the fused training ops: GELU and `x @ w + b` match the tfjs-op reference forward and backward
+ * (and GELU's gradient matches a float64 finite difference), free every intermediate, and the GPT trained through
+ * them gives the reference path's logits and gradients.
+ */
+import * as tf from "@tensorflow/tfjs";
+import { beforeAll, describe, expect, it } from "vitest";
+import { initWasmBackend } from "./backend.js";
+import type { ModelConfig } from "./config.js";
+import { Gpt } from "./model.js";
+import { gelu, linear } from "./ops.js";
+import { paramSpecs } from "./params.js";
+import { Rng } from "./rng.js";
+import { geluFused, linearBias } from "./wasm-fused.js";
+
+/** Largest |a − b| relative to the largest |b| (1 when b is all zeros). */
+function relativeError(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let diff = 0;
+  let scale = 0;
+  for (let i = 0; i < b.length; i++) {
+    diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
+    scale = Math.max(scale, Math.abs(b[i]!));
+  }
+  return diff / (scale || 1);
+}
+
+/** GELU in float64: x·σ(2u), u = √(2/π)·(x + 0.044715·x³). */
+const gelu64 = (x: number): number => x / (1 + Math.exp(-2 * Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
+
+describe("fused training ops", () => {
+  beforeAll(() => initWasmBackend());
+
+  it("GELU forward equals the six-op reference, from large negative to large positive inputs", () => {
+    const x = tf.tensor2d(
+      Array.from({ length: 3 * 40 }, (_, i) => (i - 60) / 4),
+      [3, 40],
+    ); // -15 .. 14.75
+    expect(relativeError(geluFused(x).dataSync(), gelu(x).dataSync())).toBeLessThan(1e-6);
+  });
+
+  it("GELU gradient equals the reference's autodiff gradient and a float64 central difference", () => {
+    const values = Array.from({ length: 64 }, (_, i) => (i - 32) / 6);
+    const x = tf.tensor1d(values);
+    const dy = tf.randomNormal([64], 0, 1, "float32", 5); // an upstream gradient that is not all ones
+    const fused = tf
+      .grad((t: tf.Tensor) => tf.sum(tf.mul(geluFused(t), dy)))(x)
+      .dataSync();
+    const reference = tf
+      .grad((t: tf.Tensor) => tf.sum(tf.mul(gelu(t), dy)))(x)
+      .dataSync();
+    expect(relativeError(fused, reference)).toBeLessThan(1e-5);
+    const up = dy.dataSync();
+    const h = 1e-5;
+    const numeric = values.map((v, i) => (up[i]! * (gelu64(v + h) - gelu64(v - h))) / (2 * h));
+    expect(relativeError(fused, numeric)).toBeLessThan(1e-5);
+  });
+
+  it("x @ w + b forward and all three gradients equal linear-then-add", () => {
+    const x = tf.randomNormal([37, 24], 0, 1, "float32", 1) as tf.Tensor2D; // rows not a multiple of 4 or 8
+    const w = tf.randomNormal([24, 40], 0, 1, "float32", 2) as tf.Tensor2D;
+    const b = tf.randomNormal([40], 0, 1, "float32", 3) as tf.Tensor1D;
+    const dy = tf.randomNormal([37, 40], 0, 1, "float32", 4);
+    const loss =
+      (f: (x: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.Tensor) => (xs: tf.Tensor, ws: tf.Tensor, bs: tf.Tensor) =>
+        tf.sum(tf.mul(f(xs, ws, bs), dy));
+    const fused = tf.grads(loss(linearBias))([x, w, b]);
+    const reference = tf.grads(loss((xs, ws, bs) => tf.add(linear(xs, ws), bs)))([x, w, b]);
+    expect(relativeError(linearBias(x, w, b).dataSync(), tf.add(linear(x, w), b).dataSync())).toBeLessThan(1e-6);
+    expect(fused.map((g) => g.shape)).toEqual([[37, 24], [24, 40], [40]]);
+    fused.forEach((g, i) => {
+      expect(relativeError(g.dataSync(), reference[i]!.dataSync())).toBeLessThan(1e-5);
+    });
+  });
+
+  it("a forward and backward pass through both ops leaves no tensor behind", () => {
+    const x = tf.randomNormal([16, 8]);
+    const w = tf.randomNormal([8, 12]);
+    const b = tf.zeros([12]);
+    const before = tf.memory().numTensors;
+    const grads = tf.tidy(() =>
+      tf.grads((xs: tf.Tensor, ws: tf.Tensor) => tf.sum(geluFused(linearBias(xs, ws, b))))([x, w]),
+    );
+    expect(tf.memory().numTensors).toBe(before + 2);
+    tf.dispose([...grads, x, w, b]);
+  });
+
+  it("the GPT's fused training path gives the reference path's logits and weight gradients", () => {
+    const config: ModelConfig = { vocab: 19, d_model: 16, n_layers: 2, n_heads: 2, context: 12 };
+    const rng = new Rng(11);
+    // Every weight random (biases and gains included) so that each gradient is exercised.
+    const values = new Map(
+      paramSpecs(config).map((s) => {
+        const n = s.shape.reduce((a, b) => a * b, 1);
+        return [s.name, Float32Array.from({ length: n }, () => rng.nextGaussian() * 0.3)];
+      }),
+    );
+    const model = new Gpt(config, values);
+    const ids = tf.tensor2d(
+      Array.from({ length: 3 * 10 }, () => Math.floor(rng.nextFloat() * config.vocab)),
+      [3, 10],
+      "int32",
+    );
+    const run = (reference: boolean) =>
+      tf.variableGrads(() => {
+        const { logits } = model.forward(ids, { reference });
+        return tf.sum(tf.mul(tf.logSoftmax(logits), tf.linspace(-1, 1, config.vocab))) as tf.Scalar;
+      }, model.variables());
+    const fused = run(false);
+    const reference = run(true);
+    expect(relativeError(fused.value.dataSync(), reference.value.dataSync())).toBeLessThan(1e-5);
+    for (const variable of model.variables()) {
+      const g = fused.grads[variable.name]!.dataSync();
+      expect(relativeError(g, reference.grads[variable.name]!.dataSync()), variable.name).toBeLessThan(1e-4);
+    }
+    model.dispose();
+  });
+});
