@@ -37,6 +37,7 @@ describe("loadGatewayConfig", () => {
       log_level: "info",
       dashboard: true,
       dashboard_key: "",
+      runs_dir: "",
     });
     expect(DEFAULT_BODY_LIMIT_BYTES).toBe(32 * 1024 * 1024);
   });

@@ -3,7 +3,9 @@
  * `ARCLIGHT_STORE`) <
  * flags, validated by the strict schema in `gateway/config.ts`. Every failure names the flag, env var or file key.
  */
+import { statSync } from "node:fs";
 import { type GatewayConfig, GatewayConfigSchema } from "../gateway/config.js";
+import { CliError } from "./cli-error.js";
 import { type GivenFlag, resolveLayeredConfig } from "./layered-config.js";
 
 /** Gateway flags as commander hands them over (strings; absent when not given). */
@@ -22,6 +24,7 @@ export interface GatewayFlags {
   logLevel?: string;
   dashboard?: string;
   dashboardKey?: string;
+  runsDir?: string;
 }
 
 /** How each flag maps to a config key and converts its text. */
@@ -39,6 +42,7 @@ const FLAG_KEYS: readonly [keyof GatewayFlags, keyof GatewayConfig, "string" | "
   ["logLevel", "log_level", "string"],
   ["dashboard", "dashboard", "bool"],
   ["dashboardKey", "dashboard_key", "string"],
+  ["runsDir", "runs_dir", "string"],
 ];
 
 /** `--model-name` from `modelName`. */
@@ -59,7 +63,7 @@ export function loadGatewayConfig(flags: GatewayFlags, env: NodeJS.ProcessEnv): 
     const text = flags[flag];
     if (text !== undefined) given.push({ key, flag: flagName(flag), text, kind });
   }
-  return resolveLayeredConfig({
+  const config = resolveLayeredConfig({
     schema: GatewayConfigSchema,
     what: "gateway",
     configPath: flags.config,
@@ -67,4 +71,8 @@ export function loadGatewayConfig(flags: GatewayFlags, env: NodeJS.ProcessEnv): 
     flags: given,
     envKeys: { ARCLIGHT_STORE: "store" },
   });
+  if (config.runs_dir !== "" && !statSync(config.runs_dir, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new CliError(`--runs-dir ${config.runs_dir}: not a folder (a folder of runs, e.g. runs)`);
+  }
+  return config;
 }

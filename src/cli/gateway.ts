@@ -94,6 +94,7 @@ export function registerGateway(program: Command): void {
     .option("--log-level <level>", "fatal|error|warn|info|debug|trace|silent (default info)")
     .option("--dashboard <bool>", "true|false: serve the browser dashboard at /ui (default true)")
     .option("--dashboard-key <key>", "read-only key for the dashboard login (the gateway key also logs in)")
+    .option("--runs-dir <dir>", "show the finished runs in DIR (NAME/metrics.jsonl) on the dashboard, e.g. runs")
     .action(async (flags: GatewayFlags) => {
       await runGateway(loadGatewayConfig(flags, process.env));
     });

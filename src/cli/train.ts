@@ -212,6 +212,10 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
     console.log(
       `arclight train: ${summary.steps} steps, policy version ${summary.policyVersion}, metrics in ${runDir}`,
     );
+    if (flags.gatewayUrl === undefined) {
+      const db = join("runs", config.name, "gateway.db");
+      console.log(`arclight train: browse it later: arclight gateway --store sqlite:${db} --runs-dir runs --key K`);
+    }
   } catch (err) {
     trainFailure(err, interrupt.signal.aborted);
   } finally {

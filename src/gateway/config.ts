@@ -60,6 +60,10 @@ export const GatewayConfigSchema = z.strictObject({
     .string()
     .default("")
     .describe("read-only key for the dashboard login (the gateway key also logs in); empty: only the gateway key"),
+  runs_dir: z
+    .string()
+    .default("")
+    .describe("folder of finished runs (NAME/metrics.jsonl) the dashboard shows at start, e.g. runs; empty: none"),
 });
 
 /** Gateway configuration, defaults applied. */

@@ -199,6 +199,31 @@ describe("dashboard runs", () => {
   });
 });
 
+describe("dashboard finished runs (runs_dir)", () => {
+  it("shows every NAME/metrics.jsonl of runs_dir as a run, skipping lines that are not step records", async () => {
+    const dir = tempDir("arclight-runs-dir-");
+    mkdirSync(join(dir, "alpha"));
+    writeFileSync(join(dir, "alpha", "metrics.jsonl"), '{"step":1,"reward/mean":0.25}\n{"step":2,"reward/mean":0.5}\n');
+    mkdirSync(join(dir, "beta"));
+    writeFileSync(join(dir, "beta", "metrics.jsonl"), '{"step":1,"loss":null}\nnot json\n{"loss":3}\n{"step":2,"lo');
+    mkdirSync(join(dir, "no-metrics"));
+    const { url } = await start({ runs_dir: dir });
+    const auth = { authorization: `Bearer ${KEY}` };
+    const { runs } = (await (await fetch(`${url}/api/runs`, { headers: auth })).json()) as { runs: { name: string }[] };
+    expect(runs.map((r) => r.name).sort()).toEqual(["alpha", "beta"]);
+    const alpha = await (await fetch(`${url}/api/runs/alpha`, { headers: auth })).json();
+    expect(alpha).toMatchObject({ steps: 2, last_step: 2, metrics: [{ step: 1, "reward/mean": 0.25 }, { step: 2 }] });
+    const beta = await (await fetch(`${url}/api/runs/beta`, { headers: auth })).json();
+    expect(beta).toMatchObject({ steps: 1, metrics: [{ step: 1, loss: null }] });
+  });
+
+  it("refuses to start on a runs_dir that cannot be read", async () => {
+    await expect(start({ runs_dir: join(tempDir("arclight-runs-dir-"), "missing") })).rejects.toThrow(
+      /runs_dir .*missing: cannot read the folder \(ENOENT\)/,
+    );
+  });
+});
+
 describe("dashboard rollout table", () => {
   const auth = { authorization: `Bearer ${KEY}` };
 

@@ -7,6 +7,7 @@ import type { FastifyPluginAsync } from "fastify";
 import { Detokenizer } from "../dashboard/detokenizer.js";
 import { RolloutIndex } from "../dashboard/rollout-index.js";
 import { RunRegistry } from "../dashboard/run-registry.js";
+import { loadRunsDir } from "../dashboard/runs-dir.js";
 import type { DashboardSessions } from "../dashboard/sessions.js";
 import { loadUiAssets } from "../dashboard/ui-assets.js";
 import type { GatewayRouteOptions } from "../route-options.js";
@@ -27,6 +28,10 @@ export interface DashboardRouteOptions extends GatewayRouteOptions {
 export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async (app, options) => {
   const { store, sessions } = options;
   const registry = new RunRegistry();
+  if (options.config.runs_dir !== "") {
+    const loaded = loadRunsDir(registry, options.config.runs_dir);
+    app.log.info({ runsDir: options.config.runs_dir, ...loaded }, "finished runs loaded for the dashboard");
+  }
   const assets = loadUiAssets(options.uiDir);
   if (assets.size === 0) app.log.warn("dashboard assets not found (dist/ui); /ui answers 404 until `npm run build`");
   await app.register(uiRoutes, { sessions, assets });
