@@ -129,5 +129,8 @@ export class TeacherEngine implements Engine {
     throw new Error("the teacher engine has no weights to load");
   }
 
+  /** Nothing to reset: the teacher has no optimiser. */
+  resetOptimizer(): void {}
+
   dispose(): void {}
 }

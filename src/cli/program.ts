@@ -7,6 +7,7 @@ import { registerEngine } from "./engine.js";
 import { registerEval } from "./eval.js";
 import { registerGateway } from "./gateway.js";
 import { registerInspect } from "./inspect.js";
+import { registerSft } from "./sft.js";
 import { registerTrain } from "./train.js";
 
 /** Reads this package's version from package.json (works from src/ under tsx and from dist/). */
@@ -39,5 +40,6 @@ export function buildProgram(): Command {
   registerTrain(program);
   registerDemo(program);
   registerEval(program);
+  registerSft(program);
   return program;
 }

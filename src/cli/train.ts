@@ -8,11 +8,12 @@ import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { type Logger, pino } from "pino";
 import { CheckpointInvalid } from "../engine/checkpoint-error.js";
-import type { ModelPreset } from "../engine/embedded/config.js";
+import type { Engine } from "../engine/engine.js";
 import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { dashboardUrl } from "../gateway/dashboard/url.js";
 import { ValidationFailed } from "../protocol/index.js";
-import { createEngine, EMBEDDED_PRESETS, type EngineSpec } from "../run/engine-factory.js";
+import { createEngine, type EngineSpec } from "../run/engine-factory.js";
+import { createEngineFrom } from "../run/init-from.js";
 import { type Stack, type StackOptions, withStack } from "../run/stack.js";
 import { loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
@@ -24,20 +25,19 @@ import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { VllmSamplerError } from "../trainer/vllm-serving.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
+import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
 import { readConfigFile } from "./layered-config.js";
 import { type SamplerFlags, vllmSamplerOf } from "./sampler-flags.js";
 
 /** Flags of `arclight train`. */
-interface TrainFlags extends SamplerFlags {
+interface TrainFlags extends SamplerFlags, EngineFlags {
   resume?: boolean;
+  /** An engine checkpoint to start from (weights only; a fresh optimiser). */
+  initFrom?: string;
   gatewayUrl?: string;
   key?: string;
   engineUrl?: string;
   controller: boolean;
-  preset: string;
-  engineSeed: string;
-  /** Overrides the config's `engine.kind`. */
-  engine?: string;
   modelName: string;
   logLevel: string;
 }
@@ -60,32 +60,16 @@ function loadConfig(path: string): Readonly<TrainerConfig> {
 }
 
 /**
- * The engine to train: the config's `engine` section (`--engine` overrides its kind) — a torch worker, or a fresh
- * embedded preset with a seed. Checked here so a bad flag is refused before anything is started or written.
- * @throws {CliError} naming --engine, --preset or --engine-seed
+ * The engine started from `--init-from`'s checkpoint.
+ * @throws {CliError} naming --init-from when the directory is not a checkpoint this engine can load
  */
-function engineSpec(config: Readonly<TrainerConfig>, flags: TrainFlags): EngineSpec {
-  const kind = flags.engine ?? config.engine.kind;
-  if (kind !== "embedded" && kind !== "torch") throw new CliError(`--engine ${kind}: expected embedded or torch`);
-  const seed = Number(flags.engineSeed);
-  if (!Number.isInteger(seed)) throw new CliError(`--engine-seed ${flags.engineSeed}: expected an integer`);
-  if (kind === "torch") {
-    const {
-      kind: _kind,
-      model,
-      seed: configSeed,
-      sampler: _s,
-      vllm_endpoints: _e,
-      vllm_sleep: _z,
-      ...torch
-    } = config.engine;
-    const torchSeed = flags.engineSeed === "0" ? configSeed : seed;
-    return { kind: "torch", model: model ?? "new:qwen2-tiny", seed: torchSeed, torch };
+async function initEngine(spec: EngineSpec, dir: string): Promise<Engine> {
+  try {
+    return await createEngineFrom(spec, dir);
+  } catch (err) {
+    if (err instanceof CheckpointInvalid) throw new CliError(`--init-from ${dir}: ${err.message}`);
+    throw err;
   }
-  if (!EMBEDDED_PRESETS.includes(flags.preset as ModelPreset)) {
-    throw new CliError(`--preset ${flags.preset}: expected one of ${EMBEDDED_PRESETS.join(", ")}`);
-  }
-  return { kind: "embedded", model: flags.preset as ModelPreset, seed };
 }
 
 /** What in runs/NAME shows an earlier run. */
@@ -113,12 +97,12 @@ function checkRunDir(runDir: string, name: string, resume: boolean): void {
 /** The stack `arclight train` runs on: what the flags name as running, the rest started here. */
 function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, runDir: string): StackOptions {
   const key = flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "";
-  const spec = engineSpec(config, flags);
+  const spec = engineSpecOf(config.engine, flags);
   const vllm = vllmSamplerOf(config, flags, spec);
   return {
     runDir,
     modelName: flags.modelName,
-    engine: () => createEngine(spec),
+    engine: () => (flags.initFrom === undefined ? createEngine(spec) : initEngine(spec, flags.initFrom)),
     ...(flags.gatewayUrl !== undefined ? { gateway: { url: flags.gatewayUrl, key } } : {}),
     ...(flags.engineUrl !== undefined ? { engineUrl: flags.engineUrl } : {}),
     ...(vllm !== null ? { vllm } : {}),
@@ -200,6 +184,9 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
 async function train(configPath: string, flags: TrainFlags): Promise<void> {
   const config = loadConfig(configPath);
   checkRunName(`name (${configPath})`, config.name);
+  if (flags.initFrom !== undefined && flags.resume === true) {
+    throw new CliError("--init-from with --resume: --resume continues the run's own checkpoint; give one of them");
+  }
   const runDir = resolve("runs", config.name);
   const stackOptions = trainStackOptions(config, flags, runDir);
   checkRunDir(runDir, config.name, flags.resume === true);
@@ -233,6 +220,7 @@ export function registerTrain(program: Command): void {
     .description("Train a policy with GRPO from agent rollouts (starts gateway, engine and controller as needed)")
     .argument("<config>", "trainer YAML config (see docs/configuration.md)")
     .option("--resume", "continue from runs/NAME's latest checkpoint")
+    .option("--init-from <dir>", "start from an engine checkpoint's weights, e.g. runs/NAME/checkpoint of arclight sft")
     .option("--gateway-url <url>", "use a running gateway instead of starting one")
     .option("--key <key>", "API key of that gateway (also ARCLIGHT_KEY or AGL_KEY)")
     .option("--engine-url <url>", "a running engine server's /v1 URL to publish weights to (POST /v1/load_weights)")

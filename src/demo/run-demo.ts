@@ -8,10 +8,8 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
-import type { TrainRow } from "../engine/engine.js";
 import { dashboardUrl } from "../gateway/dashboard/url.js";
 import { type Stack, type StackOptions, withStack } from "../run/stack.js";
-import { batchOptionsFromConfig } from "../trainer/batch.js";
 import { engineCheckpointDir, loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import type { TrainerConfig } from "../trainer/config.js";
 import { type DataItem, readJsonl } from "../trainer/data-order.js";
@@ -19,7 +17,8 @@ import { runTraining, totalStepsOf } from "../trainer/loop.js";
 import { appendMetrics } from "../trainer/metrics.js";
 import { type RewardSummary, readRewards, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
-import { demonstrationRows, warmStart } from "../trainer/sft.js";
+import { parseSftConfig, type SftConfig } from "../trainer/sft-config.js";
+import { runSft } from "../trainer/sft-run.js";
 import { validationRolloutIds } from "../trainer/validation.js";
 import { startPhase } from "./progress.js";
 import { rewardTableReporter } from "./reporter.js";
@@ -117,14 +116,15 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     const config = demoTrainerConfig(options.name, options.budget, engine.contextLength);
     const run: DemoRun = { options, stack, engine, config, out, say };
     const { train, val } = demoData(run);
-    const demos = await recordDemonstrations(run, train.slice(0, options.budget.demonstrations));
-    const sft = await runWarmStart(run, demos.rows);
+    const demoItems = train.slice(0, options.budget.demonstrations);
+    const recorded = await recordDemonstrations(run, demoItems);
+    const warm = await runWarmStart(run, demoItems.length, recorded.failed);
     const before = await validationBefore(run, val);
     const rlSteps = await runGrpo(run, train, val);
     const after = await validationAfter(run, val, rlSteps);
     const summary: DemoSummary = {
-      demonstrations: demos.counts,
-      sft,
+      demonstrations: warm.counts,
+      sft: warm.sft,
       before,
       after,
       rlSteps,
@@ -207,7 +207,7 @@ function finalCheckpointDir(runDir: string): string {
 }
 
 /** Records demonstrations with the teacher registered as the model endpoint, then unregisters it. */
-async function recordDemonstrations(run: DemoRun, items: readonly DataItem[]) {
+async function recordDemonstrations(run: DemoRun, items: readonly DataItem[]): Promise<{ failed: number }> {
   const { stack, config, options } = run;
   run.say(`[2/6] recording ${items.length} teacher demonstrations through the gateway`);
   const teacher = await startTeacherChild(options.budget.teacherMentalMathShare);
@@ -216,21 +216,18 @@ async function recordDemonstrations(run: DemoRun, items: readonly DataItem[]) {
     await stack.client.upsertModels([{ model: MODEL_NAME, endpoint: teacher.endpoint, version: 0 }]);
     const phase = startPhase("teacher", items.length, run.out);
     const batch = await runRolloutsOnce(stack.client, items, {
-      prefix: `${config.name}-teacher`,
+      prefix: teacherPrefix(config),
       isTrain: true,
       config,
       policyVersion: 0,
       onProgress: (done) => phase.update(done),
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    const built = demonstrationRows(batch.records, batch.rewards, batchOptionsFromConfig(config), 1);
     const failed = batch.failedIds.length;
     phase.finish(
-      `${items.length} demonstrations: teacher reward ${summariseRewards(batch.rewards).mean.toFixed(3)}, ` +
-        `${built.kept} kept, ${built.rows.length} SFT rows, ${built.mismatches} prefix mismatches, ${failed} failed`,
+      `${items.length} demonstrations: teacher reward ${summariseRewards(batch.rewards).mean.toFixed(3)}, ${failed} failed`,
     );
-    const { kept, mismatches } = built;
-    return { rows: built.rows, counts: { recorded: items.length, kept, rows: built.rows.length, mismatches, failed } };
+    return { failed };
   } finally {
     await teacher.stop();
     // After an abort the gateway is already stopped: nothing to unregister.
@@ -238,30 +235,66 @@ async function recordDemonstrations(run: DemoRun, items: readonly DataItem[]) {
   }
 }
 
+/** Rollout id prefix of the teacher's demonstrations (ids `PREFIX-dINDEX-0`). */
+function teacherPrefix(config: Readonly<TrainerConfig>): string {
+  return `${config.name}-teacher`;
+}
+
 /**
- * SFT on the demonstration rows, with a progress bar showing the loss; the warm-start policy is saved, and RL then
+ * The demo's warm start as an `arclight sft` config: the teacher's rollouts of this run with reward 1 (a correct
+ * answer), the demo's aggregation, every row trained (none held out), no metrics file of its own.
+ */
+function warmStartConfig(run: DemoRun): Readonly<SftConfig> {
+  const { budget, seed } = run.options;
+  return parseSftConfig({
+    name: run.config.name,
+    source: { gateway_url: run.stack.gatewayUrl },
+    select: { id_prefix: `${teacherPrefix(run.config)}-d`, min_reward: 1 },
+    aggregator: run.config.aggregator,
+    sft: {
+      steps: budget.sftSteps,
+      batch_size: budget.sftBatchSize,
+      learning_rate: budget.sftLearningRate,
+      weight_decay: 0,
+      max_grad_norm: 1,
+      micro_batch_size: 16,
+      val_fraction: 0,
+    },
+    reward_fillna_value: run.config.reward_fillna_value,
+    seed,
+  });
+}
+
+/**
+ * SFT on the recorded demonstrations through `arclight sft`'s code ({@link runSft}: selection from the gateway, the
+ * trainer's aggregation, the steps), with a progress bar showing the loss; the warm-start policy is saved, and RL then
  * starts with a fresh optimiser.
  */
-async function runWarmStart(run: DemoRun, rows: readonly TrainRow[]) {
-  const { budget, signal, seed, runDir } = run.options;
+async function runWarmStart(run: DemoRun, recorded: number, failed: number) {
+  const { budget, signal, runDir } = run.options;
   run.say(`[3/6] SFT warm start: ${budget.sftSteps} steps x ${budget.sftBatchSize} rows on the recorded traces`);
   const phase = startPhase("SFT", budget.sftSteps, run.out);
-  const metrics = await warmStart(run.engine, rows, {
-    ...(signal ? { signal } : {}),
-    steps: budget.sftSteps,
-    batchSize: budget.sftBatchSize,
-    learningRate: budget.sftLearningRate,
-    seed,
+  let counts: DemoSummary["demonstrations"] = { recorded, kept: 0, rows: 0, mismatches: 0, failed };
+  const sft = await runSft({
+    config: warmStartConfig(run),
+    client: run.stack.client,
+    engine: run.engine,
+    checkpointDir: warmStartCheckpointDir(runDir),
+    metricsPath: null,
+    onRows: (rows) => {
+      counts = { recorded, kept: rows.selected, rows: rows.train.length, mismatches: rows.mismatches, failed };
+    },
     onStep: (step, m) => phase.update(step, `loss ${m.loss.toFixed(3)}`),
+    ...(signal ? { signal } : {}),
   });
-  const firstLoss = metrics[0]?.loss ?? 0;
-  const lastLoss = metrics.at(-1)?.loss ?? 0;
-  phase.finish(`SFT loss ${firstLoss.toFixed(3)} -> ${lastLoss.toFixed(3)} nats/token`);
-  await run.engine.saveCheckpoint(warmStartCheckpointDir(runDir));
+  phase.finish(
+    `${counts.kept} demonstrations kept, ${counts.rows} SFT rows, ${counts.mismatches} prefix mismatches; ` +
+      `SFT loss ${sft.firstLoss.toFixed(3)} -> ${sft.lastLoss.toFixed(3)} nats/token`,
+  );
   // RL starts with a fresh optimiser: AdamW moments carried over from SFT (larger gradients, β2 = 0.999) shrink the
   // first hundreds of RL updates (docs/benchmarks.md, Demo: a fresh optimiser scored higher after 5 GRPO steps).
   run.engine.resetOptimizer();
-  return { steps: metrics.length, firstLoss, lastLoss };
+  return { counts, sft: { steps: sft.steps, firstLoss: sft.firstLoss, lastLoss: sft.lastLoss } };
 }
 
 /**

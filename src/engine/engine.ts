@@ -171,6 +171,11 @@ export interface Engine {
    * including another model shape (the engine server answers 404 / 400)
    */
   loadCheckpoint(dir: string): Promise<void>;
+  /**
+   * Starts the optimiser afresh (AdamW moments zero, step 0); the weights and the policy version stay. Used between
+   * training phases (SFT, then RL from its checkpoint).
+   */
+  resetOptimizer(): void | Promise<void>;
   /** Frees the model's memory. */
   dispose(): void;
 }

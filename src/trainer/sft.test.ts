@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import type { TrainRow } from "../engine/engine.js";
-import { warmStart } from "./sft.js";
+import { heldOutLoss, splitHeldOut, warmStart } from "./sft.js";
 
 const config = { vocab: 261, d_model: 16, n_layers: 1, n_heads: 2, context: 16 };
 const rows: TrainRow[] = [0, 1, 2, 3].map((k) => {
@@ -44,5 +44,40 @@ describe("warmStart", () => {
       "no demonstration rows",
     );
     engine.dispose();
+  });
+});
+
+describe("heldOutLoss", () => {
+  it("is the mean negative logprob over the masked tokens only", async () => {
+    const engine = await EmbeddedEngine.create({ config, seed: 1 });
+    const row = rows[0] as TrainRow;
+    const [logprobs] = await engine.logprobs([row.tokenIds]);
+    // Mask written out: positions 4..9 are trained, 0..3 are the prompt.
+    const expected = -((logprobs as number[]).slice(4).reduce((a, b) => a + b, 0) / 6);
+    expect(await heldOutLoss(engine, [row])).toBeCloseTo(expected, 5);
+    expect(await heldOutLoss(engine, [])).toBeNull();
+    engine.dispose();
+  });
+
+  it("falls on rows of the training distribution after SFT steps", async () => {
+    const engine = await EmbeddedEngine.create({ config, seed: 1 });
+    const before = (await heldOutLoss(engine, rows)) as number;
+    await warmStart(engine, rows, { steps: 20, batchSize: 2, learningRate: 1e-2, seed: 0 });
+    expect(await heldOutLoss(engine, rows)).toBeLessThan(before);
+    engine.dispose();
+  });
+});
+
+describe("splitHeldOut", () => {
+  it("holds out the given share (at least one row), disjoint from the training rows, the same for the same seed", () => {
+    const many = Array.from({ length: 20 }, (_, k) => ({ ...(rows[0] as TrainRow), weight: k }));
+    const split = splitHeldOut(many, 0.1, 7);
+    expect(split.heldOut).toHaveLength(2);
+    expect(split.train).toHaveLength(18);
+    const weights = (list: TrainRow[]) => list.map((row) => row.weight);
+    expect(new Set([...weights(split.train), ...weights(split.heldOut)]).size).toBe(20);
+    expect(weights(splitHeldOut(many, 0.1, 7).heldOut)).toEqual(weights(split.heldOut));
+    expect(splitHeldOut(rows.slice(0, 3), 0.1, 7).heldOut).toHaveLength(1);
+    expect(splitHeldOut(rows, 0, 7).heldOut).toHaveLength(0);
   });
 });

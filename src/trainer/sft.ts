@@ -1,11 +1,31 @@
 /**
  * @module SFT on recorded traces: rollouts recorded through the gateway (e.g. a teacher's demonstrations) become
  * training rows by the trainer's own aggregation, and the engine is fine-tuned on their assistant tokens
- * (`{kind: "sft"}`). The demo's warm start runs it.
+ * (`{kind: "sft"}`); the loss on held-out rows measures it. `arclight sft` and the demo's warm start run it
+ * (through `sft-run.ts`).
  */
 import type { Engine, TrainMetrics, TrainRow } from "../engine/engine.js";
 import { assembleBatch, type BatchOptions, type RolloutRecord } from "./batch.js";
+import type { TrainerConfig } from "./config.js";
 import { mulberry32 } from "./data-order.js";
+
+/**
+ * Batch options for SFT rows: the aggregator section as the trainer reads it. Advantages are computed by the shared
+ * batch assembly but SFT ignores them; rows lacking logprobs are kept (SFT needs none).
+ * @param aggregator - the `aggregator` config section (level, length limits)
+ * @param rewardFillnaValue - reward of a rollout that posted none
+ * @returns the batch options
+ */
+export function sftBatchOptions(aggregator: TrainerConfig["aggregator"], rewardFillnaValue: number): BatchOptions {
+  return {
+    level: aggregator.level,
+    limits: { maxPromptLength: aggregator.max_prompt_length, maxResponseLength: aggregator.max_response_length },
+    advantage: { estimator: "grpo", normByStd: false, rolloutLevel: true, reinforceBaseline: "none" },
+    aggregation: "token-mean",
+    rewardFillnaValue,
+    missingLogprobs: "recompute",
+  };
+}
 
 /** Rows built from demonstrations, and what was left out. */
 export interface DemonstrationRows {
@@ -45,6 +65,12 @@ export interface WarmStartOptions {
   /** Rows per step. */
   batchSize: number;
   learningRate: number;
+  /** AdamW decoupled weight decay; default 0. */
+  weightDecay?: number;
+  /** Global gradient-norm clip, 0 disables it; default 1. */
+  maxGradNorm?: number;
+  /** Rows per micro-batch; default 16. */
+  microBatchSize?: number;
   /** Seed of the row order (reshuffled each pass). */
   seed: number;
   /** Called after each step. */
@@ -71,7 +97,12 @@ export async function warmStart(
   const random = mulberry32(options.seed);
   let order: number[] = [];
   const metrics: TrainMetrics[] = [];
-  const optimizer = { learningRate: options.learningRate, weightDecay: 0, maxGradNorm: 1, microBatchSize: 16 };
+  const optimizer = {
+    learningRate: options.learningRate,
+    weightDecay: options.weightDecay ?? 0,
+    maxGradNorm: options.maxGradNorm ?? 1,
+    microBatchSize: options.microBatchSize ?? 16,
+  };
   for (let step = 1; step <= options.steps; step++) {
     // A train step holds the event loop for its whole duration: yield between steps so a Ctrl-C handler can run.
     await new Promise((resolve) => setImmediate(resolve));
@@ -86,6 +117,49 @@ export async function warmStart(
     options.onStep?.(step, m);
   }
   return metrics;
+}
+
+/**
+ * The SFT loss of rows under the engine's current weights, without training: the mean negative logprob over every
+ * masked token (nats per token, the same token-mean `trainStep` reports for `{kind: "sft"}`).
+ * @param engine - the policy
+ * @param rows - rows with their loss masks, [T] each
+ * @returns nats per masked token; null when the rows have no masked token
+ */
+export async function heldOutLoss(engine: Engine, rows: readonly TrainRow[]): Promise<number | null> {
+  if (rows.length === 0) return null;
+  const logprobs_D_T = await engine.logprobs(rows.map((row) => row.tokenIds));
+  let sum = 0;
+  let tokens = 0;
+  rows.forEach((row, d) => {
+    row.lossMask.forEach((m, t) => {
+      if (m !== 1) return;
+      sum -= logprobs_D_T[d]?.[t] ?? 0;
+      tokens += 1;
+    });
+  });
+  return tokens === 0 ? null : sum / tokens;
+}
+
+/**
+ * Splits rows into training and held-out rows with a seeded shuffle.
+ * @param rows - every row
+ * @param heldOutFraction - share held out, in [0, 0.5]; at least one row is held out when the share is above 0 and
+ *   there are two rows or more
+ * @param seed - seed of the split
+ * @returns the training rows and the held-out rows, each in the original order
+ */
+export function splitHeldOut(
+  rows: readonly TrainRow[],
+  heldOutFraction: number,
+  seed: number,
+): { train: TrainRow[]; heldOut: TrainRow[] } {
+  const count = heldOutFraction > 0 && rows.length >= 2 ? Math.max(1, Math.floor(rows.length * heldOutFraction)) : 0;
+  const heldOutIndex = new Set(shuffled(rows.length, mulberry32(seed ^ 0x5f7)).slice(0, count));
+  return {
+    train: rows.filter((_, i) => !heldOutIndex.has(i)),
+    heldOut: rows.filter((_, i) => heldOutIndex.has(i)),
+  };
 }
 
 /** A Fisher–Yates shuffle of 0..n-1. */

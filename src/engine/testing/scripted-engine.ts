@@ -105,5 +105,8 @@ export class ScriptedEngine implements Engine {
     this.policyVersion++;
   }
 
+  /** Nothing to reset: the scripted engine has no optimiser. */
+  resetOptimizer(): void {}
+
   dispose(): void {}
 }

@@ -1,0 +1,53 @@
+/**
+ * @module The engine a training command builds, from its config's `engine` section and the `--engine`, `--preset`
+ * and `--engine-seed` flags (`arclight train` and `arclight sft` read them the same way).
+ */
+import type { ModelPreset } from "../engine/embedded/config.js";
+import { EMBEDDED_PRESETS, type EngineSpec } from "../run/engine-factory.js";
+import type { TrainerConfig } from "../trainer/config.js";
+import { CliError } from "./cli-error.js";
+
+/** Keys of the trainer's engine section that choose the sampler, not the trained engine. */
+type SamplerKey = "sampler" | "vllm_endpoints" | "vllm_sleep";
+
+/** An `engine` config section: the trainer's, or `arclight sft`'s (which has no sampler keys). */
+export type TrainedEngineSection = Omit<TrainerConfig["engine"], SamplerKey>;
+
+/** The engine flags of a training command. */
+export interface EngineFlags {
+  /** Overrides the config's `engine.kind`. */
+  engine?: string;
+  preset: string;
+  engineSeed: string;
+}
+
+/**
+ * The engine to train: the config's `engine` section (`--engine` overrides its kind) — a torch worker, or a fresh
+ * embedded preset with a seed. Checked before anything is started or written.
+ * @param section - the config's `engine` section
+ * @param flags - `--engine`, `--preset`, `--engine-seed`
+ * @returns the engine spec
+ * @throws {CliError} naming --engine, --preset or --engine-seed
+ */
+export function engineSpecOf(section: TrainedEngineSection, flags: EngineFlags): EngineSpec {
+  const kind = flags.engine ?? section.kind;
+  if (kind !== "embedded" && kind !== "torch") throw new CliError(`--engine ${kind}: expected embedded or torch`);
+  const seed = Number(flags.engineSeed);
+  if (!Number.isInteger(seed)) throw new CliError(`--engine-seed ${flags.engineSeed}: expected an integer`);
+  if (kind === "torch") {
+    // The sampler keys (trainer config only) say who samples, not how the torch worker runs.
+    const { kind: _kind, model, seed: configSeed, ...rest } = section;
+    const {
+      sampler: _s,
+      vllm_endpoints: _e,
+      vllm_sleep: _z,
+      ...torch
+    } = rest as typeof rest & Partial<Record<SamplerKey, unknown>>;
+    const torchSeed = flags.engineSeed === "0" ? configSeed : seed;
+    return { kind: "torch", model: model ?? "new:qwen2-tiny", seed: torchSeed, torch };
+  }
+  if (!EMBEDDED_PRESETS.includes(flags.preset as ModelPreset)) {
+    throw new CliError(`--preset ${flags.preset}: expected one of ${EMBEDDED_PRESETS.join(", ")}`);
+  }
+  return { kind: "embedded", model: flags.preset as ModelPreset, seed };
+}

@@ -1,0 +1,228 @@
+/**
+ * @module `arclight sft CONFIG.yaml`: supervised fine-tuning on recorded rollouts. It reads them from a running gateway
+ * or an earlier run's gateway.db, selects (run, tag, data ids, reward threshold, best-of-N), trains the engine on the
+ * policy's response tokens, and saves runs/NAME/checkpoint (for `arclight train --init-from`). With
+ * `validation.data_path` it also starts a stack (gateway, engine server, controller) and scores the policy before and
+ * after with real rollouts.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import type { Command } from "commander";
+import { type Logger, pino } from "pino";
+import { parse as parseYaml } from "yaml";
+import { startPhase } from "../demo/progress.js";
+import { CheckpointInvalid } from "../engine/checkpoint-error.js";
+import type { Engine } from "../engine/engine.js";
+import { GatewayClient } from "../gateway/client.js";
+import { ValidationFailed } from "../protocol/index.js";
+import { createEngine } from "../run/engine-factory.js";
+import { startGatewayChild } from "../run/gateway-child.js";
+import { createEngineFrom } from "../run/init-from.js";
+import { type Stack, withStack } from "../run/stack.js";
+import { parseTrainerConfig } from "../trainer/config.js";
+import { readJsonl } from "../trainer/data-order.js";
+import { runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
+import { parseSftConfig, type SftConfig } from "../trainer/sft-config.js";
+import { runSft, type SftRunOptions, type SftSummary, sftCheckpointDir } from "../trainer/sft-run.js";
+import { CliError } from "./cli-error.js";
+import { checkRunName, listenForInterrupt, logLevel } from "./common-flags.js";
+import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
+
+/** Flags of `arclight sft`. */
+interface SftFlags extends EngineFlags {
+  gatewayUrl?: string;
+  db?: string;
+  key?: string;
+  initFrom?: string;
+  logLevel: string;
+}
+
+/** Reads the YAML, applies `--gateway-url` / `--db`, validates; paths resolve against the config file's directory. */
+function loadSftConfig(path: string, flags: SftFlags): Readonly<SftConfig> {
+  let raw: Record<string, unknown>;
+  try {
+    raw = (parseYaml(readFileSync(path, "utf8")) ?? {}) as Record<string, unknown>;
+  } catch (err) {
+    throw new CliError(`${path}: ${(err as Error).message}`);
+  }
+  if (flags.gatewayUrl !== undefined) raw = { ...raw, source: { gateway_url: flags.gatewayUrl } };
+  if (flags.db !== undefined) raw = { ...raw, source: { db_path: resolve(flags.db) } };
+  try {
+    const config = parseSftConfig(raw);
+    const base = dirname(resolve(path));
+    const at = (p: string | null) => (p === null ? null : resolve(base, p));
+    return Object.freeze({
+      ...config,
+      source: { ...config.source, db_path: at(config.source.db_path) },
+      validation: { ...config.validation, data_path: at(config.validation.data_path) },
+    });
+  } catch (err) {
+    if (err instanceof ValidationFailed) throw new CliError(`${path}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** The engine to fine-tune: the config's engine, or `--init-from`'s checkpoint. */
+async function sftEngine(config: Readonly<SftConfig>, flags: SftFlags): Promise<Engine> {
+  const spec = engineSpecOf(config.engine, flags);
+  if (flags.initFrom === undefined) return createEngine(spec);
+  try {
+    return await createEngineFrom(spec, flags.initFrom);
+  } catch (err) {
+    if (err instanceof CheckpointInvalid) throw new CliError(`--init-from ${flags.initFrom}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** A client of the gateway holding the rollouts, and how to let go of it. */
+async function openSource(config: Readonly<SftConfig>, flags: SftFlags) {
+  if (config.source.gateway_url !== null) {
+    const key = flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "";
+    const client = new GatewayClient({ baseUrl: config.source.gateway_url, key });
+    return { client, close: () => client.close() };
+  }
+  const db = config.source.db_path as string;
+  if (!existsSync(db)) throw new CliError(`source.db_path ${db}: no such file`);
+  const child = await startGatewayChild(db, "policy", []);
+  const client = new GatewayClient({ baseUrl: child.url, key: child.key });
+  return {
+    client,
+    close: async () => {
+      await client.close();
+      await child.stop();
+    },
+  };
+}
+
+/** Reward validation on a running stack: one greedy rollout per validation input against the served engine. */
+function rewardValidator(config: Readonly<SftConfig>, stack: Stack, signal: AbortSignal) {
+  const items = readJsonl(config.validation.data_path as string);
+  const agentConfig = parseTrainerConfig({
+    name: config.name,
+    controller: config.validation.controller,
+    rollout_timeout_seconds: config.validation.rollout_timeout_seconds,
+    reward_fillna_value: config.reward_fillna_value,
+  });
+  return async (phase: "before" | "after"): Promise<number> => {
+    await stack.client.deleteModels();
+    await stack.client.upsertModels(stack.serving.endpoints.map((endpoint) => ({ model: "policy", endpoint })));
+    const bar = startPhase(`val ${phase}`, items.length);
+    const result = await runRolloutsOnce(stack.client, items, {
+      prefix: `${config.name}-val-${phase}`,
+      isTrain: false,
+      config: agentConfig,
+      policyVersion: stack.engine.policyVersion,
+      onProgress: (done) => bar.update(done),
+      signal,
+    });
+    const summary = summariseRewards(result.rewards);
+    bar.finish(`val reward ${phase} ${summary.mean.toFixed(3)}, ${result.failedIds.length} failed rollouts`);
+    return summary.mean;
+  };
+}
+
+/** Runs SFT with a progress bar, on a validation stack when the config asks for one. */
+async function runWithProgress(
+  base: Omit<SftRunOptions, "onRows" | "onStep">,
+  config: Readonly<SftConfig>,
+  logger: Logger,
+): Promise<SftSummary> {
+  const bar = startPhase("SFT", config.sft.steps);
+  const options: SftRunOptions = {
+    ...base,
+    onRows: (rows) =>
+      console.log(
+        `arclight sft: ${rows.selected} of ${rows.matched} matching rollouts selected (mean reward ` +
+          `${rows.selectedRewardMean.toFixed(3)}): ${rows.train.length} rows to train, ${rows.heldOut.length} held out`,
+      ),
+    onStep: (step, m) => bar.update(step, `loss ${m.loss.toFixed(3)}`),
+  };
+  if (config.validation.data_path === null) return runSft(options);
+  const runDir = dirname(base.checkpointDir);
+  const stackOptions = {
+    runDir,
+    modelName: "policy",
+    engine: async () => base.engine,
+    gatewayArgs: ["--val-temperature", "0"],
+    controller: { poolSize: config.validation.controller.pool_size },
+    logger,
+    ...(base.signal ? { closeOnAbort: base.signal } : {}),
+  };
+  return withStack(stackOptions, (stack) =>
+    runSft({ ...options, validateReward: rewardValidator(config, stack, base.signal as AbortSignal) }),
+  );
+}
+
+/** Prints the result and writes runs/NAME/sft-summary.json. */
+function report(summary: SftSummary, runDir: string): void {
+  const loss = (v: number | null) => (v === null ? "n/a" : v.toFixed(3));
+  console.log(
+    `arclight sft: ${summary.steps} steps, train loss ${summary.firstLoss.toFixed(3)} -> ${summary.lastLoss.toFixed(3)}, ` +
+      `held-out loss ${loss(summary.heldOutLossBefore)} -> ${loss(summary.heldOutLossAfter)} nats/token, ` +
+      `${Math.round(summary.tokensPerSecond)} tokens/s`,
+  );
+  if (summary.rewardBefore !== null) {
+    console.log(`arclight sft: val reward ${loss(summary.rewardBefore)} -> ${loss(summary.rewardAfter)}`);
+  }
+  writeFileSync(join(runDir, "sft-summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
+  console.log(
+    `arclight sft: checkpoint ${summary.checkpointDir} (arclight train --init-from ${summary.checkpointDir})`,
+  );
+}
+
+/** Runs the command; everything started here is stopped before returning. */
+async function sft(configPath: string, flags: SftFlags): Promise<void> {
+  const config = loadSftConfig(configPath, flags);
+  checkRunName(`name (${configPath})`, config.name);
+  const runDir = resolve("runs", config.name);
+  const checkpointDir = sftCheckpointDir(runDir);
+  if (existsSync(checkpointDir) || existsSync(join(runDir, "metrics.jsonl"))) {
+    throw new CliError(`run ${config.name}: ${runDir} holds an earlier run; set another name: (or delete the folder)`);
+  }
+  const logger = pino({ level: logLevel(flags.logLevel) });
+  const engine = await sftEngine(config, flags);
+  const interrupt = listenForInterrupt("sft", "stopping after the current step");
+  const source = await openSource(config, flags).catch((err: unknown) => {
+    engine.dispose();
+    throw err;
+  });
+  try {
+    const base = { config, client: source.client, engine, checkpointDir, metricsPath: join(runDir, "metrics.jsonl") };
+    report(await runWithProgress({ ...base, signal: interrupt.signal }, config, logger), runDir);
+  } catch (err) {
+    if (interrupt.signal.aborted) {
+      console.error("arclight sft: stopped");
+      process.exitCode = 130;
+      return;
+    }
+    if (err instanceof RangeError) throw new CliError(err.message);
+    throw err;
+  } finally {
+    interrupt.dispose();
+    await source.close();
+    engine.dispose();
+  }
+}
+
+/**
+ * Registers `arclight sft`.
+ * @param program - the root commander program
+ */
+export function registerSft(program: Command): void {
+  program
+    .command("sft")
+    .description("Supervised fine-tuning on recorded rollouts (selection by run, tag, data ids, reward, best-of-N)")
+    .argument("<config>", "SFT YAML config (see docs/sft-apo.md)")
+    .option("--gateway-url <url>", "read the rollouts from this running gateway (overrides source)")
+    .option(
+      "--db <file>",
+      "read the rollouts from this gateway SQLite file, e.g. runs/NAME/gateway.db (overrides source)",
+    )
+    .option("--key <key>", "API key of that gateway (also ARCLIGHT_KEY or AGL_KEY)")
+    .option("--init-from <dir>", "start from an engine checkpoint's weights instead of a fresh model")
+    .option("--engine <kind>", "embedded or torch (overrides the config's engine.kind)")
+    .option("--preset <name>", "embedded engine model preset", "tiny")
+    .option("--engine-seed <n>", "weight-init seed of the embedded engine", "0")
+    .option("--log-level <level>", "pino log level", "warn")
+    .action(sft);
+}
