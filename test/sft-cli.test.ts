@@ -18,6 +18,8 @@ import { startTestGateway, type TestGateway } from "../src/gateway/testing/serve
 import { type Stack, startStack } from "../src/run/stack.js";
 import { type ProcessResult, runProcess } from "../src/testing/run-process.js";
 import { readJsonl } from "../src/trainer/data-order.js";
+import { ChatExampleSchema } from "../src/trainer/export-chat.js";
+import { TokenExampleSchema } from "../src/trainer/export-tokens.js";
 import { runRolloutsOnce } from "../src/trainer/rollouts-once.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
@@ -157,5 +159,69 @@ describe("arclight sft", () => {
     const result = await cli(["sft", config]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("source: set exactly one of gateway_url and db_path");
+  });
+});
+
+describe("arclight export", () => {
+  it("writes one chat fine-tuning example per rollout: the conversation with tools, ending with the assistant", async () => {
+    const out = join(workDir, "chat.jsonl");
+    const result = await cli([
+      "export",
+      "--gateway-url",
+      gateway.url,
+      "--key",
+      "test-key",
+      "--format",
+      "chat",
+      "--out",
+      out,
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = readFileSync(out, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(lines).toHaveLength(24);
+    for (const line of lines) expect(ChatExampleSchema.safeParse(line).success).toBe(true);
+    // The calculator agent calls its tool, reads the result, then answers: that whole exchange is in the example.
+    const roles = lines[0].messages.map((m: { role: string }) => m.role);
+    expect(roles.slice(-3)).toEqual(["assistant", "tool", "assistant"]);
+    expect(lines[0].messages.at(-3).tool_calls[0].function.name).toBe(lines[0].tools[0].function.name);
+    expect(result.stdout).toContain("24 chat lines written");
+  });
+
+  it("writes token-level rows whose ids and logprobs are exactly the recorded calls'", async () => {
+    const out = join(workDir, "tokens.jsonl");
+    const args = ["export", "--gateway-url", gateway.url, "--key", "test-key", "--format", "tokens", "--out", out];
+    const result = await cli([...args, "--id-prefix", "teacher-d1", "--min-reward", "1"]);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = readFileSync(out, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    // One trajectory row per rollout whose id starts with teacher-d1 (every teacher rollout scored 1).
+    const expected = (await stack.client.listAllRollouts()).filter((r) => r.rollout_id.startsWith("teacher-d1"));
+    expect(expected.length).toBeGreaterThan(1);
+    expect(lines.map((line) => line.rollout_id).sort()).toEqual(expected.map((r) => r.rollout_id).sort());
+    for (const line of lines) {
+      expect(TokenExampleSchema.safeParse(line).success).toBe(true);
+      const calls = (await stack.client.getTripletEvents(line.rollout_id))
+        .filter((e) => e.event_type === "model_request")
+        .sort((a, b) => a.sequence - b.sequence)
+        .map(
+          (e) => e.data as { prompt_token_ids: number[]; response_token_ids: number[]; response_log_probs: number[] },
+        );
+      expect(line.prompt_token_ids).toEqual(calls[0]?.prompt_token_ids);
+      const masked = (values: unknown[]) => values.filter((_, t) => line.response_mask[t] === 1);
+      expect(masked(line.response_token_ids)).toEqual(calls.flatMap((c) => c.response_token_ids));
+      expect(masked(line.logprobs)).toEqual(calls.flatMap((c) => c.response_log_probs));
+      expect(line.reward).toBe(1);
+    }
+  });
+
+  it("refuses an unknown format, naming the flag", async () => {
+    const result = await cli(["export", "--db", "x.db", "--format", "csv", "--out", "x"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--format csv: expected chat or tokens");
   });
 });

@@ -5,6 +5,7 @@ import { registerController } from "./controller.js";
 import { registerDemo } from "./demo.js";
 import { registerEngine } from "./engine.js";
 import { registerEval } from "./eval.js";
+import { registerExport } from "./export.js";
 import { registerGateway } from "./gateway.js";
 import { registerInspect } from "./inspect.js";
 import { registerSft } from "./sft.js";
@@ -41,5 +42,6 @@ export function buildProgram(): Command {
   registerDemo(program);
   registerEval(program);
   registerSft(program);
+  registerExport(program);
   return program;
 }

@@ -13,10 +13,8 @@ import { parse as parseYaml } from "yaml";
 import { startPhase } from "../demo/progress.js";
 import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import type { Engine } from "../engine/engine.js";
-import { GatewayClient } from "../gateway/client.js";
 import { ValidationFailed } from "../protocol/index.js";
 import { createEngine } from "../run/engine-factory.js";
-import { startGatewayChild } from "../run/gateway-child.js";
 import { createEngineFrom } from "../run/init-from.js";
 import { type Stack, withStack } from "../run/stack.js";
 import { parseTrainerConfig } from "../trainer/config.js";
@@ -27,6 +25,7 @@ import { runSft, type SftRunOptions, type SftSummary, sftCheckpointDir } from ".
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
+import { openSourceGateway } from "./source-gateway.js";
 
 /** Flags of `arclight sft`. */
 interface SftFlags extends EngineFlags {
@@ -72,26 +71,6 @@ async function sftEngine(config: Readonly<SftConfig>, flags: SftFlags): Promise<
     if (err instanceof CheckpointInvalid) throw new CliError(`--init-from ${flags.initFrom}: ${err.message}`);
     throw err;
   }
-}
-
-/** A client of the gateway holding the rollouts, and how to let go of it. */
-async function openSource(config: Readonly<SftConfig>, flags: SftFlags) {
-  if (config.source.gateway_url !== null) {
-    const key = flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "";
-    const client = new GatewayClient({ baseUrl: config.source.gateway_url, key });
-    return { client, close: () => client.close() };
-  }
-  const db = config.source.db_path as string;
-  if (!existsSync(db)) throw new CliError(`source.db_path ${db}: no such file`);
-  const child = await startGatewayChild(db, "policy", []);
-  const client = new GatewayClient({ baseUrl: child.url, key: child.key });
-  return {
-    client,
-    close: async () => {
-      await client.close();
-      await child.stop();
-    },
-  };
 }
 
 /** Reward validation on a running stack: one greedy rollout per validation input against the served engine. */
@@ -182,7 +161,13 @@ async function sft(configPath: string, flags: SftFlags): Promise<void> {
   const logger = pino({ level: logLevel(flags.logLevel) });
   const engine = await sftEngine(config, flags);
   const interrupt = listenForInterrupt("sft", "stopping after the current step");
-  const source = await openSource(config, flags).catch((err: unknown) => {
+  const sourceOptions = {
+    gatewayUrl: config.source.gateway_url,
+    dbPath: config.source.db_path,
+    ...(flags.key !== undefined ? { key: flags.key } : {}),
+    dbFlag: "source.db_path",
+  };
+  const source = await openSourceGateway(sourceOptions).catch((err: unknown) => {
     engine.dispose();
     throw err;
   });
