@@ -5,11 +5,10 @@
  * `validation.data_path` it also starts a stack (gateway, engine server, controller) and scores the policy before and
  * after with real rollouts.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { type Logger, pino } from "pino";
-import { parse as parseYaml } from "yaml";
 import { startPhase } from "../demo/progress.js";
 import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import type { Engine } from "../engine/engine.js";
@@ -25,6 +24,7 @@ import { runSft, type SftRunOptions, type SftSummary, sftCheckpointDir } from ".
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
+import { readConfigFile } from "./layered-config.js";
 import { openSourceGateway } from "./source-gateway.js";
 
 /** Flags of `arclight sft`. */
@@ -38,12 +38,7 @@ interface SftFlags extends EngineFlags {
 
 /** Reads the YAML, applies `--gateway-url` / `--db`, validates; paths resolve against the config file's directory. */
 function loadSftConfig(path: string, flags: SftFlags): Readonly<SftConfig> {
-  let raw: Record<string, unknown>;
-  try {
-    raw = (parseYaml(readFileSync(path, "utf8")) ?? {}) as Record<string, unknown>;
-  } catch (err) {
-    throw new CliError(`${path}: ${(err as Error).message}`);
-  }
+  let raw = readConfigFile(path, "sft", path);
   if (flags.gatewayUrl !== undefined) raw = { ...raw, source: { gateway_url: flags.gatewayUrl } };
   if (flags.db !== undefined) raw = { ...raw, source: { db_path: resolve(flags.db) } };
   try {
