@@ -6,6 +6,11 @@
  * The upstream and the gateway each run in their own child process, so neither shares an event loop with the load
  * generator. This file is both the main script and the child (`BENCH_ROLE` set by the parent).
  *
+ * A third server, the bare pass-through (node:http in, undici out, no capture, no auth, in its own process), is the
+ * floor for "a Node process between agent and upstream": the gateway's CPU per call is printed against it
+ * (target: within 2×). Direct, bare and proxied runs alternate for `--rounds N` rounds (default 3); figures are
+ * medians over the rounds.
+ *
  * `--store sqlite` (default; the gateway's real default, a fresh file in a temp folder) or `--store memory`;
  * `--body small` (default) or `--body large` (a 24-turn, ~24 kB chat body).
  */
@@ -13,7 +18,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -39,8 +44,9 @@ const BODY = requestBody();
 async function runWorker(): Promise<void> {
   const { FakeVllm } = await import("../src/gateway/testing/fake-vllm.js");
   const { startProxyHarness } = await import("../src/gateway/testing/proxy-harness.js");
-  const role = process.env.BENCH_ROLE as "upstream" | "gateway";
+  const role = process.env.BENCH_ROLE as "upstream" | "gateway" | "bare";
   const send = (message: unknown): void => void process.send!(message);
+  if (role === "bare") return runBarePassThrough(send);
   if (role === "upstream") {
     const fake = await FakeVllm.start({ content: "ok" });
     // Keep the fake's memory flat: the bench does not need the received bodies.
@@ -67,6 +73,39 @@ async function runWorker(): Promise<void> {
   });
 }
 
+/**
+ * The bare pass-through: reads the request body, sends it to the upstream's chat route with undici (keep-alive
+ * pool), answers with the upstream's status and body. Nothing else: no auth, no routing, no capture.
+ */
+async function runBarePassThrough(send: (message: unknown) => void): Promise<void> {
+  const { createServer } = await import("node:http");
+  const target = new URL(`${process.env.BENCH_UPSTREAM_URL!}/chat/completions`);
+  const agent = new Agent({ connections: CONCURRENCY, keepAliveTimeout: 30_000 });
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const upstream = await agent.request({
+      origin: target.origin,
+      path: target.pathname,
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: Buffer.concat(chunks),
+    });
+    const body = Buffer.from(await upstream.body.arrayBuffer());
+    res.writeHead(upstream.statusCode, { "content-type": "application/json", "content-length": body.length });
+    res.end(body);
+  });
+  server.keepAliveTimeout = 30_000;
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as { port: number };
+  send({ url: `http://127.0.0.1:${port}` });
+  process.on("message", (message) => {
+    if (message === "exit") process.exit(0);
+    send({ cpu: process.cpuUsage() });
+  });
+}
+
 function startWorker(env: Record<string, string>): Promise<{ worker: ChildProcess; info: Record<string, unknown> }> {
   const worker = fork(fileURLToPath(import.meta.url), [], {
     execArgv: [
@@ -89,39 +128,51 @@ async function cpuMicros(worker: ChildProcess): Promise<number> {
   return cpu.user + cpu.system;
 }
 
-/** CPU time used so far by each of the three processes, µs. */
+/** CPU time used so far by each process, µs. */
 interface CpuSnapshot {
   loadgen: number;
   upstream: number;
-  gateway: number;
+  /** The server between the load generator and the upstream: the gateway or the bare pass-through. */
+  middle: number;
 }
 
+/** One measured run with its CPU per call (warm-up included in both the time and the count), µs. */
+interface MeasuredRun extends Run {
+  cpu: CpuSnapshot;
+}
+
+const median = (xs: number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+const rate = (run: Run): number => run.requests / run.seconds;
+
 /**
- * CPU per call of each process (warm-up included in both the time and the count), and the throughput the machine's
- * cores would allow if CPU were the only limit: steadier than calls/s on a shared machine, and the basis of the
- * Little's-law reading in the README.
+ * Median CPU per call of each process per kind of run, the throughput the machine's cores would allow if CPU were
+ * the only limit (steadier than calls/s on a shared machine; the Little's-law reading in docs/benchmarks.md), and
+ * the gateway's CPU per call against the bare pass-through's.
  */
-function printCpu(cpu0: CpuSnapshot, cpu1: CpuSnapshot, cpu2: CpuSnapshot, direct: Run, proxied: Run): void {
-  const per = (from: CpuSnapshot, to: CpuSnapshot, run: Run) => ({
-    loadgen: (to.loadgen - from.loadgen) / run.allRequests,
-    upstream: (to.upstream - from.upstream) / run.allRequests,
-    gateway: (to.gateway - from.gateway) / run.allRequests,
-  });
-  const d = per(cpu0, cpu1, direct);
-  const p = per(cpu1, cpu2, proxied);
+function printCpu(runs: Record<"direct" | "bare" | "proxied", MeasuredRun[]>): void {
+  const per = (kind: keyof typeof runs, part: keyof CpuSnapshot): number => median(runs[kind].map((r) => r.cpu[part]));
   const us = (v: number): string => v.toFixed(0);
+  const total = (kind: keyof typeof runs): number => per(kind, "loadgen") + per(kind, "upstream") + per(kind, "middle");
   console.log(
-    `CPU per call, µs: direct run load ${us(d.loadgen)} + upstream ${us(d.upstream)} = ${us(d.loadgen + d.upstream)}; ` +
-      `proxied run load ${us(p.loadgen)} + upstream ${us(p.upstream)} + gateway ${us(p.gateway)} = ` +
-      `${us(p.loadgen + p.upstream + p.gateway)}`,
+    `CPU per call, µs (medians): direct: load ${us(per("direct", "loadgen"))} + upstream ${us(per("direct", "upstream"))}` +
+      ` = ${us(total("direct"))}; bare pass-through: load ${us(per("bare", "loadgen"))} + upstream ${us(per("bare", "upstream"))}` +
+      ` + bare ${us(per("bare", "middle"))} = ${us(total("bare"))}; proxied: load ${us(per("proxied", "loadgen"))} + upstream ` +
+      `${us(per("proxied", "upstream"))} + gateway ${us(per("proxied", "middle"))} = ${us(total("proxied"))}`,
   );
   const cores = availableParallelism();
-  const ceiling = (micros: number): number => (cores * 1e6) / micros;
-  const directMax = ceiling(d.loadgen + d.upstream);
-  const proxiedMax = ceiling(p.loadgen + p.upstream + p.gateway);
+  const ceiling = (kind: keyof typeof runs): number => (cores * 1e6) / total(kind);
   console.log(
-    `CPU-bound ceiling on ${cores} cores: direct ${directMax.toFixed(0)} calls/s, proxied ${proxiedMax.toFixed(0)} ` +
-      `calls/s, ratio ${((proxiedMax / directMax) * 100).toFixed(1)}%`,
+    `CPU-bound ceiling on ${cores} cores: direct ${ceiling("direct").toFixed(0)} calls/s, bare ${ceiling("bare").toFixed(0)}, ` +
+      `proxied ${ceiling("proxied").toFixed(0)} (proxied/direct ${((ceiling("proxied") / ceiling("direct")) * 100).toFixed(1)}%)`,
+  );
+  const gateway = per("proxied", "middle");
+  const bare = per("bare", "middle");
+  console.log(
+    `gateway CPU per call ${us(gateway)} µs vs bare pass-through ${us(bare)} µs: ${(gateway / bare).toFixed(2)}× (target <= 2×)`,
   );
 }
 
@@ -200,55 +251,84 @@ async function main(): Promise<void> {
   }
 }
 
+/** The `--rounds` flag: how many direct / bare / proxied triples to run (default 3). */
+function roundsFlag(): number {
+  const i = process.argv.indexOf("--rounds");
+  const value = i === -1 ? 3 : Number(process.argv[i + 1]);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--rounds must be a positive integer, got ${value}`);
+  return value;
+}
+
 async function compare(storeEnv: Record<string, string>): Promise<void> {
   const upstream = await startWorker({ BENCH_ROLE: "upstream" });
   const upstreamUrl = upstream.info.url as string;
   const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl, ...storeEnv });
+  const bare = await startWorker({ BENCH_ROLE: "bare", BENCH_UPSTREAM_URL: upstreamUrl });
   const { base, rids, key, store } = gateway.info as { base: string; rids: string[]; key: string; store: string };
+  const rounds = roundsFlag();
   console.log(
-    `setup: ${availableParallelism()} cores, ${CONCURRENCY} concurrent clients, ${DURATION_MS} ms per run after ` +
-      `${WARMUP_MS} ms warm-up; non-stream chat calls; upstream, gateway and load generator in separate processes; ` +
+    `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ${CONCURRENCY} concurrent clients, ` +
+      `${rounds} rounds of direct / bare pass-through / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
+      `non-stream chat calls; upstream, gateway, bare pass-through and load generator in separate processes; ` +
       `store: ${store}; request body ${BODY.length} bytes; node ${process.version}`,
   );
-  const cpu = async (): Promise<CpuSnapshot> => ({
-    loadgen: process.cpuUsage().user + process.cpuUsage().system,
-    upstream: await cpuMicros(upstream.worker),
-    gateway: await cpuMicros(gateway.worker),
-  });
-  const cpu0 = await cpu();
-  const direct = await load(() => `${upstreamUrl}/chat/completions`, {});
-  const cpu1 = await cpu();
-  const proxied = await load((c) => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`, {
-    authorization: `Bearer ${key}`,
-  });
-  const cpu2 = await cpu();
+  const proxiedUrl = (c: number): string => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`;
+  const auth = { authorization: `Bearer ${key}` };
+  const kinds = {
+    direct: { middle: gateway.worker, url: () => `${upstreamUrl}/chat/completions`, headers: {} },
+    bare: { middle: bare.worker, url: () => `${bare.info.url as string}/chat/completions`, headers: {} },
+    proxied: { middle: gateway.worker, url: proxiedUrl, headers: auth },
+  };
+  const runs: Record<keyof typeof kinds, MeasuredRun[]> = { direct: [], bare: [], proxied: [] };
+  for (let round = 0; round < rounds; round++)
+    for (const [kind, { middle, url, headers }] of Object.entries(kinds) as [
+      keyof typeof kinds,
+      (typeof kinds)["direct"],
+    ][]) {
+      const snapshot = async (): Promise<CpuSnapshot> => ({
+        loadgen: process.cpuUsage().user + process.cpuUsage().system,
+        upstream: await cpuMicros(upstream.worker),
+        middle: kind === "direct" ? 0 : await cpuMicros(middle),
+      });
+      const before = await snapshot();
+      const run = await load(url, headers);
+      const after = await snapshot();
+      const cpu = {
+        loadgen: (after.loadgen - before.loadgen) / run.allRequests,
+        upstream: (after.upstream - before.upstream) / run.allRequests,
+        middle: (after.middle - before.middle) / run.allRequests,
+      };
+      runs[kind].push({ ...run, cpu });
+    }
   // Same pair with one client: the proxy's own cost, without queueing behind 63 other calls.
   const directOne = await load(() => `${upstreamUrl}/chat/completions`, {}, 1);
-  const proxiedOne = await load(
-    (c) => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`,
-    { authorization: `Bearer ${key}` },
-    1,
-  );
+  const proxiedOne = await load(proxiedUrl, auth, 1);
   gateway.worker.send("count");
   const { events } = await new Promise<{ events: number }>((r) => gateway.worker.once("message", r));
+  const p = (kind: keyof typeof kinds, q: number): number =>
+    median(runs[kind].map((r) => percentile(r.latenciesMs, q)));
+  for (const kind of Object.keys(kinds) as (keyof typeof kinds)[])
+    console.log(
+      `${kind.padEnd(8)} p50 ${p(kind, 50).toFixed(3)} ms  p99 ${p(kind, 99).toFixed(3)} ms  ` +
+        `${median(runs[kind].map(rate)).toFixed(0)} calls/s (medians; per round: ${runs[kind].map((r) => rate(r).toFixed(0)).join(", ")})`,
+    );
   const row = (name: string, run: Run): string =>
     `${name.padEnd(8)} p50 ${percentile(run.latenciesMs, 50).toFixed(3)} ms  p99 ${percentile(run.latenciesMs, 99).toFixed(3)} ms  ` +
-    `${(run.requests / run.seconds).toFixed(0)} calls/s (${run.requests} calls)`;
-  console.log(row("direct", direct));
-  console.log(row("proxied", proxied));
-  const addedP50 = percentile(proxied.latenciesMs, 50) - percentile(direct.latenciesMs, 50);
-  const addedP99 = percentile(proxied.latenciesMs, 99) - percentile(direct.latenciesMs, 99);
-  const ratio = proxied.requests / proxied.seconds / (direct.requests / direct.seconds);
-  const addedOne = percentile(proxiedOne.latenciesMs, 50) - percentile(directOne.latenciesMs, 50);
+    `${rate(run).toFixed(0)} calls/s (${run.requests} calls)`;
   console.log(row("direct1", directOne));
   console.log(row("proxied1", proxiedOne));
+  const addedOne = percentile(proxiedOne.latenciesMs, 50) - percentile(directOne.latenciesMs, 50);
   console.log(`added latency with 1 client: p50 ${addedOne.toFixed(3)} ms`);
   console.log(`events recorded by the gateway: ${events} (warm-up included)`);
-  printCpu(cpu0, cpu1, cpu2, direct, proxied);
-  console.log(`added latency: p50 ${addedP50.toFixed(3)} ms (target <= 1 ms), p99 ${addedP99.toFixed(3)} ms`);
-  console.log(`throughput ratio proxied/direct: ${(ratio * 100).toFixed(1)}% (target >= 50%)`);
-  upstream.worker.send("exit");
-  gateway.worker.send("exit");
+  printCpu(runs);
+  console.log(
+    `added latency at ${CONCURRENCY} clients: p50 ${(p("proxied", 50) - p("direct", 50)).toFixed(3)} ms (target <= 1 ms), ` +
+      `p99 ${(p("proxied", 99) - p("direct", 99)).toFixed(3)} ms`,
+  );
+  const ratio = (kind: keyof typeof kinds): string =>
+    ((median(runs[kind].map(rate)) / median(runs.direct.map(rate))) * 100).toFixed(1);
+  console.log(`throughput ratio proxied/direct: ${ratio("proxied")}% (target >= 50%); bare/direct: ${ratio("bare")}%`);
+  for (const worker of [upstream.worker, gateway.worker, bare.worker]) worker.send("exit");
   await once(gateway.worker, "exit");
 }
 
