@@ -34,6 +34,7 @@ describe("loadGatewayConfig", () => {
       include_log_probs: true,
       upstream_timeout_seconds: 600,
       agent_models: {},
+      agent_routes: {},
       log_level: "info",
       dashboard: true,
       dashboard_key: "",

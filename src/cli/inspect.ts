@@ -6,8 +6,8 @@
  */
 import type { Command } from "commander";
 import { GatewayClient } from "../gateway/client.js";
+import { agentFilter } from "../protocol/agent-match.js";
 import { buildSpanTree, currentAttemptOf, dataIdOf } from "../protocol/index.js";
-import { agentFilter } from "../trainer/agent-filter.js";
 import type { MergeMismatch } from "../trainer/aggregate-result.js";
 import { buildRolloutRows } from "../trainer/batch.js";
 import { CliError } from "./cli-error.js";

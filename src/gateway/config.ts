@@ -1,5 +1,6 @@
 /** @module The gateway's configuration: one strict zod schema with defaults, parsed once by the CLI. */
 import { z } from "zod";
+import { invalidAgentEntry } from "../protocol/agent-match.js";
 import { type ProxyOptions, resolveProxyOptions } from "./proxy/options.js";
 
 /** Default request body limit: 32 MiB. */
@@ -54,6 +55,17 @@ export const GatewayConfigSchema = z.strictObject({
     .record(z.string(), z.string().min(1))
     .default(() => ({}))
     .describe("requested model name → agent name, recorded on model calls that name no agent (path or header)"),
+  agent_routes: z
+    .record(z.string(), z.string().min(1))
+    .default(() => ({}))
+    .refine(
+      (routes) => invalidAgentEntry(Object.keys(routes)) === null,
+      "a /regex/ key is not a valid regular expression",
+    )
+    .describe(
+      "agent name or /regex/ → model name: that agent's calls are served by the endpoints registered under the " +
+        "model name (first match wins), e.g. frozen agents on a snapshot of the starting weights",
+    ),
   log_level: LogLevelSchema.default("info").describe("pino log level"),
   dashboard: z.boolean().default(true).describe("serve the browser dashboard at /ui and its /api/runs routes"),
   dashboard_key: z
@@ -95,5 +107,6 @@ export function proxyOptionsOf(config: Readonly<GatewayConfig>): ProxyOptions {
     upstreamTimeoutMs: Math.round(config.upstream_timeout_seconds * 1000),
     bodyLimitBytes: config.body_limit_bytes,
     agentModels: config.agent_models,
+    agentRoutes: config.agent_routes,
   });
 }

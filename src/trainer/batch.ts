@@ -3,7 +3,7 @@
  * advantages and loss weights → engine `TrainRow`s, plus the counts a step reports. Nothing here logs or measures time.
  */
 import type { TrainRow } from "../engine/engine.js";
-import { type AgentFilter, agentFilter } from "./agent-filter.js";
+import { type AgentFilter, agentFilter } from "../protocol/agent-match.js";
 import { aggregatorFor } from "./aggregate.js";
 import type { AggregateResult, MergeMismatch } from "./aggregate-result.js";
 import { type Baseline, computeBatchBaselines } from "./baselines.js";

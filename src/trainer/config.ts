@@ -4,9 +4,9 @@
  */
 import { z } from "zod";
 import { TorchEngineConfigSchema } from "../engine/remote/config.js";
+import { invalidAgentEntry } from "../protocol/agent-match.js";
 import { EnvMapSchema } from "../protocol/rollout.js";
 import { parseOrThrow } from "../protocol/validate.js";
-import { invalidAgentEntry } from "./agent-filter.js";
 
 /**
  * Gives a strict object schema a `.default()` equal to parsing `{}` with it, so a missing section gets every inner

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { agentFilter } from "./agent-filter.js";
+import { agentFilter } from "../protocol/agent-match.js";
 import { extractTriplets, type TripletEventFields } from "./triplets.js";
 
 function modelRequest(sequence: number, data: Record<string, unknown>): TripletEventFields {

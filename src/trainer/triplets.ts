@@ -5,10 +5,10 @@
  * without them (counted; the batch recomputes or drops them); a missing reward is filled and counted.
  */
 import { z } from "zod";
+import type { AgentFilter } from "../protocol/agent-match.js";
 import { indexSpans, type SpanIndex } from "../protocol/agent-name.js";
 import { SPAN_EVENT_TYPE, type SpanData } from "../protocol/span.js";
 import type { TripletEvent, TripletToolCall } from "../protocol/triplet.js";
-import type { AgentFilter } from "./agent-filter.js";
 import { applyRewardPolicy, type RewardEvent, type RewardPolicy } from "./reward-policy.js";
 
 /**

@@ -5,6 +5,7 @@
 import { performance } from "node:perf_hooks";
 import type { FastifyReply } from "fastify";
 import { NoEndpoint } from "../../protocol/index.js";
+import { routedOptions } from "./agent-route.js";
 import type { CaptureReason, ProxyEndpointKind } from "./capture.js";
 import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
 import { recordCall } from "./record-call.js";
@@ -42,11 +43,12 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
   // The agent's body `request_id` is replaced per try; a body without one stays without (vLLM names the request
   // after the x-request-id header first, which every try carries).
   const replaceBodyId = typeof call.body.value.request_id === "string";
+  const options = routedOptions(ctx.options, ctx.routeAgent?.(call.identity?.agent_name));
   const upstreamBody = rewriteRequestBody(
     call.kind,
     call.body,
     call.mode,
-    ctx.options,
+    options,
     replaceBodyId ? ids.idOf(0) : undefined,
   );
   const request = upstreamBody.value;

@@ -39,6 +39,10 @@ export const ProxyOptionsSchema = z.strictObject({
     .record(z.string(), z.string().min(1))
     .default(() => ({}))
     .describe("requested model name → agent name, recorded on calls that name no agent in their path or header"),
+  agentRoutes: z
+    .record(z.string(), z.string().min(1))
+    .default(() => ({}))
+    .describe("agent name or /regex/ → model name whose endpoints serve that agent's calls (e.g. a frozen snapshot)"),
   bodyLimitBytes: z
     .number()
     .int()

@@ -19,6 +19,8 @@ export interface ProxyContext {
   upstream: UpstreamClient;
   /** Tokenizer folders of `tito` models, each read once. */
   tokenizers: TokenizerFolders;
+  /** The model name a call's agent is routed to (`agent_routes`, `agent-route.ts`); absent: no routing. */
+  routeAgent?: (agentName: string | undefined) => string | undefined;
 }
 
 /** One agent call. */

@@ -42,6 +42,33 @@ async function lastCall(): Promise<ModelRequestData> {
   return events.at(-1)!.data as ModelRequestData;
 }
 
+describe("routing by agent (agent_routes)", () => {
+  it("serves a routed agent's calls from the endpoints of its model, others from the proxy's", async () => {
+    const trained = await FakeVllm.start({ content: "trained" });
+    const frozen = await FakeVllm.start({ content: "frozen" });
+    try {
+      gw = await startTestGateway({ model_name: "policy", agent_routes: { "/^check/": "frozen" } });
+      await gw.call("POST", "/api/models", [
+        { model: "policy", endpoint: trained.url, version: 3 },
+        { model: "frozen", endpoint: frozen.url, version: 0 },
+      ]);
+      await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: {} }]);
+      const answerOf = async (agent: string) => {
+        const response = await chat(`${BASE}/agent/${agent}`);
+        return ((await response.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content;
+      };
+      expect(await answerOf("checker")).toBe("frozen");
+      expect(await lastCall()).toMatchObject({ model: "frozen", agent_name: "checker", server: { version: 0 } });
+      expect(await answerOf("writer")).toBe("trained");
+      expect(await lastCall()).toMatchObject({ model: "policy", agent_name: "writer", server: { version: 3 } });
+      expect(frozen.received.map((r) => r.body.model)).toEqual(["frozen"]);
+    } finally {
+      await trained.close();
+      await frozen.close();
+    }
+  });
+});
+
 describe("agent identity on proxied model calls", () => {
   it("records the agent named by the path segment …/agent/{name}/openai/v1", async () => {
     await start();

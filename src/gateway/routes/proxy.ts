@@ -17,6 +17,7 @@ import {
 import type { Store } from "../../store/store.js";
 import { installJsonParser, type JsonBodyText } from "../json-body.js";
 import { callIdentity } from "../proxy/agent-identity.js";
+import { agentRouter } from "../proxy/agent-route.js";
 import type { ProxyEndpointKind } from "../proxy/capture.js";
 import { EndpointPicker } from "../proxy/endpoint-picker.js";
 import { forwardCall, type ProxyContext } from "../proxy/forward.js";
@@ -112,7 +113,14 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
   const picker = new EndpointPicker(options.endpointCooldownBaseMs, options.endpointCooldownMaxMs);
   const upstream = new UpstreamClient(options, picker);
   const lookups = new ProxyLookups(store);
-  const ctx: ProxyContext = { store, lookups, options, upstream, tokenizers: new TokenizerFolders() };
+  const ctx: ProxyContext = {
+    store,
+    lookups,
+    options,
+    upstream,
+    tokenizers: new TokenizerFolders(),
+    routeAgent: agentRouter(options.agentRoutes),
+  };
   app.addHook("onClose", async () => upstream.close());
 
   const history = new ResponseHistory();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { agentFilter, invalidAgentEntry } from "./agent-filter.js";
+import { agentFilter, invalidAgentEntry } from "./agent-match.js";
 
 describe("agentFilter", () => {
   it("matches exact names and /regex/ entries, never a call without a name", () => {

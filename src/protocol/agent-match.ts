@@ -1,5 +1,5 @@
 /**
- * @module Which agents' model calls a rule applies to (`trainer.agents.train` / `frozen`, `arclight inspect --agent`):
+ * @module Which agents a setting applies to (`trainer.agents.train` / `frozen`, gateway `agent_routes`, `arclight inspect --agent`):
  * entries are exact agent names or `/regex/` patterns, as Agent Lightning's `agent_match` is a regex.
  */
 
