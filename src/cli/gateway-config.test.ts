@@ -27,6 +27,7 @@ describe("loadGatewayConfig", () => {
       port: 8080,
       key: "",
       store: "sqlite:./.arclight/gateway.db",
+      store_lock_wait_seconds: 10,
       body_limit_bytes: DEFAULT_BODY_LIMIT_BYTES,
       model_name: "",
       train_temperature: 1,
