@@ -60,6 +60,27 @@ describe.skipIf(skipWithoutPython())("trainer end to end on the torch engine", (
       expect(existsSync(join(engineDir, file)), file).toBe(true);
   }, 300_000);
 
+  it("a dead engine.url stops train with one line naming the worker's URL", async () => {
+    const dir = tempDir("arclight-train-torch-dead-");
+    writeFileSync(join(dir, "train.jsonl"), `${JSON.stringify({ prompt: "x" })}\n`);
+    const yaml = [
+      "name: deadurl",
+      "data: { train_path: train.jsonl }",
+      `controller: { command: [node, ${JSON.stringify(TEST_AGENT)}], env_map: { AGL_INPUT: input } }`,
+      'engine: { kind: torch, url: "http://127.0.0.1:9" }',
+    ].join("\n");
+    writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
+    const failed = await exec(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, "train", "train.yaml"], {
+      cwd: dir,
+      timeout: 120_000,
+    }).catch((err: { code: number; stderr: string }) => err);
+    expect(failed).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^arclight: engine: .*http:\/\/127\.0\.0\.1:9/),
+    });
+    expect((failed as { stderr: string }).stderr.trim().split("\n")).toHaveLength(1);
+  }, 120_000);
+
   it("a Python without the arclight-torch package stops train with one line naming the install command", async () => {
     const dir = tempDir("arclight-train-torch-missing-");
     writeFileSync(join(dir, "train.jsonl"), `${JSON.stringify({ prompt: "x" })}\n`);

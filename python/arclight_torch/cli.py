@@ -38,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print(f"arclight-torch: --device {args.device}: CUDA is not available to this torch", file=sys.stderr)
         return 2
+    if args.lora_rank < 0:
+        print(f"arclight-torch: --lora-rank {args.lora_rank}: expected 0 (train every weight) or a positive rank",
+              file=sys.stderr)
+        return 2
     lora = None
     if args.lora_rank > 0:
         targets = tuple(t for t in args.lora_targets.split(",") if t)

@@ -96,16 +96,41 @@ describe.skipIf(skipWithoutPython())("arclight engine serve --engine torch", () 
   }, 180_000);
 
   it("refuses an unknown --engine with one line naming the flag", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", main, "engine", "serve", "--engine", "jax"], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    children.push(child);
-    let stderr = "";
-    child.stderr?.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const [code] = await once(child, "exit");
+    const { code, stderr } = await serveFails(["--engine", "jax"]);
     expect(code).not.toBe(0);
     expect(stderr.trim()).toMatch(/^.*--engine jax: expected embedded or torch$/);
   });
+
+  it("refuses a negative --lora-rank with one line naming the flag", async () => {
+    const { code, stderr } = await serveFails(["--engine", "torch", "--lora-rank", "-3", "--python", testPython()!]);
+    expect(code).toBe(2);
+    expect(stderr.trim()).toBe("arclight: --lora-rank -3: expected 0 (train every weight) or a positive rank");
+  });
+
+  it("a --python that does not exist is named as the interpreter, not as a missing package", async () => {
+    const { code, stderr } = await serveFails(["--engine", "torch", "--python", "/nonexistent/python3"]);
+    expect(code).toBe(2);
+    expect(stderr.trim()).toMatch(/^arclight: the torch engine's Python \/nonexistent\/python3 cannot run \(ENOENT\)/);
+  });
+
+  it("a dead --worker-url is named in the error, not --model", async () => {
+    const { code, stderr } = await serveFails(["--engine", "torch", "--worker-url", "http://127.0.0.1:9"]);
+    expect(code).toBe(2);
+    expect(stderr.trim()).toMatch(/^arclight: --worker-url http:\/\/127\.0\.0\.1:9: /);
+    expect(stderr).not.toContain("--model");
+  });
 });
+
+/** Runs `arclight engine serve ARGS` expecting it to stop; its exit code and stderr. */
+async function serveFails(args: string[]): Promise<{ code: number; stderr: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", main, "engine", "serve", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const [code] = (await once(child, "exit")) as [number];
+  return { code, stderr };
+}

@@ -58,7 +58,8 @@ const TORCH_DEFAULT_MODEL = "new:qwen2-tiny";
 
 /**
  * Starts (or connects to) the torch worker a `--model` names.
- * @throws {CliError} when the Python package is missing or the worker exits before listening
+ * @throws {CliError} when the Python or its package is missing, the worker exits before listening, or the worker at
+ *   `--worker-url` does not answer
  */
 async function torchEngineForModel(
   model: string,
@@ -70,7 +71,9 @@ async function torchEngineForModel(
     return { engine, name: engine.info.model };
   } catch (err) {
     if (err instanceof TorchPackageMissing) throw new CliError(err.message);
-    throw new CliError(`--model ${model}: ${(err as Error).message}`);
+    // With --worker-url nothing was started: the running worker is what failed, not the --model.
+    const flag = torch.url !== null ? `--worker-url ${torch.url}` : `--model ${model}`;
+    throw new CliError(`${flag}: ${(err as Error).message}`);
   }
 }
 
@@ -144,6 +147,7 @@ export function registerEngine(program: Command): void {
  */
 function torchConfigFromFlags(flags: Record<string, unknown>): TorchEngineConfig {
   const rank = flags.loraRank as number;
+  if (rank < 0) throw new CliError(`--lora-rank ${rank}: expected 0 (train every weight) or a positive rank`);
   const alpha = flags.loraAlpha === undefined ? null : Number(flags.loraAlpha);
   const targets = String(flags.loraTargets)
     .split(",")

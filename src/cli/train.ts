@@ -9,6 +9,7 @@ import type { Command } from "commander";
 import { type Logger, pino } from "pino";
 import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import type { Engine } from "../engine/engine.js";
+import { TorchWorkerError } from "../engine/remote/worker-client.js";
 import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { dashboardUrl } from "../gateway/dashboard/url.js";
 import { ValidationFailed } from "../protocol/index.js";
@@ -126,6 +127,8 @@ function trainFailure(err: unknown, interrupted: boolean): void {
   if (err instanceof RangeError || err instanceof TorchPackageMissing || err instanceof VllmSamplerError) {
     throw new CliError(err.message);
   }
+  // A torch worker that is unreachable (engine.url) or died: its message names the worker's URL.
+  if (err instanceof TorchWorkerError) throw new CliError(`engine: ${err.message}`);
   if (err instanceof CheckpointInvalid) {
     throw new CliError(`--resume: ${err.message} (resume with the --preset the run was trained with)`);
   }

@@ -41,6 +41,21 @@ export class TorchPackageMissing extends Error {
   }
 }
 
+/** The configured Python does not exist or cannot run (a special case of the package being unavailable there). */
+export class TorchPythonMissing extends TorchPackageMissing {
+  /**
+   * @param python - the interpreter path that did not run
+   * @param reason - why, e.g. "ENOENT"
+   */
+  constructor(python: string, reason: string) {
+    super(python);
+    this.message =
+      `the torch engine's Python ${python} cannot run (${reason}): set engine.python (or --python) to an ` +
+      "interpreter that has the arclight-torch package (pip install ./python)";
+    this.name = "TorchPythonMissing";
+  }
+}
+
 /**
  * The worker's command line.
  * @param options - model, device, dtype, LoRA, seed, limits
@@ -69,11 +84,15 @@ export function workerArgv(options: TorchWorkerOptions): string[] {
  * Starts a worker and waits until it listens.
  * @param options - interpreter, model and worker flags
  * @returns the child with its URL and `stop()`
- * @throws {TorchPackageMissing} when the interpreter cannot import `arclight_torch` (or does not run)
+ * @throws {TorchPythonMissing} when the interpreter does not exist or cannot run
+ * @throws {TorchPackageMissing} when the interpreter cannot import `arclight_torch`
  * @throws {Error} when the worker exits before listening (its stderr, inherited, says why) or times out
  */
 export async function startTorchWorker(options: TorchWorkerOptions): Promise<ServerChild> {
   const check = spawnSync(options.python, ["-c", "import arclight_torch"], { stdio: "ignore" });
+  if (check.error !== undefined) {
+    throw new TorchPythonMissing(options.python, (check.error as NodeJS.ErrnoException).code ?? check.error.message);
+  }
   if (check.status !== 0) throw new TorchPackageMissing(options.python);
   return startServerChild({
     argv: workerArgv(options),

@@ -40,6 +40,26 @@ describe("engine server error shapes", () => {
     });
   });
 
+  it("answers a model name it does not serve with vLLM's 404 (param model), chat and completions alike", async () => {
+    const url = await serve();
+    const messages = [{ role: "user", content: "x" }];
+    for (const [path, body] of [
+      ["/v1/chat/completions", { model: "x", messages }],
+      ["/v1/completions", { model: "x", prompt: "hi" }],
+    ] as const) {
+      const answer = await postJson(url, path, body);
+      expect(answer.status).toBe(404);
+      expect((answer.body as { error: unknown }).error).toEqual({
+        message: "The model `x` does not exist.",
+        type: "NotFoundError",
+        param: "model",
+        code: 404,
+      });
+    }
+    expect((await postJson(url, "/v1/chat/completions", { model: "m", messages })).status).toBe(200);
+    expect((await postJson(url, "/v1/chat/completions", { messages })).status).toBe(200);
+  });
+
   it("lets the openai client show the message of a refused request (not '400 status code (no body)')", async () => {
     const url = await serve();
     const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "none", maxRetries: 0 });

@@ -7,6 +7,7 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { toErrorResponse } from "../../http/error-handler.js";
+import { MODEL_NOT_SERVED } from "./model-check.js";
 
 /** vLLM's error `type` for each status it answers with. */
 const ERROR_TYPES: Record<number, string> = {
@@ -27,12 +28,14 @@ const ERROR_TYPES: Record<number, string> = {
  * @param status - HTTP status
  * @param detail - arclight's `detail` (a string, or validation items)
  * @param code - arclight's stable code
- * @returns `{error: {message, type, param: null, code: status}, detail, code}`
+ * @returns `{error: {message, type, param, code: status}, detail, code}`; `param` is "model" for an unknown model,
+ *   else null
  */
 export function openaiErrorBody(status: number, detail: unknown, code: string): Record<string, unknown> {
   const message = typeof detail === "string" ? detail : JSON.stringify(detail);
   const type = ERROR_TYPES[status] ?? (status >= 500 ? "InternalServerError" : "BadRequestError");
-  return { error: { message, type, param: null, code: status }, detail, code };
+  const param = code === MODEL_NOT_SERVED ? "model" : null;
+  return { error: { message, type, param, code: status }, detail, code };
 }
 
 /** Fastify `setErrorHandler` callback of the engine server: the shared handler's status, the body above. */

@@ -7,6 +7,7 @@ import type { GenerationRequest } from "../../engine.js";
 import { type AnswerIdentity, type ChatRenderOptions, chatBody } from "../chat-response.js";
 import { ChatChoiceStream, chatUsageChunk } from "../chat-stream.js";
 import { POLICY_VERSION_HEADER, responseId, runGeneration, type ServerContext } from "../context.js";
+import { checkModel } from "../model-check.js";
 import { type ChatRequest, chatRequestSchema, parseBody } from "../request-schemas.js";
 import { samplingParams } from "../sampling.js";
 import { disconnectSignal, openSse } from "../sse.js";
@@ -20,9 +21,14 @@ interface PreparedChat {
   identity: AnswerIdentity;
 }
 
-/** Parses, renders and checks one request. @throws {BadRequest} for a bad body or a prompt that does not fit */
+/**
+ * Parses, renders and checks one request.
+ * @throws {BadRequest} for a bad body or a prompt that does not fit
+ * @throws {ModelNotServed} for another model name
+ */
 function prepare(ctx: ServerContext, request: FastifyRequest): PreparedChat {
   const body = parseBody(chatRequestSchema, request.body, "chat completion request");
+  checkModel(ctx.modelName, body.model);
   const { tokenizer, chatTemplate } = ctx;
   const parseTools = (body.tools?.length ?? 0) > 0 && body.tool_choice !== "none";
   const promptTokenIds = chatTemplate.render(body.messages, { tools: parseTools ? (body.tools ?? []) : [] });

@@ -10,6 +10,7 @@ import type { AnswerIdentity } from "../chat-response.js";
 import { chatUsageChunk } from "../chat-stream.js";
 import { CompletionChoiceStream, type CompletionRenderOptions, completionBody } from "../completion-response.js";
 import { POLICY_VERSION_HEADER, responseId, runGeneration, type ServerContext } from "../context.js";
+import { checkModel } from "../model-check.js";
 import { type CompletionRequest, completionRequestSchema, parseBody } from "../request-schemas.js";
 import { samplingParams } from "../sampling.js";
 import { disconnectSignal, openSse } from "../sse.js";
@@ -44,6 +45,7 @@ function promptIds(ctx: ServerContext, prompt: CompletionRequest["prompt"]): num
 
 function prepare(ctx: ServerContext, request: FastifyRequest): PreparedCompletion {
   const body = parseBody(completionRequestSchema, request.body, "completion request");
+  checkModel(ctx.modelName, body.model);
   const prompts = promptIds(ctx, body.prompt);
   const defaultStopTokenIds = [ctx.tokenizer.eosId];
   const n = body.n ?? 1;
