@@ -89,7 +89,8 @@ export function workerArgv(options: TorchWorkerOptions): string[] {
  * @throws {Error} when the worker exits before listening (its stderr, inherited, says why) or times out
  */
 export async function startTorchWorker(options: TorchWorkerOptions): Promise<ServerChild> {
-  const check = spawnSync(options.python, ["-c", "import arclight_torch"], { stdio: "ignore" });
+  // `.cli` imports torch, transformers and peft too: a package copied without its dependencies is "missing" as well.
+  const check = spawnSync(options.python, ["-c", "import arclight_torch.cli"], { stdio: "ignore" });
   if (check.error !== undefined) {
     throw new TorchPythonMissing(options.python, (check.error as NodeJS.ErrnoException).code ?? check.error.message);
   }
