@@ -159,12 +159,16 @@ for (const [i, threads] of TORCH_THREAD_COUNTS.entries()) {
   );
 }
 
+console.log(`peak RSS after training: ${peakRssMiB()} MiB`);
+
 // 2. Logprobs: full forward over 32×128.
 const sequences = Array.from({ length: BATCH }, () => randomIds(SEQ_LEN));
 await engine.logprobs(sequences);
 const scoring: Run[] = [];
 for (let round = 0; round < ROUNDS; round++) scoring.push(await measure(() => engine.logprobs(sequences)));
 line(`logprobs ${BATCH}×${SEQ_LEN}`, scoring, BATCH * (SEQ_LEN - 1));
+
+console.log(`peak RSS after logprobs: ${peakRssMiB()} MiB`);
 
 // 3. Sampling: N concurrent generate() calls, each one sequence of 64 new tokens from a 16-token prompt.
 async function sampleConcurrent(concurrency: number): Promise<number> {

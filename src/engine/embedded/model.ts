@@ -135,14 +135,22 @@ export class Gpt {
     let x = tf.reshape(tf.add(tf.reshape(tokens, [batch, seqLen, c]), positions), [batch * seqLen, c]) as tf.Tensor2D;
     const kv: LayerKv[] = [];
     const mask = this.causalMask(seqLen);
-    for (const block of this.params.blocks) {
-      const h = norm(x, block.ln1Gain, block.ln1Bias, path);
+    const layer = (input: tf.Tensor2D, block: BlockParams): { x: tf.Tensor2D; k: tf.Tensor4D; v: tf.Tensor4D } => {
+      const h = norm(input, block.ln1Gain, block.ln1Bias, path);
       const [q, k, v] = this.splitHeads(h, block, batch, seqLen, path); // each [B, H, T, C/H]
-      if (returnKv) kv.push({ k, v });
       const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), this.scale()), mask); // [B, H, T, T]
       const y = tf.matMul(tf.softmax(scores), v); // [B, H, T, C/H]
       const merged = tf.reshape(tf.transpose(y, [0, 2, 1, 3]), [batch * seqLen, c]) as tf.Tensor2D; // [B*T, C]
-      x = this.residual(x, merged, block, path);
+      return { x: this.residual(input, merged, block, path), k, v };
+    };
+    for (const block of this.params.blocks) {
+      // Inference frees each layer's intermediates (the [B, H, T, T] scores above all) as soon as the layer is done,
+      // instead of at the end of the caller's scope: the peak heap is one layer's worth, not all of them.
+      const out = inference ? tf.tidy(() => layer(x, block)) : layer(x, block);
+      if (inference) x.dispose();
+      x = out.x;
+      if (returnKv) kv.push({ k: out.k, v: out.v });
+      else if (inference) tf.dispose([out.k, out.v]);
     }
     return { logits: this.head(x, path), kv };
   }
