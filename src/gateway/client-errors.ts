@@ -5,6 +5,7 @@
 import {
   ArclightError,
   BadRequest,
+  CallAborted,
   Conflict,
   InvalidTransition,
   NoEndpoint,
@@ -51,6 +52,7 @@ const CLASSES_BY_CODE: Readonly<Record<string, new (...args: never[]) => Arcligh
   upstream_failed: UpstreamFailed,
   upstream_timeout: UpstreamTimeout,
   store_unavailable: StoreUnavailable,
+  call_aborted: CallAborted,
   unauthorized: Unauthorized,
   not_found: NotFound,
   bad_request: BadRequest,

@@ -51,6 +51,34 @@ export const GatewayConfigSchema = z.strictObject({
   val_temperature: z.number().min(0).default(0.7).describe("sampling temperature the proxy sets in val mode"),
   include_log_probs: z.boolean().default(true).describe("ask the upstream for logprobs in train mode"),
   upstream_timeout_seconds: z.number().positive().default(600).describe("proxy upstream call timeout, in seconds"),
+  upstream_total_timeout_seconds: z
+    .number()
+    .positive()
+    .default(600)
+    .describe("longest a whole proxied call may take, retries and a streamed answer included (504 after), seconds"),
+  upstream_retry_after_max_seconds: z
+    .number()
+    .min(0)
+    .default(10)
+    .describe(
+      "longest upstream Retry-After the proxy waits out before retrying; a longer one goes to the agent, seconds",
+    ),
+  upstream_retry_budget_ratio: z
+    .number()
+    .min(0)
+    .default(0.2)
+    .describe("retries per endpoint per 10 s, as a fraction of first tries (plus 10), so retries cannot multiply load"),
+  upstream_max_response_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(32 * 1024 * 1024)
+    .describe("largest upstream answer, in bytes; a larger one is cut off (502)"),
+  drain_timeout_seconds: z
+    .number()
+    .positive()
+    .default(120)
+    .describe("calls still running this long after a proxy pause are aborted (503 + Retry-After, an `abort` event)"),
   agent_models: z
     .record(z.string(), z.string().min(1))
     .default(() => ({}))
@@ -93,8 +121,9 @@ export function gatewayConfig(input: GatewayConfigInput = {}): Readonly<GatewayC
 }
 
 /**
- * The proxy plugin's options from the gateway configuration (model name, temperatures, logprobs, timeout, body limit);
- * retry and pool settings keep the proxy's defaults.
+ * The proxy plugin's options from the gateway configuration (model name, temperatures, logprobs, timeouts, body and
+ * answer limits, Retry-After cap, retry budget ratio, drain deadline); the other retry and pool settings keep the
+ * proxy's defaults.
  * @param config - the resolved gateway configuration
  * @returns frozen proxy options (`upstreamTimeoutMs` = `upstream_timeout_seconds` × 1000)
  */
@@ -105,6 +134,11 @@ export function proxyOptionsOf(config: Readonly<GatewayConfig>): ProxyOptions {
     valTemperature: config.val_temperature,
     includeLogProbs: config.include_log_probs,
     upstreamTimeoutMs: Math.round(config.upstream_timeout_seconds * 1000),
+    upstreamTotalTimeoutMs: Math.round(config.upstream_total_timeout_seconds * 1000),
+    retryAfterMaxMs: Math.round(config.upstream_retry_after_max_seconds * 1000),
+    retryBudgetRatio: config.upstream_retry_budget_ratio,
+    maxResponseBytes: config.upstream_max_response_bytes,
+    drainTimeoutMs: Math.round(config.drain_timeout_seconds * 1000),
     bodyLimitBytes: config.body_limit_bytes,
     agentModels: config.agent_models,
     agentRoutes: config.agent_routes,

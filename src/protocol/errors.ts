@@ -130,6 +130,20 @@ export class UpstreamTimeout extends ArclightError {
 }
 
 /**
+ * A proxied call the gateway cut short because the proxy paused for a weight update and the call ran past the drain
+ * deadline (HTTP 503 with `Retry-After`): retry it once the gateway resumes.
+ */
+export class CallAborted extends ArclightError {
+  /**
+   * @param message - why the call was aborted
+   * @param retryAfterSeconds - when to retry (the pause's `Retry-After`)
+   */
+  constructor(message: string, retryAfterSeconds: number, options?: { cause?: unknown }) {
+    super("call_aborted", 503, message, { cause: options?.cause, fields: { retry_after_seconds: retryAfterSeconds } });
+  }
+}
+
+/**
  * The store's database could not be reached, or the connection broke before a write was confirmed (HTTP 503). The
  * write may or may not have committed: retry it (an event with an `event_id` is then stored once).
  */

@@ -6,6 +6,7 @@ import { performance } from "node:perf_hooks";
 import type { FastifyReply } from "fastify";
 import { NoEndpoint } from "../../protocol/index.js";
 import { routedOptions } from "./agent-route.js";
+import { CallDeadline, DrainDeadline } from "./call-abort.js";
 import type { CaptureReason, ProxyEndpointKind } from "./capture.js";
 import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
 import { recordCall } from "./record-call.js";
@@ -61,6 +62,9 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
   const abort = new AbortController();
   const onClose = (): void => abort.abort();
   reply.raw.once("close", onClose);
+  const totalMs = ctx.options.upstreamTotalTimeoutMs;
+  const deadline = setTimeout(() => abort.abort(new CallDeadline(totalMs)), totalMs);
+  const leave = ctx.inflight.add(abort);
   const base = { kind: call.kind, model, request, requestText };
   try {
     const answer = await ctx.upstream.send({
@@ -76,21 +80,57 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
       ...(call.agentRequestId === undefined ? {} : { agent_request_id: call.agentRequestId }),
       upstream_request_id: ids.idOf(answer.retryCount),
     };
+    const tracked = { ...call, requestIds, signal: abort.signal };
     if (!answer.ok) {
+      const { endpoint, retryCount } = answer;
+      // The agent's message names no endpoint; the log does.
+      call.log.warn({ err: answer.error, endpoint: endpoint.endpoint, retryCount }, "upstream call failed");
       const latencyMs = performance.now() - startedAt;
       const error = { message: answer.error.message, code: answer.error.code };
       const record = { ...base, endpoint: answer.endpoint, response: null, error, latencyMs };
       const known = { request, requestText };
       const failed = { ...record, httpStatus: answer.error.status, retryCount: answer.retryCount };
       // The agent gets the upstream's failure either way; a failed record is logged by recordCall.
-      await recordCall(ctx.store, { ...call, requestIds }, failed, known).catch(() => undefined);
+      await recordCall(ctx.store, tracked, failed, known).catch(() => undefined);
+      await recordAbort(ctx, tracked, latencyMs);
       throw answer.error;
     }
-    if (answer.stream) await relayStream(ctx, { ...call, requestIds }, answer, reply, { ...base, startedAt });
-    else await relayBody(ctx, { ...call, requestIds }, answer, reply, { ...base, startedAt });
+    if (answer.stream) await relayStream(ctx, tracked, answer, reply, { ...base, startedAt });
+    else await relayBody(ctx, tracked, answer, reply, { ...base, startedAt });
+    await recordAbort(ctx, tracked, performance.now() - startedAt);
   } finally {
+    clearTimeout(deadline);
+    leave();
     reply.raw.off("close", onClose);
   }
+}
+
+/**
+ * Appends an `abort` event when the drain deadline cut the call short (beside its `model_request` error), so the
+ * trainer and an operator see which calls a weight update aborted. A failed append is logged only: the agent already
+ * has its error.
+ */
+async function recordAbort(ctx: ProxyContext, call: TrackedCall, latencyMs: number): Promise<void> {
+  const reason: unknown = call.signal.reason;
+  if (!(reason instanceof DrainDeadline)) return;
+  const data = {
+    reason: "drain_deadline",
+    message: reason.message,
+    drain_timeout_ms: reason.limitMs,
+    latency_ms: latencyMs,
+    upstream_request_id: call.requestIds.upstream_request_id,
+  };
+  try {
+    await ctx.store.appendEvents(call.rolloutId, call.attemptId, [{ event_type: "abort", data }]);
+  } catch (err) {
+    call.log.error({ err, rolloutId: call.rolloutId }, "abort event not recorded");
+  }
+}
+
+/** Passes the upstream's `Retry-After` on with a final 429 or 503, so the agent's client waits as the server asked. */
+function withRetryAfter(reply: FastifyReply, answer: UpstreamAnswer): FastifyReply {
+  const passOn = answer.retryAfter !== undefined && (answer.statusCode === 429 || answer.statusCode === 503);
+  return passOn ? reply.header("retry-after", answer.retryAfter) : reply;
 }
 
 interface CallBase {
@@ -136,10 +176,13 @@ async function relayBody(
     const translated = ok
       ? call.translation.body(parsed as Record<string, unknown>)
       : call.translation.error(answer.statusCode, parsed);
-    void reply.status(answer.statusCode).header("content-type", "application/json").send(translated);
+    void withRetryAfter(reply, answer)
+      .status(answer.statusCode)
+      .header("content-type", "application/json")
+      .send(translated);
     return;
   }
-  void reply
+  void withRetryAfter(reply, answer)
     .status(answer.statusCode)
     .header("content-type", answer.contentType || "application/json")
     .send(answer.body);

@@ -19,7 +19,41 @@ export const ProxyOptionsSchema = z.strictObject({
     .positive()
     .default(600_000)
     .describe("ms to wait for response headers, and between two body chunks (600 s)"),
+  upstreamTotalTimeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .default(600_000)
+    .describe("ms a whole call may take, retries and a streamed answer included (600 s, an OpenAI SDK's own limit)"),
   maxAttempts: z.number().int().min(1).max(6).default(6).describe("upstream tries per call, first one included"),
+  retryAfterMaxMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(10_000)
+    .describe(
+      "longest upstream `Retry-After` the proxy waits out before a retry, ms; a longer one ends the retries and " +
+        "reaches the agent with its `Retry-After`",
+    ),
+  retryBudgetRatio: z
+    .number()
+    .min(0)
+    .default(0.2)
+    .describe("retries per endpoint per window, as a fraction of first tries (plus retryBudgetMinRetries)"),
+  retryBudgetMinRetries: z.number().int().min(0).default(10).describe("retries per endpoint per window always allowed"),
+  retryBudgetWindowMs: z.number().int().positive().default(10_000).describe("retry budget window, ms"),
+  maxResponseBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(32 * 1024 * 1024)
+    .describe("largest upstream answer, bytes (32 MiB); a larger one is cut off and the call fails with 502"),
+  drainTimeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .default(120_000)
+    .describe("ms calls may run on after a pause; then they are aborted (503 to the agent, an `abort` event)"),
   retryBackoffBaseMs: z
     .number()
     .int()

@@ -43,6 +43,8 @@ export class PauseController {
   /** When the lease of the pause this replica took ends (ms since the epoch); null without one. */
   private expiresAtMs: number | null = null;
   private inflight = 0;
+  /** When this gateway last went from running to paused (ms since the epoch); null while running. */
+  private pausedSinceMs: number | null = null;
   private waiters: (() => void)[] = [];
   private leaseExpired: (reason: string | null) => void = () => {};
 
@@ -57,6 +59,7 @@ export class PauseController {
 
   /** A pause or resume from any replica: applied at once (synchronously), then acknowledged with our count. */
   private applyShared(record: PauseRecord): void {
+    this.notePaused(record.paused);
     this.record = { paused: record.paused, retry_after_seconds: record.retry_after_seconds, reason: record.reason };
     this.epoch = record.epoch;
     this.expiresAtMs = record.paused && record.lease_expires_at !== null ? record.lease_expires_at * 1000 : null;
@@ -70,14 +73,28 @@ export class PauseController {
    * @param leaseSeconds - the pause ends by itself this many seconds from now unless renewed; null: never
    */
   pause(retryAfterSeconds: number, reason: string | null, leaseSeconds: number | null = null): void {
+    this.notePaused(true);
     this.record = { paused: true, retry_after_seconds: retryAfterSeconds, reason };
     this.expiresAtMs = leaseSeconds === null ? null : Date.now() + leaseSeconds * 1000;
   }
 
   /** Admits new calls again on this gateway. Local only: see {@link setPaused}. */
   resume(): void {
+    this.notePaused(false);
     this.record = { paused: false, retry_after_seconds: 0, reason: null };
     this.expiresAtMs = null;
+  }
+
+  /** Keeps {@link pausedForMs} right: a renewal of a pause does not restart its clock. */
+  private notePaused(paused: boolean): void {
+    if (!paused) this.pausedSinceMs = null;
+    else this.pausedSinceMs ??= Date.now();
+  }
+
+  /** @returns how long this gateway has been paused, ms (a renewal does not reset it); null while running */
+  pausedForMs(): number | null {
+    this.expire();
+    return this.pausedSinceMs === null ? null : Date.now() - this.pausedSinceMs;
   }
 
   /**

@@ -10,6 +10,7 @@ import { performance } from "node:perf_hooks";
 import { PassThrough } from "node:stream";
 import type { FastifyReply } from "fastify";
 import type { ArclightError } from "../../protocol/index.js";
+import { proxyAbortError } from "./call-abort.js";
 import type { CaptureReason, ProxyEndpointKind } from "./capture.js";
 import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
 import { recordCall } from "./record-call.js";
@@ -173,8 +174,15 @@ async function pump(
   out: PassThrough,
 ): Promise<Failure | null> {
   const parser = new SseParser();
+  const limitBytes = ctx.options.maxResponseBytes;
+  let sizeBytes = 0;
   try {
     for await (const chunk of answer.stream!) {
+      sizeBytes += (chunk as Buffer).length;
+      if (sizeBytes > limitBytes) {
+        answer.stream!.destroy();
+        return { message: `upstream stream larger than ${limitBytes} bytes (maxResponseBytes)`, code: 502 };
+      }
       const text = relay.push(parser.feed(chunk as Buffer));
       if (text !== "" && !out.write(text) && !out.destroyed) await once(out, "drain");
     }
@@ -182,6 +190,11 @@ async function pump(
     if (text !== "") out.write(text);
     return relay.sawDone ? null : { message: "upstream closed the stream before [DONE]", code: 502 };
   } catch (err) {
+    const aborted = proxyAbortError(call.signal);
+    if (aborted) {
+      call.log.warn({ rolloutId: call.rolloutId, reason: aborted.message }, "proxy aborted a streaming call");
+      return { message: aborted.message, code: aborted.status };
+    }
     const timedOut = (err as { code?: string }).code === "UND_ERR_BODY_TIMEOUT";
     const what = timedOut ? `sent nothing for ${ctx.options.upstreamTimeoutMs} ms` : "broke";
     call.log.warn({ err, rolloutId: call.rolloutId }, "upstream stream failed");

@@ -1,17 +1,22 @@
 /**
- * @module Upstream HTTP for the proxy: an undici keep-alive pool per endpoint, timeouts, and retries.
+ * @module Upstream HTTP for the proxy: an undici keep-alive pool per endpoint, timeouts, retries and size limits.
  *
  * Retried: transport failures (refused, reset, unreachable, connect timeout) and answers 408, 409, 429 and 5xx, with
- * exponential backoff and full jitter (`random(0, min(max, base * 2^retry))`), at most `maxAttempts` tries in all.
- * A transport failure also puts the endpoint into cool-down (see `endpoint-picker.ts`), so the next try may go to
- * another endpoint. Not retried: a timeout (waiting another 600 s six times helps no one) and anything after a 2xx
- * stream has been handed back (its bytes go to the agent as they arrive; a retry would duplicate them).
+ * exponential backoff and full jitter (`random(0, min(max, base * 2^retry))`), at most `maxAttempts` tries in all,
+ * and only while the endpoint's retry budget lasts (`retry-budget.ts`). An answer's `Retry-After` is waited out when
+ * it is at most `retryAfterMaxMs`; a longer one ends the retries and goes to the agent with the answer. A transport
+ * failure also puts the endpoint into cool-down (see `endpoint-picker.ts`), so the next try may go to another
+ * endpoint. Not retried: a timeout (waiting another 600 s six times helps no one) and anything after a 2xx stream has
+ * been handed back (its bytes go to the agent as they arrive; a retry would duplicate them). A body larger than
+ * `maxResponseBytes` is cut off. Error messages never name the endpoint (agents read them; the log has it).
  */
 import type { Readable } from "node:stream";
 import { Agent } from "undici";
 import { type ArclightError, type Model, UpstreamFailed, UpstreamTimeout } from "../../protocol/index.js";
+import { proxyAbortError } from "./call-abort.js";
 import type { EndpointPicker } from "./endpoint-picker.js";
 import type { ProxyOptions } from "./options.js";
+import { parseRetryAfterMs, RetryBudget } from "./retry-budget.js";
 
 /** Statuses worth another try: the server was busy, restarting or briefly broken. */
 const RETRY_STATUSES = new Set([408, 409, 429]);
@@ -60,6 +65,16 @@ export interface UpstreamAnswer {
   stream: Readable | null;
   /** Tries beyond the first. */
   retryCount: number;
+  /** The upstream's `Retry-After` header, passed on to the agent with a 429 or 503. */
+  retryAfter?: string;
+}
+
+/** An upstream body past `maxResponseBytes`. */
+class ResponseTooLarge extends Error {
+  constructor(limitBytes: number) {
+    super(`Upstream answer larger than ${limitBytes} bytes (maxResponseBytes)`);
+    this.name = "ResponseTooLarge";
+  }
 }
 
 /** No answer could be had: transport failure after every try, or a timeout. */
@@ -81,6 +96,7 @@ function errorCode(err: unknown): string | undefined {
 /** Sends proxied calls upstream through one shared keep-alive dispatcher. */
 export class UpstreamClient {
   private readonly agent: Agent;
+  private readonly budget: RetryBudget;
 
   /**
    * @param options - timeout, retry and pool options
@@ -97,6 +113,11 @@ export class UpstreamClient {
       bodyTimeout: options.upstreamTimeoutMs,
       connect: { timeout: Math.min(options.upstreamTimeoutMs, 30_000) },
     });
+    this.budget = new RetryBudget({
+      ratio: options.retryBudgetRatio,
+      minRetries: options.retryBudgetMinRetries,
+      windowMs: options.retryBudgetWindowMs,
+    });
   }
 
   /**
@@ -109,31 +130,57 @@ export class UpstreamClient {
     let retryCount = 0;
     for (;;) {
       const endpoint = this.picker.pick(request.endpoints, request.rolloutId, failed)!;
+      if (retryCount === 0) this.budget.recordRequest(endpoint.endpoint);
       const lastTry = retryCount + 1 >= this.options.maxAttempts;
+      let waitMs = 0;
       try {
         const answer = await this.tryOnce(endpoint, request, retryCount);
         this.picker.reportSuccess(endpoint.endpoint);
         const retryable = answer.statusCode >= 500 || RETRY_STATUSES.has(answer.statusCode);
         if (!retryable || lastTry) return answer;
+        const retryAfterMs = parseRetryAfterMs(answer.retryAfter);
+        // The server asks for a longer wait than the proxy will hold the call: the agent decides, told how long.
+        if (retryAfterMs !== null && retryAfterMs > this.options.retryAfterMaxMs) return answer;
+        if (!this.budget.tryRetry(endpoint.endpoint)) return answer;
+        waitMs = retryAfterMs ?? 0;
       } catch (err) {
-        const code = errorCode(err);
-        if (request.signal?.aborted)
-          return this.failure(new UpstreamFailed("agent closed the call", { cause: err }), endpoint, retryCount);
-        if (code !== undefined && TIMEOUT_CODES.has(code)) {
-          const message = `Upstream ${endpoint.endpoint} did not answer within ${this.options.upstreamTimeoutMs} ms`;
-          return this.failure(new UpstreamTimeout(message, { cause: err }), endpoint, retryCount);
-        }
-        if (code === undefined || !TRANSPORT_CODES.has(code)) throw err;
-        this.picker.reportFailure(endpoint.endpoint);
+        const failure = this.classify(err, endpoint, request, retryCount, lastTry);
+        if (failure) return failure;
         failed.add(endpoint.endpoint);
-        if (lastTry) {
-          const message = `Upstream ${endpoint.endpoint} unreachable after ${retryCount + 1} tries: ${code}`;
-          return this.failure(new UpstreamFailed(message, { cause: err }), endpoint, retryCount);
-        }
       }
-      await this.backoff(retryCount, request.signal);
+      await this.backoff(retryCount, request.signal, waitMs);
       retryCount++;
     }
+  }
+
+  /**
+   * A try that threw: the failure to return, or null to retry it (a transport failure with tries and budget left).
+   * @throws the error itself when it is none of: an abort, a timeout, a transport failure, a body too large
+   */
+  private classify(
+    err: unknown,
+    endpoint: Model,
+    request: UpstreamRequest,
+    retryCount: number,
+    lastTry: boolean,
+  ): UpstreamFailure | null {
+    const code = errorCode(err);
+    if (request.signal?.aborted) {
+      const error = proxyAbortError(request.signal) ?? new UpstreamFailed("agent closed the call", { cause: err });
+      return this.failure(error, endpoint, retryCount);
+    }
+    if (err instanceof ResponseTooLarge) return this.failure(new UpstreamFailed(err.message), endpoint, retryCount);
+    if (code !== undefined && TIMEOUT_CODES.has(code)) {
+      const message = `Upstream did not answer within ${this.options.upstreamTimeoutMs} ms`;
+      return this.failure(new UpstreamTimeout(message, { cause: err }), endpoint, retryCount);
+    }
+    if (code === undefined || !TRANSPORT_CODES.has(code)) throw err;
+    this.picker.reportFailure(endpoint.endpoint);
+    if (lastTry || !this.budget.tryRetry(endpoint.endpoint)) {
+      const message = `Upstream unreachable after ${retryCount + 1} tries: ${code}`;
+      return this.failure(new UpstreamFailed(message, { cause: err }), endpoint, retryCount);
+    }
+    return null;
   }
 
   /** Closes every pooled connection. */
@@ -161,18 +208,49 @@ export class UpstreamClient {
       signal: request.signal,
     });
     const contentType = String(response.headers["content-type"] ?? "");
-    const base = { ok: true as const, endpoint, statusCode: response.statusCode, contentType, retryCount };
+    const retryAfter = response.headers["retry-after"];
+    const base = {
+      ok: true as const,
+      endpoint,
+      statusCode: response.statusCode,
+      contentType,
+      retryCount,
+      ...(retryAfter === undefined ? {} : { retryAfter: Array.isArray(retryAfter) ? retryAfter[0]! : retryAfter }),
+    };
     const is2xx = response.statusCode >= 200 && response.statusCode < 300;
     if (request.stream && is2xx && contentType.includes("text/event-stream")) {
       return { ...base, body: null, stream: response.body };
     }
-    return { ...base, body: Buffer.from(await response.body.arrayBuffer()), stream: null };
+    return { ...base, body: await this.readBody(response.body, response.headers["content-length"]), stream: null };
   }
 
-  /** Full-jitter exponential backoff before try `retryCount + 2`. */
-  private backoff(retryCount: number, signal?: AbortSignal): Promise<void> {
+  /**
+   * Reads a whole body, at most `maxResponseBytes`.
+   * @throws {ResponseTooLarge} the body (or its announced length) is larger; the rest is not read
+   */
+  private async readBody(body: Readable, contentLength: string | string[] | undefined): Promise<Buffer> {
+    const limit = this.options.maxResponseBytes;
+    if (Number(contentLength) > limit) {
+      body.destroy();
+      throw new ResponseTooLarge(limit);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of body) {
+      size += (chunk as Buffer).length;
+      if (size > limit) {
+        body.destroy();
+        throw new ResponseTooLarge(limit);
+      }
+      chunks.push(chunk as Buffer);
+    }
+    return Buffer.concat(chunks, size);
+  }
+
+  /** Full-jitter exponential backoff before try `retryCount + 2`, at least `minDelayMs` (the upstream's Retry-After). */
+  private backoff(retryCount: number, signal: AbortSignal | undefined, minDelayMs: number): Promise<void> {
     const capMs = Math.min(this.options.retryBackoffMaxMs, this.options.retryBackoffBaseMs * 2 ** retryCount);
-    const delayMs = Math.random() * capMs;
+    const delayMs = Math.max(minDelayMs, Math.random() * capMs);
     return new Promise((resolve) => {
       const timer = setTimeout(done, delayMs);
       function done(): void {

@@ -1,10 +1,9 @@
-import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ModelRequestData } from "../../protocol/index.js";
 import { agentCall, chatRequest } from "../testing/proxy-client.js";
 import { type ProxyHarness, startProxyHarness } from "../testing/proxy-harness.js";
+import { startScriptedUpstream } from "../testing/scripted-upstream.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -13,17 +12,9 @@ afterEach(async () => {
 
 /** A real upstream on 127.0.0.1 that answers every call with `answer` (a broken model server, scripted). */
 async function scriptedUpstream(answer: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
-  const server: Server = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => answer(req, res));
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  cleanups.push(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  const upstream = await startScriptedUpstream(answer);
+  cleanups.push(() => upstream.close());
+  return upstream.url;
 }
 
 async function harness(endpoint: string): Promise<{ h: ProxyHarness; rid: string }> {

@@ -21,6 +21,7 @@ import { agentRouter } from "../proxy/agent-route.js";
 import type { ProxyEndpointKind } from "../proxy/capture.js";
 import { EndpointPicker } from "../proxy/endpoint-picker.js";
 import { forwardCall, type ProxyContext } from "../proxy/forward.js";
+import { InflightCalls, watchDrain } from "../proxy/inflight-calls.js";
 import { ProxyLookups } from "../proxy/lookups.js";
 import { listProxyModels } from "../proxy/model-list.js";
 import type { ProxyOptions } from "../proxy/options.js";
@@ -120,8 +121,9 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
     upstream,
     tokenizers: new TokenizerFolders(),
     routeAgent: agentRouter(options.agentRoutes),
+    inflight: new InflightCalls(),
   };
-  app.addHook("onClose", async () => upstream.close());
+  closeWithApp(app, ctx, pause);
 
   const history = new ResponseHistory();
   /** A translated API (Responses, Anthropic Messages): the chat path with the answer translated back. */
@@ -190,6 +192,18 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
 
   registerPauseRoutes(app, pause);
 };
+
+/** Starts the drain watchdog (see `inflight-calls.ts`); the app's close stops it and closes the upstream pool. */
+function closeWithApp(app: FastifyInstance, ctx: ProxyContext, pause: PauseController): void {
+  const { drainTimeoutMs } = ctx.options;
+  const stopDrainWatch = watchDrain(ctx.inflight, pause, drainTimeoutMs, (count) =>
+    app.log.warn({ count, drainTimeoutMs }, "proxy paused; aborted calls past the drain deadline"),
+  );
+  app.addHook("onClose", async () => {
+    stopDrainWatch();
+    await ctx.upstream.close();
+  });
+}
 
 /** `POST /proxy/pause`, `POST /proxy/resume` and `GET /proxy/state`, each answering the cluster's pause state. */
 function registerPauseRoutes(app: FastifyInstance, pause: ProxyRoutesOptions["pause"]): void {

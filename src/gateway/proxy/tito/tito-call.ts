@@ -110,6 +110,7 @@ export async function forwardTitoCall(
         ...(call.agentRequestId === undefined ? {} : { agent_request_id: call.agentRequestId }),
         upstream_request_id: ids.idOf(answer.retryCount),
       },
+      signal: abort.signal,
     };
     const base = { kind: "completions" as const, model: request.model as string, request, requestText, startedAt };
     if (!answer.ok) {
