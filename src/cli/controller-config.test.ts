@@ -51,7 +51,9 @@ describe("loadControllerConfig", () => {
       new CliError("--pool-size: Too small: expected number to be >=1"),
     );
     expect(() => loadControllerConfig({ pollInterval: "fast" }, {})).toThrow("--poll-interval fast: expected a number");
-    expect(() => loadControllerConfig({ mode: "k8s" }, {})).toThrow(/^--mode: /);
+    expect(() => loadControllerConfig({ mode: "docker" }, {})).toThrow(/^--mode: /);
+    expect(() => loadControllerConfig({ agentUrl: "gateway:8080" }, {})).toThrow(/^--agent-url: /);
+    expect(() => loadControllerConfig({ ttlAfterFinished: "-1" }, {})).toThrow(/^--ttl-after-finished: /);
     expect(() => loadControllerConfig({ gatewayUrl: "not a url" }, {})).toThrow(/^--gateway-url: /);
     const unknown = yamlFile("pool: 3\n");
     expect(() => loadControllerConfig({ config: unknown }, {})).toThrow(
@@ -62,6 +64,30 @@ describe("loadControllerConfig", () => {
     expect(() => loadControllerConfig({ config: join(tmpdir(), "does-not-exist.yaml") }, {})).toThrow(
       /cannot read the file \(ENOENT\)/,
     );
+  });
+
+  it("reads the k8s mode's flags as the issue spells them", () => {
+    const config = loadControllerConfig(
+      {
+        mode: "k8s",
+        namespace: "agents",
+        agentUrl: "http://arclight-gateway:8080",
+        maxJobsPerMinute: "30",
+        ttlAfterFinished: "60",
+        pollInterval: "2",
+        kubeconfig: "/tmp/kc",
+      },
+      {},
+    );
+    expect(config).toMatchObject({
+      mode: "k8s",
+      namespace: "agents",
+      agent_url: "http://arclight-gateway:8080",
+      max_jobs_per_minute: 30,
+      ttl_after_finished_seconds: 60,
+      poll_interval_seconds: 2,
+      kubeconfig: "/tmp/kc",
+    });
   });
 
   it("reads every config key from its --kebab-case flag; --poll-interval and --spawn-rate stay as aliases", () => {
@@ -93,11 +119,12 @@ describe("loadControllerConfig", () => {
 });
 
 describe("arclight controller flags", () => {
-  it("registers one --kebab-case flag per config key plus the --poll-interval and --spawn-rate aliases", () => {
+  it("registers one --kebab-case flag per config key plus the --poll-interval, --spawn-rate and --ttl-after-finished aliases", () => {
     const controller = buildProgram().commands.find((c) => c.name() === "controller")!;
     const longs = controller.options.map((o) => o.long);
     const expected = ControllerConfigSchema.keyof().options.map((key) => `--${key.replaceAll("_", "-")}`);
-    expect([...longs].sort()).toEqual(["--config", ...expected, "--poll-interval", "--spawn-rate"].sort());
+    const aliases = ["--poll-interval", "--spawn-rate", "--ttl-after-finished"];
+    expect([...longs].sort()).toEqual(["--config", ...expected, ...aliases].sort());
     expect(longs).toEqual(expect.arrayContaining(["--poll-interval-seconds", "--spawn-burst", "--list-page-size"]));
     expect(CONTROLLER_FLAGS.map((f) => f.key)).toEqual(ControllerConfigSchema.keyof().options);
   });

@@ -34,6 +34,17 @@ const KEY_KINDS: Record<keyof ControllerConfig, [placeholder: string, kind: Flag
   local: ["<yaml>", "yaml"],
   list_page_size: ["<n>", "int"],
   standard_env: ["<bool>", "bool"],
+  namespace: ["<ns>", "string"],
+  agent_url: ["<url>", "string"],
+  kubeconfig: ["<path>", "string"],
+  max_jobs_per_minute: ["<n>", "number"],
+  job_burst: ["<n>", "int"],
+  ttl_after_finished_seconds: ["<s>", "int", "--ttl-after-finished"],
+  job_template_file: ["<path>", "string"],
+  key_secret_name: ["<name>", "string"],
+  orphan_grace_seconds: ["<s>", "number"],
+  pod_log_lines: ["<n>", "int"],
+  k8s_env_map: ["<yaml>", "yaml"],
   log_level: ["<level>", "string"],
 };
 

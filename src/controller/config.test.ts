@@ -6,8 +6,10 @@ describe("ControllerConfigSchema", () => {
   it("rejects unknown keys and out-of-range values", () => {
     expect(() => ControllerConfigSchema.parse({ pool: 3 })).toThrow();
     expect(() => ControllerConfigSchema.parse({ pool_size: 0 })).toThrow();
-    expect(() => ControllerConfigSchema.parse({ mode: "k8s" })).toThrow();
+    expect(() => ControllerConfigSchema.parse({ mode: "docker" })).toThrow();
     expect(() => ControllerConfigSchema.parse({ local: { command: [] } })).toThrow();
+    expect(() => ControllerConfigSchema.parse({ key_secret_name: "Not_DNS" })).toThrow();
+    expect(() => ControllerConfigSchema.parse({ k8s_env_map: { "1BAD": "input.x" } })).toThrow();
   });
 
   it("is documented in docs/controller.md: one table row per key, with its flag and default", () => {

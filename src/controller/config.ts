@@ -1,6 +1,6 @@
 /** @module The controller's configuration: one strict zod schema with a default for every key. */
 import { z } from "zod";
-import { LocalConfigSchema } from "../protocol/index.js";
+import { EnvMapSchema, LocalConfigSchema } from "../protocol/index.js";
 
 /** Every controller setting. Unknown keys fail; units are in the names. */
 export const ControllerConfigSchema = z.strictObject({
@@ -9,7 +9,12 @@ export const ControllerConfigSchema = z.strictObject({
     .default("http://127.0.0.1:8080")
     .describe("gateway base URL"),
   key: z.string().default("").describe("gateway API key (also ARCLIGHT_KEY / AGL_KEY); passed to agents as AGL_KEY"),
-  mode: z.enum(["local"]).default("local").describe("where agents run; `local` spawns processes on this machine"),
+  mode: z
+    .enum(["local", "k8s"])
+    .default("local")
+    .describe(
+      "where agents run; `local` spawns processes on this machine, `k8s` creates one Kubernetes Job per attempt",
+    ),
   pool_size: z.number().int().min(1).default(8).describe("most agent processes alive at once"),
   poll_interval_seconds: z.number().positive().default(1).describe("seconds between reconcile passes"),
   spawn_rate_per_second: z.number().positive().default(20).describe("most process spawns per second (token bucket)"),
@@ -39,6 +44,48 @@ export const ControllerConfigSchema = z.strictObject({
     .describe(
       "also give agents OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY (the proxy's URLs and the gateway key), so a client built with no arguments is captured, and the OTEL_EXPORTER_OTLP_* / OTEL_RESOURCE_ATTRIBUTES variables that send a stock OpenTelemetry SDK's spans to the rollout; an env_map entry of the same name wins",
     ),
+  namespace: z.string().min(1).default("default").describe("k8s: namespace of the Jobs and of the key Secret"),
+  agent_url: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .describe("k8s: gateway base URL as agent pods reach it (e.g. the gateway Service); default: gateway_url"),
+  kubeconfig: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("k8s: kubeconfig file; default: KUBECONFIG, ~/.kube/config, else the pod's in-cluster service account"),
+  max_jobs_per_minute: z.number().positive().default(100).describe("k8s: most Jobs created per minute (token bucket)"),
+  job_burst: z.number().int().min(1).default(10).describe("k8s: Jobs created back to back before the rate applies"),
+  ttl_after_finished_seconds: z
+    .number()
+    .int()
+    .min(0)
+    .default(600)
+    .describe("k8s: ttlSecondsAfterFinished of every Job (Kubernetes deletes a finished Job this long after)"),
+  job_template_file: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("k8s: Job template (Jinja + YAML) for rollouts whose config.k8s is null"),
+  key_secret_name: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "a DNS-1123 subdomain")
+    .default("arclight-agent-key")
+    .describe("k8s: Secret (in the namespace) holding the key-derived agent variables, which Jobs reference"),
+  orphan_grace_seconds: z
+    .number()
+    .min(0)
+    .default(300)
+    .describe("k8s: a finished Job whose rollout the gateway no longer knows is deleted after this long"),
+  pod_log_lines: z
+    .number()
+    .int()
+    .min(1)
+    .default(100)
+    .describe("k8s: last lines of a failed attempt's pod log stored as its `log` event"),
+  k8s_env_map: EnvMapSchema.default({}).describe(
+    "k8s: env var name -> dotted path into the rollout, set in every container, e.g. {QUESTION: 'input.question'}",
+  ),
   log_level: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
     .default("info")
