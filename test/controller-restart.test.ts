@@ -83,4 +83,29 @@ describe("controller restart", () => {
     const [done] = await h.waitTerminal([rollout!.rollout_id]);
     expect(done!.status.error_message).toBe("controller lost the process");
   });
+
+  // Before: after a controller crash and restart, 6 of 16 rollouts whose agents had posted a reward and exited 0 were
+  // failed "controller lost the process": their exit status went with the dead controller.
+  it("reports the true exit status of agents that exited while no controller ran", async () => {
+    const [ok, bad] = await h.create([
+      { rollout_id: "exits-0", input: {}, config: { local: { command: ["sh", "-c", "sleep 1; exit 0"] } } },
+      { rollout_id: "exits-3", input: {}, config: { local: { command: ["sh", "-c", "sleep 1; exit 3"] } } },
+    ]);
+    const first = h.controller();
+    first.start();
+    const pids = await h.waitFor("2 owned processes", () => {
+      try {
+        const owned = ownedPids(h.dir);
+        return Object.keys(owned).length === 2 ? owned : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+    await first.abandon();
+    await h.waitFor("agents exited", () => (Object.values(pids).some(processAlive) ? undefined : true), 10_000);
+    h.controller().start();
+    const [okDone, badDone] = await h.waitTerminal([ok!.rollout_id, bad!.rollout_id]);
+    expect(okDone!.status.state).toBe("succeeded");
+    expect(badDone!.status.error_message).toBe("exited with code 3");
+  });
 });

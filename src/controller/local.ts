@@ -3,8 +3,13 @@
  * own process group with stdout/stderr captured, and killing the whole group (grandchildren included).
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { accessSync, constants, mkdirSync, readFileSync } from "node:fs";
+import { constants as osConstants } from "node:os";
+import { dirname, isAbsolute, join } from "node:path";
 import type { LocalConfig } from "../protocol/index.js";
 import { LogTail } from "./log-tail.js";
+
+const osSignals = osConstants.signals as Record<string, number>;
 
 /** A rollout whose local config says neither what nor how to run; the rollout fails with this message. */
 export class LaunchError extends Error {
@@ -115,6 +120,59 @@ export interface SpawnOptions {
   cwd?: string;
   /** Bytes of combined stdout/stderr kept (see {@link LogTail}). */
   logTailBytes: number;
+  /**
+   * Where the agent's exit status is written when it exits (see {@link readExitFile}), by a small `sh` wrapper that
+   * leads the process group, so the status survives a controller that died meanwhile. Absent: no wrapper.
+   */
+  exitFile?: string;
+}
+
+/**
+ * `sh -c` program run as `sh -c WRAPPER arclight-agent EXIT_FILE FILE ARGS...`: runs the agent, writes its exit status
+ * to EXIT_FILE (temp file + rename, so a reader never sees half of it), and exits with the same status. A signal that
+ * ends the agent shows as 128 + n, which {@link watchExit} turns back into the signal.
+ */
+const EXIT_WRAPPER = 'f=$1; shift; "$@"; code=$?; printf "%s\n" "$code" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$code"';
+
+/** True when `file` names an executable, directly or through `PATH` (a missing one is spawned unwrapped, so ENOENT
+ * still reads "failed to start"). */
+function executableExists(file: string, env: Record<string, string>, cwd: string | undefined): boolean {
+  const candidates = file.includes("/")
+    ? [isAbsolute(file) ? file : join(cwd ?? process.cwd(), file)]
+    : (env.PATH ?? process.env.PATH ?? "").split(":").map((dir) => join(dir || ".", file));
+  return candidates.some((candidate) => {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The exit status an agent exits with when a signal ended it under the wrapper: 128 + the signal's number. */
+function signalOfStatus(code: number): NodeJS.Signals | null {
+  if (code <= 128) return null;
+  const entry = Object.entries(osSignals).find(([, n]) => n === code - 128);
+  return entry ? (entry[0] as NodeJS.Signals) : null;
+}
+
+/**
+ * Reads the exit status the wrapper wrote for an agent.
+ * @param path - the agent's exit file
+ * @returns its exit, or undefined when the file does not exist (the agent still runs, or died with its wrapper)
+ */
+export function readExitFile(path: string): ExitInfo | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
+  const code = Number.parseInt(text.trim(), 10);
+  if (!Number.isInteger(code)) return undefined;
+  const signal = signalOfStatus(code);
+  return signal ? { code: null, signal } : { code, signal: null };
 }
 
 /** One running agent: leader of its own process group, its output captured into a {@link LogTail}. */
@@ -127,22 +185,28 @@ export class AgentProcess {
   private constructor(
     private readonly child: ChildProcess,
     logTailBytes: number,
+    wrapped: boolean,
   ) {
     this.tail = new LogTail(logTailBytes);
     child.stdout?.on("data", (chunk: Buffer) => this.tail.push(chunk));
     child.stderr?.on("data", (chunk: Buffer) => this.tail.push(chunk));
-    this.exited = watchExit(child);
+    this.exited = watchExit(child, wrapped);
   }
 
   /** Spawns `launch` detached (a new process group), stdin closed, stdout/stderr piped. */
   static spawn(launch: Launch, options: SpawnOptions): AgentProcess {
-    const child = spawn(launch.file, launch.args, {
+    const wrap = options.exitFile !== undefined && executableExists(launch.file, options.env, options.cwd);
+    if (wrap) mkdirSync(dirname(options.exitFile!), { recursive: true });
+    const [file, args] = wrap
+      ? ["/bin/sh", ["-c", EXIT_WRAPPER, "arclight-agent", options.exitFile!, launch.file, ...launch.args]]
+      : [launch.file, launch.args];
+    const child = spawn(file, args, {
       env: options.env,
       cwd: options.cwd,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });
-    return new AgentProcess(child, options.logTailBytes);
+    return new AgentProcess(child, options.logTailBytes, wrap);
   }
 
   /** Pid of the leader (= the process group id); undefined when the spawn failed. */
@@ -162,8 +226,11 @@ export class AgentProcess {
   }
 }
 
-/** Waits for exit, kills what is left of the group, then waits (at most 1 s) for stdout/stderr to close. */
-function watchExit(child: ChildProcess): Promise<ExitInfo> {
+/**
+ * Waits for exit, kills what is left of the group, then waits (at most 1 s) for stdout/stderr to close. Under the
+ * exit wrapper, a status of 128 + n is the agent's signal n.
+ */
+function watchExit(child: ChildProcess, wrapped: boolean): Promise<ExitInfo> {
   let closed = false;
   let onClose: () => void = () => {};
   child.on("close", () => {
@@ -176,7 +243,8 @@ function watchExit(child: ChildProcess): Promise<ExitInfo> {
     });
     child.on("exit", (code, signal) => {
       if (child.pid !== undefined) killGroup(child.pid, "SIGKILL");
-      const done = () => resolve({ code, signal });
+      const wrappedSignal = wrapped && code !== null ? signalOfStatus(code) : null;
+      const done = () => resolve(wrappedSignal ? { code: null, signal: wrappedSignal } : { code, signal });
       if (closed) return done();
       const timer = setTimeout(done, 1000);
       onClose = () => {

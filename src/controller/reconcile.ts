@@ -2,13 +2,24 @@
  * @module The local rollout controller: a reconcile loop with the gateway as the source of truth. Each pass reports
  * finished attempts, fails running rollouts whose process is gone, and spawns queuing rollouts up to the pool size.
  */
+
+import { rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { GatewayClient } from "../gateway/client.js";
 import { GatewayUnreachable } from "../gateway/client-errors.js";
 import { currentAttemptOf, type Rollout } from "../protocol/index.js";
 import { buildAgentEnv, EnvMapError } from "./agent-env.js";
 import type { ControllerConfig } from "./config.js";
-import { AgentProcess, type ExitInfo, killGroup, LaunchError, processAlive, resolveLaunch } from "./local.js";
+import {
+  AgentProcess,
+  type ExitInfo,
+  killGroup,
+  LaunchError,
+  processAlive,
+  readExitFile,
+  resolveLaunch,
+} from "./local.js";
 import { type AttemptOutcome, describeExit, isSuperseded, type KillCause, reportOutcome } from "./outcome.js";
 import { SpawnLimiter } from "./spawn-limiter.js";
 import { ControllerStateFile, type OwnedProcess } from "./state-file.js";
@@ -232,6 +243,14 @@ export class LocalController {
         this.adopt(rolloutId, record);
         continue;
       }
+      const exit = record?.attempt_id === attemptId ? readExitFile(this.exitFileOf(rolloutId, attemptId)) : undefined;
+      if (exit !== undefined) {
+        // The agent ended while no controller watched it; its wrapper kept the status.
+        const { state, reason } = describeExit(exit, null, record!.timeout_seconds);
+        this.log.info({ rolloutId, attemptId, state, reason }, "agent exited while the controller was away");
+        this.finished.set(rolloutId, { rolloutId, attemptId, state, reason });
+        continue;
+      }
       this.log.error({ rolloutId, attemptId, pid: record?.pid }, "controller lost the process");
       this.finished.set(rolloutId, { rolloutId, attemptId, state: "failed", reason: "controller lost the process" });
     }
@@ -252,12 +271,25 @@ export class LocalController {
     this.log.info({ rolloutId, attemptId: record.attempt_id, pid: record.pid }, "adopted live rollout process");
   }
 
-  /** Adopted processes that are gone: their exit status went with the old controller. */
+  /**
+   * Adopted processes that are gone: their exit status is the one their wrapper wrote, else lost with the old
+   * controller.
+   */
   private reapAdopted(): void {
     for (const owned of [...this.owned.values()]) {
       if (owned.process !== undefined || processAlive(owned.record.pid)) continue;
-      this.recordExit(owned, { code: null, signal: null }, owned.cause ?? "lost");
+      const exit = readExitFile(this.exitFileOf(owned.rolloutId, owned.record.attempt_id));
+      this.recordExit(owned, exit ?? { code: null, signal: null }, owned.cause ?? (exit ? null : "lost"));
     }
+  }
+
+  /**
+   * Where the exit wrapper of an attempt's agent writes its status: `exits/` beside the state file, so a restarted
+   * controller reads what its predecessor's agents left (the journal of exits not yet reported).
+   */
+  private exitFileOf(rolloutId: string, attemptId: string): string {
+    const name = `${encodeURIComponent(rolloutId)}.${encodeURIComponent(attemptId)}.exit`;
+    return join(dirname(this.config.state_file), "exits", name);
   }
 
   private async startQueuing(): Promise<void> {
@@ -311,7 +343,12 @@ export class LocalController {
     env: Record<string, string>,
   ): void {
     const rolloutId = rollout.rollout_id;
-    const agent = AgentProcess.spawn(launch, { env, cwd: this.config.cwd, logTailBytes: this.config.log_tail_bytes });
+    const agent = AgentProcess.spawn(launch, {
+      env,
+      cwd: this.config.cwd,
+      logTailBytes: this.config.log_tail_bytes,
+      exitFile: this.exitFileOf(rollout.rollout_id, attemptId),
+    });
     const record: OwnedProcess = {
       attempt_id: attemptId,
       // A failed spawn has no pid; its record is never saved and never used to signal (killGroup refuses pid < 2).
@@ -357,6 +394,7 @@ export class LocalController {
     this.owned.delete(owned.rolloutId);
     const { rolloutId, record } = owned;
     if (owned.cancelled) {
+      rmSync(this.exitFileOf(rolloutId, record.attempt_id), { force: true });
       this.records.delete(rolloutId);
       this.saveState();
     } else {
@@ -395,6 +433,7 @@ export class LocalController {
         continue;
       }
       this.finished.delete(outcome.rolloutId);
+      rmSync(this.exitFileOf(outcome.rolloutId, outcome.attemptId), { force: true });
       changed = this.records.delete(outcome.rolloutId) || changed;
     }
     if (changed) this.saveState();
