@@ -11,6 +11,7 @@ import { EnvMapError } from "../agent-env.js";
 import type { ControllerConfig } from "../config.js";
 import { type AttemptOutcome, isSuperseded, reportOutcome } from "../outcome.js";
 import { SpawnLimiter } from "../spawn-limiter.js";
+import { failureLog } from "./failure-log.js";
 import { JobGarbage } from "./job-gc.js";
 import {
   buildJobManifest,
@@ -254,35 +255,8 @@ export class K8sController {
       return;
     }
     this.log.warn({ rolloutId, attemptId, jobName, reason: outcome.reason }, "Job failed");
-    const log = await this.failureLog(jobName, outcome);
+    const log = await failureLog(this.api, jobName, outcome, this.config.pod_log_lines);
     this.finished.set(rolloutId, { rolloutId, attemptId, state: "failed", reason: outcome.reason, log, jobName });
-  }
-
-  /** `data` of the failure's `log` event: the newest pod's last lines, or why they could not be read. */
-  private async failureLog(
-    jobName: string,
-    outcome: JobOutcome & { state: "failed" },
-  ): Promise<Record<string, unknown>> {
-    const data: Record<string, unknown> = {
-      source: "k8s",
-      job_name: jobName,
-      reason: outcome.reason,
-      job_reason: outcome.jobReason,
-    };
-    try {
-      const tail = await this.api.podLogTail(jobName, this.config.pod_log_lines);
-      if (tail === undefined) return { ...data, text: "", log_error: "the Job has no Pod" };
-      return {
-        ...data,
-        pod_name: tail.podName,
-        container: tail.container,
-        exit_code: tail.exitCode,
-        log_source: tail.source,
-        text: tail.text,
-      };
-    } catch (err) {
-      return { ...data, text: "", log_error: (err as Error).message };
-    }
   }
 
   /** Renders the queuing rollouts' templates, failing those that do not render to a Job. */
