@@ -49,7 +49,7 @@ afterEach(async () => {
   for (const h of harnesses.splice(0)) await h.close();
 });
 
-describe.skipIf(skipWithoutKube())("k8s controller on a real API server", () => {
+describe.skipIf(skipWithoutKube())("k8s controller on a real API server", { timeout: 180_000 }, () => {
   beforeAll(async () => {
     cluster = await startKubeCluster();
     kubelet = await startFakeKubelet(cluster);
