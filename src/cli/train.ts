@@ -25,6 +25,7 @@ import { runTraining, type TrainSummary, totalStepsOf } from "../trainer/loop.js
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { VllmSamplerError } from "../trainer/vllm-serving.js";
 import { CliError } from "./cli-error.js";
+import { frozenAgentsStack } from "./frozen-agents.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
 import { readConfigFile } from "./layered-config.js";
@@ -100,10 +101,12 @@ function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, r
   const key = flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "";
   const spec = engineSpecOf(config.engine, flags);
   const vllm = vllmSamplerOf(config, flags, spec);
+  const engine = () => (flags.initFrom === undefined ? createEngine(spec) : initEngine(spec, flags.initFrom));
   return {
     runDir,
     modelName: flags.modelName,
-    engine: () => (flags.initFrom === undefined ? createEngine(spec) : initEngine(spec, flags.initFrom)),
+    engine,
+    ...frozenAgentsStack(config.agents, engine, flags.gatewayUrl === undefined),
     ...(flags.gatewayUrl !== undefined ? { gateway: { url: flags.gatewayUrl, key } } : {}),
     ...(flags.engineUrl !== undefined ? { engineUrl: flags.engineUrl } : {}),
     ...(vllm !== null ? { vllm } : {}),

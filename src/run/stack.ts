@@ -15,6 +15,7 @@ import { GatewayClient } from "../gateway/client.js";
 import type { GatewayUnreachable } from "../gateway/client-errors.js";
 import { collocatedServing, type PolicyServing, remoteServing } from "../trainer/serving.js";
 import { vllmServing } from "../trainer/vllm-serving.js";
+import { type FrozenOptions, startFrozenServing } from "./frozen-serving.js";
 import { startGatewayChild } from "./gateway-child.js";
 
 /** A gateway already running: its URL and API key. */
@@ -45,6 +46,8 @@ export interface StackOptions {
   gateway?: RunningGateway;
   /** More `arclight gateway` flags for the child, e.g. `["--val-temperature", "0"]`. */
   gatewayArgs?: readonly string[];
+  /** Serve frozen agents a second engine with the starting weights (`frozen-serving.ts`); omitted: none. */
+  frozen?: FrozenOptions;
   /** A running engine server's `/v1` URL to publish weights to; omitted: serve the engine from this process. */
   engineUrl?: string;
   /**
@@ -145,6 +148,12 @@ async function gatewayOf(options: StackOptions, stops: Stops): Promise<RunningGa
   return { url: child.url, key: child.key };
 }
 
+/** The engine server of the frozen model, with a close that does not wait for open requests. */
+async function serveForFrozen(engine: Engine, modelName: string) {
+  const { server, endpoint } = await startEngineServer(engine, modelName);
+  return { endpoint, close: () => server.close() };
+}
+
 /** The policy serving: vLLM servers, a running engine server to publish to, or the engine served here. */
 async function servingOf(options: StackOptions, engine: Engine, stops: Stops): Promise<PolicyServing> {
   if (options.vllm !== undefined) {
@@ -179,6 +188,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const client = new GatewayClient({ baseUrl: gateway.url, key: gateway.key });
     stops.add(() => client.close());
     const serving = await servingOf(options, engine, stops);
+    if (options.frozen !== undefined) {
+      const { stop } = await startFrozenServing(options.frozen, client, serveForFrozen, options.runDir);
+      stops.add(stop);
+    }
     if (options.controller !== false) {
       const controller = startController(client, gateway, options.controller, options);
       stops.add(() => controller.shutdown());

@@ -51,12 +51,15 @@ export async function launchGroup(client: GatewayClient, plan: GroupPlan, config
   await client.createRollouts(groupCreates(plan, config));
 }
 
-/** Oldest `server.version` among a rollout's model calls, or null without calls. */
-function oldestCallVersion(events: readonly TripletEventFields[]): number | null {
+/** Oldest `server.version` among a rollout's model calls (the frozen model's left out), or null without calls. */
+function oldestCallVersion(events: readonly TripletEventFields[], frozenModel: string | null): number | null {
   let oldest: number | null = null;
   for (const event of events) {
     if (event.event_type !== "model_request") continue;
-    const version = (event.data as { server?: { version?: unknown } }).server?.version;
+    const server = (event.data as { server?: { model?: unknown; version?: unknown } }).server;
+    // The frozen model stays at version 0 by design: its calls are not stale.
+    if (frozenModel !== null && server?.model === frozenModel) continue;
+    const version = server?.version;
     if (typeof version === "number" && (oldest === null || version < oldest)) oldest = version;
   }
   return oldest;
@@ -88,7 +91,7 @@ export async function readFinishedGroup(
     const all = await client.getTripletEvents(rolloutId);
     group.marks.push({ rolloutId, readUpTo: all.reduce((top, e) => Math.max(top, e.sequence), 0) });
     const events = failed ? all.filter((e) => e.event_type !== "reward") : all;
-    const oldest = oldestCallVersion(events);
+    const oldest = oldestCallVersion(events, config.agents.frozen.length > 0 ? config.agents.frozen_model : null);
     if (oldest !== null && (group.oldestVersion === null || oldest < group.oldestVersion)) group.oldestVersion = oldest;
     group.records.push({ rolloutId, dataId: plan.groupId, events });
   }
