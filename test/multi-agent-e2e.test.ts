@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { createEngine } from "../src/run/engine-factory.js";
 import { tempDir } from "../src/testing/temp-dir.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -22,9 +23,7 @@ const isWeightsFile = (name: string) => name.endsWith(".safetensors") && !name.s
 /** SHA-256 of a checkpoint's weights, as run/frozen-serving.ts computes it (name, then bytes, of each weights file). */
 function weightsSha256(dir: string): string {
   const hash = createHash("sha256");
-  for (const name of readdirSync(dir)
-    .filter((n) => n.endsWith(".safetensors"))
-    .sort()) {
+  for (const name of readdirSync(dir).filter(isWeightsFile).sort()) {
     hash.update(name);
     hash.update(readFileSync(join(dir, name)));
   }
@@ -64,6 +63,12 @@ describe("selective multi-agent training", () => {
     expect(frozen.end_sha256).toBe(frozen.start_sha256);
     const trained = weightsSha256(join(runDir, "checkpoints", "step-000001", "engine"));
     expect(trained).not.toBe(frozen.start_sha256);
+    // The frozen copy holds the starting weights: those of a fresh engine of the run's preset and seed (tiny, 0).
+    const fresh = await createEngine({ kind: "embedded", model: "tiny", seed: 0 });
+    const freshDir = join(dir, "fresh");
+    await fresh.saveCheckpoint(freshDir);
+    fresh.dispose();
+    expect(weightsSha256(freshDir)).toBe(frozen.start_sha256);
 
     // 2. The checker's calls were served by the frozen model (version 0), the others by the policy.
     const db = new Database(join(runDir, "gateway.db"), { readonly: true });

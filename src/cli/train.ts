@@ -25,9 +25,9 @@ import { runTraining, type TrainSummary, totalStepsOf } from "../trainer/loop.js
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { VllmSamplerError } from "../trainer/vllm-serving.js";
 import { CliError } from "./cli-error.js";
-import { frozenAgentsStack } from "./frozen-agents.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
+import { frozenAgentsStack } from "./frozen-agents.js";
 import { readConfigFile } from "./layered-config.js";
 import { type SamplerFlags, vllmSamplerOf } from "./sampler-flags.js";
 

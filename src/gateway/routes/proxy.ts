@@ -98,6 +98,20 @@ async function checkAttempt(ctx: ProxyContext, rolloutId: string, attemptId: str
   }
 }
 
+/** What every call of the plugin shares: store, lookups, upstream pool, tokenizers, agent routes, calls in flight. */
+function proxyContext(store: ProxyRoutesOptions["store"], options: ProxyRoutesOptions["options"]): ProxyContext {
+  const picker = new EndpointPicker(options.endpointCooldownBaseMs, options.endpointCooldownMaxMs);
+  return {
+    store,
+    lookups: new ProxyLookups(store),
+    options,
+    upstream: new UpstreamClient(options, picker),
+    tokenizers: new TokenizerFolders(),
+    routeAgent: agentRouter(options.agentRoutes),
+    inflight: new InflightCalls(),
+  };
+}
+
 /**
  * The proxy routes: `POST {PREFIX}/openai/v1/chat/completions` and `…/completions`, `POST …/responses` (OpenAI
  * Responses API) and `POST {PREFIX}/anthropic/v1/messages` (Anthropic Messages API), both translated to chat
@@ -111,18 +125,7 @@ async function checkAttempt(ctx: ProxyContext, rolloutId: string, attemptId: str
  */
 export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, { store, options, pause }) => {
   pause.onLeaseExpired((reason) => app.log.warn({ reason }, "proxy pause lease expired; proxy resumed"));
-  const picker = new EndpointPicker(options.endpointCooldownBaseMs, options.endpointCooldownMaxMs);
-  const upstream = new UpstreamClient(options, picker);
-  const lookups = new ProxyLookups(store);
-  const ctx: ProxyContext = {
-    store,
-    lookups,
-    options,
-    upstream,
-    tokenizers: new TokenizerFolders(),
-    routeAgent: agentRouter(options.agentRoutes),
-    inflight: new InflightCalls(),
-  };
+  const ctx = proxyContext(store, options);
   closeWithApp(app, ctx, pause);
 
   const history = new ResponseHistory();
@@ -137,7 +140,7 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
       const release = pause.tryEnter();
       if (release === null) return sendPaused(reply, pause);
       try {
-        lookups.refresh();
+        ctx.lookups.refresh();
         await checkAttempt(ctx, rid, aid);
         const body = request.body as JsonBodyText | undefined;
         const value = body?.value;
