@@ -1,6 +1,6 @@
 /** @module The controller's configuration: one strict zod schema with a default for every key. */
 import { z } from "zod";
-import { EnvMapSchema, LocalConfigSchema } from "../protocol/index.js";
+import { EnvMapSchema, LocalConfigSchema, ResourceNameSchema } from "../protocol/index.js";
 
 /** Every controller setting. Unknown keys fail; units are in the names. */
 export const ControllerConfigSchema = z.strictObject({
@@ -37,6 +37,20 @@ export const ControllerConfigSchema = z.strictObject({
     .describe("where the controller records the processes it owns, so a restarted controller finds them"),
   cwd: z.string().optional().describe("working directory of agent processes; default: the controller's"),
   local: LocalConfigSchema.optional().describe("command / agent_class / env_map for rollouts whose config has none"),
+  resources_env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an env var name"), ResourceNameSchema)
+    .default({})
+    .describe(
+      "env var -> resource name: each agent gets the resource's value (the version its rollout pins in metadata.resources, else the latest), e.g. {SYSTEM_PROMPT: prompt}",
+    ),
+  resources_file_env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an env var name"), ResourceNameSchema)
+    .default({})
+    .describe("env var -> resource name: each agent gets the path of a file holding the resource's value"),
+  resources_dir: z
+    .string()
+    .default(".arclight/resources")
+    .describe("folder of the resources_file_env files (NAME-vVERSION.txt)"),
   list_page_size: z.number().int().min(1).max(10_000).default(500).describe("rollouts fetched per list request"),
   standard_env: z
     .boolean()

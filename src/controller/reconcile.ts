@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { GatewayClient } from "../gateway/client.js";
 import { GatewayUnreachable } from "../gateway/client-errors.js";
-import { currentAttemptOf, type Rollout } from "../protocol/index.js";
+import { currentAttemptOf, ResourceNotFound, type Rollout } from "../protocol/index.js";
 import { buildAgentEnv, EnvMapError } from "./agent-env.js";
 import type { ControllerConfig } from "./config.js";
 import {
@@ -21,6 +21,7 @@ import {
   resolveLaunch,
 } from "./local.js";
 import { type AttemptOutcome, describeExit, isSuperseded, type KillCause, reportOutcome } from "./outcome.js";
+import { type ResourceEnv, resolveResourceEnv } from "./resource-env.js";
 import { SpawnLimiter } from "./spawn-limiter.js";
 import { ControllerStateFile, type OwnedProcess } from "./state-file.js";
 
@@ -313,12 +314,15 @@ export class LocalController {
     const local = rollout.config.local ?? this.config.local;
     let launch: ReturnType<typeof resolveLaunch>;
     let env: Record<string, string>;
+    let resources: ResourceEnv;
     try {
       launch = resolveLaunch(local);
       const gateway = { url: this.config.gateway_url, key: this.config.key };
       env = buildAgentEnv(rollout, attemptId, gateway, local?.env_map ?? {}, this.baseEnv, this.config.standard_env);
+      resources = await resolveResourceEnv(this.client, rollout, this.config);
+      env = { ...env, ...resources.env };
     } catch (err) {
-      if (!(err instanceof LaunchError || err instanceof EnvMapError)) throw err;
+      if (!(err instanceof LaunchError || err instanceof EnvMapError || err instanceof ResourceNotFound)) throw err;
       this.log.warn({ rolloutId, attemptId, reason: err.message }, "rollout cannot be started");
       this.finished.set(rolloutId, { rolloutId, attemptId, state: "failed", reason: err.message });
       return false;
@@ -331,6 +335,10 @@ export class LocalController {
         return false;
       }
       throw err;
+    }
+    if (Object.keys(resources.versions).length > 0) {
+      const data = { versions: resources.versions };
+      await this.client.postEvent(rolloutId, attemptId, { event_type: "resources", data });
     }
     this.spawnOwned(rollout, attemptId, launch, env);
     return true;

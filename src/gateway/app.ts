@@ -26,6 +26,7 @@ import { metricsRoutes } from "./routes/metrics.js";
 import { modelRoutes } from "./routes/models.js";
 import { otlpRoutes } from "./routes/otlp.js";
 import { proxyRoutes } from "./routes/proxy.js";
+import { resourceRoutes } from "./routes/resources.js";
 import { rolloutRoutes } from "./routes/rollouts.js";
 
 /** Route plugins mounted on every app, each receiving {@link GatewayRouteOptions}. */
@@ -34,6 +35,7 @@ const ROUTE_PLUGINS: readonly FastifyPluginAsync<GatewayRouteOptions>[] = [
   rolloutRoutes,
   eventRoutes,
   modelRoutes,
+  resourceRoutes,
 ];
 
 /** Dependencies of {@link buildApp}. */

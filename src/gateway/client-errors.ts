@@ -10,6 +10,7 @@ import {
   InvalidTransition,
   NoEndpoint,
   NotFound,
+  ResourceNotFound,
   RolloutFinished,
   RolloutNotFound,
   StaleAttempt,
@@ -43,6 +44,7 @@ export class GatewayClientClosed extends Error {
 /** Error classes rebuilt from a body's `code`; their constructors are bypassed so the server's message is kept. */
 const CLASSES_BY_CODE: Readonly<Record<string, new (...args: never[]) => ArclightError>> = Object.freeze({
   rollout_not_found: RolloutNotFound,
+  resource_not_found: ResourceNotFound,
   invalid_transition: InvalidTransition,
   stale_attempt: StaleAttempt,
   rollout_finished: RolloutFinished,

@@ -10,6 +10,8 @@ import type {
   EventCreateInput,
   Model,
   ModelInput,
+  ResourcesUpdate,
+  ResourceVersion,
   Rollout,
   RolloutCreateInput,
   RolloutPatch,
@@ -242,6 +244,31 @@ export class GatewayClient {
     const path = `/api/rollouts/${enc(rolloutId)}/events`;
     const query = new URLSearchParams({ format: "triplet" });
     return this.send({ method: "GET", path, query, idempotent: true, rolloutId });
+  }
+
+  /**
+   * `POST /api/resources/{name}`: stores a new version of a resource. Not retried after it may have reached the
+   * gateway (a repeat would store one more version).
+   * @returns the stored version
+   * @throws {ValidationFailed} a bad name or a body without `value` (422)
+   */
+  addResource(name: string, value: unknown): Promise<ResourceVersion> {
+    return this.send({ method: "POST", path: `/api/resources/${enc(name)}`, body: { value }, idempotent: false });
+  }
+
+  /**
+   * `GET /api/resources/{name}[?version=N]`.
+   * @returns the latest version, or version N
+   * @throws {ResourceNotFound} no such resource or version
+   */
+  getResource(name: string, version?: number): Promise<ResourceVersion> {
+    const query = new URLSearchParams(version === undefined ? {} : { version: String(version) });
+    return this.send({ method: "GET", path: `/api/resources/${enc(name)}`, query, idempotent: true });
+  }
+
+  /** `GET /api/resources/latest`: the latest of every resource in AGL v1.0's `ResourcesUpdate` shape. */
+  latestResources(): Promise<ResourcesUpdate> {
+    return this.send({ method: "GET", path: "/api/resources/latest", idempotent: true });
   }
 
   /** `POST /api/models`: upsert endpoints by (model, endpoint). @returns the stored models */

@@ -36,6 +36,17 @@ export class RolloutNotFound extends ArclightError {
   }
 }
 
+/** A resource name, or a version of it, that the store does not hold (HTTP 404). */
+export class ResourceNotFound extends ArclightError {
+  constructor(name: string, version?: number) {
+    super(
+      "resource_not_found",
+      404,
+      version === undefined ? `Resource ${name} not found` : `Resource ${name}: version ${version} not found`,
+    );
+  }
+}
+
 /** A status change the rollout state machine forbids, e.g. `succeeded -> running` (HTTP 409). */
 export class InvalidTransition extends ArclightError {
   constructor(rolloutId: string, from: string, to: string) {

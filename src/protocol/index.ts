@@ -7,6 +7,8 @@ export * from "./errors.js";
 export * from "./event.js";
 /** Model endpoints: which OpenAI-compatible servers serve a model, at which policy version. */
 export * from "./model.js";
+/** Named, versioned resources (e.g. a system prompt) and AGL's `ResourcesUpdate` snapshot. */
+export * from "./resource.js";
 /** Rollouts, their configs, creates and patches. */
 export * from "./rollout.js";
 /** Training runs as the dashboard shows them: config and step metrics. */

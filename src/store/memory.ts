@@ -6,6 +6,7 @@ import {
   FIRST_ATTEMPT_ID,
   type Model,
   normalModel,
+  type ResourceVersion,
   type Rollout,
   type RolloutCreate,
   RolloutNotFound,
@@ -48,6 +49,8 @@ export class MemoryStore implements Store {
   private readonly terminal = new Map<number, string>();
   private terminalSeq = 0;
   private readonly models = new Map<string, Model>();
+  /** Resource name → its versions, oldest first (version k at index k-1). */
+  private readonly resources = new Map<string, ResourceVersion[]>();
   private eventCount = 0;
   private closed = false;
   /** Bumped by every write that may change a rollout or a model endpoint (see {@link Store.revision}). */
@@ -204,6 +207,29 @@ export class MemoryStore implements Store {
     const record = this.rollouts.get(rolloutId);
     if (!record) return [];
     return [...new Set(record.events.map((e) => e.attempt_id))];
+  }
+
+  async addResourceVersion(name: string, value: unknown): Promise<ResourceVersion> {
+    this.checkWrite();
+    const versions = this.resources.get(name) ?? [];
+    const stored = { name, version: versions.length + 1, value: structuredClone(value), created_at: nowSeconds() };
+    versions.push(stored);
+    this.resources.set(name, versions);
+    return structuredClone(stored);
+  }
+
+  async getResource(name: string, version?: number): Promise<ResourceVersion | undefined> {
+    this.check();
+    const versions = this.resources.get(name) ?? [];
+    const found = version === undefined ? versions.at(-1) : versions[version - 1];
+    return found === undefined ? undefined : structuredClone(found);
+  }
+
+  async listLatestResources(): Promise<ResourceVersion[]> {
+    this.check();
+    return [...this.resources.keys()]
+      .sort(compare)
+      .map((name) => structuredClone(this.resources.get(name)?.at(-1) as ResourceVersion));
   }
 
   async upsertModels(models: readonly Model[]): Promise<Model[]> {

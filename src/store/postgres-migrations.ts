@@ -339,6 +339,19 @@ export const PG_MIGRATIONS: readonly PgMigration[] = Object.freeze([
       ALTER TABLE models ADD COLUMN tool_parser text;
     `,
   },
+  {
+    version: 7,
+    description: "resources: named, versioned values (e.g. a system prompt), every version kept",
+    sql: `
+      CREATE TABLE resources (
+        name text NOT NULL,
+        version integer NOT NULL,           -- 1, 2, … per name
+        value jsonb NOT NULL,
+        created_at double precision NOT NULL, -- epoch seconds
+        PRIMARY KEY (name, version)
+      );
+    `,
+  },
 ]);
 
 /** The schema version this build writes. */

@@ -19,6 +19,7 @@ import {
   type ModelRow,
   modelFromRow,
   normalModel,
+  type ResourceVersion,
   type Rollout,
   type RolloutCreate,
   RolloutNotFound,
@@ -313,6 +314,36 @@ export class PostgresStore implements Store {
   async listAttempts(rolloutId: string): Promise<string[]> {
     const sql = "SELECT attempt_id FROM events WHERE rollout_id = $1 GROUP BY attempt_id ORDER BY MIN(sequence)";
     return (await this.read<{ attempt_id: string }>("listAttempts", sql, [rolloutId])).map((r) => r.attempt_id);
+  }
+
+  async addResourceVersion(name: string, value: unknown): Promise<ResourceVersion> {
+    return this.write("addResourceVersion", async (client) => {
+      // One writer per name at a time, across every gateway on this database: the next version is never taken twice.
+      await client.query("SELECT pg_advisory_xact_lock(hashtext('arclight.resource:' || $1))", [name]);
+      const createdAt = nowSeconds();
+      const result = await client.query<{ version: number }>(
+        `INSERT INTO resources (name, version, value, created_at)
+         SELECT $1, COALESCE(MAX(version), 0) + 1, $2::jsonb, $3 FROM resources WHERE name = $1 RETURNING version`,
+        [name, JSON.stringify(value), createdAt],
+      );
+      return { name, version: result.rows[0]!.version, value: structuredClone(value), created_at: createdAt };
+    });
+  }
+
+  async getResource(name: string, version?: number): Promise<ResourceVersion | undefined> {
+    const sql = "SELECT name, version, value, created_at FROM resources WHERE name = $1";
+    const rows =
+      version === undefined
+        ? await this.read<ResourceVersion>("getResource", `${sql} ORDER BY version DESC LIMIT 1`, [name])
+        : await this.read<ResourceVersion>("getResource", `${sql} AND version = $2`, [name, version]);
+    return rows[0];
+  }
+
+  async listLatestResources(): Promise<ResourceVersion[]> {
+    return this.read<ResourceVersion>(
+      "listLatestResources",
+      `SELECT DISTINCT ON (name) name, version, value, created_at FROM resources ORDER BY name, version DESC`,
+    );
   }
 
   async upsertModels(models: readonly Model[]): Promise<Model[]> {

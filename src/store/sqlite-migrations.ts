@@ -96,6 +96,19 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       ALTER TABLE models ADD COLUMN tool_parser TEXT;
     `,
   },
+  {
+    version: 5,
+    description: "resources: named, versioned values (e.g. a system prompt), every version kept",
+    sql: `
+      CREATE TABLE resources (
+        name TEXT NOT NULL,
+        version INTEGER NOT NULL,           -- 1, 2, … per name
+        value TEXT NOT NULL,                -- JSON
+        created_at REAL NOT NULL,           -- epoch seconds
+        PRIMARY KEY (name, version)
+      );
+    `,
+  },
 ]);
 
 /** The schema version this build writes. */

@@ -14,6 +14,7 @@ import {
   type ModelRow,
   modelFromRow,
   normalModel,
+  type ResourceVersion,
   type Rollout,
   type RolloutCreate,
   RolloutNotFound,
@@ -38,6 +39,18 @@ import {
   rolloutToParams,
 } from "./sqlite-rows.js";
 import type { EventQuery, EventWrite, RolloutQuery, Store } from "./store.js";
+
+/** A `resources` row as SQLite returns it (`value` is JSON text). */
+interface ResourceRow {
+  name: string;
+  version: number;
+  value: string;
+  created_at: number;
+}
+
+function resourceFromRow(row: ResourceRow): ResourceVersion {
+  return { name: row.name, version: row.version, value: JSON.parse(row.value), created_at: row.created_at };
+}
 
 /** Options of {@link SqliteStore.open}. */
 export interface SqliteStoreOptions {
@@ -382,6 +395,41 @@ export class SqliteStore implements Store {
     this.read();
     const sql = "SELECT attempt_id FROM events WHERE rollout_id = ? GROUP BY attempt_id ORDER BY MIN(sequence)";
     return this.stmt(sql).pluck().all(rolloutId) as string[];
+  }
+
+  async addResourceVersion(name: string, value: unknown): Promise<ResourceVersion> {
+    return this.write(() => {
+      // Inside the write transaction (BEGIN IMMEDIATE): no other connection can take the same next version.
+      const next = (this.stmt("SELECT COALESCE(MAX(version), 0) + 1 FROM resources WHERE name = ?").pluck().get(name) ??
+        1) as number;
+      const createdAt = nowSeconds();
+      this.stmt("INSERT INTO resources (name, version, value, created_at) VALUES (?, ?, ?, ?)").run(
+        name,
+        next,
+        JSON.stringify(value),
+        createdAt,
+      );
+      return { name, version: next, value: structuredClone(value), created_at: createdAt };
+    });
+  }
+
+  async getResource(name: string, version?: number): Promise<ResourceVersion | undefined> {
+    this.read();
+    const sql = "SELECT name, version, value, created_at FROM resources WHERE name = ?";
+    const row = (
+      version === undefined
+        ? this.stmt(`${sql} ORDER BY version DESC LIMIT 1`).get(name)
+        : this.stmt(`${sql} AND version = ?`).get(name, version)
+    ) as ResourceRow | undefined;
+    return row === undefined ? undefined : resourceFromRow(row);
+  }
+
+  async listLatestResources(): Promise<ResourceVersion[]> {
+    this.read();
+    const rows = this.stmt(`SELECT r.name, r.version, r.value, r.created_at FROM resources r
+      JOIN (SELECT name, MAX(version) AS version FROM resources GROUP BY name) latest
+      ON r.name = latest.name AND r.version = latest.version ORDER BY r.name`).all() as ResourceRow[];
+    return rows.map(resourceFromRow);
   }
 
   async upsertModels(models: readonly Model[]): Promise<Model[]> {

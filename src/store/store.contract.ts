@@ -1,13 +1,15 @@
 /**
  * @module The contract every `Store` passes: one suite, run by `memory.test.ts`, `sqlite.test.ts` and
  * `postgres.test.ts`. Each test builds its own store through `makeStore` and closes it afterwards. The cases live in
- * `testing/contract-rollouts.ts`, `testing/contract-events.ts` and `testing/contract-attempts.ts`.
+ * `testing/contract-rollouts.ts`, `testing/contract-events.ts`, `testing/contract-attempts.ts` and
+ * `testing/contract-resources.ts`.
  */
 import { afterEach, describe, it } from "vitest";
 import type { Store } from "./store.js";
 import { attemptCases } from "./testing/contract-attempts.js";
 import { eventCases } from "./testing/contract-events.js";
 import type { ContractContext } from "./testing/contract-helpers.js";
+import { resourceCases } from "./testing/contract-resources.js";
 import { rolloutCases } from "./testing/contract-rollouts.js";
 
 /** Builds a fresh, empty store for one test. */
@@ -43,5 +45,6 @@ export function runStoreContract(name: string, makeStore: MakeStore, skips: Cont
     rolloutCases(context);
     eventCases(context);
     attemptCases(context);
+    resourceCases(context);
   });
 }

@@ -7,6 +7,7 @@ import type {
   Event,
   EventCreate,
   Model,
+  ResourceVersion,
   Rollout,
   RolloutCreate,
   RolloutPatch,
@@ -102,6 +103,16 @@ export interface Store {
   listModels(model?: string): Promise<Model[]>;
   /** Removes every registered endpoint, or those of one model. @returns how many were removed */
   deleteModels(model?: string): Promise<number>;
+  /**
+   * Stores a new version of a named resource: version 1 for a new name, else the latest + 1 (atomic, also across
+   * gateways sharing one database).
+   * @returns the stored version
+   */
+  addResourceVersion(name: string, value: unknown): Promise<ResourceVersion>;
+  /** @returns one version of a resource (the latest when `version` is omitted), or undefined when there is none */
+  getResource(name: string, version?: number): Promise<ResourceVersion | undefined>;
+  /** @returns the latest version of every resource, ordered by name */
+  listLatestResources(): Promise<ResourceVersion[]>;
   /** @returns the number of rollouts in each state (every state present, 0 when none) */
   countByState(): Promise<Record<RolloutState, number>>;
   /** @returns the number of stored events */

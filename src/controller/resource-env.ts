@@ -1,0 +1,77 @@
+/**
+ * @module Resources delivered to agents with no code change: for each `resources_env` entry the controller reads the
+ * named resource from the gateway (the version the rollout pins in `metadata.resources`, else the latest) and sets
+ * the env var to its value; for each `resources_file_env` entry it writes the value to a file and sets the env var to
+ * the file's path. The versions used are recorded on the attempt as a `resources` event.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { GatewayClient } from "../gateway/client.js";
+import type { ResourceVersion, ResourceVersions, Rollout } from "../protocol/index.js";
+
+/** What the controller config says about resources. */
+export interface ResourceEnvConfig {
+  /** Env var name → resource name; the var holds the value (a string as is, anything else as JSON). */
+  resources_env: Readonly<Record<string, string>>;
+  /** Env var name → resource name; the var holds the path of a file with the value. */
+  resources_file_env: Readonly<Record<string, string>>;
+  /** Folder of those files (`NAME-vVERSION.txt`). */
+  resources_dir: string;
+}
+
+/** The env vars an agent gets from resources, and the versions they came from. */
+export interface ResourceEnv {
+  env: Record<string, string>;
+  /** Resource name → version used; empty when the config names no resource. */
+  versions: ResourceVersions;
+}
+
+/** The version a rollout pins for a resource (`metadata.resources.NAME`), or undefined for the latest. */
+function pinnedVersion(rollout: Rollout, name: string): number | undefined {
+  const pins = (rollout.metadata as { resources?: unknown }).resources;
+  if (pins === null || typeof pins !== "object") return undefined;
+  const version = (pins as Record<string, unknown>)[name];
+  return typeof version === "number" && Number.isInteger(version) ? version : undefined;
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/**
+ * Reads the resources a rollout's agent gets and builds its env vars.
+ * @param client - gateway client
+ * @param rollout - the rollout to start (its `metadata.resources` may pin versions: `{prompt: 3}`)
+ * @param config - `resources_env`, `resources_file_env`, `resources_dir`
+ * @returns the env vars and the versions used
+ * @throws {ResourceNotFound} when a named resource (or a pinned version) does not exist
+ */
+export async function resolveResourceEnv(
+  client: GatewayClient,
+  rollout: Rollout,
+  config: ResourceEnvConfig,
+): Promise<ResourceEnv> {
+  const out: ResourceEnv = { env: {}, versions: {} };
+  const cache = new Map<string, ResourceVersion>();
+  const read = async (name: string) => {
+    let found = cache.get(name);
+    if (found === undefined) {
+      found = await client.getResource(name, pinnedVersion(rollout, name));
+      cache.set(name, found);
+      out.versions[name] = found.version;
+    }
+    return found;
+  };
+  for (const [envName, name] of Object.entries(config.resources_env)) {
+    out.env[envName] = text((await read(name)).value);
+  }
+  for (const [envName, name] of Object.entries(config.resources_file_env)) {
+    const resource = await read(name);
+    mkdirSync(config.resources_dir, { recursive: true });
+    // One file per version, written once: a running agent never sees its file change under it.
+    const path = join(config.resources_dir, `${name}-v${resource.version}.txt`);
+    writeFileSync(path, text(resource.value));
+    out.env[envName] = path;
+  }
+  return out;
+}
