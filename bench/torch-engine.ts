@@ -22,6 +22,11 @@ const PROMPT_LEN = 16;
 const CONCURRENCY = 16;
 const REPS = 3;
 const ROUNDS = 3;
+/**
+ * torch threads of both the worker and the plain loop (each sets it on the thread that computes). One: on the shared
+ * 2-core machine two OpenMP threads measured slower than one, and both sides must use the same count.
+ */
+const THREADS = 1;
 
 const rng = new Rng(123);
 const randomIds = (n: number): number[] => Array.from({ length: n }, () => Math.floor(rng.nextFloat() * 256));
@@ -72,6 +77,7 @@ async function samplingTokensPerS(engine: Engine): Promise<number> {
 /** The plain PyTorch loop's best train tokens/s. */
 function plainLoopTokensPerS(python: string): number {
   const argv = ["bench/torch-plain-loop.py", "--batch", `${BATCH}`, "--seq-len", `${SEQ_LEN}`, "--reps", `${REPS}`];
+  argv.push("--threads", `${THREADS}`);
   const out = spawnSync(python, argv, {
     encoding: "utf8",
     env: { ...process.env, PYTHONPATH: "python" },
@@ -92,6 +98,7 @@ console.log(
     loadavg1m: Number(loadavg()[0]!.toFixed(2)),
     batch: BATCH,
     seqLen: SEQ_LEN,
+    torchThreads: THREADS,
   }),
 );
 
@@ -100,7 +107,13 @@ const embeddedTrain = await trainTokensPerS(embedded);
 const embeddedSampling = await samplingTokensPerS(embedded);
 embedded.dispose();
 
-const torch = await RemoteEngine.start({ python, model: "new:qwen2-tiny", contextLength: SEQ_LEN, seed: 1 });
+const torch = await RemoteEngine.start({
+  python,
+  model: "new:qwen2-tiny",
+  contextLength: SEQ_LEN,
+  seed: 1,
+  threads: THREADS,
+});
 const torchSampling = await samplingTokensPerS(torch);
 // Protocol vs plain loop, interleaved in rounds so both see the same machine load; best of each.
 let torchTrain = 0;

@@ -2,10 +2,15 @@
 model and batch shape as the torch engine bench: B rows of T random ids, SFT cross-entropy on every next token,
 global-norm clip 1, torch AdamW. Prints one JSON line with the mean and best step time.
 
-Usage: python bench/torch-plain-loop.py --batch 32 --seq-len 128 --reps 3"""
+The steps run on a second thread with `--threads` set on it, as the worker runs them on an HTTP handler thread with
+its `--threads`: torch's thread count is per OS thread, and on a loaded 2-core machine two OpenMP threads on the
+main thread measured ~6x slower than one (a wrong baseline once gave a protocol/plain ratio of 8.46).
+
+Usage: python bench/torch-plain-loop.py --batch 32 --seq-len 128 --reps 3 --threads 1"""
 
 import argparse
 import json
+import threading
 import time
 
 import torch
@@ -19,7 +24,17 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
+    result: dict = {}
+    runner = threading.Thread(target=lambda: result.update(measure(args)))
+    runner.start()
+    runner.join()
+    print(json.dumps(result))
+
+
+def measure(args: argparse.Namespace) -> dict:
+    torch.set_num_threads(args.threads)
     policy = load_policy(args.model, seed=1, context_length=args.seq_len)
     model = policy.model
     model.eval()  # as the worker: no dropout (Qwen2 has none at rate 0, but eval also skips train-only paths)
@@ -42,7 +57,7 @@ def main() -> None:
         step()
         times.append(time.perf_counter() - start)
     tokens = args.batch * (args.seq_len - 1)
-    print(json.dumps({"tokens": tokens, "mean_s": sum(times) / len(times), "best_s": min(times), "threads": torch.get_num_threads()}))
+    return {"tokens": tokens, "mean_s": sum(times) / len(times), "best_s": min(times), "threads": torch.get_num_threads()}
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
  * same turn, so demonstrations recorded through the gateway train the policy token for token.
  */
 
+import type { ChatTemplate } from "../../src/engine/chat-template.js";
 import { ChatMLTemplate, toolCallText } from "../../src/engine/embedded/chat-template.js";
 import { ByteTokenizer } from "../../src/engine/embedded/tokenizer.js";
 import type {
@@ -16,7 +17,8 @@ import type {
   TrainMetrics,
   TrainRow,
 } from "../../src/engine/engine.js";
-import { type ChatMessage, type TeacherOptions, teacherReply } from "./teacher.js";
+import type { Tokenizer } from "../../src/engine/tokenizer.js";
+import { type ChatMessage, type TeacherOptions, type TeacherReply, teacherReply } from "./teacher.js";
 
 /** A chat turn read back from a rendered prompt. */
 interface Turn {
@@ -40,7 +42,7 @@ export function promptTurns(text: string): Turn[] {
 }
 
 /** The chat as the teacher reads it: user and tool turns as messages, an assistant turn as a (tool-calling) turn. */
-function teacherMessages(turns: readonly Turn[]): ChatMessage[] {
+export function teacherMessages(turns: readonly Turn[]): ChatMessage[] {
   return turns
     .filter((turn) => turn.role !== "system")
     .map((turn) =>
@@ -51,26 +53,69 @@ function teacherMessages(turns: readonly Turn[]): ChatMessage[] {
 }
 
 /**
+ * How the teacher reads a prompt and writes its turn in one policy's tokens: the policy's tokenizer and chat template
+ * (the engine server renders prompts with them), the id that ends a turn, and the turn's ids.
+ */
+export interface TeacherCodec {
+  readonly tokenizer: Tokenizer;
+  readonly chatTemplate: ChatTemplate;
+  /** The id that ends an assistant turn (`<|im_end|>`). */
+  readonly endId: number;
+  /** The chat a rendered prompt holds, as the teacher reads it. @throws when it cannot be read */
+  messages(promptTokenIds: readonly number[]): ChatMessage[];
+  /** The ids the policy's template gives the reply after the generation prompt, `endId` last. */
+  replyIds(reply: TeacherReply): number[];
+}
+
+/**
+ * The embedded policy's codec: byte tokenizer and ChatML (`<tool_call>{"name": …, "arguments": …}</tool_call>`).
+ * @returns the codec
+ */
+export function byteCodec(): TeacherCodec {
+  const tokenizer = new ByteTokenizer();
+  return {
+    tokenizer,
+    chatTemplate: new ChatMLTemplate(tokenizer),
+    endId: tokenizer.imEndId,
+    messages: (ids) => teacherMessages(promptTurns(tokenizer.decode(ids, false))),
+    replyIds(reply) {
+      if (!("tool_calls" in reply)) return [...tokenizer.encode(reply.content), tokenizer.imEndId];
+      const calls = reply.tool_calls.flatMap((call) => [
+        tokenizer.toolCallStartId,
+        ...tokenizer.encode(toolCallText(call)),
+        tokenizer.toolCallEndId,
+      ]);
+      return [...calls, tokenizer.imEndId];
+    },
+  };
+}
+
+/**
  * An `Engine` that answers every chat with the calculator teacher's next turn. Generation is deterministic and its
  * logprobs are 0 (the teacher is certain); training and checkpoints are not supported.
  */
 export class TeacherEngine implements Engine {
   readonly policyVersion = 0;
   readonly contextLength: number;
-  /** The byte tokenizer of the embedded policy, so recorded ids train it token for token. */
-  readonly tokenizer = new ByteTokenizer();
-  /** The embedded policy's ChatML template. */
-  readonly chatTemplate = new ChatMLTemplate(this.tokenizer);
+  /** The policy's tokenizer, so recorded ids train it token for token. */
+  readonly tokenizer: Tokenizer;
+  /** The policy's chat template. */
+  readonly chatTemplate: ChatTemplate;
 
   private readonly options: TeacherOptions;
+  private readonly codec: TeacherCodec;
 
   /**
    * @param contextLength - context reported to the server (tokens); default 256, the tiny policy's
    * @param options - how the teacher behaves (see {@link TeacherOptions}); default: always the tool
+   * @param codec - the policy's tokens; default the embedded policy's ({@link byteCodec})
    */
-  constructor(contextLength = 256, options: TeacherOptions = {}) {
+  constructor(contextLength = 256, options: TeacherOptions = {}, codec: TeacherCodec = byteCodec()) {
     this.contextLength = contextLength;
     this.options = options;
+    this.codec = codec;
+    this.tokenizer = codec.tokenizer;
+    this.chatTemplate = codec.chatTemplate;
   }
 
   /**
@@ -78,22 +123,13 @@ export class TeacherEngine implements Engine {
    * answer text then `<|im_end|>`; a chat the teacher cannot read gets an empty turn (`<|im_end|>` only).
    */
   turnIds(promptTokenIds: readonly number[]): number[] {
-    const tok = this.tokenizer;
-    let reply: ReturnType<typeof teacherReply>;
+    let reply: TeacherReply;
     try {
-      reply = teacherReply(teacherMessages(promptTurns(tok.decode(promptTokenIds, false))), this.options);
+      reply = teacherReply(this.codec.messages(promptTokenIds), this.options);
     } catch {
-      return [tok.imEndId];
+      return [this.codec.endId];
     }
-    if ("tool_calls" in reply) {
-      const calls = reply.tool_calls.flatMap((call) => [
-        tok.toolCallStartId,
-        ...tok.encode(toolCallText(call)),
-        tok.toolCallEndId,
-      ]);
-      return [...calls, tok.imEndId];
-    }
-    return [...tok.encode(reply.content), tok.imEndId];
+    return this.codec.replyIds(reply);
   }
 
   async generate(requests: GenerationRequest[]): Promise<GenerationResult[]> {
@@ -104,7 +140,7 @@ export class TeacherEngine implements Engine {
         tokenIds,
         logprobs: tokenIds.map(() => 0),
         finishReason: "stop",
-        stopReason: this.tokenizer.imEndId,
+        stopReason: this.codec.endId,
         policyVersion: this.policyVersion,
       };
     });

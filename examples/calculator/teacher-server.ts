@@ -4,26 +4,34 @@
  * gateway as the model endpoint and run the real agent under the controller: the gateway records demonstrations as
  * ordinary triplets, ready for SFT.
  *
- * Run: `npx tsx examples/calculator/teacher-server.ts [--port N] [--mental-math-share X]`; prints `teacher listening on http://127.0.0.1:N/v1`
+ * Run: `npx tsx examples/calculator/teacher-server.ts [--port N] [--mental-math-share X] [--model-name NAME]
+ * [--hf-tokenizer DIR --vocab-size V]` (NAME default `teacher`); prints `teacher listening on http://127.0.0.1:N/v1`. `--hf-tokenizer` writes the ids of a Hugging
+ * Face policy (the torch engine's tokenizer folder) instead of the embedded policy's bytes.
  * once it listens, and stops on SIGTERM or SIGINT.
  */
 import { pathToFileURL } from "node:url";
 import type { FastifyInstance } from "fastify";
 import { buildEngineServer } from "../../src/engine/server/app.js";
 import type { TeacherOptions } from "./teacher.js";
-import { TeacherEngine } from "./teacher-engine.js";
+import { hfCodec } from "./teacher-codec-hf.js";
+import { byteCodec, type TeacherCodec, TeacherEngine } from "./teacher-engine.js";
 
 /**
  * Starts the teacher server on 127.0.0.1.
  * @param port - TCP port; 0 picks a free one
  * @param options - how the teacher behaves (see {@link TeacherOptions})
+ * @param codec - the policy's tokens (default the embedded policy's bytes)
+ * @param modelName - the model name it serves (like vLLM's `--served-model-name`: requests naming another are 404);
+ *   register it with the gateway under this name
  * @returns the server and its OpenAI base URL (ending in `/v1`)
  */
 export async function startTeacherServer(
   port = 0,
   options: TeacherOptions = {},
+  codec: TeacherCodec = byteCodec(),
+  modelName = "teacher",
 ): Promise<{ server: FastifyInstance; endpoint: string }> {
-  const server = await buildEngineServer({ engine: new TeacherEngine(256, options), modelName: "teacher" });
+  const server = await buildEngineServer({ engine: new TeacherEngine(256, options, codec), modelName });
   const url = await server.listen({ host: "127.0.0.1", port });
   return { server, endpoint: `${url}/v1` };
 }
@@ -50,9 +58,26 @@ function mentalMathFlag(argv: readonly string[]): number {
   return share;
 }
 
+/** The codec `--hf-tokenizer DIR --vocab-size V` names (default the byte codec). */
+function codecFlag(argv: readonly string[]): TeacherCodec {
+  const index = argv.indexOf("--hf-tokenizer");
+  if (index < 0) return byteCodec();
+  const vocab = Number(argv[argv.indexOf("--vocab-size") + 1]);
+  if (!Number.isInteger(vocab) || vocab < 1) throw new Error("--hf-tokenizer needs --vocab-size N (the model's)");
+  return hfCodec(argv[index + 1] as string, vocab);
+}
+
 async function main(): Promise<void> {
   const options = { mentalMathShare: mentalMathFlag(process.argv) };
-  const { server, endpoint } = await startTeacherServer(portFlag(process.argv), options);
+  const name = process.argv.includes("--model-name")
+    ? process.argv[process.argv.indexOf("--model-name") + 1]
+    : undefined;
+  const { server, endpoint } = await startTeacherServer(
+    portFlag(process.argv),
+    options,
+    codecFlag(process.argv),
+    name ?? "teacher",
+  );
   console.log(`teacher listening on ${endpoint}`);
   const stop = () => void server.close();
   process.once("SIGTERM", stop);

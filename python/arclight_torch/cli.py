@@ -58,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"arclight-torch: {error}", file=sys.stderr)
         return 2
-    worker = Worker(policy, token_budget=args.micro_batch_tokens, max_batch_size=args.max_batch_size)
+    worker = Worker(
+        policy, token_budget=args.micro_batch_tokens, max_batch_size=args.max_batch_size, threads=args.threads
+    )
     server = make_server(worker, args.host, args.port)
     host, port = server.server_address[:2]
     print(f"arclight-torch listening on http://{host}:{port}", flush=True)

@@ -27,8 +27,11 @@ class _Ticket:
 class Worker:
     """Serialises every use of the weights; generation is batched across concurrent callers."""
 
-    def __init__(self, policy: Policy, *, token_budget: int = 16384, max_batch_size: int = 64):
+    def __init__(self, policy: Policy, *, token_budget: int = 16384, max_batch_size: int = 64, threads: int = 0):
         self.policy = policy
+        # torch's thread count is per OS thread (OpenMP's is): the work runs on HTTP handler threads and the
+        # generate thread, not on the thread that parsed the flags, so each sets it before computing (0: torch's).
+        self.threads = threads
         self.optimizer = make_optimizer(policy.model)
         self.policy_version = 0
         self.token_budget = token_budget
@@ -76,11 +79,13 @@ class Worker:
                 raise OutOfRange(f"sequence of {len(row)} tokens exceeds the context of {self.policy.context_length} tokens")
             check_ids(row, self.vocab)
         with self._lock:
+            self._use_threads()
             return score(self.policy.model, rows, self.token_budget)
 
     def train_step(self, rows: list[TrainRow], loss: LossConfig, optimizer: OptimizerConfig) -> dict:
         check_rows(rows, self.policy.context_length, self.vocab, loss)
         with self._lock:
+            self._use_threads()
             metrics: TrainMetrics = train_step(self.policy.model, self.optimizer, rows, loss, optimizer, self.token_budget)
             if not metrics.non_finite_skipped:
                 self.policy_version += 1
@@ -99,7 +104,12 @@ class Worker:
         with self._lock:
             self.optimizer = make_optimizer(self.policy.model)
 
+    def _use_threads(self) -> None:
+        if self.threads > 0 and torch.get_num_threads() != self.threads:
+            torch.set_num_threads(self.threads)
+
     def _schedule(self) -> None:
+        self._use_threads()
         while True:
             with self._queued:
                 while not self._queue:

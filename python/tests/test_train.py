@@ -57,3 +57,28 @@ def test_sft_steps_lower_the_loss_on_their_rows(worker):
         last = worker.train_step(rows, SFT, settings)["loss"]
     assert last < first - 0.5
     assert worker.policy_version == 11
+
+
+def test_threads_apply_on_the_thread_that_trains():
+    """torch's thread count is per OS thread: a worker given `threads` sets it on the (handler) thread that trains."""
+    import threading
+
+    import torch
+
+    from arclight_torch.model import load_policy
+    from arclight_torch.schema import LossConfig, OptimizerConfig, TrainRow
+    from arclight_torch.worker import Worker
+
+    worker = Worker(load_policy("new:qwen2-tiny", seed=0, context_length=64), token_budget=256, threads=1)
+    seen = []
+
+    def train():
+        torch.set_num_threads(2)  # a fresh handler thread may start with any count
+        row = TrainRow(token_ids=[5, 9, 12, 2], loss_mask=[0, 1, 1, 1], advantages=[0, 0, 0, 0])
+        worker.train_step([row], LossConfig(kind="sft", aggregation="token-mean"), OptimizerConfig(learning_rate=1e-3))
+        seen.append(torch.get_num_threads())
+
+    thread = threading.Thread(target=train)
+    thread.start()
+    thread.join()
+    assert seen == [1]

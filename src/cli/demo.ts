@@ -8,7 +8,8 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { type DemoSummary, runDemo } from "../demo/run-demo.js";
-import { type DemoBudget, FULL_BUDGET, QUICK_BUDGET } from "../demo/settings.js";
+import { type DemoBudget, FULL_BUDGET, QUICK_BUDGET, TORCH_BUDGET } from "../demo/settings.js";
+import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, integerFlag, listenForInterrupt, logLevel, positiveInt, presetFlag } from "./common-flags.js";
 
@@ -18,6 +19,10 @@ interface DemoFlags {
   quick?: boolean;
   steps?: string;
   preset?: string;
+  /** embedded (default) or torch. */
+  engine: string;
+  /** Python with arclight-torch, for --engine torch. */
+  python: string;
   seed: string;
   logLevel: string;
 }
@@ -27,7 +32,7 @@ const MARKER = "demo-run.json";
 
 /** The budget from `--quick` and `--steps` (validation still runs after the last step). */
 function budgetOf(flags: DemoFlags): DemoBudget {
-  const base = flags.quick ? QUICK_BUDGET : FULL_BUDGET;
+  const base = flags.quick ? QUICK_BUDGET : flags.engine === "torch" ? TORCH_BUDGET : FULL_BUDGET;
   if (flags.steps === undefined) return base;
   const rlSteps = positiveInt("--steps", flags.steps);
   return { ...base, rlSteps, valInterval: Math.min(base.valInterval, rlSteps) };
@@ -67,11 +72,26 @@ function printSummary(summary: DemoSummary, runDir: string): void {
   );
 }
 
+/**
+ * The torch engine's settings `--engine` and `--python` name, or undefined for the embedded engine.
+ * @throws {CliError} for an unknown --engine, or --preset with --engine torch
+ */
+function torchOf(flags: DemoFlags): { python: string } | undefined {
+  if (flags.engine !== "embedded" && flags.engine !== "torch") {
+    throw new CliError(`--engine ${flags.engine}: expected embedded or torch`);
+  }
+  if (flags.engine === "embedded") return undefined;
+  if (flags.preset !== undefined)
+    throw new CliError("--preset: embedded engine presets only (not with --engine torch)");
+  return { python: flags.python };
+}
+
 /** Runs the command. */
 async function demo(flags: DemoFlags): Promise<void> {
   checkRunName("--name", flags.name);
   const level = logLevel(flags.logLevel);
   const preset = flags.preset === undefined ? null : presetFlag("--preset", flags.preset);
+  const torch = torchOf(flags);
   const seed = integerFlag("--seed", flags.seed);
   const budget = budgetOf(flags);
   const runDir = resolve("runs", flags.name);
@@ -84,12 +104,14 @@ async function demo(flags: DemoFlags): Promise<void> {
       runDir,
       budget,
       preset,
+      ...(torch ? { torch } : {}),
       seed,
       logger: pino({ level }),
       signal: interrupt.signal,
     });
     printSummary(summary, runDir);
   } catch (err) {
+    if (err instanceof TorchPackageMissing) throw new CliError(err.message);
     if (!interrupt.signal.aborted) throw err;
     console.error("arclight demo: stopped");
     process.exitCode = 130;
@@ -112,6 +134,12 @@ export function registerDemo(program: Command): void {
     .option("--quick", "a cut-down run: checks the pipeline, learns nothing")
     .option("--steps <n>", `GRPO steps (default ${FULL_BUDGET.rlSteps}; --quick ${QUICK_BUDGET.rlSteps})`)
     .option("--preset <name>", "embedded engine model preset instead of the demo's 2-block model (tiny, bench, small)")
+    .option(
+      "--engine <kind>",
+      "embedded, or torch: the tiny Qwen2 in a PyTorch worker (docs/torch-engine.md)",
+      "embedded",
+    )
+    .option("--python <path>", "--engine torch: Python interpreter with the arclight-torch package", "python3")
     .option("--seed <n>", "seed of the weight init and the SFT row order", "0")
     .option("--log-level <level>", "pino log level of the components", "warn")
     .action(demo);

@@ -8,6 +8,8 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
+import type { Engine } from "../engine/engine.js";
+import { RemoteEngine } from "../engine/remote/remote-engine.js";
 import { dashboardUrl } from "../gateway/dashboard/url.js";
 import { type Stack, type StackOptions, withStack } from "../run/stack.js";
 import { engineCheckpointDir, loadLatestCheckpoint } from "../trainer/checkpoint.js";
@@ -23,7 +25,16 @@ import { validationRolloutIds } from "../trainer/validation.js";
 import { startPhase } from "./progress.js";
 import { rewardTableReporter } from "./reporter.js";
 import { readRewardCurves, writeRewardPlots } from "./run-plots.js";
-import { DEMO_MODEL, DEMO_POSITION_INIT, type DemoBudget, demoTrainerConfig, isDemoProblem } from "./settings.js";
+import {
+  DEMO_MODEL,
+  DEMO_POSITION_INIT,
+  type DemoBudget,
+  demoTrainerConfig,
+  isDemoProblem,
+  TORCH_DEMO_CONTEXT,
+  TORCH_DEMO_MODEL,
+  TORCH_TOKENIZER_DIR,
+} from "./settings.js";
 import { startTeacherChild } from "./teacher-child.js";
 
 /** What to run. */
@@ -32,8 +43,13 @@ export interface DemoOptions {
   /** runs/NAME (absolute). */
   runDir: string;
   budget: DemoBudget;
-  /** A model preset name, or null for the demo's own shape ({@link DEMO_MODEL}). */
+  /** A model preset name, or null for the demo's own shape ({@link DEMO_MODEL}). Embedded engine only. */
   preset: ModelPreset | null;
+  /**
+   * The policy's engine: embedded (absent), or torch with the Python interpreter that has arclight-torch (the tiny
+   * Qwen2 with random weights, {@link TORCH_DEMO_MODEL}).
+   */
+  torch?: { python: string };
   seed: number;
   logger: Logger;
   /** Where the narration goes (default process.stdout). */
@@ -65,15 +81,28 @@ const MODEL_NAME = "policy";
 interface DemoRun {
   options: DemoOptions;
   stack: Stack;
-  /** The embedded policy (the stack serves it; the demo also resets its optimiser). */
-  engine: EmbeddedEngine;
+  /** The policy (the stack serves it; the demo also resets its optimiser). */
+  engine: Engine;
   config: Readonly<TrainerConfig>;
   out: NodeJS.WriteStream;
   say(line: string): void;
 }
 
-/** Builds the demo's policy: its own 2-block shape with a sinusoidal position table, or a preset. */
-async function createDemoEngine(options: DemoOptions, say: (line: string) => void): Promise<EmbeddedEngine> {
+/**
+ * Builds the demo's policy: its own 2-block shape with a sinusoidal position table, or a preset; with `torch`, the
+ * tiny Qwen2 in a torch worker.
+ */
+async function createDemoEngine(options: DemoOptions, say: (line: string) => void): Promise<Engine> {
+  if (options.torch !== undefined) {
+    say(`[1/6] starting gateway (SQLite in ${options.runDir}), torch engine (${TORCH_DEMO_MODEL}), controller`);
+    const { python } = options.torch;
+    return RemoteEngine.start({
+      python,
+      model: TORCH_DEMO_MODEL,
+      seed: options.seed,
+      contextLength: TORCH_DEMO_CONTEXT,
+    });
+  }
   const model = options.preset === null ? DEMO_MODEL : MODEL_PRESETS[options.preset];
   say(
     `[1/6] starting gateway (SQLite in ${options.runDir}), embedded engine ` +
@@ -87,7 +116,7 @@ async function createDemoEngine(options: DemoOptions, say: (line: string) => voi
 }
 
 /** The demo's stack: gateway child with greedy validation and the budget's train temperature, controller. */
-function demoStackOptions(options: DemoOptions, engine: EmbeddedEngine): StackOptions {
+function demoStackOptions(options: DemoOptions, engine: Engine): StackOptions {
   const temperatures = ["--val-temperature", "0", "--train-temperature", String(options.budget.trainTemperature)];
   return {
     runDir: options.runDir,
@@ -210,7 +239,12 @@ function finalCheckpointDir(runDir: string): string {
 async function recordDemonstrations(run: DemoRun, items: readonly DataItem[]): Promise<{ failed: number }> {
   const { stack, config, options } = run;
   run.say(`[2/6] recording ${items.length} teacher demonstrations through the gateway`);
-  const teacher = await startTeacherChild(options.budget.teacherMentalMathShare);
+  // The torch policy's demonstrations are written in its own tokenizer's ids, so SFT trains it token for token.
+  const hfTokenizer =
+    run.engine instanceof RemoteEngine
+      ? { dir: TORCH_TOKENIZER_DIR, vocabSize: run.engine.tokenizer.vocabSize }
+      : undefined;
+  const teacher = await startTeacherChild(options.budget.teacherMentalMathShare, hfTokenizer);
   try {
     await stack.client.deleteModels();
     await stack.client.upsertModels([{ model: MODEL_NAME, endpoint: teacher.endpoint, version: 0 }]);

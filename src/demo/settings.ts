@@ -24,6 +24,17 @@ export const DEMO_MODEL: Readonly<ModelConfig> = Object.freeze({
   context: 256,
 });
 
+/** The torch demo's policy: the bundled tiny Qwen2 config (0.8M parameters, 512-id BPE), random weights. */
+export const TORCH_DEMO_MODEL = "new:qwen2-tiny";
+
+/** The torch demo's context (tokens), the embedded demo's: prompt and response limits split it. */
+export const TORCH_DEMO_CONTEXT = 256;
+
+/** The torch engine's bundled tokenizer folder (the teacher writes its ids). */
+export const TORCH_TOKENIZER_DIR = fileURLToPath(
+  new URL("../../python/arclight_torch/assets/tokenizer/", import.meta.url),
+);
+
 /**
  * How the demo policy's position table starts (see {@link PositionInit}): sinusoidal, which let the 2-block policy
  * start copying the question into the tool call within the SFT budget (docs/benchmarks.md, Demo).
@@ -89,6 +100,21 @@ export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
   valProblems: 96,
   valInterval: 5,
   poolSize: 16,
+});
+
+/**
+ * The torch demo (`--engine torch`) on two shared cores: fewer demonstrations, SFT steps and rollouts than
+ * {@link FULL_BUDGET} (docs/torch-engine.md, Demo, for its measured time and result).
+ */
+export const TORCH_BUDGET: Readonly<DemoBudget> = Object.freeze({
+  ...FULL_BUDGET,
+  demonstrations: 320,
+  sftSteps: 240,
+  rlSteps: 4,
+  groupsPerStep: 8,
+  valProblems: 48,
+  valInterval: 2,
+  poolSize: 8,
 });
 
 /** `--quick`: the whole pipeline, too short to learn anything (CI runs it). */
