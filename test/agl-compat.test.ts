@@ -190,6 +190,7 @@ describe.each(STORES)("AGL v1.0 wire shapes (%s store)", (_name, makeStore) => {
     );
     const [call] = await triplets();
     const data = call!.data as Record<string, unknown>;
+    // AGL v1.0's keys, then arclight's extra keys for credit assignment (docs/credit.md §1), which AGL clients ignore.
     expect(Object.keys(data)).toEqual([
       "prompt_token_ids",
       "response_token_ids",
@@ -197,6 +198,9 @@ describe.each(STORES)("AGL v1.0 wire shapes (%s store)", (_name, makeStore) => {
       "server",
       "http_status",
       "status",
+      "response_id",
+      "finish_reason",
+      "response_text",
     ]);
     expect(data.server).toEqual({ model: "policy", version: 4 });
     expect((data.response_log_probs as number[]).length).toBe((data.response_token_ids as number[]).length);
@@ -235,6 +239,7 @@ describe.each(STORES)("AGL v1.0 wire shapes (%s store)", (_name, makeStore) => {
       response_token_ids: [3],
       response_log_probs: null,
       server: { model: null, version: null },
+      response_text: "x", // arclight's extra key (docs/credit.md §1)
     });
     expect(reward!.data).toEqual({ value: null });
   });

@@ -156,7 +156,8 @@ function creditFields(
   const message = asRecord(choice?.message);
   const text = message ? message.content : choice?.text;
   if (typeof text === "string") out.response_text = text;
-  if (Array.isArray(message?.tool_calls)) out.tool_calls = message.tool_calls.flatMap(toolCallOf);
+  const toolCalls = Array.isArray(message?.tool_calls) ? message.tool_calls.flatMap(toolCallOf) : [];
+  if (toolCalls.length > 0) out.tool_calls = toolCalls;
   const tools = asRecord(data.request)?.tools;
   if (Array.isArray(tools)) out.tool_names = tools.flatMap(toolNameOf);
   return out;
