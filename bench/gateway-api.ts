@@ -48,8 +48,9 @@ async function chooseStore(dir: string): Promise<{ spec: string; note: string }>
 async function startGateway(storeSpec: string): Promise<{ child: ChildProcess; url: string }> {
   const root = fileURLToPath(new URL("..", import.meta.url));
   const args = ["--import", "tsx", "src/cli/main.ts", "gateway", "--port", "0", "--log-level", "warn"];
-  const child = spawn(process.execPath, [...args, "--store", storeSpec, "--key", KEY], {
+  const child = spawn(process.execPath, [...args, "--store", storeSpec], {
     cwd: root,
+    env: { ...process.env, ARCLIGHT_KEY: KEY },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const url = await new Promise<string>((resolve, reject) => {

@@ -60,20 +60,8 @@ async function gateways(store: string, replicas: number): Promise<{ urls: string
   const children = await Promise.all(
     Array.from({ length: replicas }, () =>
       startServerChild({
-        argv: [
-          process.execPath,
-          "--import",
-          "tsx",
-          MAIN,
-          "gateway",
-          "--port",
-          "0",
-          "--key",
-          KEY,
-          "--log-level",
-          "warn",
-        ],
-        env: { ARCLIGHT_STORE: store, NODE_ENV: "production" },
+        argv: [process.execPath, "--import", "tsx", MAIN, "gateway", "--port", "0", "--log-level", "warn"],
+        env: { ARCLIGHT_STORE: store, ARCLIGHT_KEY: KEY, NODE_ENV: "production" },
         urlPattern: /listening on (http:\/\/\S+)/,
         what: "gateway",
         startTimeoutMs: 120_000,

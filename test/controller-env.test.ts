@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type ControllerHarness, startHarness } from "../src/controller/testing/harness.js";
+import { verifyAgentToken } from "../src/protocol/agent-token.js";
 
 let h: ControllerHarness;
 beforeEach(async () => {
@@ -54,14 +55,16 @@ describe("agent environment", () => {
     const rid = train!.rollout_id;
     expect(env.AGL_OPENAI_BASE_URL).toBe(`${h.gateway.url}/proxy/rollout/${rid}/attempt/0/mode/train/openai/v1`);
     expect(env.AGL_EVENT_URL).toBe(`${h.gateway.url}/api/rollouts/${rid}/attempt/0/events`);
-    expect(env.AGL_KEY).toBe("test-key"); // AGL_* always win over env_map
+    // AGL_* always win over env_map; the agent gets a token for its own attempt, never the admin key.
+    const token = verifyAgentToken("test-key", env.AGL_KEY!, Date.now() / 1000);
+    expect(token).toMatchObject({ claims: { rollout_id: rid, attempt_id: "0", mode: "train" } });
     expect(env.AGL_ROLLOUT_ID).toBe(rid);
     expect(env.AGL_ATTEMPT_ID).toBe("0");
     // What an SDK client built with no arguments reads.
     expect(env.OPENAI_BASE_URL).toBe(env.AGL_OPENAI_BASE_URL);
-    expect(env.OPENAI_API_KEY).toBe("test-key");
+    expect(env.OPENAI_API_KEY).toBe(env.AGL_KEY);
     expect(env.ANTHROPIC_BASE_URL).toBe(`${h.gateway.url}/proxy/rollout/${rid}/attempt/0/mode/train/anthropic`);
-    expect(env.ANTHROPIC_API_KEY).toBe("test-key");
+    expect(env.ANTHROPIC_API_KEY).toBe(env.AGL_KEY);
     expect(env.QUESTION).toBe("what is 6*7?"); // strings as-is, no JSON quotes
     expect(JSON.parse(env.META!)).toEqual({ tags: ["a", "b"], level: 2 });
     expect(env.COUNT).toBe("42");
@@ -76,6 +79,7 @@ describe("agent environment", () => {
     expect(valEnv.AGL_OPENAI_BASE_URL).toBe(
       `${h.gateway.url}/proxy/rollout/${val!.rollout_id}/attempt/0/mode/val/openai/v1`,
     );
+    expect(verifyAgentToken("test-key", valEnv.AGL_KEY!, Date.now() / 1000)).toMatchObject({ claims: { mode: "val" } });
   });
 
   it("fails a rollout whose env_map path is missing, naming the path, without starting a process", async () => {

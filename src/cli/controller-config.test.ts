@@ -119,12 +119,12 @@ describe("loadControllerConfig", () => {
 });
 
 describe("arclight controller flags", () => {
-  it("registers one --kebab-case flag per config key plus the --poll-interval, --spawn-rate and --ttl-after-finished aliases", () => {
+  it("registers one --kebab-case flag per config key plus --key-file and the --poll-interval, --spawn-rate and --ttl-after-finished aliases", () => {
     const controller = buildProgram().commands.find((c) => c.name() === "controller")!;
     const longs = controller.options.map((o) => o.long);
     const expected = ControllerConfigSchema.keyof().options.map((key) => `--${key.replaceAll("_", "-")}`);
-    const aliases = ["--poll-interval", "--spawn-rate", "--ttl-after-finished"];
-    expect([...longs].sort()).toEqual(["--config", ...expected, ...aliases].sort());
+    const extra = ["--config", "--key-file", "--poll-interval", "--spawn-rate", "--ttl-after-finished"];
+    expect([...longs].sort()).toEqual([...extra, ...expected].sort());
     expect(longs).toEqual(expect.arrayContaining(["--poll-interval-seconds", "--spawn-burst", "--list-page-size"]));
     expect(CONTROLLER_FLAGS.map((f) => f.key)).toEqual(ControllerConfigSchema.keyof().options);
   });

@@ -35,6 +35,9 @@ const KEY_KINDS: Record<keyof ControllerConfig, [placeholder: string, kind: Flag
   resources_env: ["<yaml>", "yaml"],
   resources_file_env: ["<yaml>", "yaml"],
   resources_dir: ["<dir>", "string"],
+  allowed_commands: ["<yaml>", "yaml"],
+  allowed_agent_classes: ["<yaml>", "yaml"],
+  allow_any_command: ["<bool>", "bool"],
   list_page_size: ["<n>", "int"],
   standard_env: ["<bool>", "bool"],
   namespace: ["<ns>", "string"],
@@ -66,7 +69,7 @@ export function flagAttribute(flag: string): string {
  * Controller flags as commander hands them over, by attribute name (`poolSize`, `pollInterval`, …): strings, absent
  * when not given; `config` is the YAML file.
  */
-export type ControllerFlags = Partial<Record<string, string>> & { config?: string };
+export type ControllerFlags = Partial<Record<string, string>> & { config?: string; keyFile?: string };
 
 /**
  * Resolves the controller configuration.
@@ -88,5 +91,6 @@ export function loadControllerConfig(flags: ControllerFlags, env: NodeJS.Process
     configPath: flags.config,
     env,
     flags: given,
+    keyFile: flags.keyFile,
   });
 }

@@ -41,11 +41,15 @@ describe("arclight controller", () => {
       () => client.close(),
       () => rmSync(dir, { recursive: true, force: true }),
     );
+    // The agent gets a token of its own attempt, never the admin key.
+    const quick = ["sh", "-c", 'case "$AGL_KEY" in aglt1.*) exit 0;; *) exit 1;; esac'];
+    const slow = ["sleep", "300"];
     await client.createRollouts([
-      { rollout_id: "quick", input: {}, config: { local: { command: ["sh", "-c", '[ "$AGL_KEY" = cli-key ]'] } } },
-      { rollout_id: "slow", input: {}, config: { local: { command: ["sleep", "300"] } } },
+      { rollout_id: "quick", input: {}, config: { local: { command: quick } } },
+      { rollout_id: "slow", input: {}, config: { local: { command: slow } } },
     ]);
     const args = ["controller", "--gateway-url", gateway.url, "--pool-size", "2", "--poll-interval", "0.05"];
+    args.push("--allowed-commands", JSON.stringify([quick, slow]));
     const child = spawn(
       process.execPath,
       ["--import", TSX_LOADER, MAIN, ...args, "--state-file", join(dir, "s.json")],
@@ -59,14 +63,14 @@ describe("arclight controller", () => {
     });
     const exited = exitOf(child);
     await waitFor("quick succeeded and slow running", async () => {
-      const [quick, slow] = await Promise.all([client.getRollout("quick"), client.getRollout("slow")]);
-      return quick.rollout.status.state === "succeeded" && slow.rollout.status.state === "running" ? true : undefined;
+      const [done, live] = await Promise.all([client.getRollout("quick"), client.getRollout("slow")]);
+      return done.rollout.status.state === "succeeded" && live.rollout.status.state === "running" ? true : undefined;
     });
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
-    const { rollout: slow } = await client.getRollout("slow");
-    expect(slow.status.state).toBe("failed");
-    expect(slow.status.error_message).toBe("controller shutdown");
+    const { rollout: stopped } = await client.getRollout("slow");
+    expect(stopped.status.state).toBe("failed");
+    expect(stopped.status.error_message).toBe("controller shutdown");
   });
 
   it("exits 2 naming a bad flag", async () => {

@@ -20,6 +20,7 @@ import {
   type ControllerFlags,
   loadControllerConfig,
 } from "./controller-config.js";
+import { warnKeyOnArgv } from "./key-source.js";
 
 /**
  * Runs the controller until SIGINT or SIGTERM (a second signal exits at once with code 130).
@@ -127,12 +128,15 @@ export function registerController(program: Command): void {
       "Run queued rollouts as agent processes (any language) or, with --mode k8s, as Kubernetes Jobs, reporting their outcome to the gateway",
     )
     .showHelpAfterError(false)
-    .option("--config <file>", "YAML file with controller keys (flags and env override it)");
+    .option("--config <file>", "YAML file with controller keys (flags and env override it)")
+    .option("--key-file <path>", "file whose first line is the gateway admin key; also ARCLIGHT_KEY_FILE");
   for (const flag of CONTROLLER_FLAGS) {
     command.option(`${flag.flag} ${flag.placeholder}`, flagHelp(flag));
     if (flag.alias) command.addOption(new Option(`${flag.alias} ${flag.placeholder}`).hideHelp());
   }
   command.action(async (flags: ControllerFlags) => {
-    await runController(loadControllerConfig(flags, process.env), process.env);
+    const config = loadControllerConfig(flags, process.env);
+    warnKeyOnArgv("controller", flags);
+    await runController(config, process.env);
   });
 }

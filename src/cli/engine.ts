@@ -15,7 +15,9 @@ import { RemoteEngine } from "../engine/remote/remote-engine.js";
 import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { buildEngineServer } from "../engine/server/app.js";
 import { type EngineServeConfig, EngineServeConfigSchema } from "../engine/server/config.js";
+import { closeWithGrace } from "../http/server-timeouts.js";
 import { CliError } from "./cli-error.js";
+import { resolveKey } from "./key-source.js";
 
 /** Parses an integer flag. @throws {CliError} naming the flag */
 function intFlag(flag: string): (value: string) => number {
@@ -78,15 +80,34 @@ async function torchEngineForModel(
 }
 
 /** Serves until a signal; resolves once listening. */
-async function serve(config: EngineServeConfig, kind: "embedded" | "torch", torch: TorchEngineConfig): Promise<void> {
+async function serve(
+  config: EngineServeConfig,
+  kind: "embedded" | "torch",
+  torch: TorchEngineConfig,
+  key: string,
+): Promise<void> {
   const log = pino({ level: config.log_level });
   const { engine, name } =
     kind === "torch" ? await torchEngineForModel(config.model, config.seed, torch) : await engineForModel(config);
-  const app = await buildEngineServer({ engine, modelName: config.model_name ?? name, log });
+  let app: Awaited<ReturnType<typeof buildEngineServer>>;
+  try {
+    const modelName = config.model_name ?? name;
+    app = await buildEngineServer({ engine, modelName, log, key, checkpointRoot: config.checkpoint_root });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    throw new CliError(`--checkpoint-root ${config.checkpoint_root}: no such directory`);
+  }
   const url = await app.listen({ port: config.port, host: config.host });
   log.info({ url, model: config.model, contextLength: engine.contextLength }, "engine server listening");
+  if (key === "") {
+    console.error(
+      "arclight engine serve: WARNING: no admin key (ARCLIGHT_KEY or --key-file): anyone who reaches this port may " +
+        "pause it or load weights from the checkpoint root",
+    );
+  }
+
   const stop = async (): Promise<void> => {
-    await app.close();
+    await closeWithGrace(() => app.close(), app.server, config.shutdown_grace_seconds * 1000);
     if (engine instanceof RemoteEngine) await engine.close();
     else engine.dispose();
   };
@@ -122,6 +143,10 @@ export function registerEngine(program: Command): void {
     .option("--seed <seed>", "weight-init seed of new:<preset> models", intFlag("--seed"), 0)
     .option("--model-name <name>", "model name served (default: the preset or checkpoint directory name)")
     .option("--log-level <level>", "pino log level", "info")
+    .option("--checkpoint-root <dir>", "the only directory tree /v1/load_weights may read; absent: load_weights is off")
+    .option("--key <key>", "admin key of /v1/load_weights, /pause, /resume (visible in ps: prefer ARCLIGHT_KEY)")
+    .option("--key-file <path>", "file whose first line is the admin key; also ARCLIGHT_KEY_FILE")
+    .option("--shutdown-grace-seconds <s>", "on SIGTERM, seconds in-flight requests get (default 30)", Number)
     .action(async (flags: Record<string, unknown>) => {
       const parsed = EngineServeConfigSchema.safeParse({
         model: flags.model ?? (flags.engine === "torch" ? TORCH_DEFAULT_MODEL : undefined),
@@ -130,14 +155,17 @@ export function registerEngine(program: Command): void {
         seed: flags.seed,
         model_name: flags.modelName,
         log_level: flags.logLevel,
+        checkpoint_root: flags.checkpointRoot,
+        shutdown_grace_seconds: flags.shutdownGraceSeconds,
       });
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
-        throw new CliError(`--${String(issue?.path[0] ?? "").replace("_", "-")}: ${issue?.message}`);
+        throw new CliError(`--${String(issue?.path[0] ?? "").replaceAll("_", "-")}: ${issue?.message}`);
       }
       if (flags.engine !== "embedded" && flags.engine !== "torch")
         throw new CliError(`--engine ${String(flags.engine)}: expected embedded or torch`);
-      await serve(Object.freeze(parsed.data), flags.engine, torchConfigFromFlags(flags));
+      const key = resolveKey("engine serve", flags as { key?: string; keyFile?: string }, process.env);
+      await serve(Object.freeze(parsed.data), flags.engine, torchConfigFromFlags(flags), key);
     });
 }
 

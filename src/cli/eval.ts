@@ -19,6 +19,7 @@ import { type StackOptions, withStack } from "../run/stack.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { describeFailedRollout } from "../trainer/failure-report.js";
+import { agentAllowList } from "../trainer/rollout-groups.js";
 import { type RolloutsOnceResult, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
 import { CliError } from "./cli-error.js";
 import { listenForInterrupt, logLevel, positiveInt, readDataFile } from "./common-flags.js";
@@ -126,7 +127,10 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
     engine: async () => engine,
     gatewayArgs: ["--val-temperature", "0"],
     // The bundled config's agent command is relative to the package root; a --config one to the working directory.
-    controller: { poolSize, ...(flags.config === undefined ? { settings: { cwd: PACKAGE_ROOT } } : {}) },
+    controller: {
+      poolSize,
+      settings: { ...agentAllowList(config.controller), ...(flags.config === undefined ? { cwd: PACKAGE_ROOT } : {}) },
+    },
     logger,
     closeOnAbort: interrupt.signal,
   };

@@ -14,6 +14,7 @@ export interface GatewayFlags {
   host?: string;
   port?: string;
   key?: string;
+  keyFile?: string;
   store?: string;
   modelName?: string;
   trainTemperature?: string;
@@ -21,6 +22,9 @@ export interface GatewayFlags {
   includeLogProbs?: string;
   bodyLimitBytes?: string;
   upstreamTimeoutSeconds?: string;
+  headersTimeoutSeconds?: string;
+  requestTimeoutSeconds?: string;
+  shutdownGraceSeconds?: string;
   logLevel?: string;
   dashboard?: string;
   dashboardKey?: string;
@@ -39,6 +43,9 @@ const FLAG_KEYS: readonly [keyof GatewayFlags, keyof GatewayConfig, "string" | "
   ["includeLogProbs", "include_log_probs", "bool"],
   ["bodyLimitBytes", "body_limit_bytes", "int"],
   ["upstreamTimeoutSeconds", "upstream_timeout_seconds", "number"],
+  ["headersTimeoutSeconds", "headers_timeout_seconds", "number"],
+  ["requestTimeoutSeconds", "request_timeout_seconds", "number"],
+  ["shutdownGraceSeconds", "shutdown_grace_seconds", "number"],
   ["logLevel", "log_level", "string"],
   ["dashboard", "dashboard", "bool"],
   ["dashboardKey", "dashboard_key", "string"],
@@ -70,6 +77,7 @@ export function loadGatewayConfig(flags: GatewayFlags, env: NodeJS.ProcessEnv): 
     env,
     flags: given,
     envKeys: { ARCLIGHT_STORE: "store" },
+    keyFile: flags.keyFile,
   });
   if (config.runs_dir !== "" && !statSync(config.runs_dir, { throwIfNoEntry: false })?.isDirectory()) {
     throw new CliError(`--runs-dir ${config.runs_dir}: not a folder (a folder of runs, e.g. runs)`);

@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
@@ -147,6 +149,39 @@ describe("arclight gateway (child process)", () => {
     expect(events).toEqual([await posted.json()]);
     second.child.kill("SIGTERM");
     expect(await second.exited).toBe(0);
+  });
+
+  it("on SIGTERM, a client stalled mid-body holds the gateway no longer than the grace period", async () => {
+    // A half-sent body once blocked shutdown for good: close() waits for in-flight requests.
+    const args = ["--port", "0", "--store", "memory", "--shutdown-grace-seconds", "1", "--log-level", "info"];
+    const gw = spawnGateway(args, { ARCLIGHT_KEY: "k" });
+    const [, url] = await gw.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    const socket = connect(Number(new URL(url!).port), "127.0.0.1");
+    socket.on("error", () => {});
+    socket.write(
+      "POST /api/rollouts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\n" +
+        'Content-Length: 1000\r\n\r\n[{"rollout_id"',
+    );
+    await gw.waitFor(/"url":"\/api\/rollouts"[^\n]*"msg":"incoming request"/);
+    const signalledAt = Date.now();
+    gw.child.kill("SIGTERM");
+    expect(await gw.exited).toBe(0);
+    expect(Date.now() - signalledAt).toBeLessThan(10_000);
+    socket.destroy();
+  });
+
+  it("warns when --key is given on the command line, and reads --key-file without a warning", async () => {
+    const onArgv = spawnGateway(["--port", "0", "--store", "memory", "--key", "argv-secret"]);
+    await onArgv.waitFor(/listening on/);
+    expect(onArgv.stderr()).toContain("warning: --key is visible to every user of this machine (ps)");
+    expect(onArgv.stderr()).not.toContain("argv-secret");
+    const file = join(tempDir("arclight-key-"), "key");
+    writeFileSync(file, "file-secret\n", { mode: 0o600 });
+    const fromFile = spawnGateway(["--port", "0", "--store", "memory", "--key-file", file]);
+    const [, url] = await fromFile.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    const authed = await fetch(`${url}/api/rollouts`, { headers: { authorization: "Bearer file-secret" } });
+    expect(authed.status).toBe(200);
+    expect(fromFile.stderr()).not.toContain("warning");
   });
 
   it("exits non-zero with one line naming a bad flag value", async () => {

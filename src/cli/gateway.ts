@@ -6,12 +6,14 @@ import type { Command } from "commander";
 import { pino } from "pino";
 import { buildApp } from "../gateway/app.js";
 import type { GatewayConfig } from "../gateway/config.js";
+import { closeWithGrace } from "../http/server-timeouts.js";
 import { openStore } from "../store/open.js";
 import { PostgresStore, redact } from "../store/postgres.js";
 import type { SharedPause } from "../store/shared-pause.js";
 import type { Store } from "../store/store.js";
 import { CliError } from "./cli-error.js";
 import { type GatewayFlags, loadGatewayConfig } from "./gateway-config.js";
+import { warnKeyOnArgv } from "./key-source.js";
 
 /** Opens the configured store, turning failures into a CLI error naming `--store`. */
 async function openConfiguredStore(spec: string, lockWaitSeconds: number): Promise<Store> {
@@ -46,7 +48,8 @@ export async function runGateway(config: Readonly<GatewayConfig>): Promise<void>
   }
   const app = buildApp({ store, config, logger, sharedPause });
   if (config.key === "") {
-    const warning = "WARNING: no API key set (--key, ARCLIGHT_KEY or AGL_KEY): every route is open to anyone";
+    const warning =
+      "WARNING: no API key set (ARCLIGHT_KEY, --key-file or --key): every route is open to anyone, agents included";
     console.error(`arclight gateway: ${warning}`);
     logger.warn({ component: "gateway" }, "auth disabled: empty key");
   }
@@ -65,8 +68,9 @@ export async function runGateway(config: Readonly<GatewayConfig>): Promise<void>
     process.once("SIGTERM", () => resolve("SIGTERM"));
   });
   logger.info({ component: "gateway", signal }, "shutting down: draining in-flight requests");
-  // app.close() stops accepting, closes idle keep-alive sockets and waits for in-flight requests to finish.
-  await app.close();
+  // app.close() stops accepting, closes idle keep-alive sockets and waits for in-flight requests to finish; after the
+  // grace period, sockets still open (a half-sent body, a stalled client) are destroyed so shutdown cannot hang.
+  await closeWithGrace(() => app.close(), app.server, config.shutdown_grace_seconds * 1000);
   await store.close();
   logger.info({ component: "gateway" }, "gateway stopped");
 }
@@ -80,7 +84,8 @@ export function registerGateway(program: Command): void {
     .option("--config <file>", "YAML file with gateway keys (flags and env override it)")
     .option("--host <host>", "interface to listen on (default 127.0.0.1)")
     .option("--port <port>", "TCP port, 0 for any free one (default 8080)")
-    .option("--key <key>", "API key; also ARCLIGHT_KEY or AGL_KEY; empty disables auth")
+    .option("--key <key>", "admin key (visible in ps: prefer ARCLIGHT_KEY or --key-file); empty disables auth")
+    .option("--key-file <path>", "file whose first line is the admin key; also ARCLIGHT_KEY_FILE")
     .option(
       "--store <spec>",
       "memory | sqlite:PATH | postgres://USER@HOST:PORT/DB; also ARCLIGHT_STORE (default sqlite:./.arclight/gateway.db)",
@@ -91,11 +96,19 @@ export function registerGateway(program: Command): void {
     .option("--include-log-probs <bool>", "true|false: ask the upstream for logprobs in train mode (default true)")
     .option("--body-limit-bytes <n>", "largest request body in bytes (default 33554432 = 32 MiB)")
     .option("--upstream-timeout-seconds <s>", "proxy upstream timeout in seconds (default 600)")
+    .option("--headers-timeout-seconds <s>", "seconds a client has to send request headers (default 30)")
+    .option("--request-timeout-seconds <s>", "seconds a client has to send a whole request (default 300)")
+    .option(
+      "--shutdown-grace-seconds <s>",
+      "on SIGTERM, seconds in-flight requests get before sockets close (default 30)",
+    )
     .option("--log-level <level>", "fatal|error|warn|info|debug|trace|silent (default info)")
     .option("--dashboard <bool>", "true|false: serve the browser dashboard at /ui (default true)")
     .option("--dashboard-key <key>", "read-only key for the dashboard login (the gateway key also logs in)")
     .option("--runs-dir <dir>", "show the finished runs in DIR (NAME/metrics.jsonl) on the dashboard, e.g. runs")
     .action(async (flags: GatewayFlags) => {
-      await runGateway(loadGatewayConfig(flags, process.env));
+      const config = loadGatewayConfig(flags, process.env);
+      warnKeyOnArgv("gateway", flags);
+      await runGateway(config);
     });
 }

@@ -11,12 +11,14 @@ import { buildSpanTree, currentAttemptOf, dataIdOf } from "../protocol/index.js"
 import type { MergeMismatch } from "../trainer/aggregate-result.js";
 import { buildRolloutRows } from "../trainer/batch.js";
 import { CliError } from "./cli-error.js";
+import { resolveKey } from "./key-source.js";
 import { renderSpanTree } from "./span-tree-text.js";
 
 /** Flags of `arclight inspect` as commander hands them over. */
 interface InspectFlags {
   gatewayUrl?: string;
   key?: string;
+  keyFile?: string;
   level: string;
   agent?: string[];
   maxPrompt: string;
@@ -139,7 +141,8 @@ export function registerInspect(program: Command): void {
     .description("Print, as JSON, the training rows the trainer would make from one rollout's events")
     .argument("<rollout_id>", "the rollout to inspect")
     .option("--gateway-url <url>", "gateway base URL (also ARCLIGHT_GATEWAY_URL; default http://127.0.0.1:8080)")
-    .option("--key <key>", "gateway API key (also ARCLIGHT_KEY or AGL_KEY)")
+    .option("--key <key>", "gateway API key (visible in ps: prefer ARCLIGHT_KEY, AGL_KEY or --key-file)")
+    .option("--key-file <path>", "file whose first line is the key; also ARCLIGHT_KEY_FILE")
     .option(
       "--level <level>",
       "trajectory | transition | spans (the span tree with model calls, as text)",
@@ -158,7 +161,7 @@ export function registerInspect(program: Command): void {
         throw new CliError(`--reward-fillna ${flags.rewardFillna}: expected a number`);
       const client = new GatewayClient({
         baseUrl: flags.gatewayUrl ?? process.env.ARCLIGHT_GATEWAY_URL ?? "http://127.0.0.1:8080",
-        key: flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "",
+        key: resolveKey("inspect", flags, process.env),
         retries: 1,
       });
       try {

@@ -1,11 +1,12 @@
 /**
- * @module Layered configuration for long-running commands: YAML file < env (`ARCLIGHT_KEY`, `AGL_KEY` for the key) <
- * flags, validated by a component's strict zod schema. Every failure is a `CliError` naming the flag, env var or file key.
+ * @module Layered configuration for long-running commands: YAML file < env (`ARCLIGHT_KEY`, `AGL_KEY`, else the file
+ * `ARCLIGHT_KEY_FILE` names, for the key) < flags < `--key-file`, validated by a component's strict zod schema. Every failure is a `CliError` naming the flag, env var or file key.
  */
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
 import { CliError } from "./cli-error.js";
+import { readKeyFile } from "./key-source.js";
 
 /** How a flag's text becomes a config value: as is, a number, an integer, `true`/`false`, or YAML/JSON (a mapping). */
 export type FlagKind = "string" | "int" | "number" | "bool" | "yaml";
@@ -83,6 +84,8 @@ export interface LayeredConfigInput<S extends z.ZodObject> {
   flags: readonly GivenFlag[];
   /** More env vars read as string keys: env var name → config key (e.g. `ARCLIGHT_STORE` → `store`). */
   envKeys?: Readonly<Record<string, string>>;
+  /** `--key-file PATH`: the `key` is the file's first line (wins over `--key` and the env). */
+  keyFile?: string;
 }
 
 /**
@@ -98,6 +101,9 @@ export function resolveLayeredConfig<S extends z.ZodObject>(input: LayeredConfig
   if (envKey) {
     merged.key = env[envKey];
     source.set("key", `env ${envKey}`);
+  } else if (env.ARCLIGHT_KEY_FILE) {
+    merged.key = readKeyFile(env.ARCLIGHT_KEY_FILE, "ARCLIGHT_KEY_FILE");
+    source.set("key", "env ARCLIGHT_KEY_FILE");
   }
   for (const [name, key] of Object.entries(input.envKeys ?? {})) {
     if (env[name] === undefined) continue;
@@ -107,6 +113,10 @@ export function resolveLayeredConfig<S extends z.ZodObject>(input: LayeredConfig
   for (const { key, flag, text, kind } of input.flags) {
     merged[key] = convertFlag(flag, text, kind);
     source.set(key, flag);
+  }
+  if (input.keyFile !== undefined) {
+    merged.key = readKeyFile(input.keyFile, "--key-file");
+    source.set("key", `--key-file ${input.keyFile}`);
   }
   const result = schema.safeParse(merged);
   if (result.success) return Object.freeze(result.data) as Readonly<z.infer<S>>;

@@ -22,12 +22,14 @@ import { consoleReporter } from "../trainer/console-report.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { AllRolloutsFailed, describeFirstFailed } from "../trainer/failure-report.js";
 import { runTraining, type TrainSummary, totalStepsOf } from "../trainer/loop.js";
+import { agentAllowList } from "../trainer/rollout-groups.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { VllmSamplerError } from "../trainer/vllm-serving.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
 import { frozenAgentsStack } from "./frozen-agents.js";
+import { resolveKey } from "./key-source.js";
 import { readConfigFile } from "./layered-config.js";
 import { type SamplerFlags, vllmSamplerOf } from "./sampler-flags.js";
 
@@ -38,6 +40,7 @@ interface TrainFlags extends SamplerFlags, EngineFlags {
   initFrom?: string;
   gatewayUrl?: string;
   key?: string;
+  keyFile?: string;
   engineUrl?: string;
   controller: boolean;
   modelName: string;
@@ -98,7 +101,7 @@ function checkRunDir(runDir: string, name: string, resume: boolean): void {
 
 /** The stack `arclight train` runs on: what the flags name as running, the rest started here. */
 function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, runDir: string): StackOptions {
-  const key = flags.key ?? process.env.ARCLIGHT_KEY ?? process.env.AGL_KEY ?? "";
+  const key = resolveKey("train", flags, process.env);
   const spec = engineSpecOf(config.engine, flags);
   const vllm = vllmSamplerOf(config, flags, spec);
   const engine = () => (flags.initFrom === undefined ? createEngine(spec) : initEngine(spec, flags.initFrom));
@@ -108,9 +111,11 @@ function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, r
     engine,
     ...frozenAgentsStack(config.agents, engine, flags.gatewayUrl === undefined),
     ...(flags.gatewayUrl !== undefined ? { gateway: { url: flags.gatewayUrl, key } } : {}),
-    ...(flags.engineUrl !== undefined ? { engineUrl: flags.engineUrl } : {}),
+    ...(flags.engineUrl !== undefined ? { engineUrl: flags.engineUrl, engineKey: key } : {}),
     ...(vllm !== null ? { vllm } : {}),
-    controller: flags.controller ? { poolSize: config.controller.pool_size } : false,
+    controller: flags.controller
+      ? { poolSize: config.controller.pool_size, settings: agentAllowList(config.controller) }
+      : false,
     logger: pino({ level: logLevel(flags.logLevel) }),
   };
 }
@@ -228,7 +233,11 @@ export function registerTrain(program: Command): void {
     .option("--resume", "continue from runs/NAME's latest checkpoint")
     .option("--init-from <dir>", "start from an engine checkpoint's weights, e.g. runs/NAME/checkpoint of arclight sft")
     .option("--gateway-url <url>", "use a running gateway instead of starting one")
-    .option("--key <key>", "API key of that gateway (also ARCLIGHT_KEY or AGL_KEY)")
+    .option(
+      "--key <key>",
+      "API key of that gateway and of the --engine-url server (visible in ps: prefer ARCLIGHT_KEY, AGL_KEY or --key-file)",
+    )
+    .option("--key-file <path>", "file whose first line is the key; also ARCLIGHT_KEY_FILE")
     .option("--engine-url <url>", "a running engine server's /v1 URL to publish weights to (POST /v1/load_weights)")
     .option("--no-controller", "do not start a local controller (one already watches the gateway)")
     .option("--engine <kind>", "embedded or torch (overrides the config's engine.kind; see docs/torch-engine.md)")

@@ -23,6 +23,9 @@ export interface AgentGateway {
   key: string;
 }
 
+/** Variables of the controller's environment that hold or point to its admin key; agents do not inherit them. */
+export const CONTROLLER_SECRETS: readonly string[] = ["ARCLIGHT_KEY", "ARCLIGHT_KEY_FILE", "AGL_KEY"];
+
 /** The API key given to clients when the gateway has none (auth off): the SDKs refuse to start without one. */
 export const NO_KEY_PLACEHOLDER = "arclight-no-key";
 
@@ -118,6 +121,8 @@ export function buildAgentEnv(
 ): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(baseEnv)) if (value !== undefined) env[name] = value;
+  // The controller's own credentials never reach an agent (AGL_KEY is replaced by the agent's token below).
+  for (const name of CONTROLLER_SECRETS) delete env[name];
   if (standardEnv) {
     // The Anthropic SDK sends ANTHROPIC_AUTH_TOKEN as a Bearer token, which the gateway would read before x-api-key.
     delete env.ANTHROPIC_AUTH_TOKEN;

@@ -8,7 +8,12 @@ export const ControllerConfigSchema = z.strictObject({
     .url({ protocol: /^https?$/ })
     .default("http://127.0.0.1:8080")
     .describe("gateway base URL"),
-  key: z.string().default("").describe("gateway API key (also ARCLIGHT_KEY / AGL_KEY); passed to agents as AGL_KEY"),
+  key: z
+    .string()
+    .default("")
+    .describe(
+      "gateway admin key (also ARCLIGHT_KEY / AGL_KEY / --key-file); local agents get a token for their own attempt as AGL_KEY, never this key (k8s: see kubernetes.md)",
+    ),
   mode: z
     .enum(["local", "k8s"])
     .default("local")
@@ -36,7 +41,9 @@ export const ControllerConfigSchema = z.strictObject({
     .default(".arclight/controller-state.json")
     .describe("where the controller records the processes it owns, so a restarted controller finds them"),
   cwd: z.string().optional().describe("working directory of agent processes; default: the controller's"),
-  local: LocalConfigSchema.optional().describe("command / agent_class / env_map for rollouts whose config has none"),
+  local: LocalConfigSchema.optional().describe(
+    "command / agent_class / env_map for rollouts whose config has none; always allowed to run",
+  ),
   resources_env: z
     .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an env var name"), ResourceNameSchema)
     .default({})
@@ -51,6 +58,22 @@ export const ControllerConfigSchema = z.strictObject({
     .string()
     .default(".arclight/resources")
     .describe("folder of the resources_file_env files (NAME-vVERSION.txt)"),
+  allowed_commands: z
+    .array(z.array(z.string()).min(1))
+    .default([])
+    .describe(
+      "argv lists a rollout's own config.local.command may be (exact match); any other command fails the rollout",
+    ),
+  allowed_agent_classes: z
+    .array(z.string().min(1))
+    .default([])
+    .describe("`module.js:Export` values a rollout's own config.local.agent_class may be"),
+  allow_any_command: z
+    .boolean()
+    .default(false)
+    .describe(
+      "run whatever command or agent_class a rollout names (only where everyone holding the admin key may run code here)",
+    ),
   list_page_size: z.number().int().min(1).max(10_000).default(500).describe("rollouts fetched per list request"),
   standard_env: z
     .boolean()

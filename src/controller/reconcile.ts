@@ -9,8 +9,10 @@ import type { Logger } from "pino";
 import type { GatewayClient } from "../gateway/client.js";
 import { GatewayUnreachable } from "../gateway/client-errors.js";
 import { currentAttemptOf, ResourceNotFound, type Rollout } from "../protocol/index.js";
+import { agentKeyFor } from "./agent-credentials.js";
 import { buildAgentEnv, EnvMapError } from "./agent-env.js";
 import type { ControllerConfig } from "./config.js";
+import { checkLaunchAllowed } from "./launch-policy.js";
 import {
   AgentProcess,
   type ExitInfo,
@@ -316,8 +318,10 @@ export class LocalController {
     let env: Record<string, string>;
     let resources: ResourceEnv;
     try {
+      checkLaunchAllowed(rollout.config.local, this.config);
       launch = resolveLaunch(local);
-      const gateway = { url: this.config.gateway_url, key: this.config.key };
+      // The agent gets a token for this attempt only, never the controller's admin key.
+      const gateway = { url: this.config.gateway_url, key: agentKeyFor(this.config.key, rollout, attemptId) };
       env = buildAgentEnv(rollout, attemptId, gateway, local?.env_map ?? {}, this.baseEnv, this.config.standard_env);
       resources = await resolveResourceEnv(this.client, rollout, this.config);
       env = { ...env, ...resources.env };

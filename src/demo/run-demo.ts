@@ -17,6 +17,7 @@ import type { TrainerConfig } from "../trainer/config.js";
 import { type DataItem, readJsonl } from "../trainer/data-order.js";
 import { runTraining, totalStepsOf } from "../trainer/loop.js";
 import { appendMetrics } from "../trainer/metrics.js";
+import { agentAllowList } from "../trainer/rollout-groups.js";
 import { type RewardSummary, readRewards, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { parseSftConfig, type SftConfig } from "../trainer/sft-config.js";
@@ -123,7 +124,10 @@ function demoStackOptions(options: DemoOptions, engine: Engine): StackOptions {
     modelName: MODEL_NAME,
     engine: async () => engine,
     gatewayArgs: temperatures,
-    controller: { poolSize: options.budget.poolSize },
+    controller: {
+      poolSize: options.budget.poolSize,
+      settings: agentAllowList(demoTrainerConfig(options.name, options.budget, engine.contextLength).controller),
+    },
     logger: options.logger,
     ...(options.signal ? { closeOnAbort: options.signal } : {}),
   };

@@ -8,9 +8,11 @@ import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import { pino } from "pino";
 import { errorHandler } from "../http/error-handler.js";
+import { serverTimeoutOptions } from "../http/server-timeouts.js";
 import { NotFound } from "../protocol/index.js";
 import type { SharedPause } from "../store/shared-pause.js";
 import type { Store } from "../store/store.js";
+import { accessHook } from "./access.js";
 import { type DashboardAuth, makeAuthHook } from "./auth.js";
 import { type GatewayConfig, proxyOptionsOf } from "./config.js";
 import { DashboardSessions } from "./dashboard/sessions.js";
@@ -119,6 +121,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     genReqId: (req) => requestId(req.headers["x-request-id"]),
     return503OnClosing: true,
     rewriteUrl: agentPathRewrite,
+    ...serverTimeoutOptions(config.headers_timeout_seconds, config.request_timeout_seconds),
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(async (request) => {
@@ -130,6 +133,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   });
   const sessions = new DashboardSessions({ gatewayKey: config.key, dashboardKey: config.dashboard_key });
   app.addHook("onRequest", makeAuthHook(config.key, config.dashboard ? dashboardAuth(sessions) : undefined));
+  app.addHook("onRequest", accessHook);
   bindRolloutId(app);
   closeConnectionsWhenClosing(app);
   const metrics = createGatewayMetrics(store);

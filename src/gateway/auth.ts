@@ -1,10 +1,13 @@
 /**
- * @module API-key authentication of the gateway: `Authorization: Bearer KEY` or `x-api-key: KEY` on every route but
- * `/healthz`, compared in constant time. An empty key disables auth (the gateway warns loudly at start). With the
- * dashboard on, its login page and assets are public and a dashboard session cookie may read (GET/HEAD) any route.
+ * @module Authentication of the gateway: who a request comes from. `Authorization: Bearer KEY` or `x-api-key: KEY` on
+ * every route but `/healthz` presents either the admin key (compared in constant time) or an agent token
+ * (`protocol/agent-token.ts`, signed under the admin key). An empty key disables auth (the gateway warns loudly at
+ * start). With the dashboard on, its login page and assets are public and a dashboard session cookie may read
+ * (GET/HEAD) any route. What each caller may do is decided by `access.ts`.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
+import { keyMatcher, presentedKeyOf } from "../http/api-key.js";
+import { type AgentTokenClaims, isAgentToken, verifyAgentToken } from "../protocol/agent-token.js";
 import { Unauthorized } from "../protocol/index.js";
 
 /** Routes reachable without a key. */
@@ -18,38 +21,60 @@ export interface DashboardAuth {
   hasSession(cookieHeader: string | undefined): boolean;
 }
 
-/** SHA-256 both sides so the compare is constant-time whatever the lengths. */
-function digest(value: string): Buffer {
-  return createHash("sha256").update(value, "utf8").digest();
+/**
+ * Who a request comes from: the admin key (or an open gateway), an agent token with its claims, a dashboard session
+ * (read-only) or nobody (a public path).
+ */
+export type Principal =
+  | { kind: "admin" }
+  | { kind: "agent"; claims: AgentTokenClaims }
+  | { kind: "dashboard" }
+  | { kind: "public" };
+
+const principals = new WeakMap<FastifyRequest, Principal>();
+
+/**
+ * The principal the auth hook found for a request.
+ * @returns `admin` when the hook did not run (an app built without auth)
+ */
+export function principalOf(request: FastifyRequest): Principal {
+  return principals.get(request) ?? { kind: "admin" };
 }
 
-/** Reads the key a request presents: Bearer token first, then `x-api-key`; undefined when none. */
-export function presentedKey(request: FastifyRequest): string | undefined {
-  const authorization = request.headers.authorization;
-  if (typeof authorization === "string") {
-    const match = /^Bearer\s+(.+)$/i.exec(authorization.trim());
-    if (match) return match[1];
+/** @returns the claims of the agent token a request presented, or undefined for any other caller */
+export function agentClaimsOf(request: FastifyRequest): AgentTokenClaims | undefined {
+  const principal = principalOf(request);
+  return principal.kind === "agent" ? principal.claims : undefined;
+}
+
+/** The principal of a presented key or token. @throws {Unauthorized} wrong key, forged or expired token */
+function principalOfKey(key: string, isAdminKey: (given: string) => boolean, given: string): Principal {
+  if (isAgentToken(given)) {
+    const verdict = verifyAgentToken(key, given, Date.now() / 1000);
+    if ("claims" in verdict) return { kind: "agent", claims: verdict.claims };
+    throw new Unauthorized(verdict.refused === "expired" ? "Agent token expired" : "Invalid agent token");
   }
-  const apiKey = request.headers["x-api-key"];
-  return typeof apiKey === "string" ? apiKey : undefined;
+  if (isAdminKey(given)) return { kind: "admin" };
+  throw new Unauthorized();
 }
 
 /**
- * Builds an `onRequest` hook that rejects requests without the key.
- * @param key - the gateway key; empty disables auth
+ * Builds an `onRequest` hook that finds each request's {@link Principal} and rejects requests without a valid key.
+ * @param key - the gateway's admin key; empty disables auth (every request is admin)
  * @param dashboard - the dashboard's public paths and sessions, when the dashboard is on
- * @throws {Unauthorized} from the hook, for a missing or wrong key (HTTP 401)
+ * @throws {Unauthorized} from the hook, for a missing or wrong key or a forged or expired agent token (HTTP 401)
  */
 export function makeAuthHook(key: string, dashboard?: DashboardAuth): (request: FastifyRequest) => Promise<void> {
-  const expected = digest(key);
+  const isAdminKey = keyMatcher(key);
   return async (request) => {
-    if (key === "") return;
+    const set = (principal: Principal): void => void principals.set(request, principal);
+    if (key === "") return set({ kind: "admin" });
     const path = request.url.split("?", 1)[0] ?? "";
-    if (PUBLIC_PATHS.has(path) || dashboard?.isPublic(request.method, path)) return;
-    const given = presentedKey(request);
-    if (given !== undefined && timingSafeEqual(digest(given), expected)) return;
+    if (PUBLIC_PATHS.has(path) || dashboard?.isPublic(request.method, path)) return set({ kind: "public" });
+    const given = presentedKeyOf(request.headers);
+    if (given !== undefined) return set(principalOfKey(key, isAdminKey, given));
     const reads = request.method === "GET" || request.method === "HEAD";
-    if (given === undefined && reads && dashboard?.hasSession(request.headers.cookie)) return;
+    if (reads && dashboard?.hasSession(request.headers.cookie)) return set({ kind: "dashboard" });
     throw new Unauthorized();
   };
 }

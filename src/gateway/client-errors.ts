@@ -7,6 +7,7 @@ import {
   BadRequest,
   CallAborted,
   Conflict,
+  Forbidden,
   InvalidTransition,
   NoEndpoint,
   NotFound,
@@ -56,6 +57,7 @@ const CLASSES_BY_CODE: Readonly<Record<string, new (...args: never[]) => Arcligh
   store_unavailable: StoreUnavailable,
   call_aborted: CallAborted,
   unauthorized: Unauthorized,
+  forbidden: Forbidden,
   not_found: NotFound,
   bad_request: BadRequest,
 });

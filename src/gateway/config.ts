@@ -1,5 +1,6 @@
 /** @module The gateway's configuration: one strict zod schema with defaults, parsed once by the CLI. */
 import { z } from "zod";
+import { DEFAULT_HEADERS_TIMEOUT_SECONDS, DEFAULT_REQUEST_TIMEOUT_SECONDS } from "../http/server-timeouts.js";
 import { invalidAgentEntry } from "../protocol/agent-match.js";
 import { type ProxyOptions, resolveProxyOptions } from "./proxy/options.js";
 
@@ -17,7 +18,7 @@ export const GatewayConfigSchema = z.strictObject({
     .string()
     .default("")
     .describe(
-      "API key (Bearer or x-api-key) on every route but /healthz; empty disables auth. Env ARCLIGHT_KEY/AGL_KEY",
+      "admin key (Bearer or x-api-key) on every route but /healthz; agents get per-attempt tokens signed with it; empty disables auth. Env ARCLIGHT_KEY/AGL_KEY, or --key-file / ARCLIGHT_KEY_FILE",
     ),
   store: z
     .string()
@@ -94,6 +95,21 @@ export const GatewayConfigSchema = z.strictObject({
       "agent name or /regex/ → model name: that agent's calls are served by the endpoints registered under the " +
         "model name (first match wins), e.g. frozen agents on a snapshot of the starting weights",
     ),
+  headers_timeout_seconds: z
+    .number()
+    .positive()
+    .default(DEFAULT_HEADERS_TIMEOUT_SECONDS)
+    .describe("seconds a client has to send a request's headers; then 408 and the socket is closed"),
+  request_timeout_seconds: z
+    .number()
+    .positive()
+    .default(DEFAULT_REQUEST_TIMEOUT_SECONDS)
+    .describe("seconds a client has to send a whole request, body included (not the answer: streams may run longer)"),
+  shutdown_grace_seconds: z
+    .number()
+    .min(0)
+    .default(30)
+    .describe("on SIGTERM/SIGINT, seconds in-flight requests get before every open socket is closed"),
   log_level: LogLevelSchema.default("info").describe("pino log level"),
   dashboard: z.boolean().default(true).describe("serve the browser dashboard at /ui and its /api/runs routes"),
   dashboard_key: z

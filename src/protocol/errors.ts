@@ -180,6 +180,13 @@ export class Unauthorized extends ArclightError {
   }
 }
 
+/** A valid credential that does not allow this request, e.g. an agent token on an admin route (HTTP 403). */
+export class Forbidden extends ArclightError {
+  constructor(message: string) {
+    super("forbidden", 403, message);
+  }
+}
+
 /** A path or resource the gateway does not serve (HTTP 404). */
 export class NotFound extends ArclightError {
   constructor(message: string) {

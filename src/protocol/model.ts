@@ -66,3 +66,26 @@ export function normalModel(model: Model): Model {
   const { mode, ...rest } = model;
   return mode === "tito" ? { ...rest, mode } : rest;
 }
+
+/**
+ * Why a model endpoint URL is refused, if it is: an endpoint must be `http(s)://host[:port]/path`, with no query, no
+ * fragment and no credentials, so a registration cannot smuggle parameters or secrets into every proxied call.
+ * @param endpoint - the URL as registered
+ * @returns the problem, or undefined for an acceptable URL
+ */
+export function endpointUrlProblem(endpoint: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return "not a URL";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "scheme must be http or https";
+  if (url.username !== "" || url.password !== "" || /^[a-z]+:\/\/[^/]*@/i.test(endpoint)) {
+    return "credentials (user:password@) are not allowed";
+  }
+  if (endpoint.includes("?")) return "a query string is not allowed";
+  if (endpoint.includes("#")) return "a fragment is not allowed";
+  if (url.hostname === "") return "a host is required";
+  return undefined;
+}

@@ -55,6 +55,8 @@ export interface StackOptions {
    * (runDir/adapters/vVERSION); `sleep`: collocated, asleep around each update. Excludes `engineUrl`.
    */
   vllm?: { endpoints: readonly string[]; sleep: boolean };
+  /** Admin key of the `engineUrl` server (sent on `/v1/load_weights`); default none. */
+  engineKey?: string;
   /** The local controller; false: none (one already watches the gateway). */
   controller: StackControllerOptions | false;
   logger: Logger;
@@ -160,7 +162,9 @@ async function servingOf(options: StackOptions, engine: Engine, stops: Stops): P
     const adaptersDir = join(options.runDir, "adapters");
     return vllmServing({ ...options.vllm, adapterName: options.modelName, adaptersDir });
   }
-  if (options.engineUrl !== undefined) return remoteServing([options.engineUrl], join(options.runDir, "weights"));
+  if (options.engineUrl !== undefined) {
+    return remoteServing([options.engineUrl], join(options.runDir, "weights"), options.engineKey ?? "");
+  }
   const { server, endpoint } = await startEngineServer(engine, options.modelName);
   stops.add(() => server.close());
   return collocatedServing(endpoint);

@@ -44,6 +44,22 @@ function groupInput(plan: GroupPlan): unknown {
 }
 
 /**
+ * The controller settings that let a local controller run the agent this trainer config names in its rollouts'
+ * `config.local` (a controller runs only commands its own config allows).
+ * @param controller - the trainer config's `controller` section
+ * @returns `allowed_commands` and `allowed_agent_classes`, to merge into the controller's settings
+ */
+export function agentAllowList(controller: TrainerConfig["controller"]): {
+  allowed_commands: string[][];
+  allowed_agent_classes: string[];
+} {
+  return {
+    allowed_commands: controller.command.length > 0 ? [controller.command] : [],
+    allowed_agent_classes: controller.agent_class !== null ? [controller.agent_class] : [],
+  };
+}
+
+/**
  * The `POST /api/rollouts` bodies of a group: pre-assigned ids, `is_train`, timeout, `config.local` from the trainer
  * config (when it names a command or agent class) and metadata `batch_idx` / `sample_idx_in_batch` / `group_id`.
  * @param plan - the group

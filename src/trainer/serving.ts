@@ -40,9 +40,11 @@ export function collocatedServing(endpoint: string): PolicyServing {
  * Serving by separate engine servers: each publish saves the weights to `weightsDir/vVERSION` and asks every server
  * to hot-swap to it (`POST {endpoint}/load_weights {path}`); the servers must see the same file system.
  * @param endpoints - base URLs ending in `/v1`
- * @param weightsDir - where published weights are written, e.g. `runs/NAME/weights`
+ * @param weightsDir - where published weights are written, e.g. `runs/NAME/weights` (inside each server's
+ *   `--checkpoint-root`)
+ * @param key - the servers' admin key, sent as a Bearer token; empty sends none
  */
-export function remoteServing(endpoints: readonly string[], weightsDir: string): PolicyServing {
+export function remoteServing(endpoints: readonly string[], weightsDir: string, key = ""): PolicyServing {
   return {
     endpoints,
     async publish(engine, policyVersion) {
@@ -52,7 +54,7 @@ export function remoteServing(endpoints: readonly string[], weightsDir: string):
         const url = `${endpoint.replace(/\/+$/, "")}/load_weights`;
         const response = await request(url, {
           method: "POST",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", ...(key !== "" ? { authorization: `Bearer ${key}` } : {}) },
           body: JSON.stringify({ path: dir }),
         });
         const text = await response.body.text();

@@ -74,6 +74,8 @@ export async function startHarness(baseEnv: Record<string, string> = {}, store?:
         spawn_rate_per_second: 1000,
         state_file: join(dir, "controller-state.json"),
         cwd: dir,
+        // These tests create rollouts with whatever command they exercise; test/controller-policy.test.ts turns this off.
+        allow_any_command: true,
         ...overrides,
       });
       const controller = new LocalController({ client, config, logger, baseEnv: env });

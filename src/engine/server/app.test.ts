@@ -2,6 +2,8 @@
  * The engine server against the REAL embedded engine (tiny config, random weights, few tokens): wire shapes of vLLM
  * with `return_token_ids`, stream vs non-stream identity, bad input, tokenize, concurrency.
  */
+
+import { tmpdir } from "node:os";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../../testing/temp-dir.js";
@@ -20,7 +22,7 @@ afterEach(async () => {
 
 async function start(): Promise<{ url: string; app: FastifyInstance; engine: EmbeddedEngine }> {
   const engine = await EmbeddedEngine.create({ config: "tiny", seed: 7 });
-  const app = await buildEngineServer({ engine, modelName: "tiny-test" });
+  const app = await buildEngineServer({ engine, modelName: "tiny-test", checkpointRoot: tmpdir() });
   const url = await app.listen({ port: 0, host: "127.0.0.1" });
   closers.push(async () => {
     await app.close();

@@ -2,16 +2,23 @@
  * @module Builds the engine server: a Fastify app serving one `Engine` (with its tokenizer and chat template) through
  * vLLM-compatible routes
  * (`/v1/chat/completions`, `/v1/completions`, `/v1/models`, `/tokenize`, `/detokenize`) and admin routes
- * (`/v1/load_weights`, `/pause`, `/resume`). Every error, unknown routes included, is JSON `{detail, code}` from the
+ * (`/v1/load_weights`, `/pause`, `/resume`: admin key, checkpoint root). POST bodies are JSON only. Every error, unknown routes included, is JSON `{detail, code}` from the
  * shared error handler.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import {
+  DEFAULT_HEADERS_TIMEOUT_SECONDS,
+  DEFAULT_REQUEST_TIMEOUT_SECONDS,
+  serverTimeoutOptions,
+} from "../../http/server-timeouts.js";
 import { NotFound } from "../../protocol/errors.js";
 import type { Engine } from "../engine.js";
 import { Admission } from "./admission.js";
+import { checkpointRootOf } from "./checkpoint-root.js";
 import type { ServerContext } from "./context.js";
 import { engineErrorHandler } from "./openai-error.js";
+import { makeRequestGuard } from "./request-guard.js";
 import { adminRoutes } from "./routes/admin.js";
 import { chatRoutes } from "./routes/chat.js";
 import { completionRoutes } from "./routes/completions.js";
@@ -28,6 +35,14 @@ export interface EngineServerOptions {
   log?: Logger;
   /** Largest request body (bytes); default 8 MiB. */
   bodyLimitBytes?: number;
+  /** Admin key for `/v1/load_weights`, `/pause`, `/resume` (Bearer or `x-api-key`); empty or absent: open. */
+  key?: string;
+  /** The only directory tree `/v1/load_weights` may read (symlinks resolved); absent: load_weights answers 403. */
+  checkpointRoot?: string;
+  /** Seconds a client has to send request headers (default 30) and a whole request (default 300). */
+  headersTimeoutSeconds?: number;
+  /** Seconds a client has to send a whole request, body included (default 300). */
+  requestTimeoutSeconds?: number;
   /**
    * `close()` cuts open connections, in-flight requests included, instead of waiting for them (Fastify's
    * `forceCloseConnections`). For a server whose clients are being stopped with it; default false (graceful).
@@ -45,7 +60,14 @@ export async function buildEngineServer(options: EngineServerOptions): Promise<F
     loggerInstance: options.log?.child({ component: "engine-server" }) as FastifyBaseLogger | undefined,
     bodyLimit: options.bodyLimitBytes ?? 8 * 1024 * 1024,
     forceCloseConnections: options.forceCloseConnections ?? false,
+    ...serverTimeoutOptions(
+      options.headersTimeoutSeconds ?? DEFAULT_HEADERS_TIMEOUT_SECONDS,
+      options.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    ),
   });
+  // JSON only: Fastify's default text/plain parser would let a cross-origin "simple" request through.
+  app.removeContentTypeParser("text/plain");
+  app.addHook("onRequest", makeRequestGuard(options.key ?? ""));
   const ctx: ServerContext = {
     engine: options.engine,
     tokenizer: options.engine.tokenizer,
@@ -53,6 +75,7 @@ export async function buildEngineServer(options: EngineServerOptions): Promise<F
     modelName: options.modelName,
     admission: new Admission(),
     startedS: Math.floor(Date.now() / 1000),
+    checkpointRoot: checkpointRootOf(options.checkpointRoot),
   };
   app.setErrorHandler(engineErrorHandler);
   // Unknown routes answer like every other error (OpenAI `error` + `{detail, code}`), not Fastify's own shape.

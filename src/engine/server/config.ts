@@ -12,6 +12,16 @@ export const EngineServeConfigSchema = z
     /** Defaults to the preset name or the checkpoint directory's base name. */
     model_name: z.string().min(1).optional().describe("model name served in /v1/models and answers"),
     log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+    checkpoint_root: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("the only directory tree /v1/load_weights may read (symlinks resolved); absent: load_weights is off"),
+    shutdown_grace_seconds: z
+      .number()
+      .min(0)
+      .default(30)
+      .describe("on SIGTERM/SIGINT, seconds in-flight requests get before every open socket is closed"),
   })
   .strict();
 

@@ -9,6 +9,7 @@ import type { ChatTemplate } from "../chat-template.js";
 import type { Engine, GenerateOptions, GenerationRequest, GenerationResult } from "../engine.js";
 import type { Tokenizer } from "../tokenizer.js";
 import type { Admission } from "./admission.js";
+import type { CheckpointRoot } from "./checkpoint-root.js";
 
 /** Response header carrying the policy version of the weights that generated the answer. */
 export const POLICY_VERSION_HEADER = "x-policy-version";
@@ -25,6 +26,8 @@ export interface ServerContext {
   admission: Admission;
   /** Unix seconds the server started (`created` of the model card). */
   startedS: number;
+  /** Where `/v1/load_weights` may read; undefined: load_weights is off. */
+  checkpointRoot?: CheckpointRoot;
 }
 
 /** A generation that ran: its results and the policy version at admission (no swap can happen while it runs). */

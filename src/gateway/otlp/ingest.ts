@@ -15,7 +15,13 @@ import {
 import type { EventWrite, Store } from "../../store/store.js";
 
 /** Why spans were not stored; the label of the `arclight_otlp_spans_total` counter. */
-export type SpanRejectReason = "unattributed" | "rollout_not_found" | "stale_attempt" | "refused";
+export type SpanRejectReason = "unattributed" | "rollout_not_found" | "stale_attempt" | "refused" | "forbidden";
+
+/** The one attempt an agent token may write spans to; spans naming another rollout or attempt are rejected. */
+export interface IngestScope {
+  rolloutId: string;
+  attemptId: string;
+}
 
 /** Outcome of one ingest. */
 export interface IngestResult {
@@ -94,16 +100,36 @@ async function storeGroup(
   }
 }
 
+/** {@link storeGroup} for an agent token: only the token's own rollout and attempt. */
+function storeScopedGroup(
+  store: Store,
+  group: SpanGroup,
+  scope: IngestScope,
+): Promise<{ late: number } | { reason: SpanRejectReason; message: string }> {
+  const attemptId = group.attemptId ?? scope.attemptId;
+  if (group.rolloutId !== scope.rolloutId || attemptId !== scope.attemptId) {
+    const message = `an agent token of rollout ${scope.rolloutId} attempt ${scope.attemptId} may not write spans here`;
+    return Promise.resolve({ reason: "forbidden", message });
+  }
+  return storeGroup(store, { ...group, attemptId });
+}
+
 /**
  * Stores spans, one store transaction per (rollout, attempt). Late writes follow the store's rules for any event:
  * spans of a finished rollout are stored `late`, and whatever `appendEvents` refuses for a group (a superseded
  * attempt, an unknown rollout) is rejected for all its spans.
  * @param store - where events go
  * @param spans - decoded spans, in request order
+ * @param scope - set for an agent token: spans of other rollouts or attempts are rejected (`forbidden`), and spans
+ *   naming no attempt go to the scope's attempt
  * @returns how many were stored (and of them late) and, by reason, how many were not
  * @throws whatever the store throws that is not an `ArclightError` below 500 (the request then fails with 500)
  */
-export async function ingestSpans(store: Store, spans: readonly SpanData[]): Promise<IngestResult> {
+export async function ingestSpans(
+  store: Store,
+  spans: readonly SpanData[],
+  scope?: IngestScope,
+): Promise<IngestResult> {
   const { groups, unattributed } = groupSpans(spans);
   const result: IngestResult = { accepted: 0, late: 0, rejected: {}, messages: [] };
   if (unattributed > 0) {
@@ -114,7 +140,7 @@ export async function ingestSpans(store: Store, spans: readonly SpanData[]): Pro
     );
   }
   for (const group of groups) {
-    const refusal = await storeGroup(store, group);
+    const refusal = scope ? await storeScopedGroup(store, group, scope) : await storeGroup(store, group);
     if ("late" in refusal) {
       result.accepted += group.events.length;
       result.late += refusal.late;

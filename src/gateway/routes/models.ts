@@ -1,7 +1,7 @@
 /** @module Model endpoint routes: register (upsert by model + endpoint), list and remove the servers of a model. */
 import type { FastifyPluginAsync } from "fastify";
 import { z } from "zod";
-import { BadRequest, type Model, ModelSchema, parseOrThrow } from "../../protocol/index.js";
+import { BadRequest, endpointUrlProblem, type Model, ModelSchema, parseOrThrow } from "../../protocol/index.js";
 import { readTokenizerFolder } from "../proxy/tito/tokenizer-folder.js";
 import type { GatewayRouteOptions } from "../route-options.js";
 
@@ -35,12 +35,19 @@ function checkTitoModels(models: readonly Model[]): void {
 
 /**
  * Mounts `POST /api/models` (list of Model → 201 list, upsert by (model, endpoint); a `tito` endpoint without a
- * readable tokenizer folder and chat template is refused with 400), `GET /api/models[?model=]`
+ * readable tokenizer folder and chat template is refused with 400, and so is an endpoint that is not
+ * `http(s)://host[:port]/path`), `GET /api/models[?model=]`
  * (beyond AGL) and `DELETE /api/models[?model=]` → `{"status":"ok"}`.
  */
 export const modelRoutes: FastifyPluginAsync<GatewayRouteOptions> = async (app, { store }) => {
   app.post("/api/models", async (request, reply) => {
     const models = parseOrThrow(ModelListSchema, request.body, "models", ["body"]);
+    models.forEach((model, index) => {
+      const problem = endpointUrlProblem(model.endpoint);
+      if (problem !== undefined) {
+        throw new BadRequest(`body[${index}].endpoint ${JSON.stringify(model.endpoint)}: ${problem}`);
+      }
+    });
     checkTitoModels(models);
     const stored = await store.upsertModels(models);
     request.log.info({ count: stored.length }, "registered model endpoints");

@@ -9,6 +9,7 @@ import { gunzip } from "node:zlib";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { BadRequest, type SpanData } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
+import { agentClaimsOf } from "../auth.js";
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from "../json-depth.js";
 import type { GatewayMetrics } from "../metrics.js";
 import { decodeJsonSpans } from "../otlp/decode-json.js";
@@ -103,7 +104,9 @@ export const otlpRoutes: FastifyPluginAsync<OtlpRoutesOptions> = async (app, { s
     const isProtobuf = request.headers["content-type"]?.split(";", 1)[0]?.trim().toLowerCase() === PROTOBUF;
     const body = (request.body as Buffer | undefined) ?? Buffer.alloc(0);
     const decoded: SpanData[] = isProtobuf ? decodeProtobufSpans(schema, body) : decodeJsonSpans(parseJsonBody(body));
-    const result = await ingestSpans(store, decoded);
+    const agent = agentClaimsOf(request);
+    const scope = agent ? { rolloutId: agent.rollout_id, attemptId: agent.attempt_id } : undefined;
+    const result = await ingestSpans(store, decoded, scope);
     countSpans(metrics, result);
     const rejected = decoded.length - result.accepted;
     const message = result.messages.join("; ");

@@ -1,6 +1,7 @@
 /**
  * @module Rollout routes (Agent Lightning v1.0): create (idempotent by `rollout_id`), list with filters and paging,
- * the terminal cursor, one rollout with its attempts, status patches, delete.
+ * the terminal cursor, one rollout with its attempts, status patches (an agent token's pinned to its current attempt),
+ * delete.
  */
 import type { FastifyPluginAsync } from "fastify";
 import { z } from "zod";
@@ -11,6 +12,8 @@ import {
   RolloutPatchSchema,
   RolloutStateSchema,
 } from "../../protocol/index.js";
+import { pinAgentPatch } from "../agent-patch.js";
+import { agentClaimsOf } from "../auth.js";
 import { queryBool, queryInt, queryList } from "../query-params.js";
 import type { GatewayRouteOptions } from "../route-options.js";
 
@@ -65,7 +68,9 @@ export const rolloutRoutes: FastifyPluginAsync<GatewayRouteOptions> = async (app
   });
 
   app.patch<{ Params: RolloutParams }>("/api/rollouts/:id", async (request) => {
-    const patch = parseOrThrow(RolloutPatchSchema, request.body, "rollout patch", ["body"]);
+    let patch = parseOrThrow(RolloutPatchSchema, request.body, "rollout patch", ["body"]);
+    const agent = agentClaimsOf(request);
+    if (agent) patch = await pinAgentPatch(store, agent, request.params.id, patch);
     const rollout = await store.patchRollout(request.params.id, patch);
     request.log.info({ state: rollout.status.state, attemptId: rollout.status.last_attempt_id }, "patched rollout");
     return rollout;

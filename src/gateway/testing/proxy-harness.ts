@@ -7,6 +7,7 @@ import { errorHandler } from "../../http/error-handler.js";
 import { type ModelInput, RolloutCreateSchema } from "../../protocol/index.js";
 import { MemoryStore } from "../../store/memory.js";
 import type { Store } from "../../store/store.js";
+import { accessHook } from "../access.js";
 import { makeAuthHook } from "../auth.js";
 import { type ProxyOptionsInput, resolveProxyOptions } from "../proxy/options.js";
 import { PauseController } from "../proxy/pause.js";
@@ -49,6 +50,7 @@ export async function startProxyHarness(
   const app = Fastify({ logger: false });
   app.setErrorHandler(errorHandler);
   app.addHook("onRequest", makeAuthHook(key));
+  app.addHook("onRequest", accessHook);
   await app.register(proxyRoutes, { store, options, pause });
   const baseUrl = await app.listen({ host: "127.0.0.1", port: 0 });
   let counter = 0;

@@ -68,6 +68,8 @@ export async function startTrainerStack(options: TrainerStackOptions = {}): Prom
         spawn_rate_per_second: 1000,
         spawn_burst: 64,
         cwd: dir,
+        // Each test's trainer config names its own agent command.
+        allow_any_command: true,
       },
       baseEnv: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
     },

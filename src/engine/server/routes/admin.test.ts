@@ -3,6 +3,7 @@
  * reported policy version. Uses a scripted engine so generation length and timing are under the test's control.
  */
 import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../../../testing/temp-dir.js";
@@ -18,7 +19,8 @@ afterEach(async () => {
 
 async function serve(tokens = 3): Promise<{ url: string; engine: ScriptedEngine }> {
   const engine = new ScriptedEngine(256, () => Array(tokens).fill(65));
-  const app = await buildEngineServer({ engine, modelName: "m" });
+  // Checkpoints are written by tempDir under the OS temp dir: that is the root load_weights may read.
+  const app = await buildEngineServer({ engine, modelName: "m", checkpointRoot: tmpdir() });
   closers.push(() => app.close());
   return { url: await app.listen({ port: 0, host: "127.0.0.1" }), engine };
 }
@@ -64,9 +66,10 @@ describe("POST /v1/load_weights", () => {
 
   it("answers 404 naming a missing checkpoint directory and 400 without a path", async () => {
     const { url } = await serve();
-    const missing = await postJson(url, "/v1/load_weights", { path: "/nonexistent/ckpt" });
+    const path = join(tmpdir(), "arclight-no-such-ckpt");
+    const missing = await postJson(url, "/v1/load_weights", { path });
     expect(missing.status).toBe(404);
-    expect(missing.body.detail).toContain("/nonexistent/ckpt");
+    expect(missing.body.detail).toContain(path);
     expect((await postJson(url, "/v1/load_weights", {})).status).toBe(400);
   });
 
@@ -111,7 +114,7 @@ describe("POST /v1/load_weights with a bad path keeps serving the old weights", 
   it("answers 400 naming the problem for an invalid config.json or another model shape, weights unchanged", async () => {
     const engine = await EmbeddedEngine.create({ config: tinyConfig, seed: 3 });
     closers.push(async () => engine.dispose());
-    const app = await buildEngineServer({ engine, modelName: "m" });
+    const app = await buildEngineServer({ engine, modelName: "m", checkpointRoot: tmpdir() });
     closers.push(() => app.close());
     const url = await app.listen({ port: 0, host: "127.0.0.1" });
     const probe = [[1, 2, 3, 4]];
