@@ -29,6 +29,7 @@ const KEY_KINDS: Record<keyof ControllerConfig, [placeholder: string, kind: Flag
   spawn_burst: ["<n>", "int"],
   log_tail_bytes: ["<n>", "int"],
   kill_grace_seconds: ["<s>", "number"],
+  lease_seconds: ["<s>", "number"],
   state_file: ["<path>", "string"],
   cwd: ["<dir>", "string"],
   local: ["<yaml>", "yaml"],

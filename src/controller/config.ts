@@ -35,6 +35,14 @@ export const ControllerConfigSchema = z.strictObject({
     .min(0)
     .default(5)
     .describe("seconds between SIGTERM and SIGKILL when a process group is killed"),
+  lease_seconds: z
+    .number()
+    .min(0)
+    .default(60)
+    .describe(
+      "lease on each running attempt, renewed every pass: when no controller renews it (this one died and none " +
+        "restarted), the gateway fails the attempt after this many seconds, retrying it if attempts are left; 0: none",
+    ),
   state_file: z
     .string()
     .min(1)

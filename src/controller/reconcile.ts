@@ -73,6 +73,8 @@ export class LocalController {
   private gatewayDownSince: number | null = null;
   private abandoned = false;
   private wakePending = false;
+  /** When the leases were last renewed (ms since the epoch); 0: never. */
+  private leasesRenewedAtMs = 0;
   private wakeNow: () => void = () => {};
 
   /**
@@ -121,6 +123,7 @@ export class LocalController {
     const listedAtMs = Date.now();
     const running = await this.client.listAllRollouts({ states: ["running"] }, this.config.list_page_size);
     await this.reconcileRunning(running, listedAtMs);
+    await this.renewLeases();
     await this.flushFinished();
     await this.startQueuing();
     await this.flushFinished();
@@ -263,6 +266,25 @@ export class LocalController {
       if (!busy && !runningIds.has(rolloutId)) changed = this.records.delete(rolloutId) || changed;
     }
     if (changed) this.saveState();
+  }
+
+  /**
+   * Renews the gateway lease of every attempt this controller runs, at most every third of `lease_seconds`. A failed
+   * renewal is logged and tried again next pass (the lease outlives two missed renewals).
+   */
+  private async renewLeases(): Promise<void> {
+    const leaseSeconds = this.config.lease_seconds;
+    if (leaseSeconds === 0 || this.owned.size === 0) return;
+    if (Date.now() - this.leasesRenewedAtMs < (leaseSeconds * 1000) / 3) return;
+    const leases = [...this.owned.values()]
+      .filter((owned) => !owned.cancelled)
+      .map((owned) => ({ rollout_id: owned.rolloutId, attempt_id: owned.record.attempt_id }));
+    try {
+      await this.client.renewLeases(leases, leaseSeconds);
+      this.leasesRenewedAtMs = Date.now();
+    } catch (err) {
+      this.log.warn({ err, count: leases.length }, "could not renew rollout leases; will retry");
+    }
   }
 
   /** Watches a live process a previous controller spawned: its timeout still applies; its exit is reported lost. */

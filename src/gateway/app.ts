@@ -20,10 +20,12 @@ import { installJsonParser } from "./json-body.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
 import { PauseController } from "./proxy/pause.js";
+import { RolloutLeases, watchLeases } from "./rollout-leases.js";
 import type { GatewayRouteOptions } from "./route-options.js";
 import { dashboardRoutes } from "./routes/dashboard.js";
 import { eventRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
+import { leaseRoutes } from "./routes/leases.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { modelRoutes } from "./routes/models.js";
 import { otlpRoutes } from "./routes/otlp.js";
@@ -147,5 +149,9 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     pause: new PauseController(options.sharedPause),
   });
   if (config.dashboard) void app.register(dashboardRoutes, { store, config, metrics, sessions, uiDir: options.uiDir });
+  const leases = new RolloutLeases();
+  void app.register(leaseRoutes, { store, leases });
+  const stopLeases = watchLeases(store, leases, logger);
+  app.addHook("onClose", async () => stopLeases());
   return app;
 }

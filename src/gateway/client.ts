@@ -198,6 +198,24 @@ export class GatewayClient {
     });
   }
 
+  /**
+   * `POST /api/leases`: renews the leases of the attempts a controller runs (see `rollout-leases.ts`). Idempotent.
+   * @param leases - rollout and attempt of each running agent
+   * @param ttlSeconds - the leases end this many seconds from now unless renewed
+   * @returns the rollouts renewed, and those rejected (no longer running on that attempt)
+   */
+  renewLeases(
+    leases: readonly { rollout_id: string; attempt_id: string }[],
+    ttlSeconds: number,
+  ): Promise<{ renewed: string[]; rejected: string[] }> {
+    return this.send({
+      method: "POST",
+      path: "/api/leases",
+      body: { ttl_seconds: ttlSeconds, leases },
+      idempotent: true,
+    });
+  }
+
   /** `DELETE /api/rollouts/{id}`; succeeds also when the rollout does not exist. */
   async deleteRollout(rolloutId: string): Promise<void> {
     await this.send({ method: "DELETE", path: `/api/rollouts/${enc(rolloutId)}`, idempotent: true, rolloutId });
