@@ -89,3 +89,21 @@ export function endpointUrlProblem(endpoint: string): string | undefined {
   if (url.hostname === "") return "a host is required";
   return undefined;
 }
+
+/**
+ * The endpoint an upsert stores: the update's fields, with `mode`, `tokenizer` and `tool_parser` kept from the stored
+ * endpoint where the update leaves them out (a trainer re-registering its endpoints at each new policy version must
+ * not turn a `tito` model back into `passthrough`).
+ * @param stored - the endpoint as stored, or undefined for a new one
+ * @param update - the endpoint as registered now
+ */
+export function mergeModel(stored: Model | undefined, update: Model): Model {
+  const merged: Model = { model: update.model, endpoint: update.endpoint, version: update.version };
+  const mode = update.mode ?? stored?.mode;
+  const tokenizer = update.tokenizer ?? stored?.tokenizer;
+  const toolParser = update.tool_parser ?? stored?.tool_parser;
+  if (mode !== undefined) merged.mode = mode;
+  if (tokenizer !== undefined) merged.tokenizer = tokenizer;
+  if (toolParser !== undefined) merged.tool_parser = toolParser;
+  return normalModel(merged);
+}

@@ -5,7 +5,7 @@ import {
   type EventCreate,
   FIRST_ATTEMPT_ID,
   type Model,
-  normalModel,
+  mergeModel,
   type ResourceVersion,
   type Rollout,
   type RolloutCreate,
@@ -234,8 +234,12 @@ export class MemoryStore implements Store {
 
   async upsertModels(models: readonly Model[]): Promise<Model[]> {
     this.checkWrite();
-    for (const model of models) this.models.set(`${model.model}\u0000${model.endpoint}`, normalModel(model));
-    return models.map(normalModel);
+    return models.map((model) => {
+      const key = `${model.model}\u0000${model.endpoint}`;
+      const merged = mergeModel(this.models.get(key), model);
+      this.models.set(key, merged);
+      return clone(merged);
+    });
   }
 
   async listModels(model?: string): Promise<Model[]> {

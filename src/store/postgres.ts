@@ -18,7 +18,6 @@ import {
   type Model,
   type ModelRow,
   modelFromRow,
-  normalModel,
   type ResourceVersion,
   type Rollout,
   type RolloutCreate,
@@ -348,15 +347,21 @@ export class PostgresStore implements Store {
 
   async upsertModels(models: readonly Model[]): Promise<Model[]> {
     return this.write("upsertModels", async (client) => {
+      const stored: Model[] = [];
+      // Mode, tokenizer and tool parser left out keep their stored values (mergeModel).
       for (const m of models) {
-        await client.query(
+        const { rows } = await client.query<ModelRow>(
           `INSERT INTO models (model, endpoint, version, mode, tokenizer, tool_parser)
-           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (model, endpoint) DO UPDATE SET version = excluded.version,
-           mode = excluded.mode, tokenizer = excluded.tokenizer, tool_parser = excluded.tool_parser`,
-          [m.model, m.endpoint, m.version, m.mode ?? "passthrough", m.tokenizer ?? null, m.tool_parser ?? null],
+           VALUES ($1, $2, $3, COALESCE($4::text, 'passthrough'), $5::text, $6::text)
+           ON CONFLICT (model, endpoint) DO UPDATE SET version = excluded.version,
+           mode = COALESCE($4::text, models.mode), tokenizer = COALESCE($5::text, models.tokenizer),
+           tool_parser = COALESCE($6::text, models.tool_parser)
+           RETURNING model, endpoint, version, mode, tokenizer, tool_parser`,
+          [m.model, m.endpoint, m.version, m.mode ?? null, m.tokenizer ?? null, m.tool_parser ?? null],
         );
+        stored.push(modelFromRow(rows[0]!));
       }
-      return models.map(normalModel);
+      return stored;
     });
   }
 

@@ -13,7 +13,6 @@ import {
   type Model,
   type ModelRow,
   modelFromRow,
-  normalModel,
   type ResourceVersion,
   type Rollout,
   type RolloutCreate,
@@ -434,13 +433,22 @@ export class SqliteStore implements Store {
 
   async upsertModels(models: readonly Model[]): Promise<Model[]> {
     return this.write(() => {
+      // Mode, tokenizer and tool parser left out keep their stored values (mergeModel).
       const upsert = this.stmt(`INSERT INTO models (model, endpoint, version, mode, tokenizer, tool_parser)
-        VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (model, endpoint) DO UPDATE SET version = excluded.version,
-        mode = excluded.mode, tokenizer = excluded.tokenizer, tool_parser = excluded.tool_parser`);
-      for (const m of models) {
-        upsert.run(m.model, m.endpoint, m.version, m.mode ?? "passthrough", m.tokenizer ?? null, m.tool_parser ?? null);
-      }
-      return models.map(normalModel);
+        VALUES (:model, :endpoint, :version, COALESCE(:mode, 'passthrough'), :tokenizer, :tool_parser)
+        ON CONFLICT (model, endpoint) DO UPDATE SET version = excluded.version,
+        mode = COALESCE(:mode, models.mode), tokenizer = COALESCE(:tokenizer, models.tokenizer),
+        tool_parser = COALESCE(:tool_parser, models.tool_parser)
+        RETURNING model, endpoint, version, mode, tokenizer, tool_parser`);
+      return models.map((m) => {
+        const params = {
+          ...m,
+          mode: m.mode ?? null,
+          tokenizer: m.tokenizer ?? null,
+          tool_parser: m.tool_parser ?? null,
+        };
+        return modelFromRow(upsert.get(params) as ModelRow);
+      });
     });
   }
 

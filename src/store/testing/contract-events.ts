@@ -190,7 +190,7 @@ export function eventCases({ fresh, test }: ContractContext): void {
   });
 
   describe("models and counts", () => {
-    test("keeps a model's proxy mode, tokenizer folder and tool parser; a later passthrough upsert clears them", async () => {
+    test("keeps a model's proxy mode, tokenizer folder and tool parser across upserts that leave them out", async () => {
       const store = await fresh();
       const tito = {
         model: "t",
@@ -198,15 +198,18 @@ export function eventCases({ fresh, test }: ContractContext): void {
         version: 1,
         mode: "tito" as const,
         tokenizer: "/m/tok",
+        tool_parser: "none" as const,
       };
-      const parsed = { ...tito, tool_parser: "none" as const };
       expect(await store.upsertModels([tito])).toEqual([tito]);
       expect(await store.listModels("t")).toEqual([tito]);
-      await store.upsertModels([parsed]);
-      expect(await store.listModels("t")).toEqual([parsed]);
-      const plain = { model: "t", endpoint: "http://h1:8000/v1", version: 2 };
-      await store.upsertModels([{ ...plain, mode: "passthrough" }]);
-      expect(await store.listModels("t")).toEqual([plain]);
+      // A trainer re-registering its endpoint at a new policy version names no mode: the model stays tito.
+      expect(await store.upsertModels([{ model: "t", endpoint: tito.endpoint, version: 2 }])).toEqual([
+        { ...tito, version: 2 },
+      ]);
+      await store.upsertModels([{ model: "t", endpoint: tito.endpoint, version: 3, mode: "passthrough" }]);
+      const [back] = await store.listModels("t");
+      expect(back?.mode).toBeUndefined();
+      expect(back?.version).toBe(3);
     });
 
     test("upserts models by (model, endpoint), lists and deletes them", async () => {

@@ -14,6 +14,14 @@ function isJson(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/**
+ * The first choice of a `/completions` body, or `{}`.
+ * @param completion - the upstream body
+ */
+export function firstChoice(completion: Json): Json {
+  return (Array.isArray(completion.choices) && isJson(completion.choices[0]) ? completion.choices[0] : {}) as Json;
+}
+
 /** Content and tool calls of generated text under a parser. */
 function parseText(text: string, parser: ToolParserName): { content: string | null; toolCalls: Json[] } {
   if (parser === "none") return { content: text, toolCalls: [] };
@@ -39,14 +47,13 @@ function chatLogprobs(logprobs: unknown): Json | null {
  * @param completion - the upstream's non-stream `/completions` body (one choice)
  * @param parser - how tool calls are written in the text
  * @param agentWantsLogprobs - whether the agent asked for `logprobs: true`
+ * @param text - the generated text to parse (default: the choice's `text`)
  * @returns vLLM's chat shape: message (content, tool_calls), finish_reason (`tool_calls` when calls parsed),
  *   `token_ids`, top-level `prompt_token_ids`, usage
  */
-export function chatAnswer(completion: Json, parser: ToolParserName, agentWantsLogprobs: boolean): Json {
-  const choice = (
-    Array.isArray(completion.choices) && isJson(completion.choices[0]) ? completion.choices[0] : {}
-  ) as Json;
-  const { content, toolCalls } = parseText(typeof choice.text === "string" ? choice.text : "", parser);
+export function chatAnswer(completion: Json, parser: ToolParserName, agentWantsLogprobs: boolean, text?: string): Json {
+  const choice = firstChoice(completion);
+  const { content, toolCalls } = parseText(text ?? (typeof choice.text === "string" ? choice.text : ""), parser);
   const message = {
     role: "assistant",
     content,

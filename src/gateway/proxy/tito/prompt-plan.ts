@@ -1,11 +1,13 @@
 /**
  * @module The prompt ids of one `tito` call: the longest recorded turn of the attempt whose conversation the request
  * repeats is reused token for token (its prompt ids, then its response ids), and only the messages after it are
- * rendered with the model's chat template and tokenised; with no such turn the whole conversation is rendered.
+ * rendered with the model's chat template and tokenised; with no such turn the whole conversation is rendered. A
+ * conversation whose tool turns a framework regrouped is matched (and rendered) in its sequential form.
  */
 import { isDeepStrictEqual } from "node:util";
 import { type ChatInput, contentText, renderChat } from "./chat-render.js";
 import { sameMessage, sameTools } from "./message-equality.js";
+import { sequentialTurns } from "./sequential-turns.js";
 import type { TitoTokenizer } from "./tokenizer-folder.js";
 
 type Json = Record<string, unknown>;
@@ -36,6 +38,13 @@ export interface PromptPlan {
   prefixMessages: number;
   /** The reused turn's event sequence. */
   matchedSequence?: number;
+  /**
+   * True when the conversation matched only in its sequential form (`sequential-turns.ts`: a framework regrouped
+   * single-call tool turns into one message) and was rendered in that form.
+   */
+  regrouped?: boolean;
+  /** The conversation in the form rendered and to be recorded: the sequential form when `regrouped`, else as sent. */
+  chat: ChatInput;
   /** Why the full path was taken: `no_recorded_turn`, `no_match`, `end_of_turn_in_text`. */
   reason?: string;
 }
@@ -48,6 +57,29 @@ function repeats(turn: RecordedTurn, chat: ChatInput): boolean {
   if (!isDeepStrictEqual(turn.chat.templateKwargs ?? {}, chat.templateKwargs ?? {})) return false;
   for (let i = 0; i < earlier.length; i++) if (!sameMessage(earlier[i]!, chat.messages[i]!)) return false;
   return sameMessage(turn.answer, chat.messages[earlier.length]!);
+}
+
+/** The recorded turn with the most messages that the request repeats, or undefined. */
+function longestRepeated(chat: ChatInput, turns: readonly RecordedTurn[]): RecordedTurn | undefined {
+  let best: RecordedTurn | undefined;
+  for (const turn of turns) {
+    if (repeats(turn, chat) && (!best || turn.chat.messages.length > best.chat.messages.length)) best = turn;
+  }
+  return best;
+}
+
+/** The reused turn and the conversation in the form it matched (as sent, else sequential), or undefined. */
+function matchTurn(
+  chat: ChatInput,
+  turns: readonly RecordedTurn[],
+): { best: RecordedTurn; chat: ChatInput; regrouped: boolean } | undefined {
+  const best = longestRepeated(chat, turns);
+  if (best) return { best, chat, regrouped: false };
+  const sequential = sequentialTurns(chat.messages);
+  if (sequential === chat.messages) return undefined;
+  const regroupedChat = { ...chat, messages: sequential };
+  const found = longestRepeated(regroupedChat, turns);
+  return found ? { best: found, chat: regroupedChat, regrouped: true } : undefined;
 }
 
 /** Index just past the `count`-th occurrence of `needle` in `text`, or -1. */
@@ -90,7 +122,7 @@ function suffixText(model: TitoTokenizer, chat: ChatInput, covered: number, ende
 /** Full path: the whole conversation rendered and tokenised. */
 function fullPlan(model: TitoTokenizer, chat: ChatInput, reason: string): PromptPlan {
   const promptIds = model.tokenizer.encodeWithSpecials(renderChat(model, chat, true));
-  return { promptIds, path: "full", prefixEnd: 0, prefixMessages: 0, reason };
+  return { promptIds, path: "full", prefixEnd: 0, prefixMessages: 0, reason, chat };
 }
 
 /**
@@ -108,14 +140,12 @@ export function planPrompt(model: TitoTokenizer, chat: ChatInput, turns: readonl
   if (chat.messages.some((m) => contentText(m.content).includes(eot))) {
     return fullPlan(model, chat, "end_of_turn_in_text");
   }
-  let best: RecordedTurn | undefined;
-  for (const turn of turns) {
-    if (repeats(turn, chat) && (!best || turn.chat.messages.length > best.chat.messages.length)) best = turn;
-  }
-  if (!best) return fullPlan(model, chat, "no_match");
+  const match = matchTurn(chat, turns);
+  if (!match) return fullPlan(model, chat, "no_match");
+  const { best, regrouped } = match;
   const covered = best.chat.messages.length + 1;
   const endedWithEot = best.responseIds[best.responseIds.length - 1] === model.endOfTurn.id;
-  const suffix = suffixText(model, chat, covered, endedWithEot);
+  const suffix = suffixText(model, match.chat, covered, endedWithEot);
   if (suffix === undefined) return fullPlan(model, chat, "no_match");
   const prefix = [...best.promptIds, ...best.responseIds];
   return {
@@ -124,5 +154,7 @@ export function planPrompt(model: TitoTokenizer, chat: ChatInput, turns: readonl
     prefixEnd: prefix.length,
     prefixMessages: covered,
     matchedSequence: best.sequence,
+    chat: match.chat,
+    ...(regrouped ? { regrouped } : {}),
   };
 }

@@ -4,7 +4,6 @@
  * {@link RecordedTurn}s.
  */
 import type { Store } from "../../../store/store.js";
-import type { ChatInput } from "./chat-render.js";
 import type { PromptPlan, RecordedTurn } from "./prompt-plan.js";
 
 type Json = Record<string, unknown>;
@@ -21,7 +20,12 @@ export interface TitoRecord {
   matched_sequence?: number;
   /** Why the full path was taken. */
   reason?: string;
-  /** The agent's conversation: `messages`, `tools`, `chat_template_kwargs` as sent. */
+  /** True when the request matched only after its regrouped tool turns were made sequential again. */
+  regrouped?: boolean;
+  /**
+   * The agent's conversation: `messages`, `tools`, `chat_template_kwargs` as sent (in sequential form when
+   * `regrouped`: what later calls are matched against).
+   */
   chat: { messages: Json[]; tools?: Json[]; chat_template_kwargs?: Json };
   /** The assistant message the agent was answered with. */
   answer: Json;
@@ -30,10 +34,10 @@ export interface TitoRecord {
 /**
  * The event's `tito` field.
  * @param plan - how the prompt was built
- * @param chat - the request's conversation
  * @param answer - the assistant message answered
  */
-export function titoRecord(plan: PromptPlan, chat: ChatInput, answer: Json): TitoRecord {
+export function titoRecord(plan: PromptPlan, answer: Json): TitoRecord {
+  const chat = plan.chat;
   const record: TitoRecord = {
     path: plan.path,
     prefix_end: plan.prefixEnd,
@@ -47,6 +51,7 @@ export function titoRecord(plan: PromptPlan, chat: ChatInput, answer: Json): Tit
   };
   if (plan.matchedSequence !== undefined) record.matched_sequence = plan.matchedSequence;
   if (plan.reason !== undefined) record.reason = plan.reason;
+  if (plan.regrouped) record.regrouped = true;
   return record;
 }
 

@@ -14,10 +14,11 @@ import { upstreamRequestIds } from "../request-ids.js";
 import { proxyFields } from "../rewrite.js";
 import { SSE_DONE, sseEvent } from "../sse.js";
 import type { UpstreamAnswer } from "../upstream.js";
-import { chatAnswer, chatChunks } from "./chat-answer.js";
+import { chatAnswer, chatChunks, firstChoice } from "./chat-answer.js";
 import type { ChatInput } from "./chat-render.js";
 import { type PromptPlan, planPrompt } from "./prompt-plan.js";
 import { recordedTurns, titoRecord } from "./recorded-turns.js";
+import type { TitoTokenizer } from "./tokenizer-folder.js";
 
 type Json = Record<string, unknown>;
 
@@ -124,23 +125,35 @@ export async function forwardTitoCall(
         httpStatus: answer.error.status,
         retryCount: answer.retryCount,
       };
-      await recordCall(ctx.store, tracked, record, base, { tito: titoRecord(plan, chat, {}) });
+      await recordCall(ctx.store, tracked, record, base, { tito: titoRecord(plan, {}) });
       throw answer.error;
     }
     const parser = model.tool_parser ?? "hermes";
-    await answerAgent(ctx, { call: tracked, chat, plan, answer, parser, reply, base });
+    await answerAgent(ctx, { call: tracked, plan, answer, parser, folder, reply, base });
   } finally {
     reply.raw.off("close", onClose);
   }
 }
 
+/**
+ * The text to parse: the response ids decoded with special tokens kept (the upstream's own text may have dropped
+ * `<tool_call>`, a special token in many tokenizers), without the end-of-turn id that stopped it; the upstream's text
+ * when a stop string ended the generation (its ids include the stop string, its text does not) or ids are missing.
+ */
+function generatedText(choice: Json, folder: TitoTokenizer): string | undefined {
+  const ids = choice.token_ids;
+  if (typeof choice.stop_reason === "string" || !Array.isArray(ids)) return undefined;
+  const stopped = ids.length > 0 && ids[ids.length - 1] === folder.endOfTurn.id;
+  return folder.tokenizer.decode(stopped ? ids.slice(0, -1) : ids, false);
+}
+
 /** What {@link answerAgent} needs. */
 interface Answering {
   call: TrackedCall;
-  chat: ChatInput;
   plan: PromptPlan;
   answer: UpstreamAnswer;
   parser: ToolParserName;
+  folder: TitoTokenizer;
   reply: FastifyReply;
   base: { kind: "completions"; model: string; request: Json; requestText: string; startedAt: number };
 }
@@ -157,7 +170,8 @@ async function answerAgent(ctx: ProxyContext, a: Answering): Promise<void> {
   }
   const ok = answer.statusCode >= 200 && answer.statusCode < 300 && isJson(parsed);
   const agentBody = call.body.value;
-  const chatBody = ok ? chatAnswer(parsed as Json, a.parser, agentBody.logprobs === true) : null;
+  const generated = ok ? generatedText(firstChoice(parsed as Json), a.folder) : undefined;
+  const chatBody = ok ? chatAnswer(parsed as Json, a.parser, agentBody.logprobs === true, generated) : null;
   const message = chatBody ? ((chatBody.choices as Json[])[0]!.message as Json) : {};
   const record: CallRecord = {
     ...base,
@@ -169,7 +183,7 @@ async function answerAgent(ctx: ProxyContext, a: Answering): Promise<void> {
     retryCount: answer.retryCount,
   };
   const known = { ...base, response: parsed, responseText: text };
-  await recordCall(ctx.store, call, record, known, { tito: titoRecord(a.plan, a.chat, message) });
+  await recordCall(ctx.store, call, record, known, { tito: titoRecord(a.plan, message) });
   if (!chatBody) {
     const body = call.translation ? call.translation.error(answer.statusCode, parsed) : answer.body;
     void reply.status(answer.statusCode).header("content-type", "application/json").send(body);

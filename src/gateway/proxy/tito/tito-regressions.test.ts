@@ -223,6 +223,24 @@ describe("multi-turn regressions: passthrough splits, tito keeps one row with th
     );
   });
 
+  it("sequential tool turns regrouped into one assistant message with several calls (Mastra)", async () => {
+    const agent: Agent = (a) => {
+      if (a.length === 0) return { messages: [user("Add twice.")] };
+      if (a.length === 1) return { messages: [user("Add twice."), a[0]!, toolResult(a[0]!, 0, "5")] };
+      if (a.length > 2) return null;
+      const calls = [...(a[0]!.tool_calls as Json[]), ...(a[1]!.tool_calls as Json[])];
+      const grouped = { role: "assistant", content: null, tool_calls: calls };
+      const results = [toolResult(a[0]!, 0, "5"), toolResult(a[1]!, 0, "8")];
+      return { messages: [user("Add twice."), grouped, ...results] };
+    };
+    const outputs = [toolCall("2+3"), toolCall("4+4"), "Done."];
+    const passthrough = await run("passthrough", QWEN2_TOKENIZER_DIR, outputs, agent);
+    expect(passthrough.rows.length).toBeGreaterThan(1);
+    const tito = await run("tito", QWEN2_TOKENIZER_DIR, outputs, agent);
+    expectOneExactRow(tito);
+    expect(tito.records[2]).toMatchObject({ path: "prefix", regrouped: true });
+  });
+
   it("tools changed mid-rollout: tito does not reuse the prefix (the system turn changed) and renders it whole", async () => {
     const more = [...TOOLS, { type: "function", function: { name: "search", parameters: { type: "object" } } }];
     const agent: Agent = (a) =>
