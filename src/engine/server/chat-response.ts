@@ -12,6 +12,8 @@
  * arclight adds one key at the end: `policy_version` (also sent as the `x-policy-version` header).
  * @see vLLM v0.19.0 `vllm/entrypoints/openai/chat_completion/{protocol,serving}.py`
  */
+
+import { vllmAssistantMessage } from "../../protocol/assistant-message.js";
 import type { ToolCallDelimiters } from "../chat-template.js";
 import type { GenerationResult } from "../engine.js";
 import type { Tokenizer } from "../tokenizer.js";
@@ -68,16 +70,7 @@ export function chatChoice(index: number, result: GenerationResult, options: Cha
   const { content, toolCalls } = messageOf(result, options);
   return {
     index,
-    message: {
-      role: "assistant" as const,
-      content,
-      refusal: null,
-      annotations: null,
-      audio: null,
-      function_call: null,
-      tool_calls: toolCalls,
-      reasoning: null,
-    },
+    message: vllmAssistantMessage(content, toolCalls),
     logprobs: logprobsOf(result, options),
     finish_reason: toolCalls.length > 0 ? "tool_calls" : result.finishReason,
     stop_reason: wireStopReason(result.stopReason, options.defaultStopTokenIds),

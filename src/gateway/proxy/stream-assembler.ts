@@ -15,6 +15,7 @@
  *   otherwise usage is computed the way vLLM does (prompt ids + generated ids, EOS counted).
  * - a failure mid-stream is one `data: {"error": {...}}` event.
  */
+import { vllmAssistantMessage } from "../../protocol/assistant-message.js";
 
 type Json = Record<string, unknown>;
 
@@ -265,16 +266,7 @@ function buildChatChoice(index: number, parts: ChoiceParts): Json {
   const content = toolCalls.length > 0 && text.trim() === "" ? null : parts.sawText ? text : null;
   return {
     index,
-    message: {
-      role: "assistant",
-      content,
-      refusal: null,
-      annotations: null,
-      audio: null,
-      function_call: null,
-      tool_calls: toolCalls,
-      reasoning: parts.reasoning.length > 0 ? parts.reasoning.join("") : null,
-    },
+    message: vllmAssistantMessage(content, toolCalls, parts.reasoning.length > 0 ? parts.reasoning.join("") : null),
     logprobs: hasAlignedChunks(parts) ? { content: parts.chatLogprobs } : null,
     finish_reason: parts.finishReason,
     stop_reason: parts.stopReason,

@@ -6,6 +6,7 @@
  */
 
 import { parseToolCalls } from "../../../engine/server/tool-calls.js";
+import { vllmAssistantMessage } from "../../../protocol/assistant-message.js";
 import type { ToolParserName } from "../../../protocol/index.js";
 
 type Json = Record<string, unknown>;
@@ -54,16 +55,7 @@ function chatLogprobs(logprobs: unknown): Json | null {
 export function chatAnswer(completion: Json, parser: ToolParserName, agentWantsLogprobs: boolean, text?: string): Json {
   const choice = firstChoice(completion);
   const { content, toolCalls } = parseText(text ?? (typeof choice.text === "string" ? choice.text : ""), parser);
-  const message = {
-    role: "assistant",
-    content,
-    refusal: null,
-    annotations: null,
-    audio: null,
-    function_call: null,
-    tool_calls: toolCalls,
-    reasoning: null,
-  };
+  const message = vllmAssistantMessage(content, toolCalls);
   const id = String(completion.id ?? "").replace(/^cmpl-/, "");
   return {
     id: `chatcmpl-${id}`,
