@@ -256,6 +256,33 @@ export const EngineSectionSchema = TorchEngineConfigSchema.extend({
     .describe("sampler vllm: collocated on the trainer's GPU: put vLLM to sleep (level 1) around each update"),
 });
 
+/**
+ * How the gateway's proxy serves the policy's chat calls: `passthrough` (the agent's messages go upstream as they
+ * are), or `tito` (token in, token out: each prompt is built from the attempt's recorded token ids plus only the new
+ * messages, rendered with the model's own chat template, so a multi-turn rollout stays one trajectory; docs/tito.md).
+ * The trainer registers its endpoints with these settings at every policy version.
+ */
+export const ProxyConfigSchema = z.strictObject({
+  mode: z
+    .enum(["passthrough", "tito"])
+    .default("passthrough")
+    .describe(
+      "passthrough: the agent's chat body goes upstream; tito: token-id prompts from recorded ids (docs/tito.md)",
+    ),
+  tokenizer: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe("tito: folder with tokenizer.json + tokenizer_config.json; null: engine.model when it is a local folder"),
+  tool_parser: z
+    .enum(["hermes", "none"])
+    .default("hermes")
+    .describe(
+      "tito: how tool calls are read from generated text (hermes: JSON in tool_call tags, as Qwen writes them)",
+    ),
+});
+
 /** The whole trainer configuration. */
 export const TrainerConfigSchema = z
   .strictObject({
@@ -346,6 +373,7 @@ export const TrainerConfigSchema = z
       ),
     async: section(AsyncConfigSchema, "Collocated asynchronous training"),
     engine: section(EngineSectionSchema, "Which engine trains and serves the policy"),
+    proxy: section(ProxyConfigSchema, "How the gateway's proxy serves the policy's chat calls"),
     checkpoint_interval: z
       .number()
       .int()
@@ -364,7 +392,30 @@ export const TrainerConfigSchema = z
         message: `must exceed train_batch_size (${config.train_batch_size}) when async is enabled`,
       });
     }
+    if (config.proxy.mode === "tito" && titoTokenizerOf(config) === null) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["proxy", "tokenizer"],
+        message:
+          "proxy.mode tito needs a Hugging Face tokenizer folder (tokenizer.json + tokenizer_config.json): set " +
+          "proxy.tokenizer, or use engine.kind torch with engine.model a local model folder",
+      });
+    }
   });
+
+/**
+ * The tokenizer folder `tito` registers the policy with: `proxy.tokenizer`, else a torch engine's local model folder
+ * (`engine.model` not `new:NAME`); null when there is none.
+ * @param config - the trainer configuration (or the parts of it this reads)
+ */
+export function titoTokenizerOf(config: {
+  proxy: { tokenizer: string | null };
+  engine: { kind: string; model: string | null };
+}): string | null {
+  if (config.proxy.tokenizer !== null) return config.proxy.tokenizer;
+  const { kind, model } = config.engine;
+  return kind === "torch" && model !== null && !model.startsWith("new:") ? model : null;
+}
 
 /** The trainer configuration, defaults applied. */
 export type TrainerConfig = z.output<typeof TrainerConfigSchema>;

@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import type { GatewayClient } from "../gateway/client.js";
 import type { RolloutRecord } from "./batch.js";
-import type { TrainerConfig } from "./config.js";
+import { type TrainerConfig, titoTokenizerOf } from "./config.js";
 import type { ReadMark } from "./late-rewards.js";
 import { type GroupPlan, type GroupTracker, groupCreates } from "./rollout-groups.js";
 import type { TripletEventFields } from "./triplets.js";
@@ -25,20 +25,45 @@ export interface FinishedGroup {
   marks: ReadMark[];
 }
 
+/** How the proxy serves the registered model (`proxy` of the trainer config); absent: passthrough, as AGL. */
+export interface ProxyRegistration {
+  mode: "passthrough" | "tito";
+  /** tito: the tokenizer folder the gateway reads. */
+  tokenizer: string | null;
+  tool_parser: "hermes" | "none";
+}
+
+/**
+ * The registration fields of a trainer config's `proxy` section: none for `passthrough` (AGL's shape unchanged),
+ * mode, tokenizer folder and tool parser for `tito`.
+ * @param config - the trainer configuration
+ */
+export function proxyRegistrationOf(config: TrainerConfig): ProxyRegistration | undefined {
+  if (config.proxy.mode === "passthrough") return undefined;
+  return { mode: "tito", tokenizer: titoTokenizerOf(config), tool_parser: config.proxy.tool_parser };
+}
+
 /**
  * Registers every serving endpoint under `modelName` with the trainer's policy version (upsert).
  * @param client - gateway client
  * @param modelName - the model name the proxy looks endpoints up by
  * @param endpoints - OpenAI base URLs
  * @param version - trainer policy version the endpoints now serve
+ * @param proxy - how the proxy serves the model ({@link proxyRegistrationOf}); absent: passthrough
+ * @throws {BadRequest} when the gateway refuses the registration (e.g. tito with an unreadable tokenizer folder)
  */
 export async function registerEndpoints(
   client: GatewayClient,
   modelName: string,
   endpoints: readonly string[],
   version: number,
+  proxy?: ProxyRegistration,
 ): Promise<void> {
-  await client.upsertModels(endpoints.map((endpoint) => ({ model: modelName, endpoint, version })));
+  const fields = proxy === undefined ? {} : { mode: proxy.mode, tool_parser: proxy.tool_parser };
+  const tokenizer = proxy?.tokenizer == null ? {} : { tokenizer: proxy.tokenizer };
+  await client.upsertModels(
+    endpoints.map((endpoint) => ({ model: modelName, endpoint, version, ...fields, ...tokenizer })),
+  );
 }
 
 /**

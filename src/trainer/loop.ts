@@ -17,6 +17,7 @@ import {
   type FinishedGroup,
   launchGroup,
   type PauseSettings,
+  proxyRegistrationOf,
   readFinishedGroup,
   registerEndpoints,
   withPausedProxy,
@@ -221,7 +222,7 @@ async function startRun(options: TrainLoopOptions): Promise<LoopRun> {
     anySucceeded: state.step > 0,
   };
   await serving.publish(engine, run.policyVersion);
-  await registerEndpoints(client, run.modelName, serving.endpoints, run.policyVersion);
+  await registerEndpoints(client, run.modelName, serving.endpoints, run.policyVersion, proxyRegistrationOf(run.config));
   for (const plan of state.pending) {
     await launchGroup(client, plan, config);
     run.pending.push(plan);
@@ -445,7 +446,7 @@ async function publishIfUpdated(run: LoopRun, updates: readonly TrainMetrics[]):
   }
   run.policyVersion += 1;
   await serving.publish(engine, run.policyVersion);
-  await registerEndpoints(client, run.modelName, serving.endpoints, run.policyVersion);
+  await registerEndpoints(client, run.modelName, serving.endpoints, run.policyVersion, proxyRegistrationOf(run.config));
 }
 
 /** 8. Validation every val_interval steps (is_train=false rollouts, one per input, reward mean); null otherwise. */
