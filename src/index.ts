@@ -1,4 +1,6 @@
-/** @module Public entry of the `arclight` package: protocol types and the store. */
+/** @module Public entry of the `arclight` package: protocol types, the store, and agent-token minting. */
+/** Mints the scoped token a controller gives one attempt's agent as `AGL_KEY` (docs/security.md). */
+export { agentKeyFor } from "./controller/agent-credentials.js";
 /** Wire types, the rollout state machine, wire errors and validation. */
 export * from "./protocol/index.js";
 /** The error opening a store spec raises. */

@@ -53,8 +53,8 @@ function prepareRunDir(runDir: string, name: string): void {
   writeFileSync(join(runDir, MARKER), `${JSON.stringify({ name, started: new Date().toISOString() })}\n`);
 }
 
-/** The closing lines: before/after, wall time, where the files are. */
-function printSummary(summary: DemoSummary, runDir: string): void {
+/** The closing lines: before/after, wall time, where the files are (`arclight eval` reads embedded checkpoints only). */
+function printSummary(summary: DemoSummary, runDir: string, engine: string): void {
   const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
   const minutes = Math.floor(summary.wallSeconds / 60);
   const seconds = Math.round(summary.wallSeconds % 60);
@@ -65,8 +65,11 @@ function printSummary(summary: DemoSummary, runDir: string): void {
         `${summary.rlSteps} GRPO steps ${summary.after.mean.toFixed(3)} (solved ${pct(summary.after.solved)})`,
       `wall time ${minutes}m${String(seconds).padStart(2, "0")}s`,
       `files in ${runDir}: metrics.jsonl, reward.svg, summary.json, val.jsonl, gateway.db, warm-start/, checkpoints/`,
-      `final checkpoint: ${summary.checkpointDir} (evaluate it: npx arclight eval ${summary.checkpointDir} ` +
-        `--data ${join(runDir, "val.jsonl")})`,
+      engine === "torch"
+        ? `final checkpoint: ${summary.checkpointDir} (a Hugging Face folder: serve it with arclight engine serve ` +
+          "--engine torch --model DIR; arclight eval reads embedded-engine checkpoints only)"
+        : `final checkpoint: ${summary.checkpointDir} (evaluate it: npx arclight eval ${summary.checkpointDir} ` +
+          `--data ${join(runDir, "val.jsonl")})`,
       `warm-start policy (before RL): ${summary.warmStartDir}`,
     ].join("\n"),
   );
@@ -109,7 +112,7 @@ async function demo(flags: DemoFlags): Promise<void> {
       logger: pino({ level }),
       signal: interrupt.signal,
     });
-    printSummary(summary, runDir);
+    printSummary(summary, runDir, flags.engine);
   } catch (err) {
     if (err instanceof TorchPackageMissing) throw new CliError(err.message);
     if (!interrupt.signal.aborted) throw err;

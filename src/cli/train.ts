@@ -212,7 +212,9 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
     );
     if (flags.gatewayUrl === undefined) {
       const db = join("runs", config.name, "gateway.db");
-      console.log(`arclight train: browse it later: arclight gateway --store sqlite:${db} --runs-dir runs --key K`);
+      console.log(
+        `arclight train: browse it later: ARCLIGHT_KEY=K arclight gateway --store sqlite:${db} --runs-dir runs`,
+      );
     }
   } catch (err) {
     trainFailure(err, interrupt.signal.aborted);
