@@ -20,6 +20,7 @@ import { type ProcessResult, runProcess } from "../src/testing/run-process.js";
 import { readJsonl } from "../src/trainer/data-order.js";
 import { ChatExampleSchema } from "../src/trainer/export-chat.js";
 import { TokenExampleSchema } from "../src/trainer/export-tokens.js";
+import { agentAllowList } from "../src/trainer/rollout-groups.js";
 import { runRolloutsOnce } from "../src/trainer/rollouts-once.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
@@ -40,19 +41,20 @@ function cli(args: string[]): Promise<ProcessResult> {
 beforeAll(async () => {
   gateway = await startTestGateway({ key: "test-key", model_name: "policy" });
   const engine = await EmbeddedEngine.create({ config: "tiny", seed: 0 });
+  const config = demoTrainerConfig("rec", QUICK_BUDGET, engine.contextLength);
   stack = await startStack({
     runDir: workDir,
     modelName: "policy",
     engine: async () => engine,
     gateway: { url: gateway.url, key: "test-key" },
-    controller: { poolSize: 8, settings: { poll_interval_seconds: 0.05 } },
+    // The controller runs only the recipe's own agent (docs/security.md).
+    controller: { poolSize: 8, settings: { poll_interval_seconds: 0.05, ...agentAllowList(config.controller) } },
     logger: pino({ level: "silent" }),
   });
   const teacher = await startTeacherChild(0);
   try {
     await stack.client.upsertModels([{ model: "policy", endpoint: teacher.endpoint, version: 0 }]);
     const items = readJsonl(join(DATA, "train.jsonl")).filter(isDemoProblem).slice(0, 24);
-    const config = demoTrainerConfig("rec", QUICK_BUDGET, engine.contextLength);
     const result = await runRolloutsOnce(stack.client, items, {
       prefix: "teacher",
       isTrain: true,
