@@ -2,10 +2,11 @@
  * @module Resources delivered to agents with no code change: for each `resources_env` entry the controller reads the
  * named resource from the gateway (the version the rollout pins in `metadata.resources`, else the latest) and sets
  * the env var to its value; for each `resources_file_env` entry it writes the value to a file and sets the env var to
- * the file's path. The versions used are recorded on the attempt as a `resources` event.
+ * the file's absolute path (agents may run in another working directory). The versions used are recorded on the
+ * attempt as a `resources` event.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import type { GatewayClient } from "../gateway/client.js";
 import type { ResourceVersion, ResourceVersions, Rollout } from "../protocol/index.js";
 
@@ -15,7 +16,7 @@ export interface ResourceEnvConfig {
   resources_env: Readonly<Record<string, string>>;
   /** Env var name → resource name; the var holds the path of a file with the value. */
   resources_file_env: Readonly<Record<string, string>>;
-  /** Folder of those files (`NAME-vVERSION.txt`). */
+  /** Folder of those files (`NAME-vVERSION.txt`); relative to the controller's working directory. */
   resources_dir: string;
 }
 
@@ -33,6 +34,9 @@ function pinnedVersion(rollout: Rollout, name: string): number | undefined {
   const version = (pins as Record<string, unknown>)[name];
   return typeof version === "number" && Number.isInteger(version) ? version : undefined;
 }
+
+/** Makes each temporary file name of this process unique. */
+let partialCounter = 0;
 
 function text(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value);
@@ -67,10 +71,15 @@ export async function resolveResourceEnv(
   }
   for (const [envName, name] of Object.entries(config.resources_file_env)) {
     const resource = await read(name);
-    mkdirSync(config.resources_dir, { recursive: true });
-    // One file per version, written once: a running agent never sees its file change under it.
-    const path = join(config.resources_dir, `${name}-v${resource.version}.txt`);
-    writeFileSync(path, text(resource.value));
+    const dir = resolve(config.resources_dir);
+    mkdirSync(dir, { recursive: true });
+    // One file per version, written to a temporary name and renamed into place: an agent reading the file (or a
+    // concurrent agent's copy being replaced) always sees a whole value, never a half-written one.
+    const path = join(dir, `${name}-v${resource.version}.txt`);
+    partialCounter += 1;
+    const partial = `${path}.${process.pid}.${partialCounter}.partial`;
+    writeFileSync(partial, text(resource.value));
+    renameSync(partial, path);
     out.env[envName] = path;
   }
   return out;
