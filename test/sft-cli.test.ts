@@ -161,6 +161,15 @@ describe("arclight sft", () => {
     const result = await cli(["sft", config]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("source: set exactly one of gateway_url and db_path");
+    // --set fills the missing key: the config now fails on the next thing (a db file that does not exist), not on
+    // source; a bad value names --set.
+    const withSource = await cli(["sft", config, "--set", "source.db_path=missing.db"]);
+    expect(withSource.code).toBe(2);
+    expect(withSource.stderr).not.toContain("source: set exactly one");
+    expect(withSource.stderr).toContain("missing.db");
+    const badSteps = await cli(["sft", config, "--set", "source.db_path=x.db", "--set", "sft.steps=0"]);
+    expect(badSteps.code).toBe(2);
+    expect(badSteps.stderr).toContain("with --set source.db_path=x.db --set sft.steps=0:");
   });
 });
 

@@ -168,7 +168,48 @@ describe("trainer end to end", () => {
       (err: { code: number; stderr: string }) => err,
     );
     expect(loud).toMatchObject({ code: 2, stderr: expect.stringContaining("--log-level loud: expected one of fatal") });
-  });
+  }, 150_000);
+
+  it("arclight train --set overrides YAML keys; a bad override is one line naming --set", async () => {
+    const dir = tempDir("arclight-train-set-");
+    writeFileSync(
+      join(dir, "train.jsonl"),
+      `${items(2)
+        .map((item) => JSON.stringify(item.input))
+        .join("\n")}\n`,
+    );
+    const yaml = [
+      "name: cli",
+      "data: { train_path: train.jsonl }",
+      "train_batch_size: 1",
+      "n: 2",
+      "total_steps: 3",
+      `controller: { command: [node, ${JSON.stringify(TEST_AGENT)}], env_map: { AGL_INPUT: input } }`,
+      "aggregator: { max_prompt_length: 128, max_response_length: 96 }",
+      "pause_retry_after_seconds: 0",
+    ].join("\n");
+    writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
+
+    // --set overrides keys of the YAML (here the run name, so the run goes to runs/renamed), the file unchanged;
+    // a bad override is one line naming --set.
+    const renamed = await run(["train", "train.yaml", "--set", "name=renamed", "--set", "total_steps=1"], dir);
+    expect(renamed.stdout).toContain("1 steps, policy version 1");
+    expect(existsSync(join(dir, "runs", "renamed", "metrics.jsonl"))).toBe(true);
+    const badSet = await run(["train", "train.yaml", "--set", "total_steps=many"], dir).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(badSet).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("train.yaml with --set total_steps=many:"),
+    });
+    expect(badSet.stderr).toContain("total_steps");
+    const noEq = await run(["train", "train.yaml", "--set", "total_steps"], dir).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(noEq).toMatchObject({ code: 2, stderr: expect.stringContaining("--set total_steps: expected KEY=VALUE") });
+
+    expect(readFileSync(join(dir, "train.yaml"), "utf8")).toBe(`${yaml}\n`);
+  }, 180_000);
 
   it("arclight train stops with exit 1 and the agent's own output when every rollout of its first step fails", async () => {
     const dir = tempDir("arclight-train-fail-");

@@ -135,3 +135,49 @@ export function resolveLayeredConfig<S extends z.ZodObject>(input: LayeredConfig
   }
   throw new CliError(`${source.get(key) ?? `key ${key}`}${nested}: ${issue.message}`);
 }
+
+/**
+ * Collects repeated `--set KEY=VALUE` flags (commander's option parser).
+ * @param value - this flag's text
+ * @param previous - the texts collected so far
+ * @returns every text given, in order
+ */
+export function collectSetFlag(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/**
+ * Applies `--set KEY=VALUE` overrides to a config read from YAML, before validation: `KEY` is a dotted path of
+ * mapping keys (`total_steps`, `optimizer.learning_rate`, `name`), `VALUE` is parsed as YAML (`5` a number, `true`
+ * a boolean, `[a, b]` a list, `null` null, anything else a string). Missing mappings on the path are created. Later
+ * flags win over earlier ones; the config file is not changed.
+ * @param raw - the config mapping (not changed)
+ * @param sets - the flags' texts
+ * @returns a copy of `raw` with the overrides applied
+ * @throws {CliError} naming `--set` and the text: no `=`, an empty key segment, invalid YAML, or a path through a
+ *   value that is not a mapping
+ */
+export function applySetFlags(raw: Record<string, unknown>, sets: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = structuredClone(raw);
+  for (const text of sets) {
+    const eq = text.indexOf("=");
+    if (eq <= 0) throw new CliError(`--set ${text}: expected KEY=VALUE, e.g. --set total_steps=5`);
+    const path = text.slice(0, eq).split(".");
+    if (path.some((segment) => segment.trim() === "")) {
+      throw new CliError(`--set ${text}: empty key segment in ${JSON.stringify(text.slice(0, eq))}`);
+    }
+    const value = convertFlag(`--set ${text}`, text.slice(eq + 1), "yaml");
+    let node = out;
+    for (const [i, segment] of path.slice(0, -1).entries()) {
+      const next = node[segment];
+      if (next === undefined || next === null) {
+        node[segment] = {};
+      } else if (typeof next !== "object" || Array.isArray(next)) {
+        throw new CliError(`--set ${text}: ${path.slice(0, i + 1).join(".")} is not a mapping in the config`);
+      }
+      node = node[segment] as Record<string, unknown>;
+    }
+    node[path[path.length - 1]!] = value;
+  }
+  return out;
+}

@@ -25,7 +25,7 @@ import { runSft, type SftRunOptions, type SftSummary, sftCheckpointDir } from ".
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
-import { readConfigFile } from "./layered-config.js";
+import { applySetFlags, collectSetFlag, readConfigFile } from "./layered-config.js";
 import { openSourceGateway } from "./source-gateway.js";
 
 /** Flags of `arclight sft`. */
@@ -35,11 +35,17 @@ interface SftFlags extends EngineFlags {
   key?: string;
   initFrom?: string;
   logLevel: string;
+  /** `--set KEY=VALUE` overrides of the YAML, in order. */
+  set?: string[];
 }
 
-/** Reads the YAML, applies `--gateway-url` / `--db`, validates; paths resolve against the config file's directory. */
+/**
+ * Reads the YAML, applies `--set`, then `--gateway-url` / `--db`, validates; paths resolve against the config file's
+ * directory.
+ */
 function loadSftConfig(path: string, flags: SftFlags): Readonly<SftConfig> {
-  let raw = readConfigFile(path, "sft", path);
+  const sets = flags.set ?? [];
+  let raw = applySetFlags(readConfigFile(path, "sft", path), sets);
   if (flags.gatewayUrl !== undefined) raw = { ...raw, source: { gateway_url: flags.gatewayUrl } };
   if (flags.db !== undefined) raw = { ...raw, source: { db_path: resolve(flags.db) } };
   try {
@@ -52,7 +58,8 @@ function loadSftConfig(path: string, flags: SftFlags): Readonly<SftConfig> {
       validation: { ...config.validation, data_path: at(config.validation.data_path) },
     });
   } catch (err) {
-    if (err instanceof ValidationFailed) throw new CliError(`${path}: ${err.message}`);
+    const label = sets.length === 0 ? path : `${path} with ${sets.map((s) => `--set ${s}`).join(" ")}`;
+    if (err instanceof ValidationFailed) throw new CliError(`${label}: ${err.message}`);
     throw err;
   }
 }
@@ -209,5 +216,10 @@ export function registerSft(program: Command): void {
     .option("--preset <name>", "embedded engine model preset", "tiny")
     .option("--engine-seed <n>", "weight-init seed of the embedded engine", "0")
     .option("--log-level <level>", "pino log level", "warn")
+    .option(
+      "--set <key=value>",
+      "override a config key (dotted path, YAML value), e.g. --set sft.steps=100 --set select.min_reward=1; repeatable",
+      collectSetFlag,
+    )
     .action(sft);
 }

@@ -30,7 +30,7 @@ import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./comm
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
 import { frozenAgentsStack } from "./frozen-agents.js";
 import { resolveKey } from "./key-source.js";
-import { readConfigFile } from "./layered-config.js";
+import { applySetFlags, collectSetFlag, readConfigFile } from "./layered-config.js";
 import { type SamplerFlags, vllmSamplerOf } from "./sampler-flags.js";
 
 /** Flags of `arclight train`. */
@@ -45,11 +45,16 @@ interface TrainFlags extends SamplerFlags, EngineFlags {
   controller: boolean;
   modelName: string;
   logLevel: string;
+  /** `--set KEY=VALUE` overrides of the YAML, in order. */
+  set?: string[];
 }
 
-/** Reads and validates the YAML config; data paths are resolved against the config file's directory. */
-function loadConfig(path: string): Readonly<TrainerConfig> {
-  const raw = readConfigFile(path, "trainer", path);
+/**
+ * Reads the YAML config, applies `--set` overrides and validates; data paths are resolved against the config file's
+ * directory.
+ */
+function loadConfig(path: string, sets: readonly string[]): Readonly<TrainerConfig> {
+  const raw = applySetFlags(readConfigFile(path, "trainer", path), sets);
   try {
     const config = parseTrainerConfig(raw);
     const base = dirname(resolve(path));
@@ -59,9 +64,14 @@ function loadConfig(path: string): Readonly<TrainerConfig> {
     };
     return Object.freeze({ ...config, data });
   } catch (err) {
-    if (err instanceof ValidationFailed) throw new CliError(`${path}: ${err.message}`);
+    if (err instanceof ValidationFailed) throw new CliError(`${withSets(path, sets)}: ${err.message}`);
     throw err;
   }
+}
+
+/** How messages name the config: the path, and the `--set` flags applied to it. */
+function withSets(path: string, sets: readonly string[]): string {
+  return sets.length === 0 ? path : `${path} with ${sets.map((s) => `--set ${s}`).join(" ")}`;
 }
 
 /**
@@ -193,7 +203,7 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
 
 /** Runs the command; everything started here is stopped before returning. */
 async function train(configPath: string, flags: TrainFlags): Promise<void> {
-  const config = loadConfig(configPath);
+  const config = loadConfig(configPath, flags.set ?? []);
   checkRunName(`name (${configPath})`, config.name);
   if (flags.initFrom !== undefined && flags.resume === true) {
     throw new CliError("--init-from with --resume: --resume continues the run's own checkpoint; give one of them");
@@ -253,5 +263,10 @@ export function registerTrain(program: Command): void {
     .option("--engine-seed <n>", "weight-init seed of the embedded engine", "0")
     .option("--model-name <name>", "model name the gateway proxy serves", "policy")
     .option("--log-level <level>", "pino log level", "warn")
+    .option(
+      "--set <key=value>",
+      "override a config key (dotted path, YAML value), e.g. --set total_steps=5 --set optimizer.learning_rate=1e-4; repeatable",
+      collectSetFlag,
+    )
     .action(train);
 }
