@@ -3,8 +3,11 @@
  * vLLM's non-stream chat shape (Hermes tool calls, `token_ids`, `prompt_token_ids`; shapes copied from vLLM v0.19.0,
  * see the comment on `vllmCompletion`), and an event endpoint that records the reward post.
  */
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { ByteTokenizer } from "../../src/engine/embedded/tokenizer.js";
@@ -154,9 +157,12 @@ function startEvents(...statuses: number[]) {
   });
 }
 
-/** Runs agent.ts with the rollout environment and waits for it to exit. */
-function runAgent(env: Record<string, string>): Promise<ProcessResult> {
-  return runProcess([process.execPath, "--import", "tsx", AGENT], {
+/** Runs agent.ts (or `argv`) with the rollout environment and waits for it to exit. */
+function runAgent(
+  env: Record<string, string>,
+  argv: readonly string[] = [process.execPath, "--import", "tsx", AGENT],
+): Promise<ProcessResult> {
+  return runProcess(argv, {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH, ...env },
   });
@@ -296,5 +302,31 @@ describe("calculator agent", () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("environment variable QUESTION is required");
     expect(model.received).toHaveLength(0);
+  });
+
+  it("runs from its one-file bundle (scripts/bundle-agent.mjs) in a folder without node_modules", async () => {
+    // `arclight demo` starts the bundle once per rollout; it must carry the openai SDK inside it.
+    const dir = mkdtempSync(join(tmpdir(), "arclight-agent-bundle-"));
+    try {
+      const outfile = join(dir, "agent.js");
+      const bundled = await runProcess([process.execPath, "scripts/bundle-agent.mjs", outfile], {
+        cwd: REPO_ROOT,
+        env: { PATH: process.env.PATH },
+      });
+      expect(bundled).toMatchObject({ code: 0, stderr: "" });
+      const { model, events, env } = await setup((messages) => teacherReply(messages));
+      const result = await runProcess([process.execPath, outfile], {
+        cwd: dir,
+        env: { PATH: process.env.PATH, ...env },
+      });
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      expect(model.received).toHaveLength(2);
+      expect(events.received.map((e) => e.body.data)).toEqual([
+        { value: 1, source: "calculator", reason: "correct", message: "answer=57 expected=57" },
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

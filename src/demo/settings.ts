@@ -135,17 +135,18 @@ export const QUICK_BUDGET: Readonly<DemoBudget> = Object.freeze({
 });
 
 /**
- * The calculator agent compiled to JavaScript by `npm run build` (`tsconfig.examples.json`, run by `npm ci` through
- * `prepare`): `dist/examples/calculator/agent.js` beside this module's compiled copy. Absent when this module runs
- * from src/ (tests, tsx).
+ * The calculator agent bundled into one ES module by `npm run build` (`scripts/bundle-agent.mjs`, run by `npm ci`
+ * through `prepare`): `dist/examples/calculator/agent.js` beside this module's compiled copy, the `openai` SDK inside
+ * it. Absent when this module runs from src/ (tests, tsx).
  */
 const COMPILED_AGENT = fileURLToPath(new URL("../examples/calculator/agent.js", import.meta.url));
 
 /**
  * The agent command the controller runs per rollout, resolved from this package so the demo works from any working
- * directory: the compiled agent under plain node when it exists (about 0.15 s of CPU per start, measured), else
- * `examples/calculator/agent.ts` under tsx (about 0.55 s: tsx compiles the agent in every new process). The demo
- * starts one process per rollout, so this is most of its rollout cost on two cores.
+ * directory: the bundled agent under plain node when it exists, else `examples/calculator/agent.ts` under tsx (tsx
+ * compiles the agent in every new process). The demo starts one process per rollout, so this is most of its rollout
+ * cost on two cores: a whole rollout of the bundle costs about 0.19 s of CPU, of the unbundled compiled agent 0.24 s,
+ * of a bare `node -e ''` 0.06 s (docs/benchmarks.md, Demo).
  * @returns argv
  */
 export function calculatorAgentCommand(): string[] {
