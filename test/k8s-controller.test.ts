@@ -8,12 +8,14 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import type { V1Job } from "@kubernetes/client-node";
+import type { V1Job, V1Secret } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { agentKeyFor } from "../src/controller/agent-credentials.js";
 import { buildJobManifest, type JobSettings, MANAGED_BY_SELECTOR } from "../src/controller/k8s/job-manifest.js";
 import { JobWatcher } from "../src/controller/k8s/job-watch.js";
+import { keySecretFor } from "../src/controller/k8s/key-secret.js";
 import { type K8sHarness, startK8sHarness } from "../src/controller/k8s/testing/harness.js";
 import {
   type KubeCluster,
@@ -59,7 +61,7 @@ describe.skipIf(skipWithoutKube())("k8s controller on a real API server", { time
     await cluster?.stop();
   });
 
-  it("creates one Job with the forced fields and the key in a Secret, and a completed Job makes the rollout succeed", async () => {
+  it("creates one Job with the forced fields and its key in the Job's own Secret, and a completed Job makes the rollout succeed", async () => {
     const h = await harness();
     h.controller();
     await h.create([{ rollout_id: "ok-1" }]);
@@ -71,22 +73,133 @@ describe.skipIf(skipWithoutKube())("k8s controller on a real API server", { time
     expect(job.spec?.activeDeadlineSeconds).toBe(600);
     expect(job.spec?.template.spec?.restartPolicy).toBe("Never");
     expect(job.metadata?.labels?.["app.kubernetes.io/managed-by"]).toBe("arclight");
+    const secretName = job.metadata?.annotations?.["arclight/key-secret"];
+    expect(secretName).toMatch(/^arclight-rollout-ok-1-key-[a-z0-9]{6}$/);
     const env = job.spec?.template.spec?.containers[0]?.env ?? [];
     expect(env.find((e) => e.name === "AGL_KEY")?.valueFrom?.secretKeyRef).toEqual({
-      name: "arclight-agent-key",
+      name: secretName,
       key: "AGL_KEY",
     });
     expect(JSON.stringify(job)).not.toContain("k8s-test-key");
-    const secret = (await cluster.request("GET", `/api/v1/namespaces/${h.namespace}/secrets/arclight-agent-key`)) as {
-      data: Record<string, string>;
-    };
-    expect(Buffer.from(secret.data.AGL_KEY!, "base64").toString()).toBe("k8s-test-key");
 
     const pod = await waitForPod(cluster, h.namespace, "arclight-rollout-ok-1");
     await finishPod(cluster, pod, { exitCode: 0 });
     const done = await h.waitState("ok-1", "succeeded");
     expect(done.status.error_message).toBeNull();
     expect((await h.jobs()).length).toBe(1);
+  });
+
+  it("the Job's Secret is owned by the Job and holds an agent token that the gateway takes for that attempt and refuses (403) for another rollout; no Secret holds the admin key", async () => {
+    const h = await harness();
+    h.controller();
+    await h.create([{ rollout_id: "tok-1" }, { rollout_id: "tok-2", config: { k8s: { job_template: "kind: Pod" } } }]);
+    await h.waitState("tok-1", "running");
+    const job = (await h.api.getJob("arclight-rollout-tok-1"))!;
+    const secret = await h.waitFor("the Secret owned by its Job", async () => {
+      const found = (await h.api.listSecrets("")).find(
+        (s) => s.metadata?.labels?.["arclight/job-name"] === job.metadata?.name,
+      );
+      return found?.metadata?.ownerReferences?.length ? found : undefined;
+    });
+    expect(secret.metadata?.name).toBe(job.metadata?.annotations?.["arclight/key-secret"]);
+    expect(secret.metadata?.ownerReferences).toEqual([
+      { apiVersion: "batch/v1", kind: "Job", name: "arclight-rollout-tok-1", uid: job.metadata?.uid },
+    ]);
+    const data = decoded(secret);
+    expect(Object.keys(data).sort()).toEqual([
+      "AGL_KEY",
+      "ANTHROPIC_API_KEY",
+      "OPENAI_API_KEY",
+      "OTEL_EXPORTER_OTLP_HEADERS",
+    ]);
+    const token = data.AGL_KEY!;
+    expect(token).toMatch(/^aglt1\./);
+    expect(data.OPENAI_API_KEY).toBe(token);
+    expect(data.OTEL_EXPORTER_OTLP_HEADERS).toBe(`Authorization=${encodeURIComponent(`Bearer ${token}`)}`);
+
+    const as = (path: string) =>
+      h.gateway.call("POST", path, { event_type: "reward", data: { value: 1 } }, { authorization: `Bearer ${token}` });
+    expect((await as("/api/rollouts/tok-1/attempt/0/events")).status).toBe(200);
+    const other = await as("/api/rollouts/tok-2/attempt/0/events");
+    expect(other.status).toBe(403);
+    expect(((await other.json()) as { detail: string }).detail).toEqual(expect.any(String));
+
+    for (const s of await h.api.listSecrets("")) {
+      for (const value of Object.values(decoded(s))) expect(value).not.toContain("k8s-test-key");
+    }
+  });
+
+  it("deleting a Job deletes its key Secret (kube-controller-manager's garbage collector follows the ownerReference)", async () => {
+    const h = await harness();
+    h.controller();
+    await h.create([{ rollout_id: "gc-1" }]);
+    await h.waitState("gc-1", "running");
+    const job = (await h.api.getJob("arclight-rollout-gc-1"))!;
+    const secretName = job.metadata!.annotations!["arclight/key-secret"]!;
+    await h.waitFor("the Secret owned", async () =>
+      (await secretNamed(h, secretName))?.metadata?.ownerReferences?.length ? true : undefined,
+    );
+    await h.api.deleteJob("arclight-rollout-gc-1");
+    await h.waitFor("the Secret deleted with its Job", async () =>
+      (await secretNamed(h, secretName)) === undefined ? true : undefined,
+    );
+    // Foreground deletion: the Secret and the Pod go first, then the Job itself.
+    await h.waitFor("the Job deleted", async () =>
+      (await h.api.getJob("arclight-rollout-gc-1")) === undefined ? true : undefined,
+    );
+  });
+
+  it("a crash between creating the Secret and the Job leaves an unowned Secret: deleted after orphan_grace_seconds, while the rollout gets a new Secret and its Job", async () => {
+    const h = await harness();
+    const [rollout] = await h.create([{ rollout_id: "crash-1" }]);
+    // What a controller killed after step 1 of job-launch.ts leaves behind.
+    const leftover = keySecretFor(
+      "arclight-rollout-crash-1-key-zzzzzz",
+      rollout!,
+      "0",
+      { ...JOB_SETTINGS, namespace: h.namespace },
+      "t",
+    );
+    await h.api.createSecret(leftover);
+    h.controller({ orphan_grace_seconds: 1 });
+    await h.waitState("crash-1", "running");
+    await h.waitFor("the leftover deleted", async () =>
+      (await secretNamed(h, "arclight-rollout-crash-1-key-zzzzzz")) === undefined ? true : undefined,
+    );
+    expect(
+      h.logs.some(
+        (l) => l.msg === "deleting orphan key Secret" && l.secretName === "arclight-rollout-crash-1-key-zzzzzz",
+      ),
+    ).toBe(true);
+    const job = (await h.api.getJob("arclight-rollout-crash-1"))!;
+    const own = await secretNamed(h, job.metadata!.annotations!["arclight/key-secret"]!);
+    expect(own?.metadata?.ownerReferences?.[0]?.uid).toBe(job.metadata?.uid);
+  });
+
+  it("the shared admin-key Secret of an older controller is deleted once no Job references it", async () => {
+    const h = await harness();
+    const legacy = "arclight-agent-key";
+    await h.api.createSecret({
+      metadata: { name: legacy, labels: { "app.kubernetes.io/managed-by": "arclight" } },
+      stringData: { AGL_KEY: "k8s-test-key" },
+    });
+    // A Job the older controller created for a rollout it had not yet patched running: it reads AGL_KEY from there.
+    const [old] = await h.create([{ rollout_id: "old-1" }]);
+    const settings = { ...JOB_SETTINGS, namespace: h.namespace };
+    const manifest = JSON.stringify(buildJobManifest(old!, "0", settings, "per-job-secret"));
+    const oldStyle = JSON.parse(manifest.replaceAll('"per-job-secret"', `"${legacy}"`)) as V1Job;
+    delete oldStyle.metadata?.annotations?.["arclight/key-secret"];
+    await h.api.createJob(oldStyle);
+    h.controller({ orphan_grace_seconds: 1 });
+    await h.waitState("old-1", "running");
+    await h.waitFor("a sweep that saw the reference", () =>
+      h.logs.find((l) => l.msg === "legacy admin-key Secret still referenced by Jobs"),
+    );
+    expect(await secretNamed(h, legacy)).toBeDefined();
+    await h.api.deleteJob("arclight-rollout-old-1");
+    await h.waitFor("the legacy Secret deleted", async () =>
+      (await secretNamed(h, legacy)) === undefined ? true : undefined,
+    );
   });
 
   it("a failed pod fails the rollout with the Job's reason, stores the pod's last log lines (served by the kubelet) as a log event, and deletes the Job", async () => {
@@ -180,13 +293,10 @@ describe.skipIf(skipWithoutKube())("k8s controller on a real API server", { time
     await finishPod(cluster, pod1, { exitCode: 0 });
     // A crash between "Job created" and "rollout patched running": the Job exists, the rollout is still queuing.
     const [k3] = await h.create([{ rollout_id: "k-3" }]);
-    await h.api.createJob(
-      buildJobManifest(k3!, "0", {
-        ...JOB_SETTINGS,
-        namespace: h.namespace,
-        gateway: { url: h.gateway.url, key: "k8s-test-key" },
-      }) as V1Job,
-    );
+    const k3Settings = { ...JOB_SETTINGS, namespace: h.namespace, agentUrl: h.gateway.url };
+    const k3Secret = "arclight-rollout-k-3-key-crash0";
+    await h.api.createSecret(keySecretFor(k3Secret, k3!, "0", k3Settings, agentKeyFor("k8s-test-key", k3!, "0")));
+    await h.api.createJob(buildJobManifest(k3!, "0", k3Settings, k3Secret) as V1Job);
     const second = h.controller();
     await h.waitState("k-1", "succeeded");
     const k3Running = await h.waitState("k-3", "running");
@@ -196,6 +306,11 @@ describe.skipIf(skipWithoutKube())("k8s controller on a real API server", { time
       await h.waitState(id, "succeeded");
     }
     expect(second.jobsCreated).toBe(0);
+    // The crashed controller never set the Secret's owner: the new one handed it to its Job.
+    const k3Job = (await h.api.getJob("arclight-rollout-k-3"))!;
+    await h.waitFor("k-3's Secret owned by its Job", async () =>
+      (await secretNamed(h, k3Secret))?.metadata?.ownerReferences?.[0]?.uid === k3Job.metadata?.uid ? true : undefined,
+    );
     expect((await h.jobs()).map((j) => j.metadata?.name).sort()).toEqual([
       "arclight-rollout-k-1",
       "arclight-rollout-k-2",
@@ -245,7 +360,6 @@ describe.skipIf(skipWithoutKube())("k8s controller on a real API server", { time
     const withoutCreate = rules.map((r) =>
       r.resources.includes("jobs") ? { ...r, verbs: r.verbs.filter((v) => v !== "create") } : r,
     );
-    // The deploy Role restricts get/update of the Secret to its default name.
     const rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces";
     await cluster.request("POST", `/api/v1/namespaces/${ns}/serviceaccounts`, { metadata: { name: "limited" } });
     await cluster.request("POST", `${rbac}/${ns}/roles`, { metadata: { name: "controller" }, rules: withoutCreate });
@@ -329,7 +443,12 @@ describe.skipIf(skipWithoutKube())("k8s controller on a real API server", { time
         config: { k8s: { job_template: template } },
       },
     ]);
-    const job = buildJobManifest(rollout!, "0", { ...JOB_SETTINGS, namespace: "arclight" });
+    const job = buildJobManifest(
+      rollout!,
+      "0",
+      { ...JOB_SETTINGS, namespace: "arclight" },
+      "arclight-rollout-x-key-abcdef",
+    );
     const accepted = (await cluster.request(
       "POST",
       "/apis/batch/v1/namespaces/arclight/jobs?dryRun=All",
@@ -344,12 +463,24 @@ const DEPLOY_DIR = fileURLToPath(new URL("../deploy/k8s", import.meta.url));
 /** Settings of Jobs built by hand in these tests. */
 const JOB_SETTINGS: JobSettings = {
   namespace: "default",
-  gateway: { url: "http://arclight-gateway.arclight.svc:8080", key: "k8s-test-key" },
-  keySecretName: "arclight-agent-key",
+  agentUrl: "http://arclight-gateway.arclight.svc:8080",
+  legacySecretName: "arclight-agent-key",
   ttlAfterFinishedSeconds: 600,
   envMap: {},
   standardEnv: true,
 };
+
+/** A Secret's values, decoded. */
+function decoded(secret: V1Secret): Record<string, string> {
+  const data: Record<string, string> = {};
+  for (const [k, v] of Object.entries(secret.data ?? {})) data[k] = Buffer.from(v, "base64").toString();
+  return data;
+}
+
+/** The Secret `name` of the harness's namespace, or undefined when there is none. */
+async function secretNamed(h: K8sHarness, name: string): Promise<V1Secret | undefined> {
+  return (await h.api.listSecrets("")).find((s) => s.metadata?.name === name);
+}
 
 /** The controller Role of deploy/k8s/controller.yaml. */
 function deployRole(): {

@@ -89,7 +89,7 @@ export const ControllerConfigSchema = z.strictObject({
     .describe(
       "also give agents OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY (the proxy's URLs and the gateway key), so a client built with no arguments is captured, and the OTEL_EXPORTER_OTLP_* / OTEL_RESOURCE_ATTRIBUTES variables that send a stock OpenTelemetry SDK's spans to the rollout; an env_map entry of the same name wins",
     ),
-  namespace: z.string().min(1).default("default").describe("k8s: namespace of the Jobs and of the key Secret"),
+  namespace: z.string().min(1).default("default").describe("k8s: namespace of the Jobs and of their key Secrets"),
   agent_url: z
     .url({ protocol: /^https?$/ })
     .optional()
@@ -116,12 +116,16 @@ export const ControllerConfigSchema = z.strictObject({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "a DNS-1123 subdomain")
     .default("arclight-agent-key")
-    .describe("k8s: Secret (in the namespace) holding the key-derived agent variables, which Jobs reference"),
+    .describe(
+      "k8s: the shared Secret older controllers put the admin key in: deleted once no Job references it; a Job template still referencing it is refused",
+    ),
   orphan_grace_seconds: z
     .number()
     .min(0)
     .default(300)
-    .describe("k8s: a finished Job whose rollout the gateway no longer knows is deleted after this long"),
+    .describe(
+      "k8s: a finished Job whose rollout the gateway no longer knows, or a key Secret no Job owns or references, is deleted after this long",
+    ),
   pod_log_lines: z
     .number()
     .int()

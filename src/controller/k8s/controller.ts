@@ -3,29 +3,26 @@
  * for queuing rollouts within a token-bucket rate, adopts Jobs it finds, reports finished ones and deletes Jobs
  * nobody wants; a watch on the managed Jobs (see `job-watch.ts`) reports a finished Job as soon as it changes.
  */
-import type { V1Job } from "@kubernetes/client-node";
+import type { V1Job, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { GatewayClient } from "../../gateway/client.js";
 import { currentAttemptOf, type Rollout } from "../../protocol/index.js";
+import { agentKeyFor } from "../agent-credentials.js";
 import { EnvMapError } from "../agent-env.js";
 import type { ControllerConfig } from "../config.js";
 import { type AttemptOutcome, isSuperseded, reportOutcome } from "../outcome.js";
 import { SpawnLimiter } from "../spawn-limiter.js";
 import { failureLog } from "./failure-log.js";
 import { JobGarbage } from "./job-gc.js";
-import {
-  buildJobManifest,
-  type JobSettings,
-  keySecretData,
-  MANAGED_BY,
-  MANAGED_BY_LABEL,
-  MANAGED_BY_SELECTOR,
-} from "./job-manifest.js";
+import { launchJob } from "./job-launch.js";
+import { buildJobManifest, type JobSettings, KEY_SECRET_ANNOTATION, MANAGED_BY_SELECTOR } from "./job-manifest.js";
 import { jobNameFor } from "./job-name.js";
 import { type JobOutcome, jobOutcome, jobOwner } from "./job-status.js";
 import { JobTemplateError } from "./job-template.js";
 import { JobWatcher } from "./job-watch.js";
+import { keySecretFor, keySecretNameFor } from "./key-secret.js";
 import { type KubeApi, KubeError } from "./kube-api.js";
+import { SecretGarbage } from "./secret-gc.js";
 
 /** Options of {@link K8sController}. */
 export interface K8sControllerOptions {
@@ -64,6 +61,7 @@ export class K8sController {
   private readonly limiter: SpawnLimiter;
   private readonly watcher: JobWatcher;
   private readonly garbage: JobGarbage;
+  private readonly secrets: SecretGarbage;
   private readonly settings: JobSettings;
   private readonly defaultJobTemplate?: string;
   private readonly onReported?: (outcome: AttemptOutcome) => void;
@@ -75,7 +73,6 @@ export class K8sController {
   private readonly manifests = new Map<string, V1Job>();
   /** Job uids whose outcome is being or was reported (watch and pass may both see a finished Job). */
   private readonly reporting = new Set<string>();
-  private secretApplied = false;
   private createBackoffMs = 0;
   private createBlockedUntilMs = 0;
   private loop?: Promise<void>;
@@ -95,8 +92,8 @@ export class K8sController {
     this.limiter = new SpawnLimiter(perSecond, this.config.job_burst, options.limiterClock);
     this.settings = {
       namespace: this.api.namespace,
-      gateway: { url: this.config.agent_url ?? this.config.gateway_url, key: this.config.key },
-      keySecretName: this.config.key_secret_name,
+      agentUrl: this.config.agent_url ?? this.config.gateway_url,
+      legacySecretName: this.config.key_secret_name,
       ttlAfterFinishedSeconds: this.config.ttl_after_finished_seconds,
       envMap: this.config.k8s_env_map,
       standardEnv: this.config.standard_env,
@@ -112,6 +109,12 @@ export class K8sController {
       client: this.client,
       logger: this.log,
       orphanGraceMs: this.config.orphan_grace_seconds * 1000,
+    });
+    this.secrets = new SecretGarbage({
+      api: this.api,
+      logger: this.log,
+      orphanGraceMs: this.config.orphan_grace_seconds * 1000,
+      legacySecretName: this.config.key_secret_name,
     });
   }
 
@@ -148,7 +151,8 @@ export class K8sController {
    * One reconcile pass; passes never overlap. Idempotent.
    * 1. report pending outcomes; 2. running rollouts: report finished Jobs, fail those whose Job is gone;
    * 3. queuing rollouts: adopt an existing Job or create one (rate limited), then patch running;
-   * 4. delete Jobs of rollouts deleted, failed or moved on, and orphans after the grace period.
+   * 4. delete Jobs of rollouts deleted, failed or moved on, and orphans after the grace period;
+   * 5. hand unowned key Secrets to their Job, or delete them after the grace period.
    * @throws whatever the gateway client throws (the loop logs it and tries again next pass)
    */
   reconcileOnce(): Promise<void> {
@@ -177,6 +181,7 @@ export class K8sController {
     const live = new Map<string, string>();
     for (const r of [...running, ...queuing]) live.set(r.rollout_id, currentAttemptOf(r.status));
     await this.garbage.collect(this.watcher.jobs.values(), live, listedAtMs);
+    await this.secrets.collect(this.watcher.jobs);
   }
 
   private async runLoop(): Promise<void> {
@@ -308,7 +313,9 @@ export class K8sController {
         ? { ...rollout, config: { ...rollout.config, k8s: { job_template: this.defaultJobTemplate } } }
         : rollout;
     try {
-      return buildJobManifest(withTemplate, attemptId, this.settings) as V1Job;
+      // An open gateway (no key) gives agents no key: nothing secret, no Secret.
+      const secretName = this.config.key === "" ? null : keySecretNameFor(jobNameFor(rollout.rollout_id, attemptId));
+      return buildJobManifest(withTemplate, attemptId, this.settings, secretName) as V1Job;
     } catch (err) {
       if (!(err instanceof JobTemplateError || err instanceof EnvMapError)) throw err;
       const reason = `Invalid Job spec: ${err.message}`;
@@ -322,8 +329,7 @@ export class K8sController {
     const rolloutId = rollout.rollout_id;
     const jobName = manifest.metadata?.name ?? "";
     try {
-      await this.applyKeySecret();
-      const job = await this.api.createJob(manifest);
+      const job = await launchJob(this.api, manifest, this.keySecretOf(rollout, attemptId, manifest), this.log);
       this.jobsCreated++;
       this.createBackoffMs = 0;
       this.log.info({ rolloutId, attemptId, jobName }, "Job created");
@@ -345,6 +351,17 @@ export class K8sController {
     }
   }
 
+  /**
+   * The key Secret the manifest references, holding a token minted now (not when the manifest was rendered: the
+   * token expires `timeout_seconds` + 600 s after the Job is created); undefined for a gateway without a key.
+   */
+  private keySecretOf(rollout: Rollout, attemptId: string, manifest: V1Job): V1Secret | undefined {
+    const secretName = manifest.metadata?.annotations?.[KEY_SECRET_ANNOTATION];
+    if (secretName === undefined) return undefined;
+    const agentKey = agentKeyFor(this.config.key, rollout, attemptId);
+    return keySecretFor(secretName, rollout, attemptId, this.settings, agentKey);
+  }
+
   /** After `forbidden` or a transient error, no Job is created for a while (doubling up to 30 s). */
   private backOffCreation(err: KubeError, rolloutId: string): void {
     this.createBackoffMs = Math.min(MAX_CREATE_BACKOFF_MS, Math.max(500, this.createBackoffMs * 2));
@@ -354,13 +371,6 @@ export class K8sController {
       { rolloutId, err: err.message, retryInMs: this.createBackoffMs },
       "could not create Job; will retry",
     );
-  }
-
-  private async applyKeySecret(): Promise<void> {
-    if (this.secretApplied) return;
-    const data = keySecretData(this.settings.gateway, this.settings.standardEnv);
-    await this.api.applySecret(this.settings.keySecretName, data, { [MANAGED_BY_LABEL]: MANAGED_BY });
-    this.secretApplied = true;
   }
 
   /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type Rollout, RolloutSchema } from "../../protocol/index.js";
 import { EnvMapError } from "../agent-env.js";
-import { buildJobManifest, type JobSettings, keySecretData } from "./job-manifest.js";
+import { buildJobManifest, type JobSettings, keyEnvNames } from "./job-manifest.js";
 import { JobTemplateError } from "./job-template.js";
 
 const TEMPLATE = `
@@ -43,8 +43,8 @@ function rollout(overrides: Partial<Rollout> = {}): Rollout {
 
 const SETTINGS: JobSettings = {
   namespace: "agents",
-  gateway: { url: "http://arclight-gateway.arclight:8080/", key: "sekrit" },
-  keySecretName: "arclight-agent-key",
+  agentUrl: "http://arclight-gateway.arclight:8080/",
+  legacySecretName: "arclight-agent-key",
   ttlAfterFinishedSeconds: 600,
   envMap: {},
   standardEnv: true,
@@ -62,8 +62,10 @@ type ManifestShape = {
   };
 };
 
-function build(r = rollout(), settings = SETTINGS, attemptId = "0"): ManifestShape {
-  return buildJobManifest(r, attemptId, settings) as unknown as ManifestShape;
+const SECRET = "arclight-rollout-r1-key-abc123";
+
+function build(r = rollout(), settings = SETTINGS, attemptId = "0", secret: string | null = SECRET): ManifestShape {
+  return buildJobManifest(r, attemptId, settings, secret) as unknown as ManifestShape;
 }
 
 describe("buildJobManifest", () => {
@@ -77,7 +79,11 @@ describe("buildJobManifest", () => {
       "arclight/rollout-id": "r1",
       "arclight/attempt-id": "0",
     });
-    expect(job.metadata.annotations).toEqual({ "arclight/rollout-id": "r1", "arclight/attempt-id": "0" });
+    expect(job.metadata.annotations).toEqual({
+      "arclight/rollout-id": "r1",
+      "arclight/attempt-id": "0",
+      "arclight/key-secret": SECRET,
+    });
     expect(job.metadata).not.toHaveProperty("creationTimestamp");
     expect(job.spec.backoffLimit).toBe(0);
     expect(job.spec.ttlSecondsAfterFinished).toBe(600);
@@ -96,23 +102,62 @@ describe("buildJobManifest", () => {
     }
     expect(agent.env[0]).toEqual({
       name: "AGL_KEY",
-      valueFrom: { secretKeyRef: { name: "arclight-agent-key", key: "AGL_KEY" } },
+      valueFrom: { secretKeyRef: { name: SECRET, key: "AGL_KEY" } },
     });
     expect(agent.env[1]).toEqual({ name: "QUESTION", value: "2+2?" });
   });
 
-  it("never writes the key into the Job: every key-derived variable is a secretKeyRef", () => {
+  it("writes no key into the Job: every key-derived variable is a secretKeyRef into the Job's own Secret", () => {
     const job = build();
-    expect(JSON.stringify(job)).not.toContain("sekrit");
+    expect(JSON.stringify(job)).not.toContain("probe");
+    expect(job.metadata.annotations["arclight/key-secret"]).toBe(SECRET);
     const env = (job.spec.template.spec.containers[0] as Container).env;
-    const fromSecret = env.filter((e) => e.valueFrom !== undefined).map((e) => e.name);
-    expect(fromSecret.sort()).toEqual(["AGL_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OTEL_EXPORTER_OTLP_HEADERS"]);
-    expect(keySecretData(SETTINGS.gateway, true)).toEqual({
-      AGL_KEY: "sekrit",
-      OPENAI_API_KEY: "sekrit",
-      ANTHROPIC_API_KEY: "sekrit",
-      OTEL_EXPORTER_OTLP_HEADERS: "Authorization=Bearer%20sekrit",
-    });
+    const fromSecret = env.filter((e) => e.valueFrom !== undefined);
+    expect(fromSecret.map((e) => e.name).sort()).toEqual([
+      "AGL_KEY",
+      "ANTHROPIC_API_KEY",
+      "OPENAI_API_KEY",
+      "OTEL_EXPORTER_OTLP_HEADERS",
+    ]);
+    expect(new Set(fromSecret.map((e) => e.valueFrom?.secretKeyRef.name))).toEqual(new Set([SECRET]));
+    expect(fromSecret.map((e) => e.name).sort()).toEqual(keyEnvNames(rollout(), "0", SETTINGS).sort());
+  });
+
+  it("an env_map entry overriding a key-derived variable with a rollout field is written as a plain value", () => {
+    const settings = { ...SETTINGS, envMap: { OPENAI_API_KEY: "input.question" } };
+    const env = build(rollout(), settings).spec.template.spec.containers[0]!.env;
+    expect(env.find((e) => e.name === "OPENAI_API_KEY")).toEqual({ name: "OPENAI_API_KEY", value: "2+2?" });
+    expect(keyEnvNames(rollout(), "0", settings)).not.toContain("OPENAI_API_KEY");
+  });
+
+  it("for a gateway without a key (no Secret) writes the keyless values inline, as a local agent gets them", () => {
+    const job = build(rollout(), SETTINGS, "0", null);
+    const env = job.spec.template.spec.containers[0]!.env;
+    expect(env.filter((e) => e.valueFrom !== undefined)).toEqual([]);
+    expect(env.find((e) => e.name === "AGL_KEY")).toEqual({ name: "AGL_KEY", value: "" });
+    expect(env.find((e) => e.name === "OPENAI_API_KEY")?.value).toBe("arclight-no-key");
+    expect(job.metadata.annotations).not.toHaveProperty("arclight/key-secret");
+  });
+
+  it("a template reading AGL_KEY from the legacy shared Secret keeps working: the controller replaces that entry", () => {
+    const legacy = TEMPLATE.replace(
+      "value: inline-leak",
+      "valueFrom: {secretKeyRef: {name: arclight-agent-key, key: AGL_KEY}}",
+    );
+    const job = build(rollout({ config: { ...rollout().config, k8s: { job_template: legacy } } }));
+    expect(JSON.stringify(job)).not.toContain("arclight-agent-key");
+  });
+
+  it("refuses a template that reads the legacy shared Secret under another name, naming the entry", () => {
+    const legacy = TEMPLATE.replace(
+      "- name: QUESTION",
+      "- name: MY_KEY\n              valueFrom: {secretKeyRef: {name: arclight-agent-key, key: AGL_KEY}}\n            - name: QUESTION",
+    );
+    const r = rollout({ config: { ...rollout().config, k8s: { job_template: legacy } } });
+    expect(() => build(r)).toThrow(JobTemplateError);
+    expect(() => build(r)).toThrow(
+      /^spec\.template\.spec\.containers\[0\]\.env\[1\] \(MY_KEY\) references Secret arclight-agent-key, which held the gateway's admin key/,
+    );
   });
 
   it("adds env_map fields from the rollout and names a missing path", () => {

@@ -1,11 +1,13 @@
 /**
  * @module The Job of one attempt: the rendered template plus the fields the controller forces (name, namespace,
- * labels, retries off, deadline, TTL, `restartPolicy: Never`, the agent environment with the key from a Secret).
+ * labels, retries off, deadline, TTL, `restartPolicy: Never`, the agent environment with the key from the Job's own
+ * Secret).
  */
 import type { Rollout } from "../../protocol/index.js";
-import { type AgentGateway, buildAgentEnv } from "../agent-env.js";
+import { buildAgentEnv } from "../agent-env.js";
 import { jobNameFor, labelValueFor } from "./job-name.js";
 import { type JobObject, JobTemplateError, renderJobTemplate } from "./job-template.js";
+import { secretReferences } from "./secret-refs.js";
 
 /** Label every arclight Job carries; the controller watches and lists Jobs by it. */
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
@@ -18,24 +20,21 @@ export const ROLLOUT_ID_KEY = "arclight/rollout-id";
 /** Label and annotation naming the attempt. */
 export const ATTEMPT_ID_KEY = "arclight/attempt-id";
 
-/**
- * Environment variables whose value is derived from the gateway key. They are never written into a Job: each one
- * is a `secretKeyRef` into the namespace's key Secret, which holds them under their own names.
- */
-export const KEY_ENV_NAMES = ["AGL_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OTEL_EXPORTER_OTLP_HEADERS"] as const;
+/** Annotation of a Job naming its key Secret (see `key-secret.ts`). */
+export const KEY_SECRET_ANNOTATION = "arclight/key-secret";
 
 /** What the controller forces into every Job. */
 export interface JobSettings {
   namespace: string;
-  /** Where agent pods reach the gateway, and the key they present. */
-  gateway: AgentGateway;
-  /** Name of the Secret holding {@link KEY_ENV_NAMES}. */
-  keySecretName: string;
+  /** Gateway base URL as agent pods reach it. */
+  agentUrl: string;
   ttlAfterFinishedSeconds: number;
   /** Env var name → rollout path, added to every container. */
   envMap: Readonly<Record<string, string>>;
   /** Also set the standard client and OpenTelemetry variables (see `agent-env.ts`). */
   standardEnv: boolean;
+  /** The shared Secret older controllers put the admin key in: a Job still referencing it is refused. */
+  legacySecretName: string;
 }
 
 /** A container env entry, as in the Kubernetes API. */
@@ -45,18 +44,37 @@ interface EnvVar {
   valueFrom?: { secretKeyRef: { name: string; key: string } };
 }
 
+/** Two different keys: a variable whose value differs between them is derived from the key. */
+const PROBE_KEYS = ["arclight-probe-key-a", "arclight-probe-key-b"] as const;
+
 /**
- * The values the key Secret holds: the key-derived variables an agent would get, by name.
- * @param gateway - gateway URL and key (only the key matters; the URL is needed to build the environment)
- * @param standardEnv - whether the standard client and OpenTelemetry variables are given to agents
- * @returns e.g. `{ AGL_KEY: "k", OPENAI_API_KEY: "k", ANTHROPIC_API_KEY: "k", OTEL_EXPORTER_OTLP_HEADERS: "…" }`
+ * The agent environment of one attempt for a given key (`buildAgentEnv` with the settings' URL and env_map).
+ * @throws {EnvMapError} an `env_map` path missing from the rollout
  */
-export function keySecretData(gateway: AgentGateway, standardEnv: boolean): Record<string, string> {
-  const probe = { rollout_id: "r", is_train: true } as Rollout;
-  const env = buildAgentEnv(probe, "0", gateway, {}, {}, standardEnv);
-  const data: Record<string, string> = {};
-  for (const name of KEY_ENV_NAMES) if (env[name] !== undefined) data[name] = env[name];
-  return data;
+export function jobAgentEnv(
+  rollout: Rollout,
+  attemptId: string,
+  settings: JobSettings,
+  key: string,
+): Record<string, string> {
+  const gateway = { url: settings.agentUrl, key };
+  return buildAgentEnv(rollout, attemptId, gateway, settings.envMap, {}, settings.standardEnv);
+}
+
+/**
+ * The variables of an attempt's environment whose value is derived from the agent's key: those that change when
+ * the key changes (`AGL_KEY`, and with the standard variables `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
+ * `OTEL_EXPORTER_OTLP_HEADERS`; an `env_map` entry that overrides one of them with a value of its own is not).
+ * They are never written into a Job: each is a `secretKeyRef` into the Job's key Secret.
+ * @returns the names, in environment order
+ * @throws {EnvMapError} an `env_map` path missing from the rollout
+ */
+export function keyEnvNames(rollout: Rollout, attemptId: string, settings: JobSettings): string[] {
+  const [a, b] = PROBE_KEYS.map((key) => jobAgentEnv(rollout, attemptId, settings, key)) as [
+    Record<string, string>,
+    Record<string, string>,
+  ];
+  return Object.keys(a).filter((name) => a[name] !== b[name]);
 }
 
 /** A nested plain object of `holder[key]`, created when absent. @throws {JobTemplateError} when it is not one */
@@ -78,34 +96,31 @@ const SERVER_SET_METADATA = ["creationTimestamp", "resourceVersion", "uid", "sel
  * Builds the Job of one attempt: renders the template, then forces name, namespace, labels and annotations,
  * `backoffLimit: 0`, `ttlSecondsAfterFinished`, `activeDeadlineSeconds` (the rollout's `timeout_seconds`, rounded
  * up), `restartPolicy: Never`, and in every container the agent environment (`agent-env.ts`), replacing entries of
- * the same name in place; key-derived variables reference the key Secret.
+ * the same name in place; key-derived variables ({@link keyEnvNames}) reference the Job's key Secret.
  * @param rollout - the rollout; its `config.k8s.job_template` is rendered
  * @param attemptId - the attempt this Job runs
- * @param settings - namespace, gateway, Secret name, TTL, env_map, standard env
- * @returns the Job manifest, ready to create
- * @throws {JobTemplateError} no template, a template that does not render one Job, a malformed Job shape
+ * @param settings - namespace, agent URL, TTL, env_map, standard env, legacy Secret name
+ * @param keySecretName - the Secret holding this attempt's key-derived variables (annotated on the Job as
+ *   {@link KEY_SECRET_ANNOTATION}); null for a gateway without a key, whose agents get no key and no Secret
+ * @returns the Job manifest, ready to create once its key Secret exists
+ * @throws {JobTemplateError} no template, a template that does not render one Job, a malformed Job shape, a Job that
+ *   still references the legacy shared key Secret
  * @throws {EnvMapError} an `env_map` path missing from the rollout
  */
-export function buildJobManifest(rollout: Rollout, attemptId: string, settings: JobSettings): JobObject {
+export function buildJobManifest(
+  rollout: Rollout,
+  attemptId: string,
+  settings: JobSettings,
+  keySecretName: string | null,
+): JobObject {
   const template = rollout.config.k8s?.job_template;
   if (template === undefined) throw new JobTemplateError("missing config.k8s.job_template");
   const name = jobNameFor(rollout.rollout_id, attemptId);
   const job = renderJobTemplate(template, { job_name: name, input: rollout.input });
   delete job.status;
-
   const metadata = objectAt(job, "metadata", "metadata");
-  for (const field of SERVER_SET_METADATA) delete metadata[field];
-  delete metadata.generateName;
-  metadata.name = name;
-  metadata.namespace = settings.namespace;
-  const labels = objectAt(metadata, "labels", "metadata.labels");
-  labels[MANAGED_BY_LABEL] = MANAGED_BY;
-  labels[ROLLOUT_ID_KEY] = labelValueFor(rollout.rollout_id);
-  labels[ATTEMPT_ID_KEY] = labelValueFor(attemptId);
-  const annotations = objectAt(metadata, "annotations", "metadata.annotations");
-  annotations[ROLLOUT_ID_KEY] = rollout.rollout_id;
-  annotations[ATTEMPT_ID_KEY] = attemptId;
-
+  const annotations = forceMetadata(metadata, name, rollout.rollout_id, attemptId, settings.namespace);
+  if (keySecretName !== null) annotations[KEY_SECRET_ANNOTATION] = keySecretName;
   const spec = objectAt(job, "spec", "spec");
   spec.backoffLimit = 0;
   spec.ttlSecondsAfterFinished = settings.ttlAfterFinishedSeconds;
@@ -116,28 +131,73 @@ export function buildJobManifest(rollout: Rollout, attemptId: string, settings: 
   if (!Array.isArray(containers) || containers.length === 0) {
     throw new JobTemplateError("spec.template.spec.containers must list at least one container");
   }
-  const env = agentEnvEntries(rollout, attemptId, settings);
+  const env = agentEnvEntries(rollout, attemptId, settings, keySecretName);
   for (const [index, container] of containers.entries()) {
     if (container === null || typeof container !== "object" || Array.isArray(container)) {
       throw new JobTemplateError(`spec.template.spec.containers[${index}] must be a mapping`);
     }
     setEnv(container as Record<string, unknown>, env, index);
   }
+  refuseLegacySecret(podSpec, settings.legacySecretName);
   return job;
 }
 
-/** The agent environment as env entries; a key-derived value becomes a `secretKeyRef`. */
-function agentEnvEntries(rollout: Rollout, attemptId: string, settings: JobSettings): EnvVar[] {
-  const env = buildAgentEnv(rollout, attemptId, settings.gateway, settings.envMap, {}, settings.standardEnv);
-  const secret = keySecretData(settings.gateway, settings.standardEnv);
-  return Object.entries(env).map(([name, value]) =>
-    // An env_map entry may override a key-derived name with a value of its own: that one is not secret.
-    secret[name] !== undefined && secret[name] === value
-      ? { name, valueFrom: { secretKeyRef: { name: settings.keySecretName, key: name } } }
-      : { name, value },
+/**
+ * Name, namespace, the managed-by, rollout and attempt labels, and the exact ids as annotations.
+ * @returns the annotations (created when absent)
+ */
+function forceMetadata(
+  metadata: Record<string, unknown>,
+  name: string,
+  rolloutId: string,
+  attemptId: string,
+  namespace: string,
+): Record<string, unknown> {
+  for (const field of SERVER_SET_METADATA) delete metadata[field];
+  delete metadata.generateName;
+  metadata.name = name;
+  metadata.namespace = namespace;
+  const labels = objectAt(metadata, "labels", "metadata.labels");
+  labels[MANAGED_BY_LABEL] = MANAGED_BY;
+  labels[ROLLOUT_ID_KEY] = labelValueFor(rolloutId);
+  labels[ATTEMPT_ID_KEY] = labelValueFor(attemptId);
+  const annotations = objectAt(metadata, "annotations", "metadata.annotations");
+  annotations[ROLLOUT_ID_KEY] = rolloutId;
+  annotations[ATTEMPT_ID_KEY] = attemptId;
+  return annotations;
+}
+
+/**
+ * A template may still name the shared Secret that older controllers filled with the admin key. Entries the
+ * controller sets (`AGL_KEY`, `OPENAI_API_KEY`, …) were replaced above; any other reference would give the pod a
+ * Secret that no longer exists (or, worse, the admin key), so the Job is refused with what to change.
+ * @throws {JobTemplateError} naming the reference
+ */
+function refuseLegacySecret(podSpec: Record<string, unknown>, legacySecretName: string): void {
+  const where = secretReferences(podSpec).find((ref) => ref.name === legacySecretName)?.where;
+  if (where === undefined) return;
+  throw new JobTemplateError(
+    `${where} references Secret ${legacySecretName}, which held the gateway's admin key and is no longer created: ` +
+      "agents get AGL_KEY, OPENAI_API_KEY and the like from their Job's own Secret (a per-attempt token); " +
+      "remove the reference (docs/kubernetes.md, Migrating)",
   );
 }
 
+/** The agent environment as env entries; a key-derived value becomes a `secretKeyRef` into the key Secret. */
+function agentEnvEntries(
+  rollout: Rollout,
+  attemptId: string,
+  settings: JobSettings,
+  keySecretName: string | null,
+): EnvVar[] {
+  // With a Secret the real key is minted at creation; the probe key only fills the names that come from it.
+  const env = jobAgentEnv(rollout, attemptId, settings, keySecretName === null ? "" : PROBE_KEYS[0]);
+  if (keySecretName === null) return Object.entries(env).map(([name, value]) => ({ name, value }));
+  const fromKey = new Set(keyEnvNames(rollout, attemptId, settings));
+  return Object.entries(env).map(([name, value]) =>
+    fromKey.has(name) ? { name, valueFrom: { secretKeyRef: { name: keySecretName, key: name } } } : { name, value },
+  );
+}
 /** Replaces same-named entries of a container's env in place, appends the others. */
 function setEnv(container: Record<string, unknown>, entries: readonly EnvVar[], index: number): void {
   const current = container.env ?? [];

@@ -1,8 +1,17 @@
 /**
- * @module The few Kubernetes API calls the controller makes (Jobs, Pods' logs, one Secret), on
+ * @module The few Kubernetes API calls the controller makes (Jobs, Pods' logs, the Jobs' key Secrets), on
  * `@kubernetes/client-node`, with every failure turned into a {@link KubeError} that says what to do about it.
  */
-import { BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Pod, Watch } from "@kubernetes/client-node";
+import {
+  BatchV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type V1Job,
+  type V1OwnerReference,
+  type V1Pod,
+  type V1Secret,
+  Watch,
+} from "@kubernetes/client-node";
 
 /**
  * What a failed call means for the caller: `conflict` (409, the object exists or changed), `invalid` (400/422, the
@@ -90,7 +99,7 @@ export interface PodLogTail {
 /** Watch event types the API server sends. */
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
 
-/** Jobs, Pod logs and the key Secret in one namespace. */
+/** Jobs, Pod logs and key Secrets in one namespace. */
 export class KubeApi {
   private readonly batch: BatchV1Api;
   private readonly core: CoreV1Api;
@@ -204,30 +213,58 @@ export class KubeApi {
   }
 
   /**
-   * Makes the Secret `name` hold exactly `data` (string values): creates it, or replaces it when it differs.
-   * @throws {KubeError} any failure (e.g. `forbidden` without `create`/`update` on secrets)
+   * Creates a Secret.
+   * @throws {KubeError} any failure (`forbidden` without `create` on secrets, `conflict` when the name is taken)
    */
-  async applySecret(name: string, data: Record<string, string>, labels: Record<string, string>): Promise<void> {
-    const body = { metadata: { name, namespace: this.namespace, labels }, type: "Opaque", stringData: data };
-    try {
-      await this.call(`create Secret ${name}`, () =>
-        this.core.createNamespacedSecret({ namespace: this.namespace, body }),
+  async createSecret(secret: V1Secret): Promise<V1Secret> {
+    const name = secret.metadata?.name ?? "?";
+    return this.call(`create Secret ${name}`, () =>
+      this.core.createNamespacedSecret({ namespace: this.namespace, body: secret }),
+    );
+  }
+
+  /**
+   * Lists every Secret matching `labelSelector`, 500 a page.
+   * @throws {KubeError} any failure
+   */
+  async listSecrets(labelSelector: string): Promise<V1Secret[]> {
+    const items: V1Secret[] = [];
+    let next: string | undefined;
+    do {
+      const page = await this.call("list Secrets", () =>
+        this.core.listNamespacedSecret({ namespace: this.namespace, labelSelector, limit: 500, _continue: next }),
       );
-      return;
+      items.push(...page.items);
+      next = page.metadata?._continue || undefined;
+    } while (next !== undefined);
+    return items;
+  }
+
+  /**
+   * Sets a Secret's owner (a JSON Patch of `metadata.ownerReferences`), so the garbage collector deletes it with
+   * its owner.
+   * @throws {KubeError} any failure (`not-found` when the Secret is gone)
+   */
+  async setSecretOwner(name: string, owner: V1OwnerReference): Promise<void> {
+    const body = [{ op: "add", path: "/metadata/ownerReferences", value: [owner] }];
+    await this.call(`set owner of Secret ${name}`, () =>
+      this.core.patchNamespacedSecret({ name, namespace: this.namespace, body }),
+    );
+  }
+
+  /**
+   * Deletes a Secret. A Secret already gone is fine.
+   * @throws {KubeError} any other failure
+   */
+  async deleteSecret(name: string): Promise<void> {
+    try {
+      await this.call(`delete Secret ${name}`, () =>
+        this.core.deleteNamespacedSecret({ name, namespace: this.namespace }),
+      );
     } catch (err) {
-      if (!(err instanceof KubeError && err.kind === "conflict")) throw err;
+      if (err instanceof KubeError && err.kind === "not-found") return;
+      throw err;
     }
-    const current = await this.call(`read Secret ${name}`, () =>
-      this.core.readNamespacedSecret({ name, namespace: this.namespace }),
-    );
-    const same =
-      Object.keys(current.data ?? {}).length === Object.keys(data).length &&
-      Object.entries(data).every(([k, v]) => current.data?.[k] === Buffer.from(v).toString("base64"));
-    if (same) return;
-    const replacement = { ...body, metadata: { ...body.metadata, resourceVersion: current.metadata?.resourceVersion } };
-    await this.call(`replace Secret ${name}`, () =>
-      this.core.replaceNamespacedSecret({ name, namespace: this.namespace, body: replacement }),
-    );
   }
 
   /**
