@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
 import { renderConfigTable } from "../trainer/config-table.js";
 import { ApoConfigSchema, parseApoConfig } from "./config.js";
 
@@ -31,6 +32,13 @@ describe("apo config", () => {
   it("names an unknown key and a bad value", () => {
     expect(() => parseApoConfig({ ...minimal, search: { beam: 2 } })).toThrow(/search.*beam/);
     expect(() => parseApoConfig({ ...minimal, search: { beam_width: 0 } })).toThrow(/search\.beam_width/);
+  });
+
+  it("parses the calculator example, examples/calculator/apo.yaml", () => {
+    const text = readFileSync(new URL("../../examples/calculator/apo.yaml", import.meta.url), "utf8");
+    const config = parseApoConfig(parseYaml(text));
+    expect(config.prompt).toMatchObject({ resource: "prompt", env: "CALC_SYSTEM_PROMPT" });
+    expect(config.agent.env_map).toEqual({ QUESTION: "input.question", ANSWER: "input.answer" });
   });
 
   it("matches the table in docs/sft-apo.md (regenerate it from renderConfigTable(ApoConfigSchema) when this fails)", () => {

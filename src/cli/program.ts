@@ -1,6 +1,7 @@
 /** @module The `arclight` commander program: every subcommand is registered here, one file each under src/cli/. */
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { registerApo } from "./apo.js";
 import { registerController } from "./controller.js";
 import { registerDemo } from "./demo.js";
 import { registerEngine } from "./engine.js";
@@ -43,5 +44,6 @@ export function buildProgram(): Command {
   registerEval(program);
   registerSft(program);
   registerExport(program);
+  registerApo(program);
   return program;
 }

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ScriptedEngine } from "../engine/testing/scripted-engine.js";
 import { startTestGateway, type TestGateway } from "../gateway/testing/serve.js";
 import { ComponentStartFailed } from "./gateway-child.js";
-import { type Stack, type StackOptions, startStack, withStack } from "./stack.js";
+import { type Stack, type StackOptions, startAgentStack, startStack, withStack } from "./stack.js";
 
 const logger = pino({ level: "silent" });
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -127,5 +127,35 @@ describe("startStack / withStack", () => {
     const options = { ...baseOptions(tempRunDir(), events), gatewayArgs: ["--no-such-flag"] };
     await expect(startStack(options)).rejects.toBeInstanceOf(ComponentStartFailed);
     expect(events).toEqual(["engine disposed"]);
+  }, 60_000);
+});
+
+describe("startAgentStack", () => {
+  it("starts a gateway child and a controller without an engine, and close stops the gateway", async () => {
+    const runDir = tempRunDir();
+    const stack = await startAgentStack({
+      runDir,
+      modelName: "policy",
+      controller: { poolSize: 1, settings: { poll_interval_seconds: 0.05 } },
+      logger,
+    });
+    expect(await stack.client.healthz()).toMatchObject({ status: "ok" });
+    expect(existsSync(join(runDir, "gateway.db"))).toBe(true);
+    await stack.close();
+    expect(await refuses(stack.gatewayUrl)).toBe(true);
+  }, 60_000);
+
+  it("closes at once when its abort signal fires", async () => {
+    const aborter = new AbortController();
+    const stack = await startAgentStack({
+      runDir: tempRunDir(),
+      modelName: "policy",
+      controller: { poolSize: 1 },
+      logger,
+      closeOnAbort: aborter.signal,
+    });
+    aborter.abort();
+    await stack.close();
+    expect(await refuses(stack.gatewayUrl)).toBe(true);
   }, 60_000);
 });

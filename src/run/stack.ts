@@ -1,7 +1,8 @@
 /**
  * @module The one place a training stack is assembled: engine (from a factory), gateway (a child process on SQLite
  * under the run directory, or a running one), the engine server in this process (or a running one to publish weights
- * to), and a local controller. Every start registers its stop; `close` runs them newest first, once, on success,
+ * to), and a local controller; or, for a policy served elsewhere, only the gateway and controller (`startAgentStack`,
+ * used by `arclight apo`). Every start registers its stop; `close` runs them newest first, once, on success,
  * error and interrupt alike. `arclight train`, `arclight eval`, the demo and the trainer's test stack build theirs here.
  */
 import { join } from "node:path";
@@ -93,6 +94,15 @@ class Stops {
   }
 }
 
+/** A fresh {@link Stops} that an abort of `signal` closes at once. */
+function stopsClosedOn(signal: AbortSignal | undefined): Stops {
+  const stops = new Stops();
+  const onAbort = () => void stops.close();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  stops.add(() => signal?.removeEventListener("abort", onAbort));
+  return stops;
+}
+
 /**
  * Serves an engine through the OpenAI-compatible engine server on 127.0.0.1, a free port.
  * @returns the server and its `/v1` base URL
@@ -142,7 +152,10 @@ async function probeGateway(gateway: RunningGateway): Promise<void> {
 }
 
 /** The gateway: the running one, or a child started and registered for stopping. */
-async function gatewayOf(options: StackOptions, stops: Stops): Promise<RunningGateway> {
+async function gatewayOf(
+  options: Pick<StackOptions, "gateway" | "runDir" | "modelName" | "gatewayArgs">,
+  stops: Stops,
+): Promise<RunningGateway> {
   if (options.gateway !== undefined) return options.gateway;
   const dbPath = join(options.runDir, "gateway.db");
   const child = await startGatewayChild(dbPath, options.modelName, options.gatewayArgs ?? []);
@@ -179,11 +192,8 @@ async function servingOf(options: StackOptions, engine: Engine, stops: Stops): P
  *   gateway named in `options.gateway` does not answer; whatever the engine factory throws
  */
 export async function startStack(options: StackOptions): Promise<Stack> {
-  const stops = new Stops();
+  const stops = stopsClosedOn(options.closeOnAbort);
   const close = () => stops.close();
-  const onAbort = () => void close();
-  options.closeOnAbort?.addEventListener("abort", onAbort, { once: true });
-  stops.add(() => options.closeOnAbort?.removeEventListener("abort", onAbort));
   try {
     if (options.gateway !== undefined) await probeGateway(options.gateway);
     const engine = await options.engine();
@@ -221,5 +231,41 @@ export async function withStack<T>(options: StackOptions, body: (stack: Stack) =
     return await body(stack);
   } finally {
     await stack.close();
+  }
+}
+
+/** What an agent stack starts: the gateway and controller of {@link StackOptions}, no engine. */
+export type AgentStackOptions = Pick<
+  StackOptions,
+  "runDir" | "modelName" | "gateway" | "gatewayArgs" | "logger" | "closeOnAbort"
+> & { controller: StackControllerOptions };
+
+/** A running agent stack: gateway and controller; the policy is served elsewhere (registered by the caller). */
+export type AgentStack = Omit<Stack, "engine" | "serving">;
+
+/**
+ * Starts a stack without an engine, for a policy served elsewhere (vLLM, `arclight engine`, any OpenAI-compatible
+ * server the caller registers as the gateway's model): the gateway (child or running) and a local controller.
+ * `arclight apo` runs its agents on one.
+ * @param options - run directory, model name, gateway, controller, logger, abort signal
+ * @returns the running stack
+ * @throws {ComponentStartFailed} when the gateway child does not start; {@link GatewayUnreachable} when a running
+ *   gateway does not answer
+ */
+export async function startAgentStack(options: AgentStackOptions): Promise<AgentStack> {
+  const stops = stopsClosedOn(options.closeOnAbort);
+  const close = () => stops.close();
+  try {
+    if (options.gateway !== undefined) await probeGateway(options.gateway);
+    const gateway = await gatewayOf(options, stops);
+    const client = new GatewayClient({ baseUrl: gateway.url, key: gateway.key });
+    stops.add(() => client.close());
+    const controller = startController(client, gateway, options.controller, options);
+    stops.add(() => controller.shutdown());
+    options.closeOnAbort?.throwIfAborted();
+    return { gatewayUrl: gateway.url, key: gateway.key, client, close };
+  } catch (err) {
+    await close();
+    throw err;
   }
 }

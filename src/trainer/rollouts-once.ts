@@ -7,8 +7,7 @@ import type { GatewayClient } from "../gateway/client.js";
 import type { RolloutRecord } from "./batch.js";
 import type { TrainerConfig } from "./config.js";
 import type { DataItem } from "./data-order.js";
-import { launchGroup } from "./gateway-io.js";
-import { type GroupPlan, GroupTracker, planGroup } from "./rollout-groups.js";
+import { type GroupPlan, GroupTracker, groupCreates, planGroup } from "./rollout-groups.js";
 import { extractTriplets, type TripletEventFields } from "./triplets.js";
 
 /** How to run one batch of rollouts. */
@@ -31,6 +30,8 @@ export interface RolloutsOnceOptions {
   onProgress?: (done: number, total: number) => void;
   /** Aborting it makes the wait reject with the signal's reason. */
   signal?: AbortSignal;
+  /** More metadata for every rollout, e.g. `{resources: {prompt: 3}}` to pin a resource version; default none. */
+  metadata?: Readonly<Record<string, unknown>>;
 }
 
 /** What one batch produced, in input order. */
@@ -68,7 +69,8 @@ async function launchAll(
       launchVersion: options.policyVersion,
     };
     const plan = planGroup(`${options.prefix}-d${item.index}`, fields, 1);
-    await launchGroup(client, plan, options.config);
+    const creates = groupCreates(plan, options.config);
+    await client.createRollouts(creates.map((c) => ({ ...c, metadata: { ...c.metadata, ...options.metadata } })));
     plans.push(plan);
   }
   return plans;

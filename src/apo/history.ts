@@ -1,0 +1,92 @@
+/**
+ * @module The record of a prompt search, `history.jsonl`: one JSON line per scored prompt, critique, set of
+ * proposals, rejected optimiser output, finished round and final result, appended as they happen, so a stopped search
+ * still leaves everything it learnt. Field names are snake_case, as in every file arclight writes for other tools.
+ */
+import { appendFileSync, mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import type { Trace } from "./optimiser-messages.js";
+
+/** Seconds spent in each phase of a round. */
+export interface RoundTimings {
+  minibatch_s: number;
+  optimiser_s: number;
+  scoring_s: number;
+  round_s: number;
+}
+
+/** One line of history.jsonl. */
+export type HistoryRecord =
+  | {
+      type: "prompt";
+      round: number;
+      id: string;
+      parent_id: string | null;
+      version: number;
+      prompt: string;
+      val_score: number;
+      val_rewards: number[];
+      failed_rollouts: number;
+    }
+  | {
+      type: "critique";
+      round: number;
+      parent_id: string;
+      minibatch_score: number;
+      traces: Trace[];
+      critique: string;
+      attempts: number;
+    }
+  | { type: "proposals"; round: number; parent_id: string; prompts: string[]; attempts: number }
+  | {
+      type: "bad_output";
+      round: number;
+      parent_id: string;
+      stage: "critique" | "edit";
+      problems: string[];
+      attempts: number;
+    }
+  | {
+      type: "round";
+      round: number;
+      candidates: number;
+      /** True when the optimiser gave no usable proposal for any beam prompt: nothing was scored. */
+      bad: boolean;
+      beam: { id: string; score: number }[];
+      best_id: string;
+      best_score: number;
+      gain: number;
+      timings: RoundTimings;
+    }
+  | {
+      type: "result";
+      best_id: string;
+      best_score: number;
+      initial_score: number;
+      rounds: number;
+      stop_reason: "rounds" | "patience";
+      published_version: number;
+    };
+
+/** Appends records to a history.jsonl file. */
+export class History {
+  /** The file. */
+  readonly path: string;
+  /** Every record appended, in order. */
+  readonly records: HistoryRecord[] = [];
+
+  /** @param path - the file (its folder is created) */
+  constructor(path: string) {
+    this.path = path;
+    mkdirSync(dirname(path), { recursive: true });
+  }
+
+  /**
+   * Appends one record as a JSON line.
+   * @param record - the record
+   */
+  append(record: HistoryRecord): void {
+    this.records.push(record);
+    appendFileSync(this.path, `${JSON.stringify(record)}\n`);
+  }
+}

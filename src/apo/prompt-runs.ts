@@ -1,0 +1,130 @@
+/**
+ * @module Real rollouts of the agent with one prompt: the prompt is stored as a version of the prompt resource, and
+ * every rollout pins that version in `metadata.resources`, so the controller hands exactly it to the agent (the
+ * agent needs no change) and records it on the attempt. Also reads the traces the optimiser is shown: a rollout's
+ * input, the last answer of its model, and its reward.
+ */
+import type { GatewayClient } from "../gateway/client.js";
+import type { TrainerConfig } from "../trainer/config.js";
+import type { DataItem } from "../trainer/data-order.js";
+import { runRolloutsOnce } from "../trainer/rollouts-once.js";
+import type { Trace } from "./optimiser-messages.js";
+
+/** What a prompt's rollouts on some inputs gave. */
+export interface PromptRun {
+  /** Rollout ids, input order. */
+  rolloutIds: string[];
+  /** Final rewards, input order (`reward_fillna_value` for a failed rollout). */
+  rewards: number[];
+  failedIds: string[];
+  /** Mean reward. */
+  mean: number;
+  inputs: unknown[];
+}
+
+/** How prompts are run. */
+export interface PromptRunnerOptions {
+  client: GatewayClient;
+  /** The resource holding the prompt. */
+  resource: string;
+  /** Agent command, env_map, rollout timeout and reward fill value, as the trainer's rollouts take them. */
+  config: Readonly<TrainerConfig>;
+  /** Prefix of every rollout id of this search, unique in the gateway. */
+  idPrefix: string;
+  /** Called after each poll with the terminal and total rollouts of one batch. */
+  onProgress?: (done: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+/** Cuts text to `limit` characters, marking the cut. */
+function cut(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit)}… [${text.length - limit} more chars]`;
+}
+
+/** The last assistant answer in a `model_request` event's response: content and tool calls, as text. */
+function answerText(data: unknown): string {
+  const message = (data as { response?: { choices?: { message?: Record<string, unknown> }[] } }).response?.choices?.[0]
+    ?.message;
+  if (message === undefined) return "(no answer recorded)";
+  const parts: string[] = [];
+  if (typeof message.content === "string" && message.content !== "") parts.push(message.content);
+  for (const call of (message.tool_calls as { function?: { name?: string; arguments?: string } }[]) ?? []) {
+    parts.push(`[tool call ${call.function?.name ?? "?"}(${call.function?.arguments ?? ""})]`);
+  }
+  return parts.length > 0 ? parts.join(" ") : "(empty answer)";
+}
+
+/** Stores prompts as resource versions and runs the agent with them. */
+export class PromptRunner {
+  private readonly options: PromptRunnerOptions;
+
+  /** @param options - gateway client, resource, agent config, id prefix, progress, abort */
+  constructor(options: PromptRunnerOptions) {
+    this.options = options;
+  }
+
+  /**
+   * Stores a prompt as a new version of the resource.
+   * @param prompt - the prompt text
+   * @returns its version
+   */
+  async store(prompt: string): Promise<number> {
+    return (await this.options.client.addResource(this.options.resource, prompt)).version;
+  }
+
+  /**
+   * Runs one rollout per input with a stored prompt version and waits for all of them.
+   * @param version - the prompt's resource version (pinned by every rollout)
+   * @param items - the inputs
+   * @param label - unique within the search, e.g. `r2-p5-val`; the rollout ids are `PREFIX-LABEL-dINDEX-0`
+   * @param isTrain - train (minibatch) or validation rollouts
+   * @returns rewards and ids, input order
+   * @throws whatever the gateway client throws; the signal's reason once it is aborted
+   */
+  async run(version: number, items: readonly DataItem[], label: string, isTrain: boolean): Promise<PromptRun> {
+    const result = await runRolloutsOnce(this.options.client, items, {
+      prefix: `${this.options.idPrefix}-${label}`,
+      isTrain,
+      config: this.options.config,
+      policyVersion: 0,
+      metadata: { resources: { [this.options.resource]: version }, apo_label: label },
+      ...(this.options.onProgress ? { onProgress: this.options.onProgress } : {}),
+      ...(this.options.signal ? { signal: this.options.signal } : {}),
+    });
+    const rewards = result.rewards;
+    return {
+      rolloutIds: result.records.map((r) => r.rolloutId),
+      rewards,
+      failedIds: result.failedIds,
+      mean: rewards.length === 0 ? 0 : rewards.reduce((a, b) => a + b, 0) / rewards.length,
+      inputs: items.map((item) => item.input),
+    };
+  }
+
+  /**
+   * The `count` lowest-reward rollouts of a run, as the optimiser is shown them (lowest first; input order on a tie).
+   * @param run - a finished run
+   * @param count - how many
+   * @param traceChars - input and output cut to this many characters
+   * @returns the traces
+   */
+  async lowestTraces(run: PromptRun, count: number, traceChars: number): Promise<Trace[]> {
+    const order = run.rewards.map((reward, i) => ({ reward, i })).sort((a, b) => a.reward - b.reward);
+    const traces: Trace[] = [];
+    for (const { reward, i } of order.slice(0, count)) {
+      const rolloutId = run.rolloutIds[i] as string;
+      const output = run.failedIds.includes(rolloutId)
+        ? "(the rollout failed: no answer)"
+        : await this.lastAnswer(rolloutId);
+      traces.push({ input: cut(JSON.stringify(run.inputs[i]), traceChars), output: cut(output, traceChars), reward });
+    }
+    return traces;
+  }
+
+  /** The last model answer a rollout recorded. */
+  private async lastAnswer(rolloutId: string): Promise<string> {
+    const calls = await this.options.client.getEvents(rolloutId, { eventType: "model_request" });
+    const last = calls.at(-1);
+    return last === undefined ? "(the agent made no model call)" : answerText(last.data);
+  }
+}
