@@ -29,6 +29,7 @@ import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
 import { frozenAgentsStack } from "./frozen-agents.js";
+import { valTemperatureArgs } from "./gateway-child-flags.js";
 import { resolveKey } from "./key-source.js";
 import { applySetFlags, collectSetFlag, readConfigFile } from "./layered-config.js";
 import { type SamplerFlags, vllmSamplerOf } from "./sampler-flags.js";
@@ -47,6 +48,8 @@ interface TrainFlags extends SamplerFlags, EngineFlags {
   logLevel: string;
   /** `--set KEY=VALUE` overrides of the YAML, in order. */
   set?: string[];
+  /** `--val-temperature` of the gateway child (validation rollouts' sampling temperature). */
+  valTemperature?: string;
 }
 
 /**
@@ -115,11 +118,17 @@ function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, r
   const spec = engineSpecOf(config.engine, flags);
   const vllm = vllmSamplerOf(config, flags, spec);
   const engine = () => (flags.initFrom === undefined ? createEngine(spec) : initEngine(spec, flags.initFrom));
+  const frozen = frozenAgentsStack(config.agents, engine, flags.gatewayUrl === undefined);
+  const gatewayArgs = [
+    ...(frozen.gatewayArgs ?? []),
+    ...valTemperatureArgs(flags.valTemperature, flags.gatewayUrl !== undefined),
+  ];
   return {
     runDir,
     modelName: flags.modelName,
     engine,
-    ...frozenAgentsStack(config.agents, engine, flags.gatewayUrl === undefined),
+    ...frozen,
+    ...(gatewayArgs.length > 0 ? { gatewayArgs } : {}),
     ...(flags.gatewayUrl !== undefined ? { gateway: { url: flags.gatewayUrl, key } } : {}),
     ...(flags.engineUrl !== undefined ? { engineUrl: flags.engineUrl, engineKey: key } : {}),
     ...(vllm !== null ? { vllm } : {}),
@@ -262,6 +271,7 @@ export function registerTrain(program: Command): void {
     .option("--preset <name>", "embedded engine model preset", "tiny")
     .option("--engine-seed <n>", "weight-init seed of the embedded engine", "0")
     .option("--model-name <name>", "model name the gateway proxy serves", "policy")
+    .option("--val-temperature <t>", "sampling temperature of validation rollouts (gateway child; default 0.7)")
     .option("--log-level <level>", "pino log level", "warn")
     .option(
       "--set <key=value>",
