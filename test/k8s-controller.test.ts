@@ -105,6 +105,7 @@ describe.skipIf(skipWithoutKube())("k8s controller on a real API server", { time
     expect(secret.metadata?.ownerReferences).toEqual([
       { apiVersion: "batch/v1", kind: "Job", name: "arclight-rollout-tok-1", uid: job.metadata?.uid },
     ]);
+    expect(secret.immutable).toBe(true);
     const data = decoded(secret);
     expect(Object.keys(data).sort()).toEqual([
       "AGL_KEY",
@@ -350,10 +351,12 @@ describe.skipIf(skipWithoutKube())("k8s controller on a real API server", { time
     for (const [i, t] of times.entries()) {
       expect(i + 1).toBeLessThanOrEqual(1 + (ratePerSecond * (t - start)) / 1000 + 1);
     }
+    // The count goes up once the Secret's owner is set too, a moment after the watch saw the Job.
+    await h.waitFor("100 Jobs counted", () => (controller.jobsCreated >= 100 ? true : undefined), 10_000);
     expect(controller.jobsCreated).toBe(100);
   }, 240_000);
 
-  it("RBAC: a ServiceAccount whose Role lacks `create jobs` gets 403; the rollout waits, the controller logs and retries, and with deploy/k8s's Role the rollout runs to the end", async () => {
+  it("RBAC: a ServiceAccount whose Role lacks `create jobs` gets 403; the rollout waits, the controller logs and retries, deleting the key Secret of each refused try, and with deploy/k8s's Role the rollout runs to the end", async () => {
     const h = await harness();
     const ns = h.namespace;
     const rules = deployRole().rules;
@@ -381,6 +384,11 @@ describe.skipIf(skipWithoutKube())("k8s controller on a real API server", { time
     expect(String(denied.err)).toContain('cannot create resource "jobs"');
     expect((await h.client.getRollout("rbac-1")).rollout.status.state).toBe("queuing");
     expect(await h.jobs()).toEqual([]);
+    // Each refused try created a key Secret first and deleted it at once: none piles up (the grace period is 300 s).
+    await h.waitFor("no key Secret left by the refused tries", async () =>
+      (await h.api.listSecrets(MANAGED_BY_SELECTOR)).length === 0 ? true : undefined,
+    );
+    expect(h.logs.filter((l) => l.msg === "could not create Job; will retry").length).toBeGreaterThanOrEqual(1);
     await cluster.request("PUT", `${rbac}/${ns}/roles/controller`, { metadata: { name: "controller" }, rules });
     await h.waitState("rbac-1", "running");
     const pod = await waitForPod(cluster, ns, "arclight-rollout-rbac-1");

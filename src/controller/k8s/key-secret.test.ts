@@ -54,7 +54,7 @@ describe("key Secret of a Job", () => {
     expect(referenced.sort()).toEqual(Object.keys(secret.stringData ?? {}).sort());
   });
 
-  it("is labelled managed-by, rollout, attempt and Job, and starts unowned", () => {
+  it("is immutable, labelled managed-by, rollout, attempt and Job, and starts unowned", () => {
     const secret = keySecretFor("n", rollout("R:1"), "2", SETTINGS, "t");
     expect(secret.metadata?.labels).toEqual({
       "app.kubernetes.io/managed-by": "arclight",
@@ -64,6 +64,7 @@ describe("key Secret of a Job", () => {
     });
     expect(secret.metadata?.annotations).toEqual({ "arclight/rollout-id": "R:1", "arclight/attempt-id": "2" });
     expect(isOwned(secret)).toBe(false);
+    expect(secret.immutable).toBe(true);
   });
 
   it("is handed to its Job by an ownerReference naming the Job's uid", () => {

@@ -41,8 +41,8 @@ export function keySecretNameFor(jobName: string): string {
  * @param attemptId - the attempt the Job runs
  * @param settings - the Job settings the manifest was built with
  * @param agentKey - the attempt's agent token (`agentKeyFor`)
- * @returns the Secret: the key-derived variables under their own names, labelled managed-by, rollout, attempt and
- *   {@link KEY_SECRET_JOB_LABEL}
+ * @returns the Secret (immutable): the key-derived variables under their own names, labelled managed-by, rollout,
+ *   attempt and {@link KEY_SECRET_JOB_LABEL}
  * @throws {EnvMapError} an `env_map` path missing from the rollout (the manifest would have thrown first)
  */
 export function keySecretFor(
@@ -62,7 +62,9 @@ export function keySecretFor(
     [KEY_SECRET_JOB_LABEL]: jobNameFor(rollout.rollout_id, attemptId),
   };
   const annotations = { [ROLLOUT_ID_KEY]: rollout.rollout_id, [ATTEMPT_ID_KEY]: attemptId };
-  return { metadata: { name, namespace: settings.namespace, labels, annotations }, type: "Opaque", stringData };
+  const metadata = { name, namespace: settings.namespace, labels, annotations };
+  // Immutable: nobody rewrites a token in place, and kubelets need not watch the Secret for changes.
+  return { metadata, type: "Opaque", immutable: true, stringData };
 }
 
 /**
