@@ -32,6 +32,7 @@ describe("apo config", () => {
   it("names an unknown key and a bad value", () => {
     expect(() => parseApoConfig({ ...minimal, search: { beam: 2 } })).toThrow(/search.*beam/);
     expect(() => parseApoConfig({ ...minimal, search: { beam_width: 0 } })).toThrow(/search\.beam_width/);
+    expect(() => parseApoConfig({ ...minimal, policy: { endpoint: "localhost:8000" } })).toThrow(/policy\.endpoint/);
   });
 
   it("parses the calculator example, examples/calculator/apo.yaml", () => {

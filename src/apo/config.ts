@@ -14,6 +14,7 @@ function section<S extends z.ZodType>(schema: S, description: string) {
 }
 
 const nullableText = (description: string) => z.string().min(1).nullable().default(null).describe(description);
+const httpUrl = () => z.url({ protocol: /^https?$/ });
 
 /** The prompt being optimised: a versioned gateway resource, and how the controller hands it to each agent. */
 export const ApoPromptSchema = z.strictObject({
@@ -38,15 +39,18 @@ export const ApoDataSchema = z.strictObject({
 
 /** The policy model the agents call through the gateway. */
 export const ApoPolicySchema = z.strictObject({
-  endpoint: nullableText(
-    "OpenAI-compatible base URL of the policy (vLLM, `arclight engine`, …), registered as the gateway's model (required)",
-  ),
+  endpoint: httpUrl()
+    .nullable()
+    .default(null)
+    .describe(
+      "OpenAI-compatible base URL of the policy (vLLM, `arclight engine`, …), registered as the gateway's model (required)",
+    ),
   model: z.string().min(1).default("policy").describe("Model name the gateway serves it under"),
 });
 
 /** The optimiser LLM: any OpenAI-compatible chat-completions endpoint, configured apart from the policy. */
 export const ApoOptimiserSchema = z.strictObject({
-  base_url: z.string().min(1).default("https://api.openai.com/v1").describe("OpenAI-compatible base URL"),
+  base_url: httpUrl().default("https://api.openai.com/v1").describe("OpenAI-compatible base URL"),
   model: z.string().min(1).default("gpt-4o-mini").describe("Model name sent in each request"),
   api_key_env: z.string().min(1).default("OPENAI_API_KEY").describe("Env var holding the API key"),
   api_key_file: nullableText("File whose first line is the API key (used instead of api_key_env when set)"),
@@ -85,9 +89,12 @@ export const ApoConfigSchema = z
       .regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' or '-' only")
       .default("apo")
       .describe("Run name; history.jsonl and best-prompt.txt go to runs/NAME/"),
-    gateway_url: nullableText(
-      "A running gateway to use (its key: ARCLIGHT_KEY or --key-file); null: a gateway child on runs/NAME/gateway.db",
-    ),
+    gateway_url: httpUrl()
+      .nullable()
+      .default(null)
+      .describe(
+        "A running gateway to use (its key: ARCLIGHT_KEY or --key-file); null: a gateway child on runs/NAME/gateway.db",
+      ),
     prompt: section(ApoPromptSchema, "The prompt resource and how agents receive it"),
     data: section(ApoDataSchema, "Train and validation inputs"),
     agent: section(ControllerConfigSchema, "How the agents are started (as the trainer config's controller section)"),

@@ -18,6 +18,7 @@ import type { GatewayClient } from "../gateway/client.js";
 import { ResourceNotFound, ValidationFailed } from "../protocol/index.js";
 import { type AgentStack, type AgentStackOptions, startAgentStack } from "../run/stack.js";
 import { parseTrainerConfig } from "../trainer/config.js";
+import type { DataItem } from "../trainer/data-order.js";
 import { agentAllowList } from "../trainer/rollout-groups.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
@@ -127,8 +128,24 @@ function roundLine(report: RoundReport, rounds: number): string {
   );
 }
 
+/** The train and validation inputs (validation cut to `data.val_size`). */
+function readInputs(config: Readonly<ApoConfig>): { train: DataItem[]; val: DataItem[] } {
+  const train = readDataFile("data.train_path", config.data.train_path as string);
+  const val = readDataFile("data.val_path", config.data.val_path as string).slice(0, config.data.val_size ?? undefined);
+  if (train.length === 0) throw new CliError(`data.train_path ${config.data.train_path}: no inputs`);
+  if (val.length === 0) throw new CliError(`data.val_path ${config.data.val_path}: no inputs`);
+  return { train, val };
+}
+
 /** Runs the search on a started stack. */
-async function search(stack: AgentStack, config: Readonly<ApoConfig>, runDir: string, signal: AbortSignal) {
+async function search(
+  stack: AgentStack,
+  config: Readonly<ApoConfig>,
+  inputs: { train: DataItem[]; val: DataItem[] },
+  runDir: string,
+  signal: AbortSignal,
+) {
+  const { train, val } = inputs;
   await stack.client.upsertModels([{ model: config.policy.model, endpoint: config.policy.endpoint as string }]);
   const agentConfig = parseTrainerConfig({
     name: config.name,
@@ -145,9 +162,6 @@ async function search(stack: AgentStack, config: Readonly<ApoConfig>, runDir: st
     signal,
   });
   const initial = await initialPrompt(stack.client, config, runner);
-  const val = readDataFile("data.val_path", config.data.val_path as string).slice(0, config.data.val_size ?? undefined);
-  const train = readDataFile("data.train_path", config.data.train_path as string);
-  if (train.length === 0 || val.length === 0) throw new CliError("data.train_path and data.val_path need inputs");
   console.log(
     `arclight apo: scoring the starting prompt (${config.prompt.resource} v${initial.version}) on ${val.length} ` +
       `validation inputs; rollout ids ${idPrefix}-…`,
@@ -197,6 +211,7 @@ async function apo(configPath: string, flags: ApoFlags): Promise<void> {
   const config = loadApoConfig(configPath, flags);
   checkRunName(`name (${configPath})`, config.name);
   optimiserKey(config);
+  const inputs = readInputs(config);
   const runDir = resolve("runs", config.name);
   if (existsSync(join(runDir, "history.jsonl"))) {
     throw new CliError(
@@ -207,7 +222,7 @@ async function apo(configPath: string, flags: ApoFlags): Promise<void> {
   const interrupt = listenForInterrupt("apo", "stopping the agents and the gateway");
   const stack = await startAgentStack(stackOptions(config, flags, runDir, logger, interrupt.signal));
   try {
-    report(await search(stack, config, runDir, interrupt.signal), config, runDir);
+    report(await search(stack, config, inputs, runDir, interrupt.signal), config, runDir);
   } catch (err) {
     if (!interrupt.signal.aborted) throw err;
     console.error("arclight apo: stopped (history.jsonl holds what was scored)");
