@@ -8,10 +8,10 @@
  * transition rows), `broadcast` vs `per_call` / `discounted` with intermediate rewards, and rollout-level advantage +
  * per-rollout loss normalisation (the broadcast arm, the defaults) vs sample-level advantage + token-mean; on the
  * multi-agent example (writer → checker → rewriter, checker frozen), `broadcast` vs `per_call` with rules.
- * Flags: `--seeds N` (3), `--steps N` (8), `--groups N` inputs per step (4), `--n N` rollouts per input (4),
- * `--val N` validation inputs (32), `--val-interval N` (4), `--val-temperature T` (0, greedy), `--calc-lr` (0.001),
- * `--multi-lr` (0.0003), `--only PREFIX`.
- * Results also go to `runs/credit-compare/results.json` (`results-PREFIX.json` with `--only`).
+ * Flags: `--seeds N` (3), `--first-seed N` (0), `--steps N` (8), `--groups N` inputs per step (4), `--n N` rollouts
+ * per input (4), `--val N` validation inputs (32), `--val-interval N` (4), `--val-temperature T` (0, greedy),
+ * `--calc-lr` (0.001), `--multi-lr` (0.0003), `--only PREFIX`. Results also go to
+ * `runs/credit-compare/results.json` (`results-PREFIX[-from-N].json` with `--only`, `--first-seed`).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -28,6 +28,8 @@ function flag(name: string, fallback: string): string {
   return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
 }
 const SEEDS = Number(flag("seeds", "3"));
+/** The first seed (more seeds for an earlier batch: `--first-seed 3 --seeds 3` runs seeds 3, 4, 5). */
+const FIRST_SEED = Number(flag("first-seed", "0"));
 const STEPS = Number(flag("steps", "8"));
 const GROUPS = Number(flag("groups", "4"));
 const GROUP_SIZE = Number(flag("n", "4"));
@@ -259,7 +261,10 @@ function startReward(example: Example, setup: Setup): number | null {
 }
 
 /** Where the results go: one file per `--only` selection, so two selections can run at once. */
-const RESULTS = join(OUT, ONLY === "" ? "results.json" : `results-${ONLY.replace(/[^a-z0-9]+/gi, "-")}.json`);
+const RESULTS = join(
+  OUT,
+  `results${ONLY === "" ? "" : `-${ONLY.replace(/[^a-z0-9]+/gi, "-")}`}${FIRST_SEED === 0 ? "" : `-from-${FIRST_SEED}`}.json`,
+);
 
 const fmt = (v: number | null | undefined) => (v === null || v === undefined ? "-" : v.toFixed(3));
 const load = () =>
@@ -318,7 +323,7 @@ function main(): void {
   }
   const results: RunResult[] = [];
   // Interleaved: every arm once per seed before the next seed, so load drifts hit the arms alike.
-  for (let seed = 0; seed < SEEDS; seed++) {
+  for (let seed = FIRST_SEED; seed < FIRST_SEED + SEEDS; seed++) {
     for (const arm of arms) {
       const result = runArm(arm, seed, setup);
       results.push(result);
