@@ -132,7 +132,7 @@ describe("arclight apo end to end", () => {
       /round 3: optimiser critique for p3 rejected twice: attempt 1: the critique is empty/,
     );
     expect(result.stdout).toMatch(/round 3\/4: BAD ROUND: the optimiser gave no usable prompt/);
-    expect(result.stdout).toContain("3 rounds (no gain for 1 round(s)); val score 0.000 -> 1.000 (p3, round 2)");
+    expect(result.stdout).toContain("3 rounds (no gain for 1 round(s), 1 bad); val score 0.000 -> 1.000 (p3, round 2)");
   });
 
   it("scores every proposed prompt on the validation split with real agent rollouts", () => {
@@ -202,6 +202,7 @@ describe("arclight apo end to end", () => {
         best_score: 1,
         initial_score: 0,
         rounds: 3,
+        bad_rounds: 1,
         stop_reason: "patience",
         published_version: 6,
       },
@@ -221,6 +222,37 @@ describe("arclight apo end to end", () => {
     // The agent really got P3 as its system message: the policy saw it.
     expect(policy.requests.filter((r) => systemText(r) === P3)).toHaveLength(4 + 2); // p3: 4 validation rollouts, then round 3's minibatch of 2
   });
+
+  it("stops with exit 1 before asking the optimiser when the policy endpoint is down, naming policy.endpoint", async () => {
+    // A gateway of its own: this one already routes the policy to the working scripted model.
+    const other = await startTestGateway({ key: "test-key", model_name: "policy" });
+    try {
+      const before = optimiser.requests.length;
+      const args = ["--set", "name=down", "--set", "prompt.initial=Be brief.", "--gateway-url", other.url];
+      const down = await cli(["apo", "apo.yaml", ...args, "--policy-endpoint", "http://127.0.0.1:9/v1"]);
+      expect(down.code, down.stderr + down.stdout).toBe(1);
+      expect(down.stderr).toContain("every rollout of r0-p0-val failed (4 rollouts)");
+      expect(down.stderr).toContain("check policy.endpoint (http://127.0.0.1:9/v1; --policy-endpoint)");
+      expect(optimiser.requests.length).toBe(before);
+    } finally {
+      await other.close();
+    }
+  }, 200_000);
+
+  it("exits 1 when every round is bad, and leaves the resource unchanged when the starting prompt stays best", async () => {
+    // The optimiser's plan is used up: from here on it answers 500 to every request.
+    const allBad = await cli(["apo", "apo.yaml", "--set", "name=all-bad", "--set", "search.rounds=1"]);
+    expect(allBad.code, allBad.stderr + allBad.stdout).toBe(1);
+    expect(allBad.stdout).toContain("1 round (all rounds run, 1 bad)");
+    expect(allBad.stdout).toContain("the starting prompt stayed best: prompt left unchanged");
+    expect(allBad.stderr).toContain("every round was bad: the optimiser gave no usable prompt");
+    expect((await client.getResource("prompt")).version).toBe(6);
+    const last = readFileSync(join(workDir, "runs", "all-bad", "history.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .at(-1);
+    expect(JSON.parse(last as string)).toMatchObject({ type: "result", bad_rounds: 1, published_version: null });
+  }, 200_000);
 
   it("refuses a config without a policy endpoint, naming the key", async () => {
     writeFileSync(join(workDir, "bad.yaml"), stringify({ name: "bad", prompt: { env: "X" } }));

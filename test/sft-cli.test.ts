@@ -230,6 +230,26 @@ describe("arclight export", () => {
     }
   });
 
+  it("refuses an --out in a missing folder, or a folder, before reading anything, naming --out", async () => {
+    const missing = await cli([
+      "export",
+      "--db",
+      "x.db",
+      "--format",
+      "chat",
+      "--out",
+      join(workDir, "nowhere", "x.jsonl"),
+    ]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(
+      `--out ${join(workDir, "nowhere", "x.jsonl")}: folder ${join(workDir, "nowhere")} does not exist`,
+    );
+    expect(missing.stderr.trim().split("\n")).toHaveLength(1);
+    const folder = await cli(["export", "--db", "x.db", "--format", "chat", "--out", workDir]);
+    expect(folder.code).toBe(2);
+    expect(folder.stderr).toContain(`--out ${workDir}: is a folder; name a file`);
+  });
+
   it("refuses an unknown format, naming the flag", async () => {
     const result = await cli(["export", "--db", "x.db", "--format", "csv", "--out", "x"]);
     expect(result.code).toBe(2);

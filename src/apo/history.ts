@@ -64,8 +64,11 @@ export type HistoryRecord =
       best_score: number;
       initial_score: number;
       rounds: number;
+      /** Rounds in which the optimiser gave no usable prompt. */
+      bad_rounds: number;
       stop_reason: "rounds" | "patience";
-      published_version: number;
+      /** null when the starting prompt stayed best (no new version published). */
+      published_version: number | null;
     };
 
 /** Appends records to a history.jsonl file. */

@@ -10,6 +10,26 @@ import type { DataItem } from "../trainer/data-order.js";
 import { runRolloutsOnce } from "../trainer/rollouts-once.js";
 import type { Trace } from "./optimiser-messages.js";
 
+/**
+ * Thrown by {@link PromptRunner.run} when every rollout of a batch failed and no rollout of the search had succeeded
+ * before: the agent cannot run or cannot reach the policy (a down `policy.endpoint`, a bad agent command), so the
+ * search would only score zeros and pay the optimiser to critique failures. Once any rollout has succeeded, a batch
+ * whose rollouts all fail is scored with `reward_fillna_value` as usual (a prompt can break the agent).
+ */
+export class PromptRunFailed extends Error {
+  /**
+   * @param label - the batch, e.g. `r0-p0-val`
+   * @param rolloutIds - its rollouts, input order
+   */
+  constructor(
+    readonly label: string,
+    readonly rolloutIds: readonly string[],
+  ) {
+    super(`every rollout of ${label} failed (${rolloutIds.length} rollouts) and none of the search had succeeded`);
+    this.name = "PromptRunFailed";
+  }
+}
+
 /** What a prompt's rollouts on some inputs gave. */
 export interface PromptRun {
   /** Rollout ids, input order. */
@@ -57,6 +77,8 @@ function answerText(data: unknown): string {
 /** Stores prompts as resource versions and runs the agent with them. */
 export class PromptRunner {
   private readonly options: PromptRunnerOptions;
+  /** Whether any rollout of this runner has succeeded (see {@link PromptRunFailed}). */
+  private anySucceeded = false;
 
   /** @param options - gateway client, resource, agent config, id prefix, progress, abort */
   constructor(options: PromptRunnerOptions) {
@@ -79,6 +101,7 @@ export class PromptRunner {
    * @param label - unique within the search, e.g. `r2-p5-val`; the rollout ids are `PREFIX-LABEL-dINDEX-0`
    * @param isTrain - train (minibatch) or validation rollouts
    * @returns rewards and ids, input order
+   * @throws {PromptRunFailed} when every rollout failed and none of this runner's had succeeded before
    * @throws whatever the gateway client throws; the signal's reason once it is aborted
    */
   async run(version: number, items: readonly DataItem[], label: string, isTrain: boolean): Promise<PromptRun> {
@@ -92,8 +115,11 @@ export class PromptRunner {
       ...(this.options.signal ? { signal: this.options.signal } : {}),
     });
     const rewards = result.rewards;
+    const rolloutIds = result.records.map((r) => r.rolloutId);
+    if (result.failedIds.length < rolloutIds.length) this.anySucceeded = true;
+    else if (rolloutIds.length > 0 && !this.anySucceeded) throw new PromptRunFailed(label, rolloutIds);
     return {
-      rolloutIds: result.records.map((r) => r.rolloutId),
+      rolloutIds,
       rewards,
       failedIds: result.failedIds,
       mean: rewards.length === 0 ? 0 : rewards.reduce((a, b) => a + b, 0) / rewards.length,

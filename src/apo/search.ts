@@ -6,7 +6,7 @@
  *   3. every new candidate is stored as a resource version and scored on the validation inputs;
  *   4. the top `beam_width` of beam + candidates stay; the search stops after `rounds`, or after `patience` rounds in
  *      a row without a better best score (a round with no usable proposal is reported as bad and counts as one).
- * The best prompt is then published as the resource's newest version.
+ * The best prompt is then published as the resource's newest version (unless the starting prompt stayed best).
  * @see Pryzant et al., "Automatic Prompt Optimization with 'Gradient Descent' and Beam Search", arXiv:2305.03495
  */
 import { DataCursor, type DataItem } from "../trainer/data-order.js";
@@ -50,8 +50,13 @@ export interface ApoResult {
   initialScore: number;
   rounds: number;
   stopReason: "rounds" | "patience";
-  /** The resource version the best prompt was published as. */
-  publishedVersion: number;
+  /** Rounds in which the optimiser gave no usable prompt. */
+  badRounds: number;
+  /**
+   * The resource version the best prompt was published as; null when the starting prompt stayed best (the resource
+   * is left as it was: no new version with the same text).
+   */
+  publishedVersion: number | null;
 }
 
 /** A proposed prompt before scoring. */
@@ -186,6 +191,7 @@ export async function runApoSearch(options: ApoSearchOptions): Promise<ApoResult
   const initialScore = search.beam[0]!.score;
   let stale = 0;
   let rounds = 0;
+  let badRounds = 0;
   let stopReason: ApoResult["stopReason"] = "rounds";
   for (let round = 1; round <= options.search.rounds; round++) {
     const bestBefore = search.beam[0]!.score;
@@ -193,6 +199,7 @@ export async function runApoSearch(options: ApoSearchOptions): Promise<ApoResult
     const outcome = roundOutcome(bestBefore, report.beam[0]!.score, stale, options.search.patience);
     stale = outcome.stale;
     rounds = round;
+    if (report.bad) badRounds += 1;
     const best = report.beam[0]!;
     options.history.append({
       type: "round",
@@ -212,14 +219,16 @@ export async function runApoSearch(options: ApoSearchOptions): Promise<ApoResult
     }
   }
   const best = search.beam[0]!;
-  const publishedVersion = await options.runner.store(best.prompt);
-  const result = { best, initialScore, rounds, stopReason, publishedVersion };
+  const startingStayedBest = best.parentId === null;
+  const publishedVersion = startingStayedBest ? null : await options.runner.store(best.prompt);
+  const result = { best, initialScore, rounds, stopReason, badRounds, publishedVersion };
   options.history.append({
     type: "result",
     best_id: best.id,
     best_score: best.score,
     initial_score: initialScore,
     rounds,
+    bad_rounds: badRounds,
     stop_reason: stopReason,
     published_version: publishedVersion,
   });

@@ -12,29 +12,36 @@ import type { ScoredPrompt } from "../apo/beam.js";
 import { type ApoConfig, parseApoConfig } from "../apo/config.js";
 import { History } from "../apo/history.js";
 import { Optimiser } from "../apo/optimiser.js";
-import { PromptRunner } from "../apo/prompt-runs.js";
+import { PromptRunFailed, PromptRunner } from "../apo/prompt-runs.js";
 import { type ApoResult, type RoundReport, runApoSearch } from "../apo/search.js";
 import type { GatewayClient } from "../gateway/client.js";
 import { ResourceNotFound, ValidationFailed } from "../protocol/index.js";
 import { type AgentStack, type AgentStackOptions, startAgentStack } from "../run/stack.js";
 import { parseTrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
+import { describeFirstFailed } from "../trainer/failure-report.js";
 import { agentAllowList } from "../trainer/rollout-groups.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type KeyFlags, readKeyFile, resolveKey } from "./key-source.js";
-import { readConfigFile } from "./layered-config.js";
+import { applySetFlags, collectSetFlag, readConfigFile } from "./layered-config.js";
 
 /** Flags of `arclight apo`. */
 interface ApoFlags extends KeyFlags {
   gatewayUrl?: string;
   policyEndpoint?: string;
   logLevel: string;
+  /** `--set KEY=VALUE` overrides of the YAML, in order. */
+  set?: string[];
 }
 
-/** Reads the YAML, applies the flags, validates; data paths resolve against the config file's directory. */
+/**
+ * Reads the YAML, applies `--set`, then the other flags, validates; data paths resolve against the config file's
+ * directory.
+ */
 function loadApoConfig(path: string, flags: ApoFlags): Readonly<ApoConfig> {
-  let raw = readConfigFile(path, "apo", path);
+  const sets = flags.set ?? [];
+  let raw = applySetFlags(readConfigFile(path, "apo", path), sets);
   if (flags.gatewayUrl !== undefined) raw = { ...raw, gateway_url: flags.gatewayUrl };
   if (flags.policyEndpoint !== undefined) {
     raw = { ...raw, policy: { ...(raw.policy as object), endpoint: flags.policyEndpoint } };
@@ -47,7 +54,11 @@ function loadApoConfig(path: string, flags: ApoFlags): Readonly<ApoConfig> {
     const keyFile = at(config.optimiser.api_key_file);
     return Object.freeze({ ...config, data, optimiser: { ...config.optimiser, api_key_file: keyFile } });
   } catch (err) {
-    if (err instanceof ValidationFailed) throw new CliError(`${path}: ${err.message}`);
+    if (err instanceof ValidationFailed) {
+      const label = sets.length === 0 ? path : `${path} with ${sets.map((s) => `--set ${s}`).join(" ")}`;
+      const flag = flags.policyEndpoint !== undefined && /policy\.endpoint/.test(err.message);
+      throw new CliError(`${flag ? `--policy-endpoint ${flags.policyEndpoint}` : label}: ${err.message}`);
+    }
     throw err;
   }
 }
@@ -191,19 +202,42 @@ async function search(
   });
 }
 
-/** Prints the outcome and writes best-prompt.txt. */
+/**
+ * Prints the outcome and writes best-prompt.txt. A search whose every round was bad (the optimiser never gave a
+ * usable prompt) ends with exit code 1: it only re-scored the starting prompt.
+ */
 function report(result: ApoResult, config: Readonly<ApoConfig>, runDir: string): void {
   const path = join(runDir, "best-prompt.txt");
   writeFileSync(path, `${result.best.prompt}\n`);
   const why = result.stopReason === "patience" ? `no gain for ${config.search.patience} round(s)` : "all rounds run";
+  const bad = result.badRounds === 0 ? "" : `, ${result.badRounds} bad`;
   console.log(
-    `arclight apo: ${result.rounds} rounds (${why}); val score ${result.initialScore.toFixed(3)} -> ` +
-      `${result.best.score.toFixed(3)} (${result.best.id}, round ${result.best.round})`,
+    `arclight apo: ${result.rounds} round${result.rounds === 1 ? "" : "s"} (${why}${bad}); val score ` +
+      `${result.initialScore.toFixed(3)} -> ${result.best.score.toFixed(3)} (${result.best.id}, round ${result.best.round})`,
   );
-  console.log(
-    `arclight apo: best prompt published as ${config.prompt.resource} v${result.publishedVersion}; ${path}; ` +
-      `history ${join(runDir, "history.jsonl")}`,
+  const published =
+    result.publishedVersion === null
+      ? `the starting prompt stayed best: ${config.prompt.resource} left unchanged`
+      : `best prompt published as ${config.prompt.resource} v${result.publishedVersion}`;
+  console.log(`arclight apo: ${published}; ${path}; history ${join(runDir, "history.jsonl")}`);
+  if (result.rounds > 0 && result.badRounds === result.rounds) {
+    console.error(
+      `arclight apo: every round was bad: the optimiser gave no usable prompt (reasons above and in history.jsonl); ` +
+        `check optimiser.base_url (${config.optimiser.base_url}), optimiser.model and its key`,
+    );
+    process.exitCode = 1;
+  }
+}
+
+/** Reports a search stopped because the agent never completed a rollout, naming the policy endpoint. */
+async function reportRunFailed(err: PromptRunFailed, client: GatewayClient, config: Readonly<ApoConfig>) {
+  const why = await describeFirstFailed(client, err.rolloutIds).catch(() => null);
+  console.error(`arclight apo: ${err.message}${why === null ? "" : `; ${why}`}`);
+  console.error(
+    `arclight apo: stopped before asking the optimiser: the agent cannot run or cannot reach the policy; check ` +
+      `policy.endpoint (${config.policy.endpoint}; --policy-endpoint) and the agent section`,
   );
+  process.exitCode = 1;
 }
 
 /** Runs the command; everything started here is stopped before returning. */
@@ -215,7 +249,7 @@ async function apo(configPath: string, flags: ApoFlags): Promise<void> {
   const runDir = resolve("runs", config.name);
   if (existsSync(join(runDir, "history.jsonl"))) {
     throw new CliError(
-      `run ${config.name}: ${runDir} holds an earlier search; set another name: (or delete the folder)`,
+      `run ${config.name}: ${runDir} holds an earlier search; set another name (name: in the YAML, or --set name=…) or delete the folder`,
     );
   }
   const logger = pino({ level: logLevel(flags.logLevel) });
@@ -224,6 +258,10 @@ async function apo(configPath: string, flags: ApoFlags): Promise<void> {
   try {
     report(await search(stack, config, inputs, runDir, interrupt.signal), config, runDir);
   } catch (err) {
+    if (err instanceof PromptRunFailed && !interrupt.signal.aborted) {
+      await reportRunFailed(err, stack.client, config);
+      return;
+    }
     if (!interrupt.signal.aborted) throw err;
     console.error("arclight apo: stopped (history.jsonl holds what was scored)");
     process.exitCode = 130;
@@ -246,5 +284,10 @@ export function registerApo(program: Command): void {
     .option("--key-file <path>", "file whose first line is that gateway's key (also ARCLIGHT_KEY)")
     .option("--policy-endpoint <url>", "OpenAI-compatible base URL of the policy (overrides policy.endpoint)")
     .option("--log-level <level>", "pino log level", "warn")
+    .option(
+      "--set <key=value>",
+      "override a config key (dotted path, YAML value), e.g. --set search.rounds=2 --set data.val_size=8; repeatable",
+      collectSetFlag,
+    )
     .action(apo);
 }

@@ -4,8 +4,8 @@
  * logprobs, reward). The same selection as `arclight sft` (run prefix, tag, reward threshold, best-of-N); each line is
  * checked against its format's schema before it is written.
  */
-import { writeFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { accessSync, constants, statSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import type { GatewayClient } from "../gateway/client.js";
 import type { RolloutRecord } from "../trainer/batch.js";
@@ -84,6 +84,31 @@ function tokenLines(records: readonly RolloutRecord[], flags: ExportFlags) {
   return { lines, skipped };
 }
 
+/**
+ * Checks before any work that `--out` can be written: its folder exists and is writable, and it is not a folder.
+ * @throws {CliError} naming --out
+ */
+function checkOut(out: string): void {
+  const dir = dirname(resolve(out));
+  try {
+    if (!statSync(dir).isDirectory()) throw new CliError(`--out ${out}: ${dir} is not a folder`);
+    accessSync(dir, constants.W_OK);
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new CliError(
+      `--out ${out}: folder ${dir} ${code === "ENOENT" ? "does not exist" : `is not writable (${code})`}`,
+    );
+  }
+  let isDir = false;
+  try {
+    isDir = statSync(out).isDirectory();
+  } catch {
+    // A new file: fine.
+  }
+  if (isDir) throw new CliError(`--out ${out}: is a folder; name a file`);
+}
+
 /** Runs the command. */
 async function exportRollouts(flags: ExportFlags): Promise<void> {
   if (flags.format !== "chat" && flags.format !== "tokens") {
@@ -92,6 +117,7 @@ async function exportRollouts(flags: ExportFlags): Promise<void> {
   if ((flags.gatewayUrl === undefined) === (flags.db === undefined)) {
     throw new CliError("give one of --gateway-url and --db (where the rollouts are)");
   }
+  checkOut(flags.out);
   const select = selectOf(flags);
   const source = await openSourceGateway({
     gatewayUrl: flags.gatewayUrl ?? null,

@@ -42,6 +42,7 @@ describe("applySetFlags", () => {
     expect(message(["total_steps"])).toBe("--set total_steps: expected KEY=VALUE, e.g. --set total_steps=5");
     expect(message(["=5"])).toContain("--set =5: expected KEY=VALUE");
     expect(message(["a..b=1"])).toBe('--set a..b=1: empty key segment in "a..b"');
+    expect(message(["total_steps="])).toBe("--set total_steps=: empty value (write total_steps=null for null)");
     expect(message(["a=[1,"])).toMatch(/^--set a=\[1,: invalid YAML\/JSON/);
     expect(message(["total_steps.x=1"])).toBe("--set total_steps.x=1: total_steps is not a mapping in the config");
   });

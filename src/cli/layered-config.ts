@@ -154,8 +154,8 @@ export function collectSetFlag(value: string, previous: string[] | undefined): s
  * @param raw - the config mapping (not changed)
  * @param sets - the flags' texts
  * @returns a copy of `raw` with the overrides applied
- * @throws {CliError} naming `--set` and the text: no `=`, an empty key segment, invalid YAML, or a path through a
- *   value that is not a mapping
+ * @throws {CliError} naming `--set` and the text: no `=`, an empty key segment, an empty value (write `null` for
+ *   null), invalid YAML, or a path through a value that is not a mapping
  */
 export function applySetFlags(raw: Record<string, unknown>, sets: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = structuredClone(raw);
@@ -165,6 +165,9 @@ export function applySetFlags(raw: Record<string, unknown>, sets: readonly strin
     const path = text.slice(0, eq).split(".");
     if (path.some((segment) => segment.trim() === "")) {
       throw new CliError(`--set ${text}: empty key segment in ${JSON.stringify(text.slice(0, eq))}`);
+    }
+    if (text.slice(eq + 1).trim() === "") {
+      throw new CliError(`--set ${text}: empty value (write ${text.slice(0, eq)}=null for null)`);
     }
     const value = convertFlag(`--set ${text}`, text.slice(eq + 1), "yaml");
     let node = out;

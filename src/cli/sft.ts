@@ -163,7 +163,9 @@ async function sft(configPath: string, flags: SftFlags): Promise<void> {
   const runDir = resolve("runs", config.name);
   const checkpointDir = sftCheckpointDir(runDir);
   if (existsSync(checkpointDir) || existsSync(join(runDir, "metrics.jsonl"))) {
-    throw new CliError(`run ${config.name}: ${runDir} holds an earlier run; set another name: (or delete the folder)`);
+    throw new CliError(
+      `run ${config.name}: ${runDir} holds an earlier run; set another name (name: in the YAML, or --set name=…) or delete the folder`,
+    );
   }
   const logger = pino({ level: logLevel(flags.logLevel) });
   const engine = await sftEngine(config, flags);

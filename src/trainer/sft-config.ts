@@ -116,7 +116,11 @@ export const SftConfigSchema = z
   })
   .superRefine((config, ctx) => {
     if ((config.source.gateway_url === null) === (config.source.db_path === null)) {
-      ctx.addIssue({ code: "custom", path: ["source"], message: "set exactly one of gateway_url and db_path" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["source"],
+        message: "set exactly one of gateway_url and db_path (or give --gateway-url or --db)",
+      });
     }
   });
 
