@@ -46,6 +46,34 @@ function tinyConfig(overrides: TrainerConfigInput = {}) {
 const items = (n: number, extra: object = {}) =>
   Array.from({ length: n }, (_, i) => ({ index: i, input: { prompt: `say a ${i}`, turns: 2, ...extra } }));
 
+/**
+ * Writes a CLI run's folder: train.jsonl with 2 calculator inputs and train.yaml (batch 1 × 2 rollouts).
+ * @returns the YAML text written (without its final newline)
+ */
+function writeCliRun(dir: string, name: string, totalSteps: number, controller: string): string {
+  writeFileSync(
+    join(dir, "train.jsonl"),
+    `${items(2)
+      .map((item) => JSON.stringify(item.input))
+      .join("\n")}\n`,
+  );
+  const yaml = [
+    `name: ${name}`,
+    "data: { train_path: train.jsonl }",
+    "train_batch_size: 1",
+    "n: 2",
+    `total_steps: ${totalSteps}`,
+    `controller: ${controller}`,
+    "aggregator: { max_prompt_length: 128, max_response_length: 96 }",
+    "pause_retry_after_seconds: 0",
+  ].join("\n");
+  writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
+  return yaml;
+}
+
+/** The controller section running the test agent on each input. */
+const TEST_AGENT_CONTROLLER = `{ command: [node, ${JSON.stringify(TEST_AGENT)}], env_map: { AGL_INPUT: input } }`;
+
 describe("trainer end to end", () => {
   it("trains 2 steps: rows built from proxied calls, rewards recorded, policy version advanced, metrics written", async () => {
     stack = await startTrainerStack();
@@ -117,19 +145,7 @@ describe("trainer end to end", () => {
 
   it("arclight train CONFIG.yaml runs one step with its own gateway child, engine and controller", async () => {
     const dir = tempDir("arclight-train-cli-");
-    const lines = items(2).map((item) => JSON.stringify(item.input));
-    writeFileSync(join(dir, "train.jsonl"), `${lines.join("\n")}\n`);
-    const yaml = [
-      "name: cli",
-      "data: { train_path: train.jsonl }",
-      "train_batch_size: 1",
-      "n: 2",
-      "total_steps: 1",
-      `controller: { command: [node, ${JSON.stringify(TEST_AGENT)}], env_map: { AGL_INPUT: input } }`,
-      "aggregator: { max_prompt_length: 128, max_response_length: 96 }",
-      "pause_retry_after_seconds: 0",
-    ].join("\n");
-    writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
+    const yaml = writeCliRun(dir, "cli", 1, TEST_AGENT_CONTROLLER);
     const { stdout } = await run(["train", "train.yaml"], dir);
     expect(stdout).toContain("1 steps, policy version 1");
     // The dashboard URL of the gateway child, with its random key in the fragment (docs/dashboard.md).
@@ -172,23 +188,7 @@ describe("trainer end to end", () => {
 
   it("arclight train --set overrides YAML keys; a bad override is one line naming --set", async () => {
     const dir = tempDir("arclight-train-set-");
-    writeFileSync(
-      join(dir, "train.jsonl"),
-      `${items(2)
-        .map((item) => JSON.stringify(item.input))
-        .join("\n")}\n`,
-    );
-    const yaml = [
-      "name: cli",
-      "data: { train_path: train.jsonl }",
-      "train_batch_size: 1",
-      "n: 2",
-      "total_steps: 3",
-      `controller: { command: [node, ${JSON.stringify(TEST_AGENT)}], env_map: { AGL_INPUT: input } }`,
-      "aggregator: { max_prompt_length: 128, max_response_length: 96 }",
-      "pause_retry_after_seconds: 0",
-    ].join("\n");
-    writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
+    const yaml = writeCliRun(dir, "cli", 3, TEST_AGENT_CONTROLLER);
 
     // --set overrides keys of the YAML (here the run name, so the run goes to runs/renamed), the file unchanged;
     // a bad override is one line naming --set.
@@ -213,25 +213,9 @@ describe("trainer end to end", () => {
 
   it("arclight train stops with exit 1 and the agent's own output when every rollout of its first step fails", async () => {
     const dir = tempDir("arclight-train-fail-");
-    writeFileSync(
-      join(dir, "train.jsonl"),
-      `${items(2)
-        .map((item) => JSON.stringify(item.input))
-        .join("\n")}\n`,
-    );
     const agent =
       "console.log('loading the agent'); console.error('Error: Cannot find module mytools'); process.exit(3)";
-    const yaml = [
-      "name: broken",
-      "data: { train_path: train.jsonl }",
-      "train_batch_size: 1",
-      "n: 2",
-      "total_steps: 3",
-      `controller: { command: [node, -e, ${JSON.stringify(agent)}] }`,
-      "aggregator: { max_prompt_length: 128, max_response_length: 96 }",
-      "pause_retry_after_seconds: 0",
-    ].join("\n");
-    writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
+    writeCliRun(dir, "broken", 3, `{ command: [node, -e, ${JSON.stringify(agent)}] }`);
     const failed = await run(["train", "train.yaml"], dir).then(
       (out) => ({ code: 0, ...out }),
       (err: { code: number; stdout: string; stderr: string }) => err,

@@ -24,7 +24,7 @@ import { agentAllowList } from "../trainer/rollout-groups.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type KeyFlags, readKeyFile, resolveKey } from "./key-source.js";
-import { applySetFlags, collectSetFlag, readConfigFile } from "./layered-config.js";
+import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
 
 /** Flags of `arclight apo`. */
 interface ApoFlags extends KeyFlags {
@@ -55,7 +55,7 @@ function loadApoConfig(path: string, flags: ApoFlags): Readonly<ApoConfig> {
     return Object.freeze({ ...config, data, optimiser: { ...config.optimiser, api_key_file: keyFile } });
   } catch (err) {
     if (err instanceof ValidationFailed) {
-      const label = sets.length === 0 ? path : `${path} with ${sets.map((s) => `--set ${s}`).join(" ")}`;
+      const label = configLabel(path, sets);
       const flag = flags.policyEndpoint !== undefined && /policy\.endpoint/.test(err.message);
       throw new CliError(`${flag ? `--policy-endpoint ${flags.policyEndpoint}` : label}: ${err.message}`);
     }

@@ -184,3 +184,13 @@ export function applySetFlags(raw: Record<string, unknown>, sets: readonly strin
   }
   return out;
 }
+
+/**
+ * How messages name a config read with `--set` overrides: the path, then the flags applied to it.
+ * @param path - the config file as the user gave it
+ * @param sets - the `--set` texts, in order
+ * @returns e.g. `train.yaml with --set total_steps=many`, or the path alone without overrides
+ */
+export function configLabel(path: string, sets: readonly string[]): string {
+  return sets.length === 0 ? path : `${path} with ${sets.map((s) => `--set ${s}`).join(" ")}`;
+}

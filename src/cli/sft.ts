@@ -25,7 +25,7 @@ import { runSft, type SftRunOptions, type SftSummary, sftCheckpointDir } from ".
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
-import { applySetFlags, collectSetFlag, readConfigFile } from "./layered-config.js";
+import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
 import { openSourceGateway } from "./source-gateway.js";
 
 /** Flags of `arclight sft`. */
@@ -58,7 +58,7 @@ function loadSftConfig(path: string, flags: SftFlags): Readonly<SftConfig> {
       validation: { ...config.validation, data_path: at(config.validation.data_path) },
     });
   } catch (err) {
-    const label = sets.length === 0 ? path : `${path} with ${sets.map((s) => `--set ${s}`).join(" ")}`;
+    const label = configLabel(path, sets);
     if (err instanceof ValidationFailed) throw new CliError(`${label}: ${err.message}`);
     throw err;
   }

@@ -31,7 +31,7 @@ import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
 import { frozenAgentsStack } from "./frozen-agents.js";
 import { valTemperatureArgs } from "./gateway-child-flags.js";
 import { resolveKey } from "./key-source.js";
-import { applySetFlags, collectSetFlag, readConfigFile } from "./layered-config.js";
+import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
 import { type SamplerFlags, vllmSamplerOf } from "./sampler-flags.js";
 
 /** Flags of `arclight train`. */
@@ -67,14 +67,9 @@ function loadConfig(path: string, sets: readonly string[]): Readonly<TrainerConf
     };
     return Object.freeze({ ...config, data });
   } catch (err) {
-    if (err instanceof ValidationFailed) throw new CliError(`${withSets(path, sets)}: ${err.message}`);
+    if (err instanceof ValidationFailed) throw new CliError(`${configLabel(path, sets)}: ${err.message}`);
     throw err;
   }
-}
-
-/** How messages name the config: the path, and the `--set` flags applied to it. */
-function withSets(path: string, sets: readonly string[]): string {
-  return sets.length === 0 ? path : `${path} with ${sets.map((s) => `--set ${s}`).join(" ")}`;
 }
 
 /**
