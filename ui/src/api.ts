@@ -49,17 +49,29 @@ export async function sessionState(): Promise<{ open: boolean; authenticated: bo
   return getJson("/ui/session");
 }
 
-/** Listeners of the live feed, by event name; each receives the event's parsed JSON data. */
-export type StreamHandlers = Partial<Record<"run" | "steps" | "rollouts", (data: unknown) => void>>;
+/**
+ * Listeners of the live feed, by event name; each receives the event's parsed JSON data. `reopened` is called when
+ * the feed is open again after a drop: events posted while it was down were never sent, so state should be fetched
+ * again.
+ */
+export type StreamHandlers = Partial<Record<"run" | "steps" | "rollouts", (data: unknown) => void>> & {
+  reopened?: () => void;
+};
 
 /**
- * Opens the live feed; the browser reconnects by itself after a drop.
+ * Opens the live feed; the browser reconnects by itself after a drop (then `handlers.reopened` runs).
  * @returns a function that closes it
  */
 export function openStream(handlers: StreamHandlers): () => void {
   const source = new EventSource("/api/dashboard/stream");
-  for (const [name, handler] of Object.entries(handlers)) {
+  const { reopened, ...events } = handlers;
+  for (const [name, handler] of Object.entries(events)) {
     source.addEventListener(name, (event) => handler(JSON.parse((event as MessageEvent<string>).data)));
   }
+  let opens = 0;
+  source.addEventListener("open", () => {
+    opens += 1;
+    if (opens > 1) reopened?.();
+  });
   return () => source.close();
 }

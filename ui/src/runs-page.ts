@@ -3,7 +3,7 @@
  * compare), updated live from the `steps` events of the feed.
  */
 import { html } from "htm/preact";
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { getJson, openStream } from "./api.js";
 import { Chart, type ChartSeries } from "./chart.js";
 import type { RunRecord, RunStep, RunSummary } from "./wire.js";
@@ -44,6 +44,13 @@ function metricKeys(runs: readonly RunRecord[]): string[] {
   return [...first, ...rest];
 }
 
+/** A run's steps with `steps` applied: a step already there is replaced, new ones are added, in step order. */
+function mergeByStep(metrics: readonly RunStep[], steps: readonly RunStep[]): RunStep[] {
+  const byStep = new Map<number, RunStep>(metrics.map((m) => [m.step as number, m]));
+  for (const step of steps) byStep.set(step.step as number, withDerived(step));
+  return [...byStep.values()].sort((a, b) => (a.step as number) - (b.step as number));
+}
+
 /** The page. */
 export function RunsPage() {
   const [runs, setRuns] = useState<RunSummary[]>([]);
@@ -59,10 +66,29 @@ export function RunsPage() {
         setChosen((current) => current ?? body.runs[0]?.name ?? null);
       })
       .catch((err: Error) => setError(err.message));
-  const loadRun = (name: string) =>
-    getJson<RunRecord>(`/api/runs/${encodeURIComponent(name)}`).then((run) =>
-      setRecords((all) => ({ ...all, [name]: { ...run, metrics: run.metrics.map(withDerived) } })),
+  // Steps that arrive on the feed while a run's record is being fetched: the fetched snapshot may predate them, so
+  // they are applied on top of it (else a step posted during the fetch would be missing until a reload).
+  const early = useRef(new Map<string, RunStep[]>());
+  // The records as last rendered, for the feed's handlers (registered once).
+  const shown = useRef(records);
+  shown.current = records;
+  const loadRun = (name: string) => {
+    if (!early.current.has(name)) early.current.set(name, []);
+    return getJson<RunRecord>(`/api/runs/${encodeURIComponent(name)}`).then(
+      (run) => {
+        const during = early.current.get(name) ?? [];
+        early.current.delete(name);
+        setRecords((all) => ({
+          ...all,
+          [name]: { ...run, metrics: mergeByStep(run.metrics.map(withDerived), during) },
+        }));
+      },
+      (err: unknown) => {
+        early.current.delete(name);
+        throw err;
+      },
     );
+  };
 
   useEffect(() => {
     void loadRuns();
@@ -70,6 +96,7 @@ export function RunsPage() {
       run: () => void loadRuns(),
       steps: (data) => {
         const { run, steps } = data as { run: string; steps: RunStep[] };
+        early.current.get(run)?.push(...steps);
         setRecords((all) => {
           const record = all[run];
           if (!record) return all;
@@ -77,6 +104,11 @@ export function RunsPage() {
           const kept = record.metrics.filter((m) => (m.step as number) < first);
           return { ...all, [run]: { ...record, metrics: [...kept, ...steps.map(withDerived)] } };
         });
+      },
+      // After the feed dropped and the browser reconnected, what was posted meanwhile was never sent: fetch again.
+      reopened: () => {
+        void loadRuns();
+        for (const name of Object.keys(shown.current)) void loadRun(name).catch(() => {});
       },
     });
   }, []);
