@@ -4,6 +4,7 @@
  * lands in runs/NAME/: gateway.db, metrics.jsonl, reward.svg, summary.json, warm-start/, checkpoints/.
  */
 import { writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
@@ -112,6 +113,8 @@ async function createDemoEngine(options: DemoOptions, say: (line: string) => voi
   return EmbeddedEngine.create({
     config: model,
     seed: options.seed,
+    // The demo's updates (SFT and GRPO) run while no agent does: they get every core.
+    trainThreads: Math.min(2, availableParallelism()),
     ...(options.preset === null ? { positionInit: DEMO_POSITION_INIT } : {}),
   });
 }

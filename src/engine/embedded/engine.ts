@@ -23,6 +23,7 @@ import { ChatMLTemplate } from "./chat-template.js";
 import { readCheckpoint, writeCheckpoint } from "./checkpoint.js";
 import { MODEL_PRESETS, type ModelConfig, type ModelPreset, parseModelConfig } from "./config.js";
 import { Gpt } from "./model.js";
+import { ParallelTrainer } from "./parallel-train.js";
 import { initialValues, type PositionInit } from "./params.js";
 import type { SafeTensor } from "./safetensors.js";
 import { scoreTokens } from "./score.js";
@@ -41,6 +42,12 @@ export interface EmbeddedEngineOptions {
   maxBatchSize?: number;
   /** Rows per forward pass in `logprobs`. Default 32. */
   scoreBatchSize?: number;
+  /**
+   * Threads per training step (data-parallel, see `parallel-train.ts`): this one plus `trainThreads − 1` gradient
+   * worker threads, each a tfjs-wasm instance with a copy of the weights. Default 1 (tfjs-wasm itself runs one
+   * thread). Worth it when the other cores are idle during updates, as in a synchronous trainer on a small machine.
+   */
+  trainThreads?: number;
 }
 
 /** The embedded CPU engine. Build with {@link EmbeddedEngine.create} or {@link EmbeddedEngine.load}. */
@@ -55,10 +62,15 @@ export class EmbeddedEngine implements Engine {
   private optimizer = new AdamW();
   private readonly batcher: Batcher;
   private readonly scoreBatchSize: number;
+  private readonly parallel: ParallelTrainer | undefined;
 
   private constructor(model: Gpt, options: Omit<EmbeddedEngineOptions, "config" | "seed">) {
     this.model = model;
     this.scoreBatchSize = options.scoreBatchSize ?? 32;
+    const threads = options.trainThreads ?? 1;
+    if (!Number.isInteger(threads) || threads < 1)
+      throw new RangeError(`trainThreads must be a positive integer, got ${threads}`);
+    this.parallel = threads > 1 ? new ParallelTrainer(threads) : undefined;
     this.batcher = new Batcher(model, {
       tokenizer: this.tokenizer,
       maxBatchSize: options.maxBatchSize ?? 64,
@@ -71,6 +83,7 @@ export class EmbeddedEngine implements Engine {
    * @param options - config or preset name, seed, batch sizes
    * @returns the engine, on the wasm backend
    * @throws {z.ZodError} for an invalid config
+   * @throws {RangeError} for a `trainThreads` that is not a positive integer
    * @throws {WasmBackendUnavailable} when tfjs cannot run on wasm
    */
   static async create(options: EmbeddedEngineOptions): Promise<EmbeddedEngine> {
@@ -135,9 +148,13 @@ export class EmbeddedEngine implements Engine {
   /**
    * Bumps the policy version unless the non-finite guard skipped the step (weights unchanged).
    * @throws {RangeError} for malformed rows (lengths, missing refLogprobs/weights) or a step with no masked token
+   * @throws {GradientWorkerFailed} (`parallel-train.ts`) when `trainThreads` > 1 and a worker thread fails during the
+   *   step; the weights are unchanged
    */
   async trainStep(rows: TrainRow[], loss: LossConfig, optimizer: OptimizerConfig): Promise<TrainMetrics> {
-    const metrics = trainStep(this.model, this.optimizer, rows, loss, optimizer);
+    const metrics = this.parallel
+      ? await this.parallel.trainStep(this.model, this.optimizer, rows, loss, optimizer)
+      : trainStep(this.model, this.optimizer, rows, loss, optimizer);
     if (metrics.nonFiniteSkipped !== true) this.version += 1;
     return metrics;
   }
@@ -203,6 +220,7 @@ export class EmbeddedEngine implements Engine {
 
   /** Frees the weights and optimiser moments; the engine is unusable afterwards. */
   dispose(): void {
+    this.parallel?.dispose();
     this.optimizer.dispose();
     this.model.dispose();
   }

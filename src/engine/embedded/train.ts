@@ -11,13 +11,19 @@ import { type LossParts, microBatchLoss } from "./loss.js";
 import type { Gpt } from "./model.js";
 import { checkRows, lossDenominator, type PackedBatch, packBatch } from "./train-batch.js";
 
-/** Masked sums of one micro-batch. */
-interface MicroSums {
+/** Masked sums of one micro-batch, or of several added up. */
+export interface MicroSums {
   loss: number;
   entropy: number;
   clipped: number;
   approxKl: number;
   tokens: number;
+}
+
+/** Gradients by weight name and the masked sums of the rows they came from. */
+export interface GradientSums {
+  grads: Map<string, tf.Tensor>;
+  sums: MicroSums;
 }
 
 /**
@@ -40,31 +46,90 @@ export function trainStep(
   loss: LossConfig,
   settings: OptimizerConfig,
 ): TrainMetrics {
+  const denominator = stepDenominator(model, rows, loss);
+  const sums = gradientSums(model, rows, loss, denominator, settings.microBatchSize);
+  return applyGradients(model, optimizer, sums, settings);
+}
+
+/**
+ * Checks a step's rows and returns its loss denominator (Σ mask·weight over all of them, see `lossDenominator`).
+ * @throws {RangeError} for malformed rows or a step without any masked token
+ */
+export function stepDenominator(model: Gpt, rows: TrainRow[], loss: LossConfig): number {
   checkRows(rows, model.config.context, loss);
   const denominator = lossDenominator(rows, loss);
   if (!(denominator > 0)) throw new RangeError("trainStep: no masked token carries weight (Σ lossMask·weight is 0)");
+  return denominator;
+}
+
+/**
+ * Forward and backward passes over `rows` in micro-batches of `microBatchSize` rows, gradients summed by weight name.
+ * The loss of every row is divided by the whole step's `denominator`, so the gradient sums of disjoint shares of a
+ * step's rows add up to the step's gradient (how `parallel-train.ts` splits a step across threads).
+ * @param model - the GPT (weights are read, not changed)
+ * @param rows - checked rows (see {@link stepDenominator})
+ * @param loss - PPO or SFT loss
+ * @param denominator - the whole step's loss denominator
+ * @param microBatchSize - rows per forward pass (at least 1)
+ * @returns the summed gradients (the caller disposes them) and masked sums
+ */
+export function gradientSums(
+  model: Gpt,
+  rows: TrainRow[],
+  loss: LossConfig,
+  denominator: number,
+  microBatchSize: number,
+): GradientSums {
   const params = trainableParams(model);
   const grads = new Map<string, tf.Tensor>();
-  const totals: MicroSums = { loss: 0, entropy: 0, clipped: 0, approxKl: 0, tokens: 0 };
-  const microBatchSize = Math.max(1, settings.microBatchSize);
-  for (let start = 0; start < rows.length; start += microBatchSize) {
-    const batch = packBatch(rows.slice(start, start + microBatchSize), loss);
-    const sums = accumulate(model, params, batch, loss, denominator, grads);
-    for (const key of Object.keys(totals) as (keyof MicroSums)[]) totals[key] += sums[key];
+  const sums = emptySums();
+  const size = Math.max(1, microBatchSize);
+  for (let start = 0; start < rows.length; start += size) {
+    const batch = packBatch(rows.slice(start, start + size), loss);
+    addSums(sums, accumulate(model, params, batch, loss, denominator, grads));
   }
+  return { grads, sums };
+}
+
+/** Masked sums of nothing. */
+export function emptySums(): MicroSums {
+  return { loss: 0, entropy: 0, clipped: 0, approxKl: 0, tokens: 0 };
+}
+
+/** Adds `more` into `into`, field by field. */
+export function addSums(into: MicroSums, more: MicroSums): void {
+  for (const key of Object.keys(into) as (keyof MicroSums)[]) into[key] += more[key];
+}
+
+/**
+ * Clips the step's summed gradients to `maxGradNorm`, applies one AdamW update unless the non-finite guard refuses
+ * it (steps 3 and 4 of `nonfinite-guard.ts`), disposes the gradients and returns the step's metrics.
+ * @param model - the GPT to update
+ * @param optimizer - its AdamW state
+ * @param step - the whole step's gradient sums and masked sums
+ * @param settings - learning rate, weight decay, clip norm
+ * @returns the step's metrics
+ */
+export function applyGradients(
+  model: Gpt,
+  optimizer: AdamW,
+  step: GradientSums,
+  settings: OptimizerConfig,
+): TrainMetrics {
+  const { grads, sums } = step;
   const gradNorm = clipGlobalNorm(grads, settings.maxGradNorm);
   // Steps 3 and 4 of the non-finite guard: no update from a non-finite loss or gradient, no non-finite weight.
-  const finite = Number.isFinite(totals.loss) && Number.isFinite(gradNorm);
-  const applied = finite && optimizer.apply(params, grads, settings.learningRate, settings.weightDecay);
+  const finite = Number.isFinite(sums.loss) && Number.isFinite(gradNorm);
+  const applied = finite && optimizer.apply(trainableParams(model), grads, settings.learningRate, settings.weightDecay);
   for (const g of grads.values()) g.dispose();
-  const tokens = totals.tokens;
+  const tokens = sums.tokens;
   return {
     ...(applied ? {} : { nonFiniteSkipped: true }),
-    loss: totals.loss,
+    loss: sums.loss,
     gradNorm,
-    entropy: totals.entropy / tokens,
-    clipFraction: totals.clipped / tokens,
-    approxKl: totals.approxKl / tokens,
+    entropy: sums.entropy / tokens,
+    clipFraction: sums.clipped / tokens,
+    approxKl: sums.approxKl / tokens,
     tokens,
   };
 }

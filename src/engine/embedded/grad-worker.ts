@@ -1,0 +1,52 @@
+/**
+ * @module Entry of one gradient worker thread (started by `parallel-train.ts`): it holds a copy of the GPT on its own
+ * tfjs-wasm instance and, per request, loads the step's weights, runs forward and backward passes over its share of
+ * the step's rows, and posts back the summed gradients and masked sums. It never updates weights itself.
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import * as tf from "@tensorflow/tfjs";
+import { initWasmBackend } from "./backend.js";
+import { Gpt } from "./model.js";
+import type { GradientReply, GradientRequest, GradientWorkerData } from "./parallel-train.js";
+import { gradientSums } from "./train.js";
+
+const port = parentPort;
+if (port === null) throw new Error("grad-worker.ts runs only as a worker thread (see parallel-train.ts)");
+
+await initWasmBackend();
+const data = workerData as GradientWorkerData;
+const model = new Gpt(data.config, new Map(data.weights));
+
+/** Overwrites the worker's weights with the main thread's (every request carries them). */
+function loadWeights(weights: [string, Float32Array][]): void {
+  for (const [name, values] of weights) {
+    const variable = model.byName.get(name);
+    if (variable === undefined) throw new Error(`gradient worker: unknown weight ${name}`);
+    const tensor = tf.tensor(values, variable.shape, "float32");
+    variable.assign(tensor);
+    tensor.dispose();
+  }
+}
+
+/** One request: the gradient sums of its rows, each gradient copied out of wasm memory and transferred back. */
+function answer(request: GradientRequest): GradientReply {
+  loadWeights(request.weights);
+  const { grads, sums } = gradientSums(model, request.rows, request.loss, request.denominator, request.microBatchSize);
+  const out: [string, Float32Array][] = [];
+  for (const [name, g] of grads) {
+    out.push([name, g.dataSync() as Float32Array]);
+    g.dispose();
+  }
+  return { ok: true, grads: out, sums };
+}
+
+port.on("message", (request: GradientRequest) => {
+  let reply: GradientReply;
+  try {
+    reply = answer(request);
+  } catch (err) {
+    reply = { ok: false, message: err instanceof Error ? (err.stack ?? err.message) : String(err) };
+  }
+  port.postMessage(reply, reply.ok ? reply.grads.map(([, values]) => values.buffer as ArrayBuffer) : []);
+});
+port.postMessage({ ready: true });
