@@ -4,7 +4,8 @@
  * torch is found: train tokens/s at B32×T128 with AdamW, full-forward logprobs tokens/s at 32×128, sampling tokens/s
  * with 1, 16 and 64 concurrent `generate()` calls of 64 new tokens (PyTorch: one batch of 16 rows), the matmul peak
  * each side reaches on the step's main product, and peak RSS. Embedded and PyTorch rounds alternate, and the figures
- * are medians, because the machine is shared.
+ * are medians, because the machine is shared. Last, the same train step on 2 threads (`trainThreads: 2`, one gradient
+ * worker thread) against PyTorch at 2 threads, with the peak RSS that adds.
  *
  * Usage: `npx tsx bench/engine.ts [--micro-batch N] [--rounds N]` (micro-batch: rows per forward/backward pass of the
  * B32 step; default 8, the trainer's `micro_batch_size` default; 32 runs the whole batch in one pass).
@@ -221,5 +222,36 @@ for (const concurrency of [1, 16, 64]) {
 if (typeof torch === "string") console.log(`sampling PyTorch: not measured (${torch})`);
 
 console.log(`peak RSS: ${peakRssMiB()} MiB | target <= 512 | load average after ${loadavg()[0]!.toFixed(2)}`);
-if (typeof torch !== "string") torch.close();
 engine.dispose();
+
+// 4. Train on 2 threads: the same step split across this thread and one gradient worker (parallel-train.ts), the same
+// thread count as PyTorch's 2-thread column; rounds alternate again.
+const parallel = await EmbeddedEngine.create({ config: "bench", seed: 1, trainThreads: TORCH_THREADS });
+const parallelStep = () => parallel.trainStep(rows, { kind: "sft", aggregation: "token-mean" }, trainOptions);
+await parallelStep(); // warm-up: starts the worker
+const parallelTrain: Run[] = [];
+const torchTrain2: Run[][] = TORCH_THREAD_COUNTS.map(() => []);
+for (let round = 0; round < ROUNDS; round++) {
+  parallelTrain.push(await measure(parallelStep));
+  await torchRounds((t) => t.train(BATCH, SEQ_LEN), torchTrain2);
+}
+const parallelRate = line(
+  `train B${BATCH}×T${SEQ_LEN} (micro-batch ${MICRO_BATCH}) embedded ${TORCH_THREADS} threads`,
+  parallelTrain,
+  trainTokens,
+);
+console.log(`train embedded ${TORCH_THREADS} threads / 1 thread: ${(parallelRate / embeddedTrainRate).toFixed(2)}`);
+if (typeof torch !== "string") {
+  const torchRate = line(
+    `train B${BATCH}×T${SEQ_LEN} PyTorch ${TORCH_THREADS} thread(s)`,
+    torchTrain2[0]!,
+    trainTokens,
+  );
+  console.log(
+    `train ratio embedded ${TORCH_THREADS} threads/PyTorch ${TORCH_THREADS} threads: ` +
+      `${(parallelRate / torchRate).toFixed(2)} | target >= 0.50`,
+  );
+}
+console.log(`peak RSS with the gradient worker: ${peakRssMiB()} MiB | load average after ${loadavg()[0]!.toFixed(2)}`);
+parallel.dispose();
+if (typeof torch !== "string") torch.close();

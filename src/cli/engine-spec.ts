@@ -27,7 +27,7 @@ export interface EngineFlags {
  * @param section - the config's `engine` section
  * @param flags - `--engine`, `--preset`, `--engine-seed`
  * @returns the engine spec
- * @throws {CliError} naming --engine, --preset or --engine-seed
+ * @throws {CliError} naming --engine, --preset or --engine-seed, or `engine.train_threads` above 1 with torch
  */
 export function engineSpecOf(section: TrainedEngineSection, flags: EngineFlags): EngineSpec {
   const kind = flags.engine ?? section.kind;
@@ -35,8 +35,14 @@ export function engineSpecOf(section: TrainedEngineSection, flags: EngineFlags):
   const seed = Number(flags.engineSeed);
   if (!Number.isInteger(seed)) throw new CliError(`--engine-seed ${flags.engineSeed}: expected an integer`);
   if (kind === "torch") {
+    if (section.train_threads !== 1) {
+      throw new CliError(
+        `engine.train_threads ${section.train_threads}: the embedded engine's setting; the torch engine trains with ` +
+          "PyTorch's own threads (leave it at 1)",
+      );
+    }
     // The sampler keys (trainer config only) say who samples, not how the torch worker runs.
-    const { kind: _kind, model, seed: configSeed, ...rest } = section;
+    const { kind: _kind, model, seed: configSeed, train_threads: _threads, ...rest } = section;
     const {
       sampler: _s,
       vllm_endpoints: _e,
@@ -49,5 +55,5 @@ export function engineSpecOf(section: TrainedEngineSection, flags: EngineFlags):
   if (!EMBEDDED_PRESETS.includes(flags.preset as ModelPreset)) {
     throw new CliError(`--preset ${flags.preset}: expected one of ${EMBEDDED_PRESETS.join(", ")}`);
   }
-  return { kind: "embedded", model: flags.preset as ModelPreset, seed };
+  return { kind: "embedded", model: flags.preset as ModelPreset, seed, trainThreads: section.train_threads };
 }

@@ -16,12 +16,16 @@ export interface EmbeddedFreshSpec {
   seed: number;
   /** How the position table starts; default the engine's. */
   positionInit?: PositionInit;
+  /** Threads per training step (`EmbeddedEngineOptions.trainThreads`); default 1. */
+  trainThreads?: number;
 }
 
 /** The embedded CPU engine loaded from a checkpoint directory (written by `Engine.saveCheckpoint`). */
 export interface EmbeddedCheckpointSpec {
   kind: "embedded";
   checkpoint: string;
+  /** Threads per training step (`EmbeddedEngineOptions.trainThreads`); default 1. */
+  trainThreads?: number;
 }
 
 /** The torch engine: a Python worker arclight starts (or the running one at `torch.url`). */
@@ -50,7 +54,8 @@ export const EMBEDDED_PRESETS = Object.keys(MODEL_PRESETS) as ModelPreset[];
  */
 export async function createEngine(spec: EngineSpec): Promise<Engine> {
   if (spec.kind === "torch") return openTorchEngine(spec.model, spec.seed, spec.torch);
-  if ("checkpoint" in spec) return EmbeddedEngine.load(spec.checkpoint);
+  const threads = spec.trainThreads === undefined ? {} : { trainThreads: spec.trainThreads };
+  if ("checkpoint" in spec) return EmbeddedEngine.load(spec.checkpoint, threads);
   if (typeof spec.model === "string" && !(spec.model in MODEL_PRESETS)) {
     throw new RangeError(`unknown embedded preset "${spec.model}" (known: ${EMBEDDED_PRESETS.join(", ")})`);
   }
@@ -58,5 +63,6 @@ export async function createEngine(spec: EngineSpec): Promise<Engine> {
     config: spec.model,
     seed: spec.seed,
     ...(spec.positionInit ? { positionInit: spec.positionInit } : {}),
+    ...threads,
   });
 }

@@ -18,7 +18,15 @@ import { createEngine, type EngineSpec } from "./engine-factory.js";
  */
 export async function createEngineFrom(spec: EngineSpec, checkpointDir: string): Promise<Engine> {
   const dir = resolve(checkpointDir);
-  const engine = await createEngine(spec.kind === "embedded" ? { kind: "embedded", checkpoint: dir } : spec);
+  const engine = await createEngine(
+    spec.kind === "embedded"
+      ? {
+          kind: "embedded",
+          checkpoint: dir,
+          ...(spec.trainThreads === undefined ? {} : { trainThreads: spec.trainThreads }),
+        }
+      : spec,
+  );
   try {
     if (spec.kind !== "embedded") await engine.loadCheckpoint(dir);
     await engine.resetOptimizer();

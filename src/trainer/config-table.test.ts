@@ -39,7 +39,8 @@ describe("config table", () => {
     expect(keys).toContain("loss.tis_cap");
     expect(keys).toContain("failed_rollouts");
     expect(keys).toContain("engine.lora.rank");
-    expect(keys).toHaveLength(67);
+    expect(keys).toContain("engine.train_threads");
+    expect(keys).toHaveLength(68);
   });
 
   it("matches the table in docs/configuration.md (regenerate it from renderConfigTable(TrainerConfigSchema) when this fails)", () => {

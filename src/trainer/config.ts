@@ -239,6 +239,16 @@ export const EngineSectionSchema = TorchEngineConfigSchema.extend({
     .default(null)
     .describe("torch: a local Hugging Face model folder or new:NAME (qwen2-tiny, qwen2-0.5b); null: new:qwen2-tiny"),
   seed: z.number().int().default(0).describe("torch: weight-init seed of new:NAME models"),
+  train_threads: z
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(1)
+    .describe(
+      "embedded: threads per training step (the step's rows split across gradient worker threads; worth it when " +
+        "the cores are idle during updates, e.g. a synchronous trainer; docs/benchmarks.md); torch: must stay 1",
+    ),
   sampler: z
     .enum(["engine", "vllm"])
     .default("engine")

@@ -1,7 +1,9 @@
 /**
  * @module `EmbeddedEngine`: the default `Engine`, a small GPT trained and sampled in-process on CPU with tfjs-wasm.
  * Every numeric call runs synchronously between two decode steps (JS is single-threaded), so training, scoring and
- * weight loads never interleave with a half-done step.
+ * weight loads never interleave with a half-done step; a training step on more than one thread (`trainThreads`)
+ * waits for its worker threads between computing gradients and applying the update, and a decode step that runs in
+ * that wait sees the weights from before the update.
  */
 
 import * as tf from "@tensorflow/tfjs";

@@ -31,7 +31,14 @@ afterEach(() => {
 const config = { vocab: 261, d_model: 32, n_layers: 2, n_heads: 4, context: 48 };
 const settings: OptimizerConfig = { learningRate: 3e-3, weightDecay: 0.01, maxGradNorm: 1, microBatchSize: 2 };
 const sft: LossConfig = { kind: "sft", aggregation: "token-mean" };
-const ppo: LossConfig = { kind: "ppo", clipLow: 0.2, clipHigh: 0.28, dualClip: 3, klCoef: 0.05, aggregation: "weighted" };
+const ppo: LossConfig = {
+  kind: "ppo",
+  clipLow: 0.2,
+  clipHigh: 0.28,
+  dualClip: 3,
+  klCoef: 0.05,
+  aggregation: "weighted",
+};
 
 /** Rows of mixed lengths with a response mask on the second half; PPO rows also carry every optional array. */
 function rows(rng: Rng, count: number, loss: LossConfig): TrainRow[] {
@@ -144,6 +151,22 @@ describe("ParallelTrainer", () => {
     }
   }
 
+  it("steps called together run one at a time, in call order (the same weights as awaiting each)", async () => {
+    const together = model();
+    const oneByOne = model();
+    const optimizerA = optimizer();
+    const optimizerB = optimizer();
+    const splitA = trainer(2);
+    const splitB = trainer(2);
+    const rng = new Rng(6);
+    const batches = [rows(rng, 5, sft), rows(rng, 5, sft), rows(rng, 5, sft)];
+    const metrics = await Promise.all(batches.map((b) => splitA.trainStep(together, optimizerA, b, sft, settings)));
+    for (const [i, b] of batches.entries())
+      expectMetricsClose(metrics[i]!, await splitB.trainStep(oneByOne, optimizerB, b, sft, settings));
+    expect(optimizerA.step).toBe(3);
+    expect(maxWeightDiff(together, oneByOne)).toBe(0);
+  }, 60_000);
+
   it("leaves no tensor behind on this thread", async () => {
     const gpt = model();
     const adamw = optimizer();
@@ -156,20 +179,22 @@ describe("ParallelTrainer", () => {
     expect(tf.memory().numTensors).toBe(before);
   }, 60_000);
 
-  it("a step whose worker thread dies throws GradientWorkerFailed and changes nothing; the next step starts a new worker", async () => {
+  it("a step whose worker thread is gone throws GradientWorkerFailed and changes nothing; the next step starts a new worker", async () => {
     const gpt = model();
-    const reference = model();
     const adamw = optimizer();
     const split = trainer(2);
     const batch = rows(new Rng(9), 6, sft);
+    await split.trainStep(gpt, adamw, batch, sft, settings); // starts the worker
+    const before = [...gpt.byName].map(([name, v]) => [name, v.dataSync().slice()] as const);
     const step = split.trainStep(gpt, adamw, batch, sft, settings);
-    split.dispose(); // terminates the worker while the step waits for it
+    // Runs while the step waits for its worker to be ready, before its share is sent: the thread is terminated.
+    queueMicrotask(() => split.dispose());
     await expect(step).rejects.toBeInstanceOf(GradientWorkerFailed);
-    expect(maxWeightDiff(gpt, reference)).toBe(0);
-    expect(adamw.step).toBe(0);
+    for (const [name, values] of before) expect(gpt.byName.get(name)!.dataSync()).toEqual(values);
+    expect(adamw.step).toBe(1);
     const metrics = await split.trainStep(gpt, adamw, batch, sft, settings);
     expect(metrics.nonFiniteSkipped).toBeUndefined();
-    expect(adamw.step).toBe(1);
+    expect(adamw.step).toBe(2);
   }, 60_000);
 
   it("checks rows before any thread starts: a malformed row is a RangeError", async () => {
@@ -213,7 +238,7 @@ describe("EmbeddedEngine trainThreads", () => {
         `const engine = await EmbeddedEngine.create({ config: ${JSON.stringify(config)}, trainThreads: 2 });`,
         "const row = { tokenIds: [5, 6, 7, 8], lossMask: [0, 1, 1, 1], advantages: [0, 0, 0, 0] };",
         `const m = await engine.trainStep([row, row, row], ${JSON.stringify(sft)}, ${JSON.stringify(settings)});`,
-        "console.log(`trained ${m.tokens} tokens`);",
+        'console.log("trained " + m.tokens + " tokens");',
       ].join("\n"),
     );
     const child = spawnSync(process.execPath, ["--import", import.meta.resolve("tsx"), script], {

@@ -158,6 +158,8 @@ export function splitRows(rows: TrainRow[], shares: number): TrainRow[][] {
  */
 export class ParallelTrainer {
   private workers: GradientWorker[] = [];
+  /** The step in progress: steps run one at a time, in call order. */
+  private running: Promise<unknown> = Promise.resolve();
 
   /**
    * @param threads - threads per step, at least 2 (one runs here)
@@ -169,12 +171,26 @@ export class ParallelTrainer {
   }
 
   /**
-   * One training step over `rows`, split across the threads; the same contract as `train.ts` `trainStep`. When a
-   * worker fails, the step changes nothing and throws; the next step starts a new worker.
+   * One training step over `rows`, split across the threads; the same contract as `train.ts` `trainStep`. Calls made
+   * while a step runs wait for it (one step at a time, in call order). While this thread waits for the workers, other
+   * work of the process may run (e.g. a decode step): it sees the weights before the update, which is applied at once
+   * when every share is in. When a worker fails, the step changes nothing and throws; the next step starts a new one.
    * @throws {RangeError} for malformed rows or a step without any masked token
    * @throws {GradientWorkerFailed} when a worker thread fails or exits during the step
    */
-  async trainStep(
+  trainStep(
+    model: Gpt,
+    optimizer: AdamW,
+    rows: TrainRow[],
+    loss: LossConfig,
+    settings: OptimizerConfig,
+  ): Promise<TrainMetrics> {
+    const step = this.running.then(() => this.runStep(model, optimizer, rows, loss, settings));
+    this.running = step.catch(() => {});
+    return step;
+  }
+
+  private async runStep(
     model: Gpt,
     optimizer: AdamW,
     rows: TrainRow[],

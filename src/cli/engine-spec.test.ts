@@ -1,0 +1,28 @@
+/** @module Tests of the engine spec a training command builds from its config's engine section and flags. */
+import { describe, expect, it } from "vitest";
+import { parseTrainerConfig } from "../trainer/config.js";
+import { CliError } from "./cli-error.js";
+import { engineSpecOf } from "./engine-spec.js";
+
+const flags = { preset: "tiny", engineSeed: "3" };
+const section = (engine: Record<string, unknown>) => parseTrainerConfig({ name: "t", engine }).engine;
+
+describe("engineSpecOf", () => {
+  it("passes engine.train_threads to the embedded engine (default 1)", () => {
+    expect(engineSpecOf(section({}), flags)).toEqual({ kind: "embedded", model: "tiny", seed: 3, trainThreads: 1 });
+    expect(engineSpecOf(section({ train_threads: 2 }), flags)).toMatchObject({ trainThreads: 2 });
+  });
+
+  it("refuses train_threads above 1 with the torch engine, naming the key", () => {
+    expect(() => engineSpecOf(section({ kind: "torch", train_threads: 2 }), flags)).toThrow(CliError);
+    expect(() => engineSpecOf(section({ kind: "torch", train_threads: 2 }), flags)).toThrow(/engine\.train_threads 2/);
+    const torch = engineSpecOf(section({ kind: "torch" }), flags);
+    expect(torch.kind).toBe("torch");
+    expect(JSON.stringify(torch)).not.toContain("train_threads");
+  });
+
+  it("the config refuses a train_threads that is not a positive integer", () => {
+    expect(() => section({ train_threads: 0 })).toThrow(/train_threads/);
+    expect(() => section({ train_threads: 1.5 })).toThrow(/train_threads/);
+  });
+});
