@@ -88,8 +88,10 @@ export interface DemoBudget {
 /**
  * The full demo (see docs/benchmarks.md, Demo, for its measured time and result). 5 GRPO steps with one validation at
  * the end: the validation reward after 5 steps was already within the range of 10 steps in every measured run, at
- * half the RL cost. The warm start's 800 demonstrations and 700 SFT steps stay: 350 SFT steps on 400 of them, or 450
- * on 600, left the policy at 0.20 or 0.28 before RL instead of 0.41.
+ * half the RL cost. The warm start's 800 demonstrations and 700 SFT steps stay: on one training thread, 350 SFT steps
+ * on 400 of them, or 450 on 600, left the policy at 0.20 or 0.28 before RL instead of 0.41; on the demo's two, 700
+ * steps on 600 gave a warm start RL could not improve (0.59 -> 0.60) and 600 steps on 800 one it made worse over 5
+ * steps (0.42 -> 0.45, train reward falling).
  */
 export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
   demonstrations: 800,
