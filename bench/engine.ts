@@ -131,12 +131,17 @@ await torchRounds(
   (t) => t.train(BATCH, SEQ_LEN),
   TORCH_THREAD_COUNTS.map(() => []),
 ); // warm-up
-const embeddedTrain: Run[] = [];
-const torchTrain: Run[][] = TORCH_THREAD_COUNTS.map(() => []);
-for (let round = 0; round < ROUNDS; round++) {
-  embeddedTrain.push(await measure(step));
-  await torchRounds((t) => t.train(BATCH, SEQ_LEN), torchTrain);
+/** {@link ROUNDS} rounds of one embedded step, then PyTorch's at each thread count: [embedded, PyTorch per count]. */
+async function trainRounds(embeddedStep: () => unknown): Promise<[Run[], Run[][]]> {
+  const embedded: Run[] = [];
+  const torchRuns: Run[][] = TORCH_THREAD_COUNTS.map(() => []);
+  for (let round = 0; round < ROUNDS; round++) {
+    embedded.push(await measure(embeddedStep));
+    await torchRounds((t) => t.train(BATCH, SEQ_LEN), torchRuns);
+  }
+  return [embedded, torchRuns];
 }
+const [embeddedTrain, torchTrain] = await trainRounds(step);
 const embeddedTrainRate = line(
   `train B${BATCH}×T${SEQ_LEN} (micro-batch ${MICRO_BATCH}) embedded`,
   embeddedTrain,
@@ -229,12 +234,7 @@ engine.dispose();
 const parallel = await EmbeddedEngine.create({ config: "bench", seed: 1, trainThreads: TORCH_THREADS });
 const parallelStep = () => parallel.trainStep(rows, { kind: "sft", aggregation: "token-mean" }, trainOptions);
 await parallelStep(); // warm-up: starts the worker
-const parallelTrain: Run[] = [];
-const torchTrain2: Run[][] = TORCH_THREAD_COUNTS.map(() => []);
-for (let round = 0; round < ROUNDS; round++) {
-  parallelTrain.push(await measure(parallelStep));
-  await torchRounds((t) => t.train(BATCH, SEQ_LEN), torchTrain2);
-}
+const [parallelTrain, torchTrain2] = await trainRounds(parallelStep);
 const parallelRate = line(
   `train B${BATCH}×T${SEQ_LEN} (micro-batch ${MICRO_BATCH}) embedded ${TORCH_THREADS} threads`,
   parallelTrain,

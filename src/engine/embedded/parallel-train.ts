@@ -151,6 +151,9 @@ export function splitRows(rows: TrainRow[], shares: number): TrainRow[][] {
   return out.map((share) => share.rows);
 }
 
+/** What one step trains: the model and its optimiser, the rows, the loss, the optimiser settings. */
+type StepArgs = [model: Gpt, optimizer: AdamW, rows: TrainRow[], loss: LossConfig, settings: OptimizerConfig];
+
 /**
  * The embedded engine's training steps on `threads` threads: this one and `threads − 1` gradient workers, started on
  * the first step and kept until {@link ParallelTrainer.dispose}. Each worker is a second tfjs-wasm instance holding a
@@ -178,25 +181,13 @@ export class ParallelTrainer {
    * @throws {RangeError} for malformed rows or a step without any masked token
    * @throws {GradientWorkerFailed} when a worker thread fails or exits during the step
    */
-  trainStep(
-    model: Gpt,
-    optimizer: AdamW,
-    rows: TrainRow[],
-    loss: LossConfig,
-    settings: OptimizerConfig,
-  ): Promise<TrainMetrics> {
-    const step = this.running.then(() => this.runStep(model, optimizer, rows, loss, settings));
-    this.running = step.catch(() => {});
-    return step;
+  trainStep(...step: StepArgs): Promise<TrainMetrics> {
+    const result = this.running.then(() => this.runStep(...step));
+    this.running = result.catch(() => {});
+    return result;
   }
 
-  private async runStep(
-    model: Gpt,
-    optimizer: AdamW,
-    rows: TrainRow[],
-    loss: LossConfig,
-    settings: OptimizerConfig,
-  ): Promise<TrainMetrics> {
+  private async runStep(...[model, optimizer, rows, loss, settings]: StepArgs): Promise<TrainMetrics> {
     const denominator = stepDenominator(model, rows, loss);
     const [local = [], ...remote] = splitRows(rows, this.threads);
     const weights = remote.length > 0 ? readWeights(model) : [];
