@@ -9,19 +9,19 @@
  * `npx tsx bench/durability.ts [--rounds N] [--agents N]` (defaults 10 rounds, 16 agents). Prints the load average:
  * the figures depend on how loaded the machine is.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { FakeVllm } from "../src/gateway/testing/fake-vllm.js";
+import { startServerChild } from "../src/process/server-child.js";
+import { cliCommand } from "../src/run/gateway-child.js";
 import { SqliteStore } from "../src/store/sqlite.js";
 import { holdSqliteLock } from "../src/store/testing/sqlite-lock-holder.js";
 
-const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
 const KEY = "bench-key";
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: number): number => {
@@ -39,22 +39,16 @@ interface Acked {
 }
 
 async function startGateway(path: string): Promise<{ child: ChildProcess; url: string }> {
-  const cli = ["--import", "tsx", "src/cli/main.ts", "gateway", "--port", "0", "--key", KEY, "--model-name", "policy"];
-  const child = spawn(process.execPath, [...cli, "--store", `sqlite:${path}`, "--log-level", "error"], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ARCLIGHT_KEY: "", AGL_KEY: "" },
-    stdio: ["ignore", "pipe", "inherit"],
+  const gateway = await startServerChild({
+    argv: [...cliCommand(), "gateway", "--port", "0", "--model-name", "policy", "--store", `sqlite:${path}`].concat([
+      "--log-level",
+      "error",
+    ]),
+    env: { ARCLIGHT_KEY: KEY, AGL_KEY: "" },
+    urlPattern: /listening on (http:\/\/\S+?)\/?\s/,
+    what: "gateway child",
   });
-  let out = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on("data", (chunk) => {
-      out += String(chunk);
-      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`gateway exited (${code}) before listening`)));
-  });
-  return { child, url };
+  return { child: gateway.process, url: gateway.url };
 }
 
 const headers = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };

@@ -4,20 +4,20 @@
  * event and `[DONE]` wait for the commit, a call whose event cannot be committed is never answered as a success, and
  * a gateway killed (-9) between the last upstream chunk and the commit never showed the agent `[DONE]`.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeVllm } from "../src/gateway/testing/fake-vllm.js";
 import { chatRequest, sseData } from "../src/gateway/testing/proxy-client.js";
 import { startTestGateway, type TestGateway } from "../src/gateway/testing/serve.js";
+import { startServerChild } from "../src/process/server-child.js";
+import { cliCommand } from "../src/run/gateway-child.js";
 import { SqliteStore } from "../src/store/sqlite.js";
 import { holdSqliteLock, type SqliteLockHolder } from "../src/store/testing/sqlite-lock-holder.js";
 import { tempDir } from "../src/testing/temp-dir.js";
 
-const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
 const KEY = "test-key";
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -187,28 +187,17 @@ describe("durable before acknowledged (SQLite, another process holding the write
 
 /** `arclight gateway` as a child process on a SQLite file; resolves with its URL. */
 async function spawnGateway(path: string): Promise<{ child: ChildProcess; url: string }> {
-  const args = ["--import", "tsx", "src/cli/main.ts", "gateway", "--port", "0", "--key", KEY];
-  const child = spawn(process.execPath, [...args, "--model-name", "policy", "--store", `sqlite:${path}`], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ARCLIGHT_KEY: "", AGL_KEY: "" },
-    stdio: ["ignore", "pipe", "pipe"],
+  const gateway = await startServerChild({
+    argv: [...cliCommand(), "gateway", "--port", "0", "--model-name", "policy", "--store", `sqlite:${path}`].concat([
+      "--log-level",
+      "error",
+    ]),
+    env: { ARCLIGHT_KEY: KEY, AGL_KEY: "" },
+    urlPattern: /listening on (http:\/\/\S+?)\/?\s/,
+    what: "gateway child",
   });
-  cleanups.push(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGKILL");
-      await once(child, "exit");
-    }
-  });
-  let out = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on("data", (chunk) => {
-      out += String(chunk);
-      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`gateway exited (${code}) before listening`)));
-  });
-  return { child, url };
+  cleanups.push(() => gateway.stop());
+  return { child: gateway.process, url: gateway.url };
 }
 
 describe("kill -9 of the gateway between the last upstream chunk and the commit", () => {
