@@ -17,8 +17,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
 import { FakeVllm } from "../src/gateway/testing/fake-vllm.js";
-import { startServerChild } from "../src/process/server-child.js";
-import { cliCommand } from "../src/run/gateway-child.js";
+import { startGatewayChild } from "../src/run/gateway-child.js";
 import { SqliteStore } from "../src/store/sqlite.js";
 import { holdSqliteLock } from "../src/store/testing/sqlite-lock-holder.js";
 
@@ -39,15 +38,7 @@ interface Acked {
 }
 
 async function startGateway(path: string): Promise<{ child: ChildProcess; url: string }> {
-  const gateway = await startServerChild({
-    argv: [...cliCommand(), "gateway", "--port", "0", "--model-name", "policy", "--store", `sqlite:${path}`].concat([
-      "--log-level",
-      "error",
-    ]),
-    env: { ARCLIGHT_KEY: KEY, AGL_KEY: "" },
-    urlPattern: /listening on (http:\/\/\S+?)\/?\s/,
-    what: "gateway child",
-  });
+  const gateway = await startGatewayChild(path, "policy", [], KEY);
   return { child: gateway.process, url: gateway.url };
 }
 

@@ -12,8 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { FakeVllm } from "../src/gateway/testing/fake-vllm.js";
 import { chatRequest, sseData } from "../src/gateway/testing/proxy-client.js";
 import { startTestGateway, type TestGateway } from "../src/gateway/testing/serve.js";
-import { startServerChild } from "../src/process/server-child.js";
-import { cliCommand } from "../src/run/gateway-child.js";
+import { startGatewayChild } from "../src/run/gateway-child.js";
 import { SqliteStore } from "../src/store/sqlite.js";
 import { holdSqliteLock, type SqliteLockHolder } from "../src/store/testing/sqlite-lock-holder.js";
 import { tempDir } from "../src/testing/temp-dir.js";
@@ -187,15 +186,7 @@ describe("durable before acknowledged (SQLite, another process holding the write
 
 /** `arclight gateway` as a child process on a SQLite file; resolves with its URL. */
 async function spawnGateway(path: string): Promise<{ child: ChildProcess; url: string }> {
-  const gateway = await startServerChild({
-    argv: [...cliCommand(), "gateway", "--port", "0", "--model-name", "policy", "--store", `sqlite:${path}`].concat([
-      "--log-level",
-      "error",
-    ]),
-    env: { ARCLIGHT_KEY: KEY, AGL_KEY: "" },
-    urlPattern: /listening on (http:\/\/\S+?)\/?\s/,
-    what: "gateway child",
-  });
+  const gateway = await startGatewayChild(path, "policy", [], KEY);
   cleanups.push(() => gateway.stop());
   return { child: gateway.process, url: gateway.url };
 }

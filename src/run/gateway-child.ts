@@ -49,15 +49,16 @@ export function cliCommand(): string[] {
  * @param dbPath - SQLite file, e.g. runs/NAME/gateway.db
  * @param modelName - the proxy's model name
  * @param extraArgs - more `arclight gateway` flags, e.g. `["--val-temperature", "0"]`
- * @returns the child, its URL and the random API key it was given
+ * @param key - the API key to give it (`ARCLIGHT_KEY`); default a random one
+ * @returns the child, its URL and its API key
  * @throws {ComponentStartFailed} when the gateway exits or does not report its URL within 30 s
  */
 export async function startGatewayChild(
   dbPath: string,
   modelName: string,
   extraArgs: readonly string[] = [],
+  key: string = randomBytes(16).toString("hex"),
 ): Promise<GatewayChild> {
-  const key = randomBytes(16).toString("hex");
   // Own process group (startServerChild): a terminal Ctrl-C reaches only the parent, which stops the agents first
   // and this child last (were the gateway to die first, the controller could not report the agents' outcomes).
   const argv = [...cliCommand(), "gateway", "--port", "0", "--store", `sqlite:${dbPath}`, "--model-name", modelName];
