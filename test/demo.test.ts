@@ -175,6 +175,21 @@ describe("arclight demo --quick", () => {
     await expectNoProcessWith(`runs/${name}/gateway.db`, "cmdline");
   }, 120_000);
 
+  it("refuses a bad --train-threads, naming the flag, before it writes anything", async () => {
+    for (const [args, message] of [
+      [["--train-threads", "0"], "--train-threads"],
+      [["--train-threads", "two"], "--train-threads"],
+      [["--train-threads", "65"], "--train-threads 65: at most 64"],
+      [["--train-threads", "2", "--engine", "torch"], "--train-threads: the embedded engine's setting"],
+    ] as const) {
+      const result = await cli(["demo", "--quick", "--name", "threads", ...args]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(message);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(existsSync(join(workDir, "runs", "threads"))).toBe(false);
+    }
+  }, 60_000);
+
   it("refuses a run directory the demo did not write, naming --name", async () => {
     mkdirSync(join(workDir, "runs", "mine"), { recursive: true });
     writeFileSync(join(workDir, "runs", "mine", "notes.txt"), "keep me");

@@ -4,6 +4,7 @@
  * runs/NAME/.
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
@@ -24,6 +25,8 @@ interface DemoFlags {
   /** Python with arclight-torch, for --engine torch. */
   python: string;
   seed: string;
+  /** Threads per embedded training step; default min(2, cores). */
+  trainThreads?: string;
   logLevel: string;
 }
 
@@ -77,16 +80,23 @@ function printSummary(summary: DemoSummary, runDir: string, engine: string): voi
 
 /**
  * The torch engine's settings `--engine` and `--python` name, or undefined for the embedded engine.
- * @throws {CliError} for an unknown --engine, or --preset with --engine torch
+ * @throws {CliError} for an unknown --engine, or --preset or --train-threads with --engine torch
  */
 function torchOf(flags: DemoFlags): { python: string } | undefined {
   if (flags.engine !== "embedded" && flags.engine !== "torch") {
     throw new CliError(`--engine ${flags.engine}: expected embedded or torch`);
   }
   if (flags.engine === "embedded") return undefined;
+  if (flags.trainThreads !== undefined)
+    throw new CliError("--train-threads: the embedded engine's setting (not with --engine torch)");
   if (flags.preset !== undefined)
     throw new CliError("--preset: embedded engine presets only (not with --engine torch)");
   return { python: flags.python };
+}
+
+/** The demo's training threads when `--train-threads` is not given: 2, or 1 on a one-core machine. */
+function defaultTrainThreads(): number {
+  return Math.min(2, availableParallelism());
 }
 
 /** Runs the command. */
@@ -96,6 +106,9 @@ async function demo(flags: DemoFlags): Promise<void> {
   const preset = flags.preset === undefined ? null : presetFlag("--preset", flags.preset);
   const torch = torchOf(flags);
   const seed = integerFlag("--seed", flags.seed);
+  const trainThreads =
+    flags.trainThreads === undefined ? defaultTrainThreads() : positiveInt("--train-threads", flags.trainThreads);
+  if (trainThreads > 64) throw new CliError(`--train-threads ${trainThreads}: at most 64`);
   const budget = budgetOf(flags);
   const runDir = resolve("runs", flags.name);
   prepareRunDir(runDir, flags.name);
@@ -109,6 +122,7 @@ async function demo(flags: DemoFlags): Promise<void> {
       preset,
       ...(torch ? { torch } : {}),
       seed,
+      trainThreads,
       logger: pino({ level }),
       signal: interrupt.signal,
     });
@@ -144,6 +158,11 @@ export function registerDemo(program: Command): void {
     )
     .option("--python <path>", "--engine torch: Python interpreter with the arclight-torch package", "python3")
     .option("--seed <n>", "seed of the weight init and the SFT row order", "0")
+    .option(
+      "--train-threads <n>",
+      "threads per embedded training step (default 2 on 2+ cores; 1 reproduces the one-thread runs of " +
+        "docs/benchmarks.md)",
+    )
     .option("--log-level <level>", "pino log level of the components", "warn")
     .action(demo);
 }

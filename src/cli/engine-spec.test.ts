@@ -15,7 +15,12 @@ describe("engineSpecOf", () => {
 
   it("refuses train_threads above 1 with the torch engine, naming the key", () => {
     expect(() => engineSpecOf(section({ kind: "torch", train_threads: 2 }), flags)).toThrow(CliError);
-    expect(() => engineSpecOf(section({ kind: "torch", train_threads: 2 }), flags)).toThrow(/engine\.train_threads 2/);
+    expect(() => engineSpecOf(section({ kind: "torch", train_threads: 2 }), flags)).toThrow(
+      /engine\.train_threads 2 with engine\.kind torch/,
+    );
+    expect(() => engineSpecOf(section({ train_threads: 2 }), { ...flags, engine: "torch" })).toThrow(
+      /engine\.train_threads 2 with --engine torch/,
+    );
     const torch = engineSpecOf(section({ kind: "torch" }), flags);
     expect(torch.kind).toBe("torch");
     expect(JSON.stringify(torch)).not.toContain("train_threads");

@@ -36,9 +36,10 @@ export function engineSpecOf(section: TrainedEngineSection, flags: EngineFlags):
   if (!Number.isInteger(seed)) throw new CliError(`--engine-seed ${flags.engineSeed}: expected an integer`);
   if (kind === "torch") {
     if (section.train_threads !== 1) {
+      const torch = flags.engine === "torch" ? "--engine torch" : "engine.kind torch";
       throw new CliError(
-        `engine.train_threads ${section.train_threads}: the embedded engine's setting; the torch engine trains with ` +
-          "PyTorch's own threads (leave it at 1)",
+        `engine.train_threads ${section.train_threads} with ${torch}: train_threads is the embedded engine's ` +
+          "setting; the torch engine trains with PyTorch's own threads (leave it at 1)",
       );
     }
     // The sampler keys (trainer config only) say who samples, not how the torch worker runs.

@@ -4,7 +4,6 @@
  * lands in runs/NAME/: gateway.db, metrics.jsonl, reward.svg, summary.json, warm-start/, checkpoints/.
  */
 import { writeFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { MODEL_PRESETS, type ModelPreset } from "../engine/embedded/config.js";
@@ -53,6 +52,8 @@ export interface DemoOptions {
    */
   torch?: { python: string };
   seed: number;
+  /** Threads per training step of the embedded engine (`EmbeddedEngineOptions.trainThreads`); default 1. */
+  trainThreads?: number;
   logger: Logger;
   /** Where the narration goes (default process.stdout). */
   out?: NodeJS.WriteStream;
@@ -113,8 +114,8 @@ async function createDemoEngine(options: DemoOptions, say: (line: string) => voi
   return EmbeddedEngine.create({
     config: model,
     seed: options.seed,
-    // The demo's updates (SFT and GRPO) run while no agent does: they get every core.
-    trainThreads: Math.min(2, availableParallelism()),
+    // The demo's updates (SFT and GRPO) run while no agent does: `arclight demo` gives them 2 threads by default.
+    trainThreads: options.trainThreads ?? 1,
     ...(options.preset === null ? { positionInit: DEMO_POSITION_INIT } : {}),
   });
 }

@@ -246,8 +246,9 @@ export const EngineSectionSchema = TorchEngineConfigSchema.extend({
     .max(64)
     .default(1)
     .describe(
-      "embedded: threads per training step (the step's rows split across gradient worker threads; worth it when " +
-        "the cores are idle during updates, e.g. a synchronous trainer; docs/benchmarks.md); torch: must stay 1",
+      "embedded: threads per training step, 1–64 (the step's rows split across gradient worker threads, at most " +
+        "one share per row; worth it when the cores are idle during updates, e.g. a synchronous trainer; " +
+        "docs/engine.md); torch: must stay 1",
     ),
   sampler: z
     .enum(["engine", "vllm"])
