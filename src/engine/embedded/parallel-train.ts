@@ -101,12 +101,15 @@ class GradientWorker {
    * @throws {GradientWorkerFailed} when it failed or exited
    */
   async started(): Promise<void> {
+    // Referenced while it loads, so a process with nothing else to do waits for it; unreferenced again either way, so
+    // a step that fails here (another worker's start failed) leaves no thread holding the process open.
     this.worker.ref();
-    await this.ready;
-    if (this.failure) {
+    try {
+      await this.ready;
+    } finally {
       this.worker.unref();
-      throw this.failure;
     }
+    if (this.failure) throw this.failure;
   }
 
   /**
