@@ -10,6 +10,7 @@ import type { Command } from "commander";
 import { pino } from "pino";
 import { type DemoSummary, runDemo } from "../demo/run-demo.js";
 import { type DemoBudget, FULL_BUDGET, QUICK_BUDGET, TORCH_BUDGET } from "../demo/settings.js";
+import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, integerFlag, listenForInterrupt, logLevel, positiveInt, presetFlag } from "./common-flags.js";
@@ -108,7 +109,8 @@ async function demo(flags: DemoFlags): Promise<void> {
   const seed = integerFlag("--seed", flags.seed);
   const trainThreads =
     flags.trainThreads === undefined ? defaultTrainThreads() : positiveInt("--train-threads", flags.trainThreads);
-  if (trainThreads > 64) throw new CliError(`--train-threads ${trainThreads}: at most 64`);
+  if (trainThreads > MAX_TRAIN_THREADS)
+    throw new CliError(`--train-threads ${trainThreads}: at most ${MAX_TRAIN_THREADS}`);
   const budget = budgetOf(flags);
   const runDir = resolve("runs", flags.name);
   prepareRunDir(runDir, flags.name);

@@ -3,6 +3,7 @@
  * descriptions). The CLI parses YAML, then env, then flags into it once and passes the frozen result down.
  */
 import { z } from "zod";
+import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchEngineConfigSchema } from "../engine/remote/config.js";
 import { invalidAgentEntry } from "../protocol/agent-match.js";
 import { EnvMapSchema } from "../protocol/rollout.js";
@@ -243,7 +244,7 @@ export const EngineSectionSchema = TorchEngineConfigSchema.extend({
     .number()
     .int()
     .min(1)
-    .max(64)
+    .max(MAX_TRAIN_THREADS)
     .default(1)
     .describe(
       "embedded: threads per training step, 1–64 (the step's rows split across gradient worker threads, at most " +

@@ -49,3 +49,9 @@ export type ModelPreset = keyof typeof MODEL_PRESETS;
 export function parseModelConfig(value: unknown): ModelConfig {
   return ModelConfigSchema.parse(value);
 }
+
+/**
+ * The most threads one training step may use (`EmbeddedEngineOptions.trainThreads`, `engine.train_threads`,
+ * `arclight demo --train-threads`; see `parallel-train.ts`).
+ */
+export const MAX_TRAIN_THREADS = 64;

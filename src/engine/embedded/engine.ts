@@ -23,7 +23,7 @@ import { initWasmBackend } from "./backend.js";
 import { Batcher } from "./batcher.js";
 import { ChatMLTemplate } from "./chat-template.js";
 import { readCheckpoint, writeCheckpoint } from "./checkpoint.js";
-import { MODEL_PRESETS, type ModelConfig, type ModelPreset, parseModelConfig } from "./config.js";
+import { MAX_TRAIN_THREADS, MODEL_PRESETS, type ModelConfig, type ModelPreset, parseModelConfig } from "./config.js";
 import { Gpt } from "./model.js";
 import { ParallelTrainer } from "./parallel-train.js";
 import { initialValues, type PositionInit } from "./params.js";
@@ -70,8 +70,8 @@ export class EmbeddedEngine implements Engine {
     this.model = model;
     this.scoreBatchSize = options.scoreBatchSize ?? 32;
     const threads = options.trainThreads ?? 1;
-    if (!Number.isInteger(threads) || threads < 1)
-      throw new RangeError(`trainThreads must be a positive integer, got ${threads}`);
+    if (!Number.isInteger(threads) || threads < 1 || threads > MAX_TRAIN_THREADS)
+      throw new RangeError(`trainThreads must be an integer from 1 to ${MAX_TRAIN_THREADS}, got ${threads}`);
     this.parallel = threads > 1 ? new ParallelTrainer(threads) : undefined;
     this.batcher = new Batcher(model, {
       tokenizer: this.tokenizer,
@@ -85,7 +85,7 @@ export class EmbeddedEngine implements Engine {
    * @param options - config or preset name, seed, batch sizes
    * @returns the engine, on the wasm backend
    * @throws {z.ZodError} for an invalid config
-   * @throws {RangeError} for a `trainThreads` that is not a positive integer
+   * @throws {RangeError} for a `trainThreads` that is not an integer from 1 to 64
    * @throws {WasmBackendUnavailable} when tfjs cannot run on wasm
    */
   static async create(options: EmbeddedEngineOptions): Promise<EmbeddedEngine> {

@@ -125,6 +125,7 @@ describe("ParallelTrainer", () => {
   it("refuses fewer than 2 threads", () => {
     expect(() => new ParallelTrainer(1)).toThrow(RangeError);
     expect(() => new ParallelTrainer(2.5)).toThrow(/integer >= 2/);
+    expect(() => new ParallelTrainer(65)).toThrow(/<= 64/);
   });
 
   for (const [name, loss] of [
@@ -210,6 +211,7 @@ describe("EmbeddedEngine trainThreads", () => {
   it("refuses a trainThreads that is not a positive integer", async () => {
     await expect(EmbeddedEngine.create({ config, trainThreads: 0 })).rejects.toThrow(/trainThreads/);
     await expect(EmbeddedEngine.create({ config, trainThreads: 1.5 })).rejects.toThrow(RangeError);
+    await expect(EmbeddedEngine.create({ config, trainThreads: 65 })).rejects.toThrow(/from 1 to 64/);
   });
 
   it("trains on 2 threads, bumps the policy version, and its checkpoint loads into a one-thread engine", async () => {

@@ -9,7 +9,7 @@ import { Worker } from "node:worker_threads";
 import * as tf from "@tensorflow/tfjs";
 import type { LossConfig, OptimizerConfig, TrainMetrics, TrainRow } from "../engine.js";
 import type { AdamW } from "./adamw.js";
-import type { ModelConfig } from "./config.js";
+import { MAX_TRAIN_THREADS, type ModelConfig } from "./config.js";
 import type { Gpt } from "./model.js";
 import { addSums, applyGradients, gradientSums, type MicroSums, stepDenominator } from "./train.js";
 
@@ -168,12 +168,12 @@ export class ParallelTrainer {
   private running: Promise<unknown> = Promise.resolve();
 
   /**
-   * @param threads - threads per step, at least 2 (one runs here)
-   * @throws {RangeError} for fewer than 2 threads or a non-integer
+   * @param threads - threads per step, 2 to {@link MAX_TRAIN_THREADS} (one runs here)
+   * @throws {RangeError} for a non-integer or a count outside that range
    */
   constructor(readonly threads: number) {
-    if (!Number.isInteger(threads) || threads < 2)
-      throw new RangeError(`threads must be an integer >= 2, got ${threads}`);
+    if (!Number.isInteger(threads) || threads < 2 || threads > MAX_TRAIN_THREADS)
+      throw new RangeError(`threads must be an integer >= 2 and <= ${MAX_TRAIN_THREADS}, got ${threads}`);
   }
 
   /**

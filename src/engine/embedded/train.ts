@@ -92,7 +92,7 @@ export function gradientSums(
 }
 
 /** Masked sums of nothing. */
-export function emptySums(): MicroSums {
+function emptySums(): MicroSums {
   return { loss: 0, entropy: 0, clipped: 0, approxKl: 0, tokens: 0 };
 }
 
