@@ -175,12 +175,33 @@ describe("arclight demo --quick", () => {
     await expectNoProcessWith(`runs/${name}/gateway.db`, "cmdline");
   }, 120_000);
 
+  it("on SIGINT while its stack is still starting stops the gateway child and exits with 130", async () => {
+    const name = `early-${process.pid}`;
+    const result = await cli(["demo", "--quick", "--name", name], (child) => {
+      // "[1/6] starting gateway …" is printed just before the engine, gateway child and controller start.
+      const onData = (chunk: Buffer) => {
+        if (!chunk.toString().includes("[1/6]")) return;
+        child.stdout?.off("data", onData);
+        child.kill("SIGINT");
+      };
+      child.stdout?.on("data", onData);
+    });
+    expect(result.code, result.stderr).toBe(130);
+    expect(result.stdout).not.toContain("[2/6]");
+    await expectNoProcessWith(`runs/${name}/gateway.db`, "cmdline");
+    expect(existsSync(join(workDir, "runs", `.${name}.lock`))).toBe(false);
+  }, 120_000);
+
   it("refuses a bad --train-threads, naming the flag, before it writes anything", async () => {
     for (const [args, message] of [
       [["--train-threads", "0"], "--train-threads"],
       [["--train-threads", "two"], "--train-threads"],
+      [["--train-threads", " 2"], "--train-threads  2: expected a positive integer"],
+      [["--train-threads", "0x2"], "--train-threads 0x2: expected a positive integer"],
+      [["--train-threads", "1e3"], "--train-threads 1e3: expected a positive integer"],
+      [["--seed", "1.5"], "--seed 1.5: expected an integer"],
       [["--train-threads", "65"], "--train-threads 65: at most 64"],
-      [["--train-threads", "2", "--engine", "torch"], "--train-threads: the embedded engine's setting"],
+      [["--train-threads", "2", "--engine", "torch"], "--train-threads 2: the embedded engine's setting"],
     ] as const) {
       const result = await cli(["demo", "--quick", "--name", "threads", ...args]);
       expect(result.code).toBe(2);
@@ -188,6 +209,58 @@ describe("arclight demo --quick", () => {
       expect(result.stderr).not.toMatch(/\n\s+at /);
       expect(existsSync(join(workDir, "runs", "threads"))).toBe(false);
     }
+  }, 60_000);
+
+  it("with --engine torch takes --train-threads 1, and a Python it cannot use leaves no run folder behind", async () => {
+    const args = ["--engine", "torch", "--train-threads", "1", "--python", join(workDir, "no-such-python")];
+    const result = await cli(["demo", "--quick", "--name", "torchless", ...args]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("no-such-python");
+    expect(result.stderr).not.toContain("--train-threads");
+    expect(existsSync(join(workDir, "runs", "torchless"))).toBe(false);
+  }, 60_000);
+
+  it("refuses a --name whose runs/NAME is a plain file, naming --name, and leaves the file alone", async () => {
+    mkdirSync(join(workDir, "runs"), { recursive: true });
+    writeFileSync(join(workDir, "runs", "afile"), "keep me");
+    const result = await cli(["demo", "--quick", "--name", "afile"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--name afile:");
+    expect(result.stderr).toContain("is not a folder");
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(readFileSync(join(workDir, "runs", "afile"), "utf8")).toBe("keep me");
+  }, 60_000);
+
+  it("refuses a --name a running demo holds, and takes over the lock of one that has exited", async () => {
+    mkdirSync(join(workDir, "runs", "held"), { recursive: true });
+    writeFileSync(join(workDir, "runs", "held", "demo-run.json"), "{}\n");
+    const lock = join(workDir, "runs", ".held.lock");
+    writeFileSync(lock, `${process.pid}\n`); // this test process: alive
+    const refused = await cli(["demo", "--quick", "--name", "held"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`--name held: another arclight demo (pid ${process.pid}) is running`);
+    expect(existsSync(join(workDir, "runs", "held", "demo-run.json"))).toBe(true);
+    // A lock left by a demo killed outright: its pid has exited. The run gets past it (and then stops at --python).
+    let exitedPid = 0;
+    await runProcess([process.execPath, "-e", "process.exit(0)"], {
+      cwd: workDir,
+      env: {},
+      onSpawn: (child) => {
+        exitedPid = child.pid ?? 0;
+      },
+    });
+    writeFileSync(lock, `${exitedPid}\n`);
+    const args = ["--engine", "torch", "--python", join(workDir, "no-such-python")];
+    const taken = await cli(["demo", "--quick", "--name", "held", ...args]);
+    expect(taken.code).toBe(2);
+    expect(taken.stderr).toContain("no-such-python");
+    expect(existsSync(lock)).toBe(false);
+  }, 60_000);
+
+  it("--help lists every embedded preset", async () => {
+    const help = await cli(["demo", "--help"]);
+    expect(help.code).toBe(0);
+    for (const preset of ["tiny", "bench", "small", "agent"]) expect(help.stdout).toContain(preset);
   }, 60_000);
 
   it("refuses a run directory the demo did not write, naming --name", async () => {

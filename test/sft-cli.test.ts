@@ -150,6 +150,7 @@ describe("arclight sft", () => {
     const rl = await cli(["train", train, "--init-from", join(runDir, "checkpoint")]);
     expect(rl.code, rl.stderr + rl.stdout).toBe(0);
     expect(rl.stdout).toContain("1 steps");
+    expect(rl.stdout).toContain(`engine embedded checkpoint ${join(runDir, "checkpoint")}, 1 training thread\n`);
     const other = writeConfig("train-bad.yaml", { ...parseYaml(readFileSync(train, "utf8")), name: "calc-rl-bad" });
     const bad = await cli(["train", other, "--init-from", join(workDir, "nowhere")]);
     expect(bad.code).toBe(2);

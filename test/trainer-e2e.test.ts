@@ -148,6 +148,7 @@ describe("trainer end to end", () => {
     const yaml = writeCliRun(dir, "cli", 1, TEST_AGENT_CONTROLLER);
     const { stdout } = await run(["train", "train.yaml"], dir);
     expect(stdout).toContain("1 steps, policy version 1");
+    expect(stdout).toContain("arclight train: engine embedded tiny, 1 training thread\n");
     // The dashboard URL of the gateway child, with its random key in the fragment (docs/dashboard.md).
     expect(stdout).toMatch(/arclight train: dashboard http:\/\/127\.0\.0\.1:\d+\/ui\/#key=\S+/);
     const metrics = readFileSync(join(dir, "runs", "cli", "metrics.jsonl"), "utf8")
@@ -192,8 +193,12 @@ describe("trainer end to end", () => {
 
     // --set overrides keys of the YAML (here the run name, so the run goes to runs/renamed), the file unchanged;
     // a bad override is one line naming --set.
-    const renamed = await run(["train", "train.yaml", "--set", "name=renamed", "--set", "total_steps=1"], dir);
+    const renamed = await run(
+      ["train", "train.yaml", "--set", "name=renamed", "--set", "total_steps=1", "--set", "engine.train_threads=2"],
+      dir,
+    );
     expect(renamed.stdout).toContain("1 steps, policy version 1");
+    expect(renamed.stdout).toContain("arclight train: engine embedded tiny, 2 training threads\n");
     expect(existsSync(join(dir, "runs", "renamed", "metrics.jsonl"))).toBe(true);
     const badSet = await run(["train", "train.yaml", "--set", "total_steps=many"], dir).catch(
       (err: { code: number; stderr: string }) => err,

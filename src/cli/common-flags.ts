@@ -10,16 +10,30 @@ import { CliError } from "./cli-error.js";
 /** pino's levels, from most to least severe, then `silent`. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
+/** A decimal integer as a user writes one: optional sign, digits; no spaces, hex, exponent or fraction. */
+const DECIMAL_INTEGER = /^[+-]?\d+$/;
+
 /**
- * A positive integer flag value.
+ * The integer a flag value writes in decimal, or undefined when it is not one (` 2`, `0x2`, `1e3`, `2.0`, and
+ * integers beyond ±2^53 − 1 are not).
+ * @param value - what the user wrote
+ */
+export function decimalInteger(value: string): number | undefined {
+  if (!DECIMAL_INTEGER.test(value)) return undefined;
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/**
+ * A positive integer flag value, in decimal.
  * @param flag - the flag's name, e.g. `--steps`
  * @param value - what the user wrote
  * @returns the integer
  * @throws {CliError} naming the flag
  */
 export function positiveInt(flag: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`${flag} ${value}: expected a positive integer`);
+  const n = decimalInteger(value);
+  if (n === undefined || n < 1) throw new CliError(`${flag} ${value}: expected a positive integer`);
   return n;
 }
 
@@ -37,15 +51,15 @@ export function presetFlag(flag: string, value: string): ModelPreset {
 }
 
 /**
- * An integer flag value.
+ * An integer flag value, in decimal.
  * @param flag - the flag's name, e.g. `--seed`
  * @param value - what the user wrote
  * @returns the integer
  * @throws {CliError} naming the flag
  */
 export function integerFlag(flag: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n)) throw new CliError(`${flag} ${value}: expected an integer`);
+  const n = decimalInteger(value);
+  if (n === undefined) throw new CliError(`${flag} ${value}: expected an integer`);
   return n;
 }
 

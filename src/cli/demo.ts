@@ -3,15 +3,26 @@
  * teacher demonstrations recorded through the gateway, SFT warm start, GRPO, reward table and curve; everything in
  * runs/NAME/.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { availableParallelism } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
-import { type DemoSummary, runDemo } from "../demo/run-demo.js";
+import { type DemoOptions, type DemoSummary, runDemo } from "../demo/run-demo.js";
 import { type DemoBudget, FULL_BUDGET, QUICK_BUDGET, TORCH_BUDGET } from "../demo/settings.js";
 import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchPackageMissing } from "../engine/remote/worker-process.js";
+import { EMBEDDED_PRESETS } from "../run/engine-factory.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, integerFlag, listenForInterrupt, logLevel, positiveInt, presetFlag } from "./common-flags.js";
 
@@ -44,9 +55,12 @@ function budgetOf(flags: DemoFlags): DemoBudget {
 
 /**
  * Prepares runs/NAME: creates it, or empties one an earlier demo wrote.
- * @throws {CliError} when the directory exists, is not empty, and was not written by the demo
+ * @throws {CliError} when runs/NAME is not a folder, or exists, is not empty, and was not written by the demo
  */
 function prepareRunDir(runDir: string, name: string): void {
+  if (existsSync(runDir) && !statSync(runDir).isDirectory()) {
+    throw new CliError(`--name ${name}: ${runDir} exists and is not a folder; pick another name`);
+  }
   if (existsSync(runDir) && readdirSync(runDir).length > 0) {
     if (!existsSync(join(runDir, MARKER))) {
       throw new CliError(`--name ${name}: ${runDir} exists and was not written by arclight demo; pick another name`);
@@ -55,6 +69,50 @@ function prepareRunDir(runDir: string, name: string): void {
   }
   mkdirSync(runDir, { recursive: true });
   writeFileSync(join(runDir, MARKER), `${JSON.stringify({ name, started: new Date().toISOString() })}\n`);
+}
+
+/** Removes runs/NAME when a demo that failed wrote nothing there but its marker (e.g. the torch package is missing). */
+function removeIfOnlyMarker(runDir: string): void {
+  const entries = existsSync(runDir) ? readdirSync(runDir) : [];
+  if (entries.length === 1 && entries[0] === MARKER) rmSync(runDir, { recursive: true, force: true });
+}
+
+/** True when a process with this pid runs (one this user may signal, or another user's). */
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Takes runs/.NAME.lock for this process, so two demos with the same `--name` cannot empty each other's folder. A lock
+ * whose process has exited (a demo killed with a second Ctrl-C) is taken over.
+ * @returns a function that releases the lock
+ * @throws {CliError} naming --name when a running demo holds it
+ */
+function lockRunName(runDir: string, name: string): () => void {
+  const path = join(dirname(runDir), `.${name}.lock`);
+  mkdirSync(dirname(path), { recursive: true });
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const fd = openSync(path, "wx");
+      writeFileSync(fd, `${process.pid}\n`);
+      closeSync(fd);
+      return () => rmSync(path, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
+    }
+    const holder = Number.parseInt(readFileSync(path, "utf8"), 10);
+    if (Number.isInteger(holder) && processRuns(holder)) {
+      throw new CliError(
+        `--name ${name}: another arclight demo (pid ${holder}) is running in ${runDir}; pick another name`,
+      );
+    }
+    rmSync(path, { force: true }); // its demo is gone: a stale lock
+  }
 }
 
 /** The closing lines: before/after, wall time, where the files are (`arclight eval` reads embedded checkpoints only). */
@@ -88,8 +146,12 @@ function torchOf(flags: DemoFlags): { python: string } | undefined {
     throw new CliError(`--engine ${flags.engine}: expected embedded or torch`);
   }
   if (flags.engine === "embedded") return undefined;
-  if (flags.trainThreads !== undefined)
-    throw new CliError("--train-threads: the embedded engine's setting (not with --engine torch)");
+  if (flags.trainThreads !== undefined && positiveInt("--train-threads", flags.trainThreads) !== 1) {
+    throw new CliError(
+      `--train-threads ${flags.trainThreads}: the embedded engine's setting; --engine torch trains with PyTorch's ` +
+        "own threads (leave it out, or 1)",
+    );
+  }
   if (flags.preset !== undefined)
     throw new CliError("--preset: embedded engine presets only (not with --engine torch)");
   return { python: flags.python };
@@ -113,23 +175,25 @@ async function demo(flags: DemoFlags): Promise<void> {
     throw new CliError(`--train-threads ${trainThreads}: at most ${MAX_TRAIN_THREADS}`);
   const budget = budgetOf(flags);
   const runDir = resolve("runs", flags.name);
-  prepareRunDir(runDir, flags.name);
-  console.log(`arclight demo: run ${flags.name}${flags.quick ? " (quick)" : ""} -> ${runDir}`);
+  const unlock = lockRunName(runDir, flags.name);
+  try {
+    prepareRunDir(runDir, flags.name);
+    console.log(`arclight demo: run ${flags.name}${flags.quick ? " (quick)" : ""} -> ${runDir}`);
+    const options = { name: flags.name, runDir, budget, preset, ...(torch ? { torch } : {}), seed, trainThreads };
+    await runStoppable({ ...options, logger: pino({ level }) }, flags.engine);
+  } finally {
+    unlock();
+  }
+}
+
+/** Runs the demo in a prepared runs/NAME, with Ctrl-C stopping everything it started (exit 130). */
+async function runStoppable(options: Omit<DemoOptions, "signal">, engine: string): Promise<void> {
   const interrupt = listenForInterrupt("demo", "stopping the gateway, engine, controller and agents");
   try {
-    const summary = await runDemo({
-      name: flags.name,
-      runDir,
-      budget,
-      preset,
-      ...(torch ? { torch } : {}),
-      seed,
-      trainThreads,
-      logger: pino({ level }),
-      signal: interrupt.signal,
-    });
-    printSummary(summary, runDir, flags.engine);
+    const summary = await runDemo({ ...options, signal: interrupt.signal });
+    printSummary(summary, options.runDir, engine);
   } catch (err) {
+    removeIfOnlyMarker(options.runDir);
     if (err instanceof TorchPackageMissing) throw new CliError(err.message);
     if (!interrupt.signal.aborted) throw err;
     console.error("arclight demo: stopped");
@@ -152,7 +216,10 @@ export function registerDemo(program: Command): void {
     .option("--name <name>", "run name: files go to runs/NAME (an earlier demo run there is replaced)", "demo")
     .option("--quick", "a cut-down run: checks the pipeline, learns nothing")
     .option("--steps <n>", `GRPO steps (default ${FULL_BUDGET.rlSteps}; --quick ${QUICK_BUDGET.rlSteps})`)
-    .option("--preset <name>", "embedded engine model preset instead of the demo's 2-block model (tiny, bench, small)")
+    .option(
+      "--preset <name>",
+      `embedded engine model preset instead of the demo's 2-block model (${EMBEDDED_PRESETS.join(", ")})`,
+    )
     .option(
       "--engine <kind>",
       "embedded, or torch: the tiny Qwen2 in a PyTorch worker (docs/torch-engine.md)",

@@ -17,13 +17,14 @@ import { buildEngineServer } from "../engine/server/app.js";
 import { type EngineServeConfig, EngineServeConfigSchema } from "../engine/server/config.js";
 import { closeWithGrace } from "../http/server-timeouts.js";
 import { CliError } from "./cli-error.js";
+import { decimalInteger } from "./common-flags.js";
 import { resolveKey } from "./key-source.js";
 
 /** Parses an integer flag. @throws {CliError} naming the flag */
 function intFlag(flag: string): (value: string) => number {
   return (value) => {
-    const n = Number(value);
-    if (!Number.isInteger(n)) throw new CliError(`${flag}: expected an integer, got "${value}"`);
+    const n = decimalInteger(value);
+    if (n === undefined) throw new CliError(`${flag} ${value}: expected an integer`);
     return n;
   };
 }

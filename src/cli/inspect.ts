@@ -11,6 +11,7 @@ import { buildSpanTree, currentAttemptOf, dataIdOf } from "../protocol/index.js"
 import type { MergeMismatch } from "../trainer/aggregate-result.js";
 import { buildRolloutRows } from "../trainer/batch.js";
 import { CliError } from "./cli-error.js";
+import { positiveInt } from "./common-flags.js";
 import { resolveKey } from "./key-source.js";
 import { renderSpanTree } from "./span-tree-text.js";
 
@@ -24,13 +25,6 @@ interface InspectFlags {
   maxPrompt: string;
   maxResponse: string;
   rewardFillna: string;
-}
-
-/** Parses a positive integer flag, naming it on failure. */
-function positiveInt(flag: string, text: string): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw new CliError(`${flag} ${text}: expected a positive integer`);
-  return value;
 }
 
 /** The JSON printed for one rollout. */

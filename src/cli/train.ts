@@ -13,8 +13,8 @@ import { TorchWorkerError } from "../engine/remote/worker-client.js";
 import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { dashboardUrl } from "../gateway/dashboard/url.js";
 import { ValidationFailed } from "../protocol/index.js";
-import { createEngine, type EngineSpec } from "../run/engine-factory.js";
-import { createEngineFrom } from "../run/init-from.js";
+import { createEngine, describeEngineSpec, type EngineSpec } from "../run/engine-factory.js";
+import { createEngineFrom, specFrom } from "../run/init-from.js";
 import { type Stack, type StackOptions, withStack } from "../run/stack.js";
 import { loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
@@ -166,6 +166,8 @@ interface TrainRun {
   valData: DataItem[] | null;
   logger: Logger;
   signal: AbortSignal;
+  /** The engine as `describeEngineSpec` names it, e.g. `embedded tiny, 2 training threads`. */
+  engineLabel: string;
 }
 
 /** Runs the training loop on the stack, reporting to the console and the gateway's dashboard. */
@@ -173,6 +175,7 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
   const { config, flags, runDir } = run;
   const engines = stack.serving.endpoints.join(", ");
   console.log(`arclight train: run ${config.name}, gateway ${stack.gatewayUrl}, engine ${engines}`);
+  console.log(`arclight train: engine ${run.engineLabel}`);
   console.log(
     `arclight train: dashboard ${dashboardUrl(stack.gatewayUrl, flags.gatewayUrl === undefined ? stack.key : "")}`,
   );
@@ -205,6 +208,13 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
   }
 }
 
+/** The engine line of the start-up output: the spec's description, with where `--init-from` takes the weights from. */
+function engineLabelOf(spec: EngineSpec, initFrom: string | undefined): string {
+  if (initFrom === undefined) return describeEngineSpec(spec);
+  if (spec.kind === "embedded") return describeEngineSpec(specFrom(spec, initFrom));
+  return `${describeEngineSpec(spec)} (weights from ${initFrom})`;
+}
+
 /** Runs the command; everything started here is stopped before returning. */
 async function train(configPath: string, flags: TrainFlags): Promise<void> {
   const config = loadConfig(configPath, flags.set ?? []);
@@ -219,7 +229,9 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
   const valData = config.data.val_path === null ? null : readDataFile("data.val_path", config.data.val_path);
   const interrupt = listenForInterrupt("train", "stopping after the current operation (agents, engine, gateway)");
   try {
-    const run = { config, flags, runDir, trainData, valData, logger: stackOptions.logger, signal: interrupt.signal };
+    const engineLabel = engineLabelOf(engineSpecOf(config.engine, flags), flags.initFrom);
+    const { logger } = stackOptions;
+    const run = { config, flags, runDir, trainData, valData, logger, signal: interrupt.signal, engineLabel };
     const summary = await withStack(stackOptions, (stack) => trainOn(stack, run));
     console.log(
       `arclight train: ${summary.steps} steps, policy version ${summary.policyVersion}, metrics in ${runDir}`,

@@ -45,6 +45,24 @@ export type EngineSpec = EmbeddedFreshSpec | EmbeddedCheckpointSpec | TorchSpec;
 export const EMBEDDED_PRESETS = Object.keys(MODEL_PRESETS) as ModelPreset[];
 
 /**
+ * One line naming the engine a spec builds, for a command's start-up output, e.g. `embedded tiny, 2 training threads`
+ * or `torch new:qwen2-tiny`.
+ * @param spec - kind and settings
+ * @returns the description
+ */
+export function describeEngineSpec(spec: EngineSpec): string {
+  if (spec.kind === "torch") return `torch ${spec.model}`;
+  const threads = spec.trainThreads ?? 1;
+  const model =
+    "checkpoint" in spec
+      ? `checkpoint ${spec.checkpoint}`
+      : typeof spec.model === "string"
+        ? spec.model
+        : "custom shape";
+  return `embedded ${model}, ${threads} training thread${threads === 1 ? "" : "s"}`;
+}
+
+/**
  * Builds the engine a spec names.
  * @param spec - kind and settings
  * @returns the engine (the caller disposes it)

@@ -18,15 +18,7 @@ import { createEngine, type EngineSpec } from "./engine-factory.js";
  */
 export async function createEngineFrom(spec: EngineSpec, checkpointDir: string): Promise<Engine> {
   const dir = resolve(checkpointDir);
-  const engine = await createEngine(
-    spec.kind === "embedded"
-      ? {
-          kind: "embedded",
-          checkpoint: dir,
-          ...(spec.trainThreads === undefined ? {} : { trainThreads: spec.trainThreads }),
-        }
-      : spec,
-  );
+  const engine = await createEngine(specFrom(spec, dir));
   try {
     if (spec.kind !== "embedded") await engine.loadCheckpoint(dir);
     await engine.resetOptimizer();
@@ -35,4 +27,17 @@ export async function createEngineFrom(spec: EngineSpec, checkpointDir: string):
     engine.dispose();
     throw err;
   }
+}
+
+/**
+ * The spec {@link createEngineFrom} builds its engine from: an embedded spec becomes the checkpoint's own (same training
+ * threads); any other spec is kept, and the checkpoint is loaded into its engine afterwards.
+ * @param spec - the engine the command would build
+ * @param checkpointDir - the checkpoint directory (resolved against the working directory)
+ * @returns the spec
+ */
+export function specFrom(spec: EngineSpec, checkpointDir: string): EngineSpec {
+  if (spec.kind !== "embedded") return spec;
+  const threads = spec.trainThreads === undefined ? {} : { trainThreads: spec.trainThreads };
+  return { kind: "embedded", checkpoint: resolve(checkpointDir), ...threads };
 }

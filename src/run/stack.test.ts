@@ -1,9 +1,11 @@
 /**
  * The stack builder starts engine, gateway, engine server and controller, and stops them newest first on every exit
- * path: a body that returns, a body that throws, an abort while the body runs, and a component that fails to start.
+ * path: a body that returns, a body that throws, an abort while the body runs, an abort while a component is still
+ * starting, and a component that fails to start.
  * Real components: the gateway child (`arclight gateway` on SQLite) or an in-process gateway, the engine server on
  * loopback, a local controller; the engine is the scripted test double, so no model is built.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -47,6 +49,12 @@ async function refuses(url: string): Promise<boolean> {
   } catch {
     return true;
   }
+}
+
+/** Command lines of this process's child processes that mention `text` (e.g. a run directory). */
+function childrenMentioning(text: string): string[] {
+  const out = execFileSync("ps", ["-o", "args=", "--ppid", String(process.pid)], { encoding: "utf8" });
+  return out.split("\n").filter((line) => line.includes(text));
 }
 
 function baseOptions(runDir: string, events: string[]): StackOptions {
@@ -104,6 +112,31 @@ describe("startStack / withStack", () => {
     await stack.close(); // the same close the abort started, awaited once more
     expect(events).toEqual(["engine disposed"]);
     expect(await refuses(serverUrl(stack))).toBe(true);
+  });
+
+  it("an abort while the gateway child is starting stops the child once it is up", async () => {
+    const events: string[] = [];
+    const runDir = tempRunDir();
+    const aborter = new AbortController();
+    const engine = async () => {
+      // Fires while the gateway child is being spawned (that takes hundreds of ms): the Ctrl-C of a starting demo.
+      setTimeout(() => aborter.abort(new Error("interrupted by SIGINT")), 0);
+      return recordingEngine(events);
+    };
+    const starting = startStack({ ...baseOptions(runDir, events), engine, closeOnAbort: aborter.signal });
+    await expect(starting).rejects.toThrow("interrupted by SIGINT");
+    expect(events).toEqual(["engine disposed"]);
+    expect(existsSync(join(runDir, "gateway.db"))).toBe(true); // the gateway child did start…
+    expect(childrenMentioning(runDir)).toEqual([]); // …and was stopped
+  }, 60_000);
+
+  it("a signal aborted before the start disposes the engine and starts nothing else", async () => {
+    const events: string[] = [];
+    const runDir = tempRunDir();
+    const options = { ...baseOptions(runDir, events), closeOnAbort: AbortSignal.abort(new Error("early")) };
+    await expect(startStack(options)).rejects.toThrow("early");
+    expect(events).toEqual(["engine disposed"]);
+    expect(existsSync(join(runDir, "gateway.db"))).toBe(false);
   });
 
   it("close runs once however often it is called", async () => {

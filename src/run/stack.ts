@@ -3,7 +3,7 @@
  * under the run directory, or a running one), the engine server in this process (or a running one to publish weights
  * to), and a local controller; or, for a policy served elsewhere, only the gateway and controller (`startAgentStack`,
  * used by `arclight apo`). Every start registers its stop; `close` runs them newest first, once, on success,
- * error and interrupt alike. `arclight train`, `arclight eval`, the demo and the trainer's test stack build theirs here.
+ * error and interrupt alike; a component whose start was under way when an interrupt came is stopped as soon as it is up. `arclight train`, `arclight eval`, the demo and the trainer's test stack build theirs here.
  */
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
@@ -77,27 +77,54 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-/** Stops registered as components start, run newest first exactly once. */
+/**
+ * Stops registered as components start, run newest first exactly once. A stop added after closing began (a component
+ * whose start was under way when an abort closed the stack) runs at once, after the stops already running; the next
+ * `close` call waits for it too.
+ */
 class Stops {
   private readonly stops: (() => Promise<void> | void)[] = [];
-  private closing: Promise<void> | undefined;
+  private closed = false;
+  private done: Promise<void> = Promise.resolve();
 
   add(stop: () => Promise<void> | void): void {
-    this.stops.push(stop);
+    if (this.closed) this.done = runAll(this.done, [stop]);
+    else this.stops.push(stop);
   }
 
   close(): Promise<void> {
-    this.closing ??= (async () => {
-      for (const stop of this.stops.reverse()) await stop();
-    })();
-    return this.closing;
+    if (!this.closed) {
+      this.closed = true;
+      this.done = runAll(this.done, this.stops.splice(0).reverse());
+    }
+    return this.done;
   }
 }
 
-/** A fresh {@link Stops} that an abort of `signal` closes at once. */
+/** Runs `stops` in order after `before` settles; every stop runs, and the first error (if any) rejects. */
+async function runAll(before: Promise<void>, stops: readonly (() => Promise<void> | void)[]): Promise<void> {
+  let first: unknown;
+  await before.catch((err: unknown) => {
+    first = err;
+  });
+  for (const stop of stops) {
+    try {
+      await stop();
+    } catch (err) {
+      first ??= err;
+    }
+  }
+  if (first !== undefined) throw first;
+}
+
+/** A fresh {@link Stops} that an abort of `signal` closes at once (already aborted: closed from the start). */
 function stopsClosedOn(signal: AbortSignal | undefined): Stops {
   const stops = new Stops();
-  const onAbort = () => void stops.close();
+  if (signal?.aborted) {
+    void stops.close().catch(() => undefined);
+    return stops;
+  }
+  const onAbort = () => void stops.close().catch(() => undefined);
   signal?.addEventListener("abort", onAbort, { once: true });
   stops.add(() => signal?.removeEventListener("abort", onAbort));
   return stops;
@@ -194,17 +221,23 @@ async function servingOf(options: StackOptions, engine: Engine, stops: Stops): P
 export async function startStack(options: StackOptions): Promise<Stack> {
   const stops = stopsClosedOn(options.closeOnAbort);
   const close = () => stops.close();
+  // After each start: an interrupt that came while it ran stops the stack here, before the next component starts.
+  const checkAbort = () => options.closeOnAbort?.throwIfAborted();
   try {
     if (options.gateway !== undefined) await probeGateway(options.gateway);
     const engine = await options.engine();
     stops.add(() => engine.dispose());
+    checkAbort();
     const gateway = await gatewayOf(options, stops);
+    checkAbort();
     const client = new GatewayClient({ baseUrl: gateway.url, key: gateway.key });
     stops.add(() => client.close());
     const serving = await servingOf(options, engine, stops);
+    checkAbort();
     if (options.frozen !== undefined) {
       const { stop } = await startFrozenServing(options.frozen, client, serveForFrozen, options.runDir);
       stops.add(stop);
+      checkAbort();
     }
     if (options.controller !== false) {
       const controller = startController(client, gateway, options.controller, options);
@@ -257,7 +290,9 @@ export async function startAgentStack(options: AgentStackOptions): Promise<Agent
   const close = () => stops.close();
   try {
     if (options.gateway !== undefined) await probeGateway(options.gateway);
+    options.closeOnAbort?.throwIfAborted();
     const gateway = await gatewayOf(options, stops);
+    options.closeOnAbort?.throwIfAborted();
     const client = new GatewayClient({ baseUrl: gateway.url, key: gateway.key });
     stops.add(() => client.close());
     const controller = startController(client, gateway, options.controller, options);
