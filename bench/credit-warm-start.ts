@@ -18,7 +18,7 @@ import { buildEngineServer } from "../src/engine/server/app.js";
 import { type Stack, withStack } from "../src/run/stack.js";
 import { parseTrainerConfig, type TrainerConfig } from "../src/trainer/config.js";
 import { type DataItem, readJsonl } from "../src/trainer/data-order.js";
-import { agentAllowList } from "../src/trainer/rollout-groups.js";
+import { localControllerSettings } from "../src/trainer/rollout-groups.js";
 import { runRolloutsOnce, summariseRewards } from "../src/trainer/rollouts-once.js";
 import { parseSftConfig } from "../src/trainer/sft-config.js";
 import { runSft } from "../src/trainer/sft-run.js";
@@ -93,7 +93,7 @@ async function main(): Promise<void> {
     modelName: MODEL,
     engine: async () => engine,
     gatewayArgs: ["--val-temperature", "0"],
-    controller: { poolSize: 8, settings: agentAllowList(config.controller) },
+    controller: { poolSize: 8, settings: localControllerSettings(config.controller) },
     logger: pino({ level: "warn" }),
   };
   await withStack(stackOptions, async (stack) => {

@@ -11,7 +11,13 @@ import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, stringify } from "yaml";
-import { calculatorAgentCommand, demoTrainerConfig, isDemoProblem, QUICK_BUDGET } from "../src/demo/settings.js";
+import {
+  calculatorAgentClass,
+  calculatorAgentCommand,
+  demoTrainerConfig,
+  isDemoProblem,
+  QUICK_BUDGET,
+} from "../src/demo/settings.js";
 import { startTeacherChild } from "../src/demo/teacher-child.js";
 import { EmbeddedEngine } from "../src/engine/embedded/engine.js";
 import { startTestGateway, type TestGateway } from "../src/gateway/testing/serve.js";
@@ -20,7 +26,7 @@ import { type ProcessResult, runProcess } from "../src/testing/run-process.js";
 import { readJsonl } from "../src/trainer/data-order.js";
 import { ChatExampleSchema } from "../src/trainer/export-chat.js";
 import { TokenExampleSchema } from "../src/trainer/export-tokens.js";
-import { agentAllowList } from "../src/trainer/rollout-groups.js";
+import { localControllerSettings } from "../src/trainer/rollout-groups.js";
 import { runRolloutsOnce } from "../src/trainer/rollouts-once.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
@@ -48,7 +54,11 @@ beforeAll(async () => {
     engine: async () => engine,
     gateway: { url: gateway.url, key: "test-key" },
     // The controller runs only the recipe's own agent (docs/security.md).
-    controller: { poolSize: 8, settings: { poll_interval_seconds: 0.05, ...agentAllowList(config.controller) } },
+    controller: {
+      poolSize: 8,
+      settings: { poll_interval_seconds: 0.05, ...localControllerSettings(config.controller) },
+      baseEnv: { ...process.env, ...calculatorAgentClass().env },
+    },
     logger: pino({ level: "silent" }),
   });
   const teacher = await startTeacherChild(0);

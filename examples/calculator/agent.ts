@@ -19,7 +19,8 @@
  * | `CALC_SYSTEM_PROMPT` | no | a system message (none by default: the tiny policy's context is ~256 tokens) |
  *
  * Exit codes: 0 when the question was worked through and the reward posted, whatever the reward; 1 on a real error
- * (model unreachable, reward not accepted); 2 on a missing or bad environment variable.
+ * (model unreachable, reward not accepted); 2 on a missing or bad environment variable. The same run is the
+ * `calculatorRollout` export, for a controller's `agent_class` (the demo runs it so, in reused processes).
  */
 import { randomUUID } from "node:crypto";
 import { pathToFileURL } from "node:url";
@@ -188,9 +189,20 @@ async function main(): Promise<void> {
   );
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((err: unknown) => {
+/**
+ * One rollout, as an `agent_class` export (`agent.js:calculatorRollout`): reads the environment when called, so a
+ * controller with `reuse_processes` can run many rollouts in one process. A failure is printed and sets
+ * `process.exitCode` (2: bad environment, 1: any other error) instead of throwing.
+ */
+export async function calculatorRollout(): Promise<void> {
+  try {
+    await main();
+  } catch (err) {
     console.error(`calculator agent: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = err instanceof ConfigError ? 2 : 1;
-  });
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  void calculatorRollout();
 }

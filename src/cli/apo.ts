@@ -20,7 +20,7 @@ import { type AgentStack, type AgentStackOptions, startAgentStack } from "../run
 import { parseTrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { describeFirstFailed } from "../trainer/failure-report.js";
-import { agentAllowList } from "../trainer/rollout-groups.js";
+import { localControllerSettings } from "../trainer/rollout-groups.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type KeyFlags, readKeyFile, resolveKey } from "./key-source.js";
@@ -92,7 +92,7 @@ function stackOptions(
     controller: {
       poolSize: config.agent.pool_size,
       settings: {
-        ...agentAllowList(config.agent),
+        ...localControllerSettings(config.agent),
         resources_env: config.prompt.env === null ? {} : { [config.prompt.env]: resource },
         resources_file_env: config.prompt.file_env === null ? {} : { [config.prompt.file_env]: resource },
         resources_dir: join(runDir, "resources"),

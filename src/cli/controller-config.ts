@@ -30,6 +30,7 @@ const KEY_KINDS: Record<keyof ControllerConfig, [placeholder: string, kind: Flag
   log_tail_bytes: ["<n>", "int"],
   kill_grace_seconds: ["<s>", "number"],
   lease_seconds: ["<s>", "number"],
+  reuse_processes: ["<bool>", "bool"],
   state_file: ["<path>", "string"],
   cwd: ["<dir>", "string"],
   local: ["<yaml>", "yaml"],

@@ -19,7 +19,7 @@ import { type StackOptions, withStack } from "../run/stack.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { describeFailedRollout } from "../trainer/failure-report.js";
-import { agentAllowList } from "../trainer/rollout-groups.js";
+import { localControllerSettings } from "../trainer/rollout-groups.js";
 import { type RolloutsOnceResult, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
 import { CliError } from "./cli-error.js";
 import { listenForInterrupt, logLevel, positiveInt, readDataFile } from "./common-flags.js";
@@ -129,7 +129,10 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
     // The bundled config's agent command is relative to the package root; a --config one to the working directory.
     controller: {
       poolSize,
-      settings: { ...agentAllowList(config.controller), ...(flags.config === undefined ? { cwd: PACKAGE_ROOT } : {}) },
+      settings: {
+        ...localControllerSettings(config.controller),
+        ...(flags.config === undefined ? { cwd: PACKAGE_ROOT } : {}),
+      },
     },
     logger,
     closeOnAbort: interrupt.signal,

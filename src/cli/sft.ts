@@ -18,7 +18,7 @@ import { createEngineFrom } from "../run/init-from.js";
 import { type Stack, withStack } from "../run/stack.js";
 import { parseTrainerConfig } from "../trainer/config.js";
 import { readJsonl } from "../trainer/data-order.js";
-import { agentAllowList } from "../trainer/rollout-groups.js";
+import { localControllerSettings } from "../trainer/rollout-groups.js";
 import { runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
 import { parseSftConfig, type SftConfig } from "../trainer/sft-config.js";
 import { runSft, type SftRunOptions, type SftSummary, sftCheckpointDir } from "../trainer/sft-run.js";
@@ -129,7 +129,7 @@ async function runWithProgress(
     // The validation agent is the config's own: the controller runs exactly it (docs/security.md).
     controller: {
       poolSize: config.validation.controller.pool_size,
-      settings: agentAllowList(config.validation.controller),
+      settings: localControllerSettings(config.validation.controller),
     },
     logger,
     ...(base.signal ? { closeOnAbort: base.signal } : {}),

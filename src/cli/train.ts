@@ -22,7 +22,7 @@ import { consoleReporter } from "../trainer/console-report.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { AllRolloutsFailed, describeFirstFailed } from "../trainer/failure-report.js";
 import { runTraining, type TrainSummary, totalStepsOf } from "../trainer/loop.js";
-import { agentAllowList } from "../trainer/rollout-groups.js";
+import { localControllerSettings } from "../trainer/rollout-groups.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { VllmSamplerError } from "../trainer/vllm-serving.js";
 import { CliError } from "./cli-error.js";
@@ -128,7 +128,7 @@ function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, r
     ...(flags.engineUrl !== undefined ? { engineUrl: flags.engineUrl, engineKey: key } : {}),
     ...(vllm !== null ? { vllm } : {}),
     controller: flags.controller
-      ? { poolSize: config.controller.pool_size, settings: agentAllowList(config.controller) }
+      ? { poolSize: config.controller.pool_size, settings: localControllerSettings(config.controller) }
       : false,
     logger: pino({ level: logLevel(flags.logLevel) }),
   };

@@ -43,6 +43,12 @@ export const ControllerConfigSchema = z.strictObject({
       "lease on each running attempt, renewed every pass: when no controller renews it (this one died and none " +
         "restarted), the gateway fails the attempt after this many seconds, retrying it if attempts are left; 0: none",
     ),
+  reuse_processes: z
+    .boolean()
+    .default(false)
+    .describe(
+      "local: run `agent_class` agents in long-lived runner processes, one rollout after another each, instead of a new process per rollout (saves Node's start; the agent must read its environment per run and leave nothing running; docs/controller.md)",
+    ),
   state_file: z
     .string()
     .min(1)

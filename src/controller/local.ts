@@ -23,6 +23,8 @@ export class LaunchError extends Error {
 export interface Launch {
   file: string;
   args: string[];
+  /** For an `agent_class`: the module and export `args` run (a reused runner runs the same). */
+  agentClass?: { modulePath: string; exportName: string };
 }
 
 /**
@@ -33,7 +35,8 @@ export interface Launch {
 const AGENT_RUNNER_SOURCE = `
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-const [modulePath, exportName] = process.argv.slice(1);
+// Taken off argv, so a module's own "run me when I am the main script" check stays false here.
+const [modulePath, exportName] = process.argv.splice(1);
 const mod = await import(pathToFileURL(resolve(modulePath)).href);
 const target = mod[exportName];
 if (typeof target !== "function") {
@@ -75,7 +78,11 @@ export function resolveLaunch(local: LocalConfig | undefined, nodePath = process
   const colon = agentClass.lastIndexOf(":");
   const modulePath = colon > 0 ? agentClass.slice(0, colon) : agentClass;
   const exportName = colon > 0 ? agentClass.slice(colon + 1) : "default";
-  return { file: nodePath, args: ["--input-type=module", "-e", AGENT_RUNNER_SOURCE, "--", modulePath, exportName] };
+  return {
+    file: nodePath,
+    args: ["--input-type=module", "-e", AGENT_RUNNER_SOURCE, "--", modulePath, exportName],
+    agentClass: { modulePath, exportName },
+  };
 }
 
 /** How an agent process ended. */

@@ -24,6 +24,7 @@ import {
 } from "./local.js";
 import { type AttemptOutcome, describeExit, isSuperseded, type KillCause, reportOutcome } from "./outcome.js";
 import { type ResourceEnv, resolveResourceEnv } from "./resource-env.js";
+import { RunnerPool } from "./runner-pool.js";
 import { SpawnLimiter } from "./spawn-limiter.js";
 import { ControllerStateFile, type OwnedProcess } from "./state-file.js";
 
@@ -41,7 +42,7 @@ interface Owned {
   rolloutId: string;
   record: OwnedProcess;
   /** Undefined for an adopted process (not our child: we can see it alive, not its exit status). */
-  process?: AgentProcess;
+  process?: Pick<AgentProcess, "pid" | "exited" | "tail" | "kill">;
   cause: KillCause;
   /** The rollout was finished or deleted elsewhere: kill quietly, report nothing. */
   cancelled: boolean;
@@ -60,6 +61,8 @@ export class LocalController {
   private readonly log: Logger;
   private readonly baseEnv: Readonly<Record<string, string | undefined>>;
   private readonly limiter: SpawnLimiter;
+  /** Runners of `agent_class` agents when `reuse_processes` is on. */
+  private readonly runners: RunnerPool | null;
   private readonly stateFile: ControllerStateFile;
   /** Processes persisted in the state file (live ones and those whose outcome is not reported yet). */
   private readonly records: Map<string, OwnedProcess>;
@@ -88,6 +91,7 @@ export class LocalController {
     this.log = options.logger.child({ component: "controller" });
     this.baseEnv = options.baseEnv ?? {};
     this.limiter = new SpawnLimiter(this.config.spawn_rate_per_second, this.config.spawn_burst);
+    this.runners = this.config.reuse_processes ? new RunnerPool(this.config.pool_size) : null;
     this.stateFile = new ControllerStateFile(this.config.state_file);
     this.records = this.stateFile.load();
   }
@@ -145,6 +149,7 @@ export class LocalController {
       if (this.owned.size > 0) await new Promise((r) => setTimeout(r, 50));
     }
     for (let tries = 0; tries < 3 && this.finished.size > 0; tries++) await this.flushFinished();
+    this.runners?.close();
     this.log.info({ unreported: this.finished.size }, "controller stopped");
   }
 
@@ -156,6 +161,8 @@ export class LocalController {
     await this.stopLoop();
     this.abandoned = true;
     for (const owned of this.owned.values()) clearTimeout(owned.timer);
+    // As if this process had died: runners lose their channel, finish the run in hand and exit.
+    this.runners?.close();
   }
 
   private async stopLoop(): Promise<void> {
@@ -377,12 +384,16 @@ export class LocalController {
     env: Record<string, string>,
   ): void {
     const rolloutId = rollout.rollout_id;
-    const agent = AgentProcess.spawn(launch, {
+    const options = {
       env,
       cwd: this.config.cwd,
       logTailBytes: this.config.log_tail_bytes,
       exitFile: this.exitFileOf(rollout.rollout_id, attemptId),
-    });
+    };
+    const agent =
+      this.runners !== null && launch.agentClass !== undefined
+        ? this.runners.lease({ node: launch.file, ...launch.agentClass }, options)
+        : AgentProcess.spawn(launch, options);
     const record: OwnedProcess = {
       attempt_id: attemptId,
       // A failed spawn has no pid; its record is never saved and never used to signal (killGroup refuses pid < 2).
@@ -398,7 +409,7 @@ export class LocalController {
       this.records.set(rolloutId, record);
       this.saveState();
     }
-    this.log.info({ rolloutId, attemptId, pid: agent.pid }, "spawned rollout process");
+    this.log.info({ rolloutId, attemptId, pid: agent.pid }, "started rollout process");
   }
 
   private onTimeout(owned: Owned): void {

@@ -17,7 +17,7 @@ import type { TrainerConfig } from "../trainer/config.js";
 import { type DataItem, readJsonl } from "../trainer/data-order.js";
 import { runTraining, totalStepsOf } from "../trainer/loop.js";
 import { appendMetrics } from "../trainer/metrics.js";
-import { agentAllowList } from "../trainer/rollout-groups.js";
+import { localControllerSettings } from "../trainer/rollout-groups.js";
 import { type RewardSummary, readRewards, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { parseSftConfig, type SftConfig } from "../trainer/sft-config.js";
@@ -27,6 +27,7 @@ import { startPhase } from "./progress.js";
 import { rewardTableReporter } from "./reporter.js";
 import { readRewardCurves, writeRewardPlots } from "./run-plots.js";
 import {
+  calculatorAgentClass,
   DEMO_MODEL,
   DEMO_POSITION_INIT,
   type DemoBudget,
@@ -130,7 +131,10 @@ function demoStackOptions(options: DemoOptions, engine: Engine): StackOptions {
     gatewayArgs: temperatures,
     controller: {
       poolSize: options.budget.poolSize,
-      settings: agentAllowList(demoTrainerConfig(options.name, options.budget, engine.contextLength).controller),
+      settings: localControllerSettings(
+        demoTrainerConfig(options.name, options.budget, engine.contextLength).controller,
+      ),
+      baseEnv: { ...process.env, ...calculatorAgentClass().env },
     },
     logger: options.logger,
     ...(options.signal ? { closeOnAbort: options.signal } : {}),

@@ -162,8 +162,21 @@ export function calculatorAgentCommand(): string[] {
 }
 
 /**
+ * The calculator agent as the demo's controller runs it: the `calculatorRollout` export (an `agent_class`) in reused
+ * processes (`reuse_processes`), so each of the demo's ~1,600 rollouts no longer starts Node and loads the agent
+ * (docs/benchmarks.md, Demo). The bundle under plain node when it exists; else `agent.ts`, with tsx loaded through
+ * `NODE_OPTIONS` (once per runner process).
+ * @returns the `agent_class` value and the environment the controller's agents need on top of its own
+ */
+export function calculatorAgentClass(): { agentClass: string; env: Record<string, string> } {
+  if (existsSync(COMPILED_AGENT)) return { agentClass: `${COMPILED_AGENT}:calculatorRollout`, env: {} };
+  const nodeOptions = [process.env.NODE_OPTIONS, `--import ${import.meta.resolve("tsx")}`].filter(Boolean).join(" ");
+  return { agentClass: `${CALCULATOR_DIR}agent.ts:calculatorRollout`, env: { NODE_OPTIONS: nodeOptions } };
+}
+
+/**
  * The trainer config of the demo's GRPO phase: trajectory aggregation, rollout-level GRPO advantages, PPO clip,
- * the calculator agent with `QUESTION`/`ANSWER` from each input.
+ * the calculator agent ({@link calculatorAgentClass}, reused processes) with `QUESTION`/`ANSWER` from each input.
  * @param name - run name (runs/NAME)
  * @param budget - steps, group sizes, learning rate, validation interval
  * @param contextLength - the engine's context (tokens): prompt and response limits split it
@@ -179,7 +192,8 @@ export function demoTrainerConfig(name: string, budget: DemoBudget, contextLengt
       n: budget.groupSize,
       rollout_timeout_seconds: 300,
       controller: {
-        command: calculatorAgentCommand(),
+        agent_class: calculatorAgentClass().agentClass,
+        reuse_processes: true,
         env_map: { QUESTION: "input.question", ANSWER: "input.answer" },
         pool_size: budget.poolSize,
       },

@@ -50,6 +50,12 @@ export const ControllerConfigSchema = z
       "Env var name -> dotted path into the rollout input (e.g. {QUESTION: 'input.question'}) for each agent",
     ),
     pool_size: z.number().int().min(1).default(4).describe("Agent processes running at once (local controller)"),
+    reuse_processes: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Run agent_class agents in long-lived processes, one rollout after another each, instead of one process per rollout (local controller; docs/controller.md)",
+      ),
   })
   .refine((c) => c.command.length === 0 || c.agent_class === null, {
     message: "set command or agent_class, not both",

@@ -1,0 +1,251 @@
+/**
+ * @module Reused agent processes (`reuse_processes`): long-lived Node runners that each run `agent_class` rollouts
+ * one after another, so a rollout no longer pays Node's start and the agent module's load (most of a small agent's
+ * CPU: docs/controller.md, Reusing agent processes). A runner is a process group leader like a one-shot agent; the
+ * controller leases it for one attempt at a time over an IPC channel, and a lease looks to the reconcile loop like an
+ * {@link AgentProcess}: a pid, an exit, the output tail, a kill. A runner that is killed (timeout, cancel, shutdown),
+ * crashes, or calls `process.exit` is gone, and the next lease starts a new one.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import type { ExitInfo } from "./local.js";
+import { killGroup } from "./local.js";
+import { LogTail } from "./log-tail.js";
+
+/**
+ * Node program of a runner. argv: [modulePath]. It imports the module once, then for each IPC message
+ * `{ env, exitFile, exportName }`: makes `process.env` exactly `env`, runs the export as the one-shot runner does
+ * (`new Export().run()` for a class, `Export()` for a function), writes the exit status to `exitFile` (temp file +
+ * rename, like the one-shot exit wrapper, so a restarted controller reads it) and answers `{ code }`:
+ * `process.exitCode` when the run set one, 1 when it threw, 2 when the module has no such export, else 0. When the
+ * controller's end of the channel closes it finishes the run in hand and exits with its code. A module that cannot be
+ * loaded ends the runner with exit code 1 before the first answer.
+ */
+const RUNNER_SOURCE = `
+import { renameSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+// Taken off argv, so a module's own "run me when I am the main script" check stays false here.
+const [modulePath] = process.argv.splice(1);
+let current = null;
+const writeExit = (file, code) => {
+  writeFileSync(file + ".tmp", code + "\\n");
+  renameSync(file + ".tmp", file);
+};
+process.on("exit", (code) => {
+  if (current !== null) writeExit(current, code);
+});
+const mod = await import(pathToFileURL(resolve(modulePath)).href);
+const isClass = (target) =>
+  typeof target.prototype?.run === "function" || /^class[\\s{]/.test(Function.prototype.toString.call(target));
+async function runExport(exportName) {
+  const target = mod[exportName];
+  if (typeof target !== "function") {
+    console.error("arclight agent runner: " + modulePath + " has no class or function export named " + exportName);
+    return 2;
+  }
+  if (isClass(target)) {
+    const agent = new target();
+    if (typeof agent.run !== "function") {
+      console.error("arclight agent runner: class " + exportName + " has no run() method");
+      return 2;
+    }
+    await agent.run();
+  } else {
+    await target();
+  }
+  return process.exitCode ?? 0;
+}
+let closing = false;
+process.on("disconnect", () => {
+  closing = true;
+  if (current === null) process.exit(0);
+});
+process.on("message", async ({ env, exitFile, exportName }) => {
+  for (const name of Object.keys(process.env)) if (!(name in env)) delete process.env[name];
+  Object.assign(process.env, env);
+  process.exitCode = undefined;
+  current = exitFile;
+  let code;
+  try {
+    code = await runExport(exportName);
+  } catch (err) {
+    console.error(err);
+    code = 1;
+  }
+  process.exitCode = undefined;
+  current = null;
+  writeExit(exitFile, code);
+  if (closing) process.exit(code);
+  process.send({ code });
+});
+`;
+
+/** What a runner runs: the node executable and the agent module and export. */
+export interface RunnerTarget {
+  /** The node executable. */
+  node: string;
+  /** `path/to/module.js` (resolved against `cwd`); one runner serves every export of one module. */
+  modulePath: string;
+  exportName: string;
+}
+
+/** One attempt's use of a runner. */
+export interface LeaseOptions {
+  /** The attempt's complete environment (`process.env` is set to exactly this for the run). */
+  env: Record<string, string>;
+  /** Where the exit status is written when the run ends. */
+  exitFile: string;
+  /** Working directory of a runner started for this lease (a reused runner keeps its own). */
+  cwd?: string;
+  /** Bytes of the run's output kept. */
+  logTailBytes: number;
+}
+
+/**
+ * One attempt on a runner, with the members of an {@link AgentProcess} the controller uses.
+ * `exited` resolves when the run answers (its code) or the runner ends (its code or signal).
+ */
+export interface RunnerLease {
+  readonly pid: number | undefined;
+  readonly exited: Promise<ExitInfo>;
+  /** The runner's output while this run had it. */
+  readonly tail: LogTail;
+  /** Kills the runner's process group (SIGTERM, SIGKILL after `graceMs`); the runner is not reused. */
+  kill(graceMs: number): void;
+}
+
+/** A live runner process. */
+class Runner {
+  readonly exited: Promise<ExitInfo>;
+  /** The lease's tail while leased; output outside a lease is dropped. */
+  tail: LogTail | null = null;
+  private answer: ((info: ExitInfo) => void) | null = null;
+  dead = false;
+
+  constructor(
+    readonly key: string,
+    private readonly child: ChildProcess,
+  ) {
+    child.stdout?.on("data", (chunk: Buffer) => this.tail?.push(chunk));
+    child.stderr?.on("data", (chunk: Buffer) => this.tail?.push(chunk));
+    child.on("message", (message: { code?: unknown }) => {
+      const code = typeof message?.code === "number" ? message.code : 1;
+      // Output written just before the answer may still sit in the pipes: read it into this run's tail first.
+      setImmediate(() => this.settle({ code, signal: null }));
+    });
+    this.exited = new Promise((resolve) => {
+      child.on("error", (err) => {
+        if (child.pid === undefined) resolve({ code: null, signal: null, spawnError: err });
+      });
+      child.on("exit", (code, signal) => {
+        if (child.pid !== undefined) killGroup(child.pid, "SIGKILL");
+        resolve({ code, signal });
+      });
+    });
+    void this.exited.then((info) => {
+      this.dead = true;
+      // A run in hand ends with the runner; let the last output arrive first.
+      setTimeout(() => this.settle(info), 20);
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Hands the runner one run. @returns its exit */
+  run(options: LeaseOptions & { exportName: string }, tail: LogTail): Promise<ExitInfo> {
+    this.tail = tail;
+    return new Promise((resolve) => {
+      this.answer = resolve;
+      mkdirSync(dirname(options.exitFile), { recursive: true });
+      const message = { env: options.env, exitFile: options.exitFile, exportName: options.exportName };
+      this.child.send(message, (err) => {
+        if (err) this.kill(0);
+      });
+    });
+  }
+
+  private settle(info: ExitInfo): void {
+    const answer = this.answer;
+    if (answer === null) return;
+    this.answer = null;
+    this.tail = null;
+    answer(info);
+  }
+
+  kill(graceMs: number): void {
+    const pid = this.child.pid;
+    this.dead = true;
+    if (pid === undefined) return;
+    killGroup(pid, "SIGTERM");
+    setTimeout(() => killGroup(pid, "SIGKILL"), graceMs).unref();
+  }
+
+  /** Closes the channel: an idle runner exits at once, a busy one after its run. */
+  release(): void {
+    if (this.child.connected) this.child.disconnect();
+  }
+}
+
+/**
+ * Runners by target, at most `maxRunners` alive. A lease takes an idle runner of its target, else starts one (ending
+ * an idle runner of another target when the limit is reached).
+ */
+export class RunnerPool {
+  private readonly idle: Runner[] = [];
+  private readonly busy = new Set<Runner>();
+
+  /** @param maxRunners - most runners alive at once (the controller's pool size) */
+  constructor(private readonly maxRunners: number) {}
+
+  /** Runners alive now, idle or leased. */
+  get size(): number {
+    return this.idle.length + this.busy.size;
+  }
+
+  /**
+   * Runs one attempt on a runner of `target`.
+   * @param target - node and the agent's module and export
+   * @param options - the attempt's env, exit file, working directory and log tail size
+   * @returns the lease
+   */
+  lease(target: RunnerTarget, options: LeaseOptions): RunnerLease {
+    const key = JSON.stringify([target.node, target.modulePath, options.cwd ?? ""]);
+    const runner = this.takeIdle(key) ?? this.start(key, target, options);
+    this.busy.add(runner);
+    const tail = new LogTail(options.logTailBytes);
+    const exited = runner.run({ ...options, exportName: target.exportName }, tail).then((info) => {
+      this.busy.delete(runner);
+      if (!runner.dead && info.code !== null && info.signal === null) this.idle.push(runner);
+      else runner.kill(0);
+      return info;
+    });
+    return { pid: runner.pid, exited, tail, kill: (graceMs) => runner.kill(graceMs) };
+  }
+
+  /** Ends every idle runner; leased runners end after their run (or with their kill). */
+  close(): void {
+    for (const runner of this.idle.splice(0)) runner.release();
+    for (const runner of this.busy) runner.release();
+  }
+
+  private takeIdle(key: string): Runner | undefined {
+    const index = this.idle.findIndex((runner) => runner.key === key && !runner.dead);
+    return index < 0 ? undefined : this.idle.splice(index, 1)[0];
+  }
+
+  private start(key: string, target: RunnerTarget, options: LeaseOptions): Runner {
+    this.idle.splice(0, this.idle.length, ...this.idle.filter((runner) => !runner.dead));
+    while (this.size >= this.maxRunners && this.idle.length > 0) this.idle.shift()?.release();
+    const child = spawn(target.node, ["--input-type=module", "-e", RUNNER_SOURCE, "--", target.modulePath], {
+      env: options.env,
+      cwd: options.cwd,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+    });
+    return new Runner(key, child);
+  }
+}
