@@ -1,8 +1,8 @@
 /**
  * @module Bundles the calculator agent (`examples/calculator/agent.ts` with the `openai` SDK inlined) into one ES module,
- * `dist/examples/calculator/agent.js` by default, which `arclight demo` starts once per rollout. Node then reads one
- * file instead of resolving some hundred `openai` modules: 0.19 s of CPU per rollout instead of 0.24 s
- * (docs/benchmarks.md, Demo). Run by `npm run build`; `node scripts/bundle-agent.mjs OUTFILE` writes elsewhere.
+ * `dist/examples/calculator/agent.js` by default, whose `calculatorRollout` export `arclight demo` runs in reused
+ * processes. Node then reads one file instead of resolving some hundred `openai` modules: 0.19 s of CPU per rollout
+ * instead of 0.24 s when each rollout is its own process (docs/benchmarks.md, Demo). Run by `npm run build`; `node scripts/bundle-agent.mjs OUTFILE` writes elsewhere.
  */
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";

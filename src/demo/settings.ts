@@ -91,7 +91,9 @@ export interface DemoBudget {
  * half the RL cost. The warm start's 800 demonstrations and 700 SFT steps stay: on one training thread, 350 SFT steps
  * on 400 of them, or 450 on 600, left the policy at 0.20 or 0.28 before RL instead of 0.41; on the demo's two, 700
  * steps on 600 gave a warm start RL could not improve (0.59 -> 0.60) and 600 steps on 800 one it made worse over 5
- * steps (0.42 -> 0.45, train reward falling).
+ * steps (0.42 -> 0.45, train reward falling). 32 problems a step (256 rollouts): with the agent processes reused,
+ * rollouts cost little, and from the two-thread warm start 5 steps of 32 reached 0.57–0.60 where 5 of 16 reached
+ * 0.52–0.58 (docs/benchmarks.md, Demo).
  */
 export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
   demonstrations: 800,
@@ -100,7 +102,7 @@ export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
   sftBatchSize: 8,
   sftLearningRate: 3e-3,
   rlSteps: 5,
-  groupsPerStep: 16,
+  groupsPerStep: 32,
   groupSize: 8,
   rlLearningRate: 1e-3,
   trainTemperature: 1,
@@ -151,9 +153,9 @@ const COMPILED_AGENT = fileURLToPath(new URL("../examples/calculator/agent.js", 
 /**
  * The agent command the controller runs per rollout, resolved from this package so the demo works from any working
  * directory: the bundled agent under plain node when it exists, else `examples/calculator/agent.ts` under tsx (tsx
- * compiles the agent in every new process). The demo starts one process per rollout, so this is most of its rollout
- * cost on two cores: a whole rollout of the bundle costs about 0.19 s of CPU, of the unbundled compiled agent 0.24 s,
- * of a bare `node -e ''` 0.06 s (docs/benchmarks.md, Demo).
+ * compiles the agent in every new process). One process per rollout: a whole rollout of the bundle costs about 0.19 s
+ * of CPU, of the unbundled compiled agent 0.24 s, of a bare `node -e ''` 0.06 s (docs/benchmarks.md, Demo); the demo
+ * itself runs {@link calculatorAgentClass} in reused processes instead.
  * @returns argv
  */
 export function calculatorAgentCommand(): string[] {
