@@ -100,19 +100,24 @@ async function torchRounds(
     into[i]!.push(fromTorch(await fn(torch)));
   }
 }
+/** Best GFLOP/s of tfjs-wasm on one [n, k] @ [k, m] float32 product: best of 5 timings of `reps` products each. */
+function tfjsMatmulGflops(n: number, k: number, m: number, reps: number): number {
+  return tf.tidy(() => {
+    const [a, b] = [tf.randomNormal([n, k]), tf.randomNormal([k, m])];
+    tf.matMul(a, b).dataSync();
+    let best = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < 5; i++) {
+      const start = performance.now();
+      for (let r = 0; r < reps; r++) tf.tidy(() => tf.matMul(a, b).dataSync());
+      best = Math.min(best, (performance.now() - start) / reps);
+    }
+    return (2 * n * k * m) / best / 1e6;
+  });
+}
+
 // 0. Peak: the best float32 matmul rate each side reaches on the step's largest product ([B·T, C] @ [C, 4C]).
 const [pn, pk, pm] = [BATCH * (SEQ_LEN - 1), 128, 512];
-const tfjsGflops = tf.tidy(() => {
-  const [a, b] = [tf.randomNormal([pn, pk]), tf.randomNormal([pk, pm])];
-  tf.matMul(a, b).dataSync();
-  let best = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < 5; i++) {
-    const start = performance.now();
-    tf.matMul(a, b).dataSync();
-    best = Math.min(best, performance.now() - start);
-  }
-  return (2 * pn * pk * pm) / best / 1e6;
-});
+const tfjsGflops = tfjsMatmulGflops(pn, pk, pm, 1);
 const torchGflops = typeof torch === "string" ? Number.NaN : await torch.matmulGflops(pn, pk, pm);
 console.log(
   `matmul [${pn},${pk}]x[${pk},${pm}] peak: embedded (wasm SIMD, 1 thread) ${tfjsGflops.toFixed(1)} GFLOP/s | PyTorch (${TORCH_THREADS} threads) ${torchGflops.toFixed(1)} GFLOP/s | ratio ${(tfjsGflops / torchGflops).toFixed(2)}`,
@@ -225,6 +230,18 @@ for (const concurrency of [1, 16, 64]) {
   }
 }
 if (typeof torch === "string") console.log(`sampling PyTorch: not measured (${torch})`);
+
+// Decoding 16 sequences multiplies [16, C] by each weight: the peak each side reaches on that product bounds sampling
+// the way the large product's peak bounds training.
+const decodeTfjs = tfjsMatmulGflops(16, 128, 512, 200);
+let decodeTorch = Number.NaN;
+if (typeof torch !== "string") {
+  await torch.threads(TORCH_THREADS);
+  decodeTorch = await torch.matmulGflops(16, 128, 512);
+}
+console.log(
+  `decode-shape matmul [16,128]x[128,512] peak: embedded (wasm SIMD, 1 thread) ${decodeTfjs.toFixed(1)} GFLOP/s | PyTorch (${TORCH_THREADS} threads) ${decodeTorch.toFixed(1)} GFLOP/s | ratio ${(decodeTfjs / decodeTorch).toFixed(2)}`,
+);
 
 console.log(`peak RSS: ${peakRssMiB()} MiB | target <= 512 | load average after ${loadavg()[0]!.toFixed(2)}`);
 engine.dispose();
