@@ -21,12 +21,16 @@ export function parseOrThrow<S extends z.ZodType>(
   if (result.success) return result.data;
   const issues: ValidationIssue[] = result.error.issues.map((issue) => ({
     loc: [...locPrefix, ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))],
-    msg:
-      issue.code === "unrecognized_keys"
-        ? `unknown field(s): ${(issue as { keys?: string[] }).keys?.join(", ")}`
-        : issue.message,
+    msg: messageOf(issue),
     type: issue.code,
   }));
   const summary = issues.map((i) => `${i.loc.slice(locPrefix.length).join(".") || "(root)"}: ${i.msg}`).join("; ");
   throw new ValidationFailed(`${what}: ${summary}`, issues);
+}
+
+/** An issue's message in plain words where zod's reads oddly (`expected int, received number` for 1.5). */
+function messageOf(issue: z.core.$ZodIssue): string {
+  if (issue.code === "unrecognized_keys") return `unknown field(s): ${issue.keys.join(", ")}`;
+  if (issue.code === "invalid_type" && issue.expected === "int") return "expected an integer";
+  return issue.message;
 }
