@@ -194,6 +194,8 @@ async function sampleConcurrent(concurrency: number): Promise<number> {
   for (const [result] of await Promise.all(calls)) tokens += result!.tokenIds.length;
   return tokens;
 }
+/** PyTorch's batched sampling rate at 16 rows on `TORCH_THREADS` threads (tokens/s), once measured. */
+let torchSampling16 = Number.NaN;
 for (const concurrency of [1, 16, 64]) {
   await sampleConcurrent(concurrency); // warm-up
   const runs: (Run & { tokens: number })[] = [];
@@ -223,6 +225,7 @@ for (const concurrency of [1, 16, 64]) {
     if (!withTorch || typeof torch === "string") break;
     const label = `sampling PyTorch one batch of ${concurrency} × ${NEW_TOKENS} new, ${threads} thread(s)`;
     const torchRate = line(label, torchRuns[i]!, concurrency * NEW_TOKENS);
+    if (threads === TORCH_THREADS) torchSampling16 = torchRate;
     const target = threads === TORCH_THREADS ? " | target >= 1.00" : "";
     console.log(
       `sampling@${concurrency} ratio embedded/PyTorch ${threads} thread(s): ${(rate / torchRate).toFixed(2)}${target}`,
@@ -241,6 +244,12 @@ if (typeof torch !== "string") {
 }
 console.log(
   `decode-shape matmul [16,128]x[128,512] peak: embedded (wasm SIMD, 1 thread) ${decodeTfjs.toFixed(1)} GFLOP/s | PyTorch (${TORCH_THREADS} threads) ${decodeTorch.toFixed(1)} GFLOP/s | ratio ${(decodeTfjs / decodeTorch).toFixed(2)}`,
+);
+// The most sampling could reach if decoding were nothing but its weight products at that peak: 2·(matrix weights)
+// FLOPs per token (attention over ≤ 80 cached positions adds under 2% here).
+const samplingBound = (decodeTfjs * 1e9) / (2 * matrixParams);
+console.log(
+  `sampling bound at the decode-shape peak: ${samplingBound.toFixed(0)} tok/s = ${(samplingBound / torchSampling16).toFixed(2)} of PyTorch's batched sampling at 16 | target >= 1.00`,
 );
 
 console.log(`peak RSS: ${peakRssMiB()} MiB | target <= 512 | load average after ${loadavg()[0]!.toFixed(2)}`);
@@ -267,6 +276,12 @@ if (typeof torch !== "string") {
   console.log(
     `train ratio embedded ${TORCH_THREADS} threads/PyTorch ${TORCH_THREADS} threads: ` +
       `${(parallelRate / torchRate).toFixed(2)} | target >= 0.50`,
+  );
+  // The most a step could reach if all its matmul work ran at the embedded peak on every thread.
+  const trainBound = trainTokens / (stepFlops / (TORCH_THREADS * tfjsGflops * 1e9));
+  console.log(
+    `train bound at the embedded matmul peak × ${TORCH_THREADS} threads: ${trainBound.toFixed(0)} tok/s = ` +
+      `${(trainBound / torchRate).toFixed(2)} of PyTorch ${TORCH_THREADS} threads | target >= 0.50`,
   );
 }
 console.log(`peak RSS with the gradient worker: ${peakRssMiB()} MiB | load average after ${loadavg()[0]!.toFixed(2)}`);

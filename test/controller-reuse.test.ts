@@ -173,6 +173,23 @@ describe("reuse_processes", () => {
     await h.waitFor("runners gone", () => (pids.some(processAlive) ? undefined : true), 5000);
   });
 
+  // Before: the runner's event loop emptied once the channel closed, it exited 0, and the next controller reported
+  // runs that never finished as succeeded (new-user trial, kill -9 of arclight train).
+  it("after a controller crash, a run that can never settle is reported failed (exit code 13), not succeeded", async () => {
+    h.script("agents.mjs", AGENTS);
+    const out = join(h.dir, "runs.txt");
+    await h.create([rolloutOf("stuck", "hang", out)]);
+    const first = h.controller({ pool_size: 1, reuse_processes: true });
+    first.start();
+    const [run] = await h.waitFor("the run started", () => (runsIn(out).length > 0 ? runsIn(out) : undefined));
+    await first.abandon();
+    await h.waitFor("the runner gone", () => (processAlive(run!.pid) ? undefined : true), 5000);
+    h.controller({ pool_size: 1, reuse_processes: true }).start();
+    const [done] = await h.waitTerminal(["stuck"]);
+    expect(done!.status.state).toBe("failed");
+    expect(done!.status.error_message).toBe("exited with code 13");
+  });
+
   it("after a controller crash, the next controller reports the status of the run the runner finished", async () => {
     h.script("agents.mjs", AGENTS);
     const out = join(h.dir, "runs.txt");

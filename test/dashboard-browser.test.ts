@@ -128,8 +128,10 @@ describe.skipIf(skipWithoutChromium())("dashboard in Chromium", () => {
     await page.selectOption("#run-select", "live");
     await page.selectOption("#compare-select", "baseline");
     await page.waitForSelector(`.chart[data-metric="reward/mean"][data-points="${TOTAL_STEPS},3"]`);
-    const legend = await page.$$eval('.chart[data-metric="reward/mean"] .u-legend .u-series', (rows) => rows.length);
-    expect(legend).toBe(3); // step + two runs
+    // The chart is rebuilt for the new set of runs in an effect after the render that sets data-points: wait for it.
+    const legendRows = `document.querySelectorAll('.chart[data-metric="reward/mean"] .u-legend .u-series').length`;
+    await page.waitForFunction(`${legendRows} === 3`, undefined, { timeout: 10_000 }); // step + two runs
+    expect(await page.evaluate(legendRows)).toBe(3);
     await page.screenshot({ path: join(SHOTS, "runs.png") });
     await page.close();
   }, 60_000);

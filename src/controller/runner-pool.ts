@@ -19,8 +19,9 @@ import { LogTail } from "./log-tail.js";
  * (`new Export().run()` for a class, `Export()` for a function), writes the exit status to `exitFile` (temp file +
  * rename, like the one-shot exit wrapper, so a restarted controller reads it) and answers `{ code }`:
  * `process.exitCode` when the run set one, 1 when it threw, 2 when the module has no such export, else 0. When the
- * controller's end of the channel closes it finishes the run in hand and exits with its code. A module that cannot be
- * loaded ends the runner with exit code 1 before the first answer.
+ * controller's end of the channel closes it finishes the run in hand and exits with its code (13 when that run can
+ * never settle: its promise pending with nothing left to wait for, as an unsettled top-level await ends a one-shot
+ * runner). A module that cannot be loaded ends the runner with exit code 1 before the first answer.
  */
 const RUNNER_SOURCE = `
 import { renameSync, writeFileSync } from "node:fs";
@@ -33,6 +34,13 @@ const writeExit = (file, code) => {
   writeFileSync(file + ".tmp", code + "\\n");
   renameSync(file + ".tmp", file);
 };
+// The event loop emptied while a run was in hand (only possible once the controller's channel is gone): its promise
+// can never settle. It fails as an unsettled top-level await does in a one-shot runner: exit code 13.
+process.on("beforeExit", () => {
+  if (current === null) return;
+  console.error("arclight agent runner: the run never settled (nothing left for it to wait for)");
+  process.exitCode = 13;
+});
 process.on("exit", (code) => {
   if (current !== null) writeExit(current, code);
 });

@@ -40,7 +40,8 @@ describe("config table", () => {
     expect(keys).toContain("failed_rollouts");
     expect(keys).toContain("engine.lora.rank");
     expect(keys).toContain("engine.train_threads");
-    expect(keys).toHaveLength(68);
+    expect(keys).toContain("controller.reuse_processes");
+    expect(keys).toHaveLength(69);
   });
 
   it("matches the table in docs/configuration.md (regenerate it from renderConfigTable(TrainerConfigSchema) when this fails)", () => {
