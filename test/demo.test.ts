@@ -4,7 +4,7 @@
  * the pipeline runs and records what it should; whether the policy learns is measured by the full demo (docs/benchmarks.md).
  * Then `arclight eval` runs on the checkpoint the demo wrote.
  */
-import type { ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -231,16 +231,23 @@ describe("arclight demo --quick", () => {
     expect(readFileSync(join(workDir, "runs", "afile"), "utf8")).toBe("keep me");
   }, 60_000);
 
-  it("refuses a --name a running demo holds, and takes over the lock of one that has exited", async () => {
+  it("refuses a --name a running demo holds, and takes over a lock whose process is gone or is no demo", async () => {
     mkdirSync(join(workDir, "runs", "held"), { recursive: true });
     writeFileSync(join(workDir, "runs", "held", "demo-run.json"), "{}\n");
     const lock = join(workDir, "runs", ".held.lock");
-    writeFileSync(lock, `${process.pid}\n`); // this test process: alive
-    const refused = await cli(["demo", "--quick", "--name", "held"]);
-    expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain(`--name held: another arclight demo (pid ${process.pid}) is running`);
-    expect(existsSync(join(workDir, "runs", "held", "demo-run.json"))).toBe(true);
-    // A lock left by a demo killed outright: its pid has exited. The run gets past it (and then stops at --python).
+    // A process whose command line names `demo`, standing in for a running demo.
+    const holder = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", "demo"], { stdio: "ignore" });
+    try {
+      writeFileSync(lock, `${holder.pid}\n`);
+      const refused = await cli(["demo", "--quick", "--name", "held"]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(`--name held: another arclight demo (pid ${holder.pid}) is running`);
+      expect(existsSync(join(workDir, "runs", "held", "demo-run.json"))).toBe(true);
+    } finally {
+      holder.kill();
+    }
+    // A lock left by a demo killed outright: its pid has exited, or now belongs to another program (this test
+    // process). The run gets past it (and then stops at --python) and removes the lock on its way out.
     let exitedPid = 0;
     await runProcess([process.execPath, "-e", "process.exit(0)"], {
       cwd: workDir,
@@ -249,12 +256,14 @@ describe("arclight demo --quick", () => {
         exitedPid = child.pid ?? 0;
       },
     });
-    writeFileSync(lock, `${exitedPid}\n`);
-    const args = ["--engine", "torch", "--python", join(workDir, "no-such-python")];
-    const taken = await cli(["demo", "--quick", "--name", "held", ...args]);
-    expect(taken.code).toBe(2);
-    expect(taken.stderr).toContain("no-such-python");
-    expect(existsSync(lock)).toBe(false);
+    for (const stale of [exitedPid, process.pid]) {
+      writeFileSync(lock, `${stale}\n`);
+      const args = ["--engine", "torch", "--python", join(workDir, "no-such-python")];
+      const taken = await cli(["demo", "--quick", "--name", "held", ...args]);
+      expect(taken.code, taken.stderr).toBe(2);
+      expect(taken.stderr).toContain("no-such-python");
+      expect(existsSync(lock)).toBe(false);
+    }
   }, 60_000);
 
   it("--help lists every embedded preset", async () => {

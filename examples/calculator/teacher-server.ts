@@ -12,6 +12,7 @@
 import { pathToFileURL } from "node:url";
 import type { FastifyInstance } from "fastify";
 import { buildEngineServer } from "../../src/engine/server/app.js";
+import { stopWhenParentGone } from "../../src/process/parent-watch.js";
 import type { TeacherOptions } from "./teacher.js";
 import { hfCodec } from "./teacher-codec-hf.js";
 import { byteCodec, type TeacherCodec, TeacherEngine } from "./teacher-engine.js";
@@ -82,6 +83,7 @@ async function main(): Promise<void> {
   const stop = () => void server.close();
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
+  stopWhenParentGone(); // the demo that started it was killed outright: stop too
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -2,7 +2,10 @@
 `arclight-torch listening on http://HOST:PORT` once ready (the TS side waits for that line)."""
 
 import argparse
+import os
 import sys
+import threading
+import time
 
 import torch
 
@@ -29,6 +32,24 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-batch-size", type=int, default=64, help="most sequences decoded together")
     serve.add_argument("--threads", type=int, default=0, help="torch CPU threads; 0 keeps torch's default")
     return root
+
+
+def watch_parent(server) -> None:
+    """Shuts the server down once the process named by ARCLIGHT_PARENT_PID (set by the arclight process that started
+    this worker) is no longer this process's parent: that parent died, even by SIGKILL, and stops nothing itself."""
+    try:
+        parent = int(os.environ.get("ARCLIGHT_PARENT_PID", ""))
+    except ValueError:
+        return
+    if parent < 2:
+        return
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        server.shutdown()
+
+    threading.Thread(target=watch, name="arclight-parent-watch", daemon=True).start()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     server = make_server(worker, args.host, args.port)
     host, port = server.server_address[:2]
     print(f"arclight-torch listening on http://{host}:{port}", flush=True)
+    watch_parent(server)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -8,3 +8,26 @@ def test_negative_lora_rank_is_refused_naming_the_flag(capsys):
     assert capsys.readouterr().err.strip() == (
         "arclight-torch: --lora-rank -3: expected 0 (train every weight) or a positive rank"
     )
+
+
+def test_serve_stops_when_the_parent_named_in_the_environment_is_gone():
+    """A worker started by arclight gets ARCLIGHT_PARENT_PID; once that process is no longer its parent (it died,
+    even by SIGKILL), the worker shuts its server down and exits 0 instead of running on."""
+    import os
+    import subprocess
+    import sys
+
+    other = subprocess.Popen(["sleep", "30"])  # alive, but not the worker's parent
+    try:
+        env = {**os.environ, "ARCLIGHT_PARENT_PID": str(other.pid)}
+        worker = subprocess.run(
+            [sys.executable, "-m", "arclight_torch", "serve", "--model", "new:qwen2-tiny", "--port", "0"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        other.kill()
+    assert worker.returncode == 0, worker.stderr
+    assert "arclight-torch listening on http://" in worker.stdout

@@ -77,8 +77,16 @@ function removeIfOnlyMarker(runDir: string): void {
   if (entries.length === 1 && entries[0] === MARKER) rmSync(runDir, { recursive: true, force: true });
 }
 
-/** True when a process with this pid runs (one this user may signal, or another user's). */
-function processRuns(pid: number): boolean {
+/**
+ * True when the process with this pid is an arclight demo: on Linux its command line names `demo` (a pid reused by
+ * another program after a reboot or a `kill -9` does not hold the lock); elsewhere, when any process has the pid.
+ */
+function demoRuns(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0").includes("demo");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" && existsSync("/proc/self")) return false;
+  }
   try {
     process.kill(pid, 0);
     return true;
@@ -89,7 +97,7 @@ function processRuns(pid: number): boolean {
 
 /**
  * Takes runs/.NAME.lock for this process, so two demos with the same `--name` cannot empty each other's folder. A lock
- * whose process has exited (a demo killed with a second Ctrl-C) is taken over.
+ * whose process is not a running demo (one killed with `kill -9`, or a pid since reused) is taken over.
  * @returns a function that releases the lock
  * @throws {CliError} naming --name when a running demo holds it
  */
@@ -101,12 +109,18 @@ function lockRunName(runDir: string, name: string): () => void {
       const fd = openSync(path, "wx");
       writeFileSync(fd, `${process.pid}\n`);
       closeSync(fd);
-      return () => rmSync(path, { force: true });
+      // Released on the way out too when a second Ctrl-C exits at once.
+      const release = () => rmSync(path, { force: true });
+      process.once("exit", release);
+      return () => {
+        process.off("exit", release);
+        release();
+      };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
     }
     const holder = Number.parseInt(readFileSync(path, "utf8"), 10);
-    if (Number.isInteger(holder) && processRuns(holder)) {
+    if (Number.isInteger(holder) && holder !== process.pid && demoRuns(holder)) {
       throw new CliError(
         `--name ${name}: another arclight demo (pid ${holder}) is running in ${runDir}; pick another name`,
       );

@@ -7,6 +7,7 @@ import { pino } from "pino";
 import { buildApp } from "../gateway/app.js";
 import type { GatewayConfig } from "../gateway/config.js";
 import { closeWithGrace } from "../http/server-timeouts.js";
+import { stopWhenParentGone } from "../process/parent-watch.js";
 import { openStore } from "../store/open.js";
 import { PostgresStore, redact } from "../store/postgres.js";
 import type { SharedPause } from "../store/shared-pause.js";
@@ -66,6 +67,8 @@ export async function runGateway(config: Readonly<GatewayConfig>): Promise<void>
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", () => resolve("SIGINT"));
     process.once("SIGTERM", () => resolve("SIGTERM"));
+    // A gateway child of `arclight train` / `demo` whose parent was killed outright stops the same way.
+    stopWhenParentGone();
   });
   logger.info({ component: "gateway", signal }, "shutting down: draining in-flight requests");
   // app.close() stops accepting, closes idle keep-alive sockets and waits for in-flight requests to finish; after the

@@ -457,7 +457,8 @@ export class LocalController {
         };
       }
       this.finished.set(rolloutId, outcome);
-      this.log[state === "succeeded" ? "info" : "warn"](
+      // Killed by this controller's own shutdown (Ctrl-C of train, demo, eval): expected, not a warning.
+      this.log[state === "succeeded" || cause === "shutdown" ? "info" : "warn"](
         { rolloutId, attemptId: record.attempt_id, reason },
         "rollout process ended",
       );

@@ -2,8 +2,11 @@
  * @module A server started as a child process that prints its URL once listening (the gateway, the demo's teacher):
  * spawn it in its own process group, wait for the URL line, stop it with SIGTERM (then SIGKILL after a grace
  * period). Its own process group keeps a terminal Ctrl-C away from it, so the parent decides the order of stopping.
+ * It still ends with the parent: SIGTERM when the parent exits without stopping it, and `ARCLIGHT_PARENT_PID` for a
+ * child that watches for a parent killed outright (`parent-watch.ts`).
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { PARENT_PID_ENV } from "./parent-watch.js";
 
 /** A started server child. */
 export interface ServerChild {
@@ -41,10 +44,22 @@ export async function startServerChild(options: ServerChildOptions): Promise<Ser
   const [exe, ...args] = options.argv;
   if (exe === undefined) throw new RangeError("argv is empty");
   const child = spawn(exe, args, {
-    env: { ...process.env, ...options.env },
+    env: { ...process.env, ...options.env, [PARENT_PID_ENV]: String(process.pid) },
     stdio: ["ignore", "pipe", "inherit"],
     detached: true,
   });
+  // This process exiting without stopping the child (a second Ctrl-C exits at once): SIGTERM its group on the way out.
+  const onParentExit = () => {
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+  };
+  process.on("exit", onParentExit);
+  child.once("exit", () => process.off("exit", onParentExit));
   const timeoutMs = options.startTimeoutMs ?? 30_000;
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
