@@ -120,34 +120,27 @@ describe("reuse_processes", () => {
     expect(new Set(runsIn(out).map((run) => run.pid)).size).toBe(1);
   });
 
-  it("a run that calls process.exit ends its runner; the next run gets a new one", async () => {
+  it.each([
+    { what: "calls process.exit", agent: "exit4", timeout: 30, message: "exited with code 4" },
+    {
+      what: "runs past its timeout (killed with its runner)",
+      agent: "hang",
+      timeout: 1,
+      message: "timed out after 1 s",
+    },
+  ])("a run that $what ends its runner; the next run gets a new one", async ({ agent, timeout, message }) => {
     h.script("agents.mjs", AGENTS);
     const out = join(h.dir, "runs.txt");
-    await h.create([rolloutOf("exits", "exit4", out)]);
+    await h.create([rolloutOf("ends", agent, out, {}, timeout)]);
     h.controller({ pool_size: 1, reuse_processes: true }).start();
-    const [exited] = await h.waitTerminal(["exits"]);
-    expect(exited!.status.error_message).toBe("exited with code 4");
+    const [ended] = await h.waitTerminal(["ends"]);
+    expect(ended!.status.error_message).toBe(message);
     await h.create([rolloutOf("next", "record", out)]);
     const [next] = await h.waitTerminal(["next"]);
     expect(next!.status.state).toBe("succeeded");
     const [a, b] = runsIn(out);
     expect(a!.pid).not.toBe(b!.pid);
-    expect(processAlive(a!.pid)).toBe(false);
-  });
-
-  it("a run past its timeout is killed with its runner, and the next run gets a new one", async () => {
-    h.script("agents.mjs", AGENTS);
-    const out = join(h.dir, "runs.txt");
-    await h.create([rolloutOf("hangs", "hang", out, {}, 1)]);
-    h.controller({ pool_size: 1, reuse_processes: true }).start();
-    const [hung] = await h.waitTerminal(["hangs"]);
-    expect(hung!.status.error_message).toBe("timed out after 1 s");
-    await h.create([rolloutOf("next", "record", out)]);
-    const [next] = await h.waitTerminal(["next"]);
-    expect(next!.status.state).toBe("succeeded");
-    const [a, b] = runsIn(out);
-    expect(a!.pid).not.toBe(b!.pid);
-    await h.waitFor("the killed runner gone", () => (processAlive(a!.pid) ? undefined : true), 5000);
+    await h.waitFor("the ended runner gone", () => (processAlive(a!.pid) ? undefined : true), 5000);
   });
 
   it("a module without the export fails the rollout with exit code 2 and the runner's message", async () => {
