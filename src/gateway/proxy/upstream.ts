@@ -171,13 +171,15 @@ export class UpstreamClient {
     }
     if (err instanceof ResponseTooLarge) return this.failure(new UpstreamFailed(err.message), endpoint, retryCount);
     if (code !== undefined && TIMEOUT_CODES.has(code)) {
-      const message = `Upstream ${endpointName(endpoint)} did not answer within ${this.options.upstreamTimeoutMs} ms`;
+      const message = `Upstream of model ${endpoint.model} did not answer within ${this.options.upstreamTimeoutMs} ms`;
       return this.failure(new UpstreamTimeout(message, { cause: err }), endpoint, retryCount);
     }
     if (code === undefined || !TRANSPORT_CODES.has(code)) throw err;
     this.picker.reportFailure(endpoint.endpoint);
     if (lastTry || !this.budget.tryRetry(endpoint.endpoint)) {
-      const message = `Upstream ${endpointName(endpoint)} unreachable after ${retryCount + 1} tries: ${code}`;
+      // The model, not the URL: agents read this detail, and the endpoint's address is the admin's (docs/security.md);
+      // the recorded model_request event has it (server.endpoint).
+      const message = `Upstream of model ${endpoint.model} unreachable after ${retryCount + 1} tries: ${code}`;
       return this.failure(new UpstreamFailed(message, { cause: err }), endpoint, retryCount);
     }
     return null;
@@ -260,18 +262,5 @@ export class UpstreamClient {
       }
       signal?.addEventListener("abort", done, { once: true });
     });
-  }
-}
-
-/**
- * How an error message names an endpoint: model name and URL without credentials or query (an agent reads this
- * message), e.g. `policy at http://10.0.0.5:8000/v1`.
- */
-function endpointName(endpoint: Model): string {
-  try {
-    const url = new URL(endpoint.endpoint);
-    return `${endpoint.model} at ${url.origin}${url.pathname.replace(/\/+$/, "")}`;
-  } catch {
-    return endpoint.model;
   }
 }
