@@ -79,6 +79,10 @@ async function main(): Promise<void> {
     codecFlag(process.argv),
     name ?? "teacher",
   );
+  // The parent reads this line through a pipe; once that parent is gone (killed outright), a failed write is no error.
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE") throw err;
+  });
   console.log(`teacher listening on ${endpoint}`);
   const stop = () => void server.close();
   process.once("SIGTERM", stop);

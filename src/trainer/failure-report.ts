@@ -28,7 +28,8 @@ const TAIL_LINES = 12;
 
 /**
  * Describes why a rollout failed, for a terminal: its reason and the last {@link TAIL_LINES} lines of the agent's
- * output (the controller's `log` event), or a hint when the agent left no output (it may not have started).
+ * output (the controller's `log` event); without one, the rollout's `error_message`, and a hint that the agent may not
+ * have started when that is what it says (or it says nothing).
  * @param client - gateway client
  * @param rolloutId - a failed rollout
  * @returns multi-line text, no trailing newline; every line after the first is indented by two spaces
@@ -36,9 +37,15 @@ const TAIL_LINES = 12;
 export async function describeFailedRollout(client: GatewayClient, rolloutId: string): Promise<string> {
   const [log] = await client.getEvents(rolloutId, { eventType: "log" });
   if (log === undefined) {
+    const reason = (await client.getRollout(rolloutId).catch(() => null))?.rollout.status.error_message ?? null;
+    // An agent that started and then failed while no controller watched it (the one that ran it stopped or crashed)
+    // has a reason but no captured output; one that never started has neither, or "failed to start".
+    if (reason !== null && !reason.startsWith("failed to start")) {
+      return `rollout ${rolloutId} failed (${reason}); no output of it was recorded`;
+    }
     return (
-      `rollout ${rolloutId} failed with no output recorded: the agent command may not have started ` +
-      "(see the controller's log line above, e.g. spawn … ENOENT)"
+      `rollout ${rolloutId} failed${reason === null ? "" : ` (${reason})`} with no output recorded: the agent ` +
+      "command may not have started (see the controller's log line above, e.g. spawn … ENOENT)"
     );
   }
   const data = (log.data ?? {}) as { reason?: unknown; text?: unknown };
