@@ -18,6 +18,7 @@ import { availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
+import { processAlive } from "../controller/local.js";
 import { type DemoOptions, type DemoSummary, runDemo } from "../demo/run-demo.js";
 import { type DemoBudget, FULL_BUDGET, QUICK_BUDGET, TORCH_BUDGET } from "../demo/settings.js";
 import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
@@ -87,12 +88,7 @@ function demoRuns(pid: number): boolean {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT" && existsSync("/proc/self")) return false;
   }
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
+  return processAlive(pid);
 }
 
 /**

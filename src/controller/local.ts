@@ -111,6 +111,16 @@ export function killGroup(pid: number, signal: NodeJS.Signals): boolean {
   }
 }
 
+/**
+ * Kills a process group the way every agent is killed: SIGTERM now, SIGKILL after `graceMs` for whatever is left.
+ * @param pid - the group leader's pid (see {@link killGroup})
+ * @param graceMs - time between the two signals
+ */
+export function killGroupWithGrace(pid: number, graceMs: number): void {
+  killGroup(pid, "SIGTERM");
+  setTimeout(() => killGroup(pid, "SIGKILL"), graceMs).unref();
+}
+
 /** @returns true when a process with this pid exists (also when it belongs to another user) */
 export function processAlive(pid: number): boolean {
   try {
@@ -227,9 +237,7 @@ export class AgentProcess {
    */
   kill(graceMs: number): void {
     const pid = this.child.pid;
-    if (pid === undefined) return;
-    killGroup(pid, "SIGTERM");
-    setTimeout(() => killGroup(pid, "SIGKILL"), graceMs).unref();
+    if (pid !== undefined) killGroupWithGrace(pid, graceMs);
   }
 }
 

@@ -16,7 +16,7 @@ import { checkLaunchAllowed } from "./launch-policy.js";
 import {
   AgentProcess,
   type ExitInfo,
-  killGroup,
+  killGroupWithGrace,
   LaunchError,
   processAlive,
   readExitFile,
@@ -428,8 +428,7 @@ export class LocalController {
       owned.process.kill(graceMs);
       return;
     }
-    killGroup(owned.record.pid, "SIGTERM");
-    setTimeout(() => killGroup(owned.record.pid, "SIGKILL"), graceMs).unref();
+    killGroupWithGrace(owned.record.pid, graceMs);
   }
 
   /** Turns an exit into an outcome to report, frees the pool slot and wakes the loop. */

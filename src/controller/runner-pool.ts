@@ -9,8 +9,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import type { ExitInfo } from "./local.js";
-import { killGroup } from "./local.js";
+import { type ExitInfo, killGroup, killGroupWithGrace } from "./local.js";
 import { LogTail } from "./log-tail.js";
 
 /**
@@ -187,9 +186,7 @@ class Runner {
   kill(graceMs: number): void {
     const pid = this.child.pid;
     this.dead = true;
-    if (pid === undefined) return;
-    killGroup(pid, "SIGTERM");
-    setTimeout(() => killGroup(pid, "SIGKILL"), graceMs).unref();
+    if (pid !== undefined) killGroupWithGrace(pid, graceMs);
   }
 
   /** Closes the channel: an idle runner exits at once, a busy one after its run. */
