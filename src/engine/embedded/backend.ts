@@ -4,6 +4,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-wasm";
+import { installDecodeKernels } from "./wasm-decode.js";
 import { installLeanKernels } from "./wasm-kernels.js";
 import { installLayerNormKernel } from "./wasm-layer-norm.js";
 import { installAffineKernel, installBatchedXnnMatMul } from "./wasm-matmul.js";
@@ -32,6 +33,7 @@ export function initWasmBackend(): Promise<void> {
     installBatchedXnnMatMul();
     installAffineKernel();
     installLayerNormKernel();
+    installDecodeKernels();
     await tf.setBackend("wasm");
     await tf.ready();
     assertWasmBackend();

@@ -149,11 +149,18 @@ export class Batcher {
     const rows = this.running.map((r) => r.sequence);
     const tokens = Int32Array.from(rows, (s) => s.lastTokenId);
     const positions = Int32Array.from(rows, (s) => s.length - 1);
-    const { logits, kv } = tf.tidy(() => {
-      const bias = this.cache.stepBias();
-      return this.model.decodeStep(tf.tensor1d(tokens, "int32"), tf.tensor1d(positions, "int32"), this.cache.kv, bias);
-    });
-    this.cache.appendStep(kv);
+    this.cache.reserveColumn();
+    const { kv, filled } = this.cache;
+    const logits = tf.tidy(() =>
+      this.model.decodeStep(
+        tf.tensor1d(tokens, "int32"),
+        tf.tensor1d(positions, "int32"),
+        kv,
+        filled,
+        this.cache.stepBias(),
+      ),
+    );
+    this.cache.advance();
     this.sampleRows(logits, this.running);
   }
 

@@ -1,16 +1,23 @@
 /**
- * @module The shared KV cache of the decode loop. All running rows live in one [B, H, L, C/H] tensor per layer so a
- * decode step is a handful of batched ops whatever B is. Rows of different lengths share columns: each row owns
+ * @module The shared KV cache of the decode loop. All running rows live in one [B, H, capacity, C/H] tensor per layer
+ * so a decode step is a handful of batched ops whatever B is. Rows of different lengths share columns: each row owns
  * some columns and an additive bias hides the others. Attention has no notion of column order (positions are in the
- * embeddings), so a row's keys may sit anywhere. Each step appends one column that every row owns; a joining batch is
- * aligned to the right edge by zero-padding on the left; leaving rows are dropped and columns no row owns are trimmed.
+ * embeddings), so a row's keys may sit anywhere. Each decode step writes one column that every row owns into the
+ * free room after the filled ones, in place (see `wasm-decode.ts`), so a step copies nothing; the room doubles when
+ * it runs out. A joining batch is aligned to the right edge by zero-padding on the left; leaving rows are dropped and
+ * columns no row owns are trimmed. Joining, leaving and growing copy the tensors, which is why the cache holds them
+ * alone: no other tensor may share their buffers.
  */
 import * as tf from "@tensorflow/tfjs";
 import type { LayerKv } from "./model.js";
 import { MASKED } from "./ops.js";
 
+/** Free columns kept after the filled ones when the cache is rebuilt: as many as filled, at least this many. */
+const MIN_ROOM = 16;
+
 /** Column-padded KV cache of the running rows. Owns its tensors. */
 export class BatchKvCache {
+  /** Per layer, [B, H, capacity, C/H]; columns 0..columns-1 are filled. */
   private layers: LayerKv[] = [];
   /** owned[b][col] = 1 when row b's key sits in that column. */
   private owned: Uint8Array[] = [];
@@ -21,31 +28,41 @@ export class BatchKvCache {
     return this.owned.length;
   }
 
-  /** Per-layer KV, [B, H, L, C/H]; valid until the next mutation. */
+  /** Filled columns (L): the next decode step writes column L. */
+  get filled(): number {
+    return this.columns;
+  }
+
+  /**
+   * Per-layer KV, [B, H, capacity, C/H] with columns 0..L-1 filled; valid until the next mutation. A decode step
+   * writes column L in place, then calls {@link advance}.
+   */
   get kv(): LayerKv[] {
     return this.layers;
   }
 
+  /** Makes sure column L is free for the next decode step (rebuilding the tensors with more room if not). */
+  reserveColumn(): void {
+    const capacity = this.layers[0]?.k.shape[2] ?? 0;
+    if (this.rows === 0 || this.columns < capacity) return;
+    this.replaceLayers(tf.tidy(() => this.layers.map((layer) => withRoom(layer, this.columns))));
+  }
+
   /**
    * Attention bias of the next decode step: each row sees its own columns plus the new one.
-   * @returns [B, 1, 1, L+1] with 0 for visible and -1e9 for hidden columns (caller disposes)
+   * @returns [B, L+1] with 0 for visible and -1e9 for hidden columns (caller disposes)
    */
-  stepBias(): tf.Tensor4D {
+  stepBias(): tf.Tensor2D {
     const width = this.columns + 1;
     const bias = new Float32Array(this.rows * width);
     this.owned.forEach((row, b) => {
       for (let col = 0; col < this.columns; col++) if (row[col] === 0) bias[b * width + col] = MASKED;
     });
-    return tf.tensor4d(bias, [this.rows, 1, 1, width]);
+    return tf.tensor2d(bias, [this.rows, width]);
   }
 
-  /**
-   * Replaces the KV after a decode step appended one column owned by every row.
-   * @param next - per-layer KV, [B, H, L+1, C/H]; the cache takes ownership
-   */
-  appendStep(next: LayerKv[]): void {
-    this.disposeLayers();
-    this.layers = next;
+  /** Records that a decode step filled column L (every row owns it). */
+  advance(): void {
     this.columns += 1;
     this.owned = this.owned.map((row) => grow(row, 0, 1, 1));
   }
@@ -58,24 +75,29 @@ export class BatchKvCache {
   addRows(prefill: LayerKv[], lengths: number[]): void {
     const width = prefill[0]!.k.shape[2];
     if (this.rows === 0) {
-      this.disposeLayers();
-      this.layers = prefill;
+      const next = tf.tidy(() => prefill.map((layer) => withRoom(layer, width)));
+      for (const layer of prefill) tf.dispose([layer.k, layer.v]);
+      this.replaceLayers(next);
       this.columns = width;
       this.owned = lengths.map((n) => ownedPrefix(width, n));
       return;
     }
     const padOld = Math.max(0, width - this.columns);
     const padNew = Math.max(0, this.columns - width);
+    const total = this.columns + padOld;
     const merged = tf.tidy(() =>
-      this.layers.map((layer, l) => ({
-        k: tf.concat([padLeft(layer.k, padOld), padLeft(prefill[l]!.k, padNew)], 0), // [B+B', H, L', C/H]
-        v: tf.concat([padLeft(layer.v, padOld), padLeft(prefill[l]!.v, padNew)], 0),
-      })),
+      this.layers.map((layer, l) =>
+        withRoom(
+          {
+            k: tf.concat([padLeft(filled(layer.k, this.columns), padOld), padLeft(prefill[l]!.k, padNew)], 0), // [B+B', H, L', C/H]
+            v: tf.concat([padLeft(filled(layer.v, this.columns), padOld), padLeft(prefill[l]!.v, padNew)], 0),
+          },
+          total,
+        ),
+      ),
     );
     for (const layer of prefill) tf.dispose([layer.k, layer.v]);
-    this.disposeLayers();
-    this.layers = merged;
-    const total = this.columns + padOld;
+    this.replaceLayers(merged);
     this.owned = [
       ...this.owned.map((row) => grow(row, padOld, 0, 0)),
       ...lengths.map((n) => grow(ownedPrefix(width, n), padNew, 0, 0)),
@@ -98,28 +120,46 @@ export class BatchKvCache {
     while (start < this.columns && owned.every((row) => row[start] === 0)) start++;
     const next = tf.tidy(() => {
       const index = tf.tensor1d(keep, "int32");
-      return this.layers.map((layer) => ({
-        k: trimColumns(tf.gather(layer.k, index, 0), start), // [B'', H, L - start, C/H]
-        v: trimColumns(tf.gather(layer.v, index, 0), start),
-      }));
+      const kept = (x: tf.Tensor4D): tf.Tensor4D => columnRange(tf.gather(x, index, 0), start, this.columns);
+      return this.layers.map((layer) => withRoom({ k: kept(layer.k), v: kept(layer.v) }, this.columns - start)); // [B'', H, ·, C/H]
     });
-    this.disposeLayers();
-    this.layers = next;
+    this.replaceLayers(next);
     this.owned = owned.map((row) => row.slice(start));
     this.columns -= start;
   }
 
   /** Drops every row and frees the tensors. */
   clear(): void {
-    this.disposeLayers();
-    this.layers = [];
+    this.replaceLayers([]);
     this.owned = [];
     this.columns = 0;
   }
 
-  private disposeLayers(): void {
+  private replaceLayers(next: LayerKv[]): void {
     for (const layer of this.layers) tf.dispose([layer.k, layer.v]);
+    this.layers = next;
   }
+}
+
+/**
+ * The first `columns` columns of `layer` in new tensors with free room after them (as many columns as filled, at
+ * least {@link MIN_ROOM}); the room is zeros. Always a fresh buffer: the decode step writes into it.
+ */
+function withRoom(layer: LayerKv, columns: number): LayerKv {
+  const room = Math.max(MIN_ROOM, columns);
+  const padded = (x: tf.Tensor4D): tf.Tensor4D =>
+    tf.pad(filled(x, columns), [
+      [0, 0],
+      [0, 0],
+      [0, room],
+      [0, 0],
+    ]);
+  return { k: padded(layer.k), v: padded(layer.v) };
+}
+
+/** Columns 0..columns-1 of x (axis 2); x itself when those are all of it. */
+function filled(x: tf.Tensor4D, columns: number): tf.Tensor4D {
+  return columnRange(x, 0, columns);
 }
 
 /** A row owning its first `length` of `width` columns. */
@@ -149,9 +189,8 @@ function padLeft(x: tf.Tensor4D, pad: number): tf.Tensor4D {
       ]);
 }
 
-/** Drops the first `start` columns (axis 2). */
-function trimColumns(x: tf.Tensor4D, start: number): tf.Tensor4D {
-  if (start === 0) return x;
+/** Columns start..end-1 of x (axis 2); x itself when those are all of it. */
+function columnRange(x: tf.Tensor4D, start: number, end: number): tf.Tensor4D {
   const [b, h, l, d] = x.shape;
-  return tf.slice(x, [0, 0, start, 0], [b, h, l - start, d]);
+  return start === 0 && end === l ? x : tf.slice(x, [0, 0, start, 0], [b, h, end - start, d]);
 }

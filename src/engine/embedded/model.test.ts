@@ -3,6 +3,7 @@ import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { initWasmBackend } from "./backend.js";
 import type { ModelConfig } from "./config.js";
+import { BatchKvCache } from "./kv-cache.js";
 import { Gpt } from "./model.js";
 import { initialValues } from "./params.js";
 
@@ -61,4 +62,85 @@ describe("Gpt.forward", () => {
     tf.dispose([out.logits, ...out.kv.flatMap((l) => [l.k, l.v])]);
     model.dispose();
   });
+});
+
+describe("Gpt.decodeStep over the batch KV cache", () => {
+  beforeAll(() => initWasmBackend());
+
+  for (const shape of [
+    { d_model: 32, n_heads: 4 },
+    { d_model: 24, n_heads: 4 },
+  ]) {
+    it(`gives the full pass's next-token logits while rows join, leave and the cache grows (head size ${shape.d_model / shape.n_heads})`, () => {
+      const cfg: ModelConfig = { vocab: 40, n_layers: 2, context: 64, ...shape };
+      // Weights 25× their initial scale: peaked attention and logits far apart, so a wrong column or scale shows.
+      const values = new Map([...initialValues(cfg, 9)].map(([name, w]) => [name, w.map((x) => x * 25)]));
+      const model = new Gpt(cfg, values);
+      const cache = new BatchKvCache();
+      const rows: number[][] = [];
+      /** Logits of the last position of each row by a full forward pass, [rows, V]. */
+      const reference = (): number[][] =>
+        rows.map((ids) =>
+          tf.tidy(() => {
+            const { logits } = model.forward(tf.tensor2d(ids, [1, ids.length], "int32"), { inference: true });
+            return Array.from(logits.dataSync().slice((ids.length - 1) * cfg.vocab));
+          }),
+        );
+      const join = (prompts: number[][]): void => {
+        const width = Math.max(...prompts.map((p) => p.length));
+        const ids = prompts.flatMap((p) => [...p, ...new Array(width - p.length).fill(0)]);
+        const { kv } = model.forward(tf.tensor2d(ids, [prompts.length, width], "int32"), {
+          inference: true,
+          returnKv: true,
+        });
+        cache.addRows(
+          kv,
+          prompts.map((p) => p.length),
+        );
+        rows.push(...prompts.map((p) => [...p]));
+      };
+      const step = (): void => {
+        // Each row appends a token chosen from its length, then one decode step must match a full pass over it.
+        for (const ids of rows) ids.push((ids.length * 11 + ids[0]!) % cfg.vocab);
+        cache.reserveColumn();
+        const logits = tf.tidy(() =>
+          model.decodeStep(
+            tf.tensor1d(
+              rows.map((ids) => ids.at(-1)!),
+              "int32",
+            ),
+            tf.tensor1d(
+              rows.map((ids) => ids.length - 1),
+              "int32",
+            ),
+            cache.kv,
+            cache.filled,
+            cache.stepBias(),
+          ),
+        );
+        cache.advance();
+        const got = logits.arraySync();
+        logits.dispose();
+        reference().forEach((expected, b) => {
+          expect(
+            Math.max(...expected.map((v, i) => Math.abs(v - got[b]![i]!) / Math.max(1, Math.abs(v)))),
+          ).toBeLessThan(1e-3);
+        });
+      };
+      join([
+        [1, 2, 3, 4, 5],
+        [6, 7, 8],
+      ]);
+      for (let i = 0; i < 3; i++) step();
+      join([[9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]]); // wider than the running rows' columns
+      for (let i = 0; i < 3; i++) step();
+      cache.keepRows([0, 2]);
+      rows.splice(1, 1);
+      for (let i = 0; i < 20; i++) step(); // past the free room: the cache grows
+      join([[20]]);
+      step();
+      cache.clear();
+      model.dispose();
+    });
+  }
 });

@@ -7,6 +7,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { ModelConfig } from "./config.js";
 import { causalBias, gelu, layerNorm, linear } from "./ops.js";
 import { type BlockParams, buildParams, type GptParams, paramSpecs } from "./params.js";
+import { decodeAttention, geluInference, geluKernelFits } from "./wasm-decode.js";
 import { geluFused, linearBias } from "./wasm-fused.js";
 import { layerNormInference } from "./wasm-layer-norm.js";
 import { affine } from "./wasm-matmul.js";
@@ -22,14 +23,6 @@ export type ForwardOutput = {
   /** Next-token logits at every position, [B*T, V] (row b*T + t). */
   logits: tf.Tensor2D;
   /** Per-layer keys/values, [B, H, T, C/H]; empty unless requested. */
-  kv: LayerKv[];
-};
-
-/** Output of one decode step. */
-export type DecodeOutput = {
-  /** Next-token logits of each row, [B, V]. */
-  logits: tf.Tensor2D;
-  /** Per-layer keys/values including the new column, [B, H, L+1, C/H]. */
   kv: LayerKv[];
 };
 
@@ -80,6 +73,12 @@ const KERNEL_NORM_MAX_ROWS = 256;
 function norm(x: tf.Tensor2D, gain: tf.Tensor, bias: tf.Tensor, path: Path): tf.Tensor2D {
   const small = path === "inference" && x.shape[0] <= KERNEL_NORM_MAX_ROWS;
   return small ? layerNormInference(x, gain, bias) : layerNorm(x, gain, bias);
+}
+
+/** GELU: the six reference ops, the fused differentiable op for training, the forward-only kernel for inference. */
+function activate(x: tf.Tensor2D, path: Path): tf.Tensor {
+  if (path === "reference") return gelu(x);
+  return path === "inference" && geluKernelFits(x) ? geluInference(x) : geluFused(x);
 }
 
 /** The GPT: weights plus the two forward passes. Tensors returned by its methods belong to the caller. */
@@ -156,41 +155,34 @@ export class Gpt {
   }
 
   /**
-   * One decode step for a batch of rows whose keys/values sit in a shared, column-padded cache. Columns a row does
-   * not own are hidden by `bias`; positions are per row, so rows of different lengths decode together.
+   * One decode step for a batch of rows whose keys/values sit in a shared, column-padded cache with free room. Columns
+   * a row does not own are hidden by `bias`; positions are per row, so rows of different lengths decode together.
+   * Writes each layer's new key and value into column `columns` of `cache` in place (see {@link decodeAttention}).
    * @param tokenIds_B - int32 [B], the last token of each row
    * @param positions_B - int32 [B], position of that token in its sequence (< context)
-   * @param cache - per-layer KV, [B, H, L, C/H]
-   * @param bias_B_1_1_L1 - additive attention bias [B, 1, 1, L+1]: 0 for visible columns, -1e9 for hidden ones
-   * @returns logits [B, V] and the per-layer KV with the new column appended, [B, H, L+1, C/H]
+   * @param cache - per-layer KV, [B, H, capacity, C/H], columns 0..`columns`-1 filled, capacity > `columns`
+   * @param columns - filled columns L of the cache
+   * @param bias_B_L1 - additive attention bias [B, L+1]: 0 for visible columns, -1e9 for hidden ones
+   * @returns logits [B, V]
    */
   decodeStep(
     tokenIds_B: tf.Tensor1D,
     positions_B: tf.Tensor1D,
     cache: LayerKv[],
-    bias_B_1_1_L1: tf.Tensor4D,
-  ): DecodeOutput {
-    const batch = tokenIds_B.shape[0];
-    const { d_model: c, n_heads: heads } = this.config;
-    const headDim = c / heads;
+    columns: number,
+    bias_B_L1: tf.Tensor2D,
+  ): tf.Tensor2D {
     let x = tf.add(
       tf.gather(this.params.tokenEmbedding, tokenIds_B),
       tf.gather(this.params.positionEmbedding, positions_B),
     ) as tf.Tensor2D; // [B, C]
-    const kv: LayerKv[] = [];
     this.params.blocks.forEach((block, l) => {
       const h = norm(x, block.ln1Gain, block.ln1Bias, "inference");
       const qkv = project(h, block.qkvWeight, block.qkvBias, "inference"); // [B, 3C]
-      const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.reshape(t, [batch, heads, 1, headDim]) as tf.Tensor4D); // [B, H, 1, C/H]
-      const layer = cache[l]!;
-      const keys = tf.concat([layer.k, k!], 2); // [B, H, L+1, C/H]
-      const values = tf.concat([layer.v, v!], 2); // [B, H, L+1, C/H]
-      kv.push({ k: keys, v: values });
-      const scores = tf.add(tf.mul(tf.matMul(q!, keys, false, true), this.scale()), bias_B_1_1_L1); // [B, H, 1, L+1]
-      const y = tf.reshape(tf.matMul(tf.softmax(scores), values), [batch, c]) as tf.Tensor2D; // [B, H, 1, C/H] → [B, C]
+      const y = decodeAttention(qkv, cache[l]!, columns, bias_B_L1); // [B, C]
       x = this.residual(x, y, block, "inference");
     });
-    return { logits: this.head(x, "inference"), kv };
+    return this.head(x, "inference");
   }
 
   /** Frees the weights and cached masks. */
@@ -221,8 +213,7 @@ export class Gpt {
   private residual(x: tf.Tensor2D, attended: tf.Tensor2D, block: BlockParams, path: Path): tf.Tensor2D {
     const afterAttn = tf.add(x, project(attended, block.outWeight, block.outBias, path)) as tf.Tensor2D;
     const h = norm(afterAttn, block.ln2Gain, block.ln2Bias, path);
-    const activation = path === "reference" ? gelu : geluFused;
-    const up = activation(project(h, block.upWeight, block.upBias, path)); // [N, 4C]
+    const up = activate(project(h, block.upWeight, block.upBias, path), path); // [N, 4C]
     return tf.add(afterAttn, project(up, block.downWeight, block.downBias, path)) as tf.Tensor2D;
   }
 

@@ -35,9 +35,10 @@ export const detach = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[])
   gradFunc: (dy: tf.Tensor) => tf.zerosLike(dy),
 })) as <T extends tf.Tensor>(x: T) => T;
 
-/** Coefficients of 2u = x·(GELU_CUBE·x² + GELU_LINEAR), u = √(2/π)·(x + 0.044715·x³). */
-const GELU_LINEAR = 2 * Math.sqrt(2 / Math.PI);
-const GELU_CUBE = 0.044715 * GELU_LINEAR;
+/** Linear coefficient of 2u = x·(GELU_CUBE·x² + GELU_LINEAR), u = √(2/π)·(x + 0.044715·x³). */
+export const GELU_LINEAR = 2 * Math.sqrt(2 / Math.PI);
+/** Cubic coefficient of 2u (see {@link GELU_LINEAR}). */
+export const GELU_CUBE = 0.044715 * GELU_LINEAR;
 
 /**
  * GELU, tanh approximation, computed as x·σ(2u) — the same function as 0.5·x·(1 + tanh(u)) since

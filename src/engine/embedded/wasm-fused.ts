@@ -6,11 +6,8 @@
  * backward pass ends, and the heap never shrinks once grown.
  */
 import * as tf from "@tensorflow/tfjs";
+import { GELU_CUBE, GELU_LINEAR } from "./ops.js";
 import { affine } from "./wasm-matmul.js";
-
-/** 2u = x·(GELU_CUBE·x² + GELU_LINEAR) with u = √(2/π)·(x + 0.044715·x³), as in `ops.ts`. */
-const GELU_LINEAR = 2 * Math.sqrt(2 / Math.PI);
-const GELU_CUBE = 0.044715 * GELU_LINEAR;
 
 /**
  * GELU (tanh approximation) as one op with its gradient: the same function as `ops.ts`'s {@link gelu}, within

@@ -1,0 +1,167 @@
+;; Forward-only kernels of the decode step, over tfjs's wasm heap (imported as env.memory). Source of decode.wasm.ts:
+;; regenerate it with `npx tsx scripts/build-wasm.ts` (a test fails while it is out of date). Pointers are byte offsets
+;; into the heap; values are float32; vector loops run 4 lanes (v128) at a time.
+(module
+  (import "env" "memory" (memory 1))
+
+  ;; e^x for 4 lanes: x = n·ln2 + r with n = round(x·log2 e), e^r by Cephes' degree-6 polynomial for expf, then the
+  ;; exponent n put in the float's bits (as 2^(n-1)·2, so n = 128 stays finite). Lanes below -87 give 0 (e^-87 is
+  ;; near the smallest normal float); lanes are clamped above at 88.72 (e^88.72 ≈ the largest float); NaN stays NaN.
+  (func $exp4 (param $x v128) (result v128)
+    (local $n v128) (local $r v128) (local $p v128) (local $below v128)
+    (local.set $below (f32x4.lt (local.get $x) (f32x4.splat (f32.const -87))))
+    (local.set $x (f32x4.min (local.get $x) (f32x4.splat (f32.const 88.72))))
+    (local.set $n (f32x4.nearest (f32x4.mul (local.get $x) (f32x4.splat (f32.const 1.44269504088896341)))))
+    (local.set $r (f32x4.sub (f32x4.sub (local.get $x) (f32x4.mul (local.get $n) (f32x4.splat (f32.const 0.693359375))))
+      (f32x4.mul (local.get $n) (f32x4.splat (f32.const -2.12194440e-4)))))
+    (local.set $p (f32x4.splat (f32.const 1.9875691500e-4)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 1.3981999507e-3))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 8.3334519073e-3))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 4.1665795894e-2))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 1.6666665459e-1))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 5.0000001201e-1))))
+    (local.set $p (f32x4.add (f32x4.add (f32x4.mul (f32x4.mul (local.get $p) (local.get $r)) (local.get $r)) (local.get $r))
+      (f32x4.splat (f32.const 1))))
+    (local.set $p (f32x4.mul (f32x4.mul (local.get $p) (f32x4.splat (f32.const 2)))
+      (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $n)) (i32x4.splat (i32.const 126))) (i32.const 23))))
+    (v128.andnot (local.get $p) (local.get $below)))
+
+  ;; Σ_d a[d]·b[d] over n floats.
+  (func $dot (param $a i32) (param $b i32) (param $n i32) (result f32)
+    (local $acc v128) (local $vectorEnd i32) (local $end i32) (local $sum f32)
+    (local.set $end (i32.add (local.get $a) (i32.shl (local.get $n) (i32.const 2))))
+    (local.set $vectorEnd (i32.add (local.get $a) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+    (block $done (loop $lanes
+      (br_if $done (i32.ge_u (local.get $a) (local.get $vectorEnd)))
+      (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $a)) (v128.load (local.get $b)))))
+      (local.set $a (i32.add (local.get $a) (i32.const 16)))
+      (local.set $b (i32.add (local.get $b) (i32.const 16)))
+      (br $lanes)))
+    (local.set $sum (f32.add
+      (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
+    (block $tailDone (loop $tail
+      (br_if $tailDone (i32.ge_u (local.get $a) (local.get $end)))
+      (local.set $sum (f32.add (local.get $sum) (f32.mul (f32.load (local.get $a)) (f32.load (local.get $b)))))
+      (local.set $a (i32.add (local.get $a) (i32.const 4)))
+      (local.set $b (i32.add (local.get $b) (i32.const 4)))
+      (br $tail)))
+    (local.get $sum))
+
+  ;; out[d] += w·x[d] over n floats.
+  (func $axpy (param $out i32) (param $x i32) (param $w f32) (param $n i32)
+    (local $ws v128) (local $vectorEnd i32) (local $end i32)
+    (local.set $ws (f32x4.splat (local.get $w)))
+    (local.set $end (i32.add (local.get $out) (i32.shl (local.get $n) (i32.const 2))))
+    (local.set $vectorEnd (i32.add (local.get $out) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+    (block $done (loop $lanes
+      (br_if $done (i32.ge_u (local.get $out) (local.get $vectorEnd)))
+      (v128.store (local.get $out)
+        (f32x4.add (v128.load (local.get $out)) (f32x4.mul (local.get $ws) (v128.load (local.get $x)))))
+      (local.set $out (i32.add (local.get $out) (i32.const 16)))
+      (local.set $x (i32.add (local.get $x) (i32.const 16)))
+      (br $lanes)))
+    (block $tailDone (loop $tail
+      (br_if $tailDone (i32.ge_u (local.get $out) (local.get $end)))
+      (f32.store (local.get $out) (f32.add (f32.load (local.get $out)) (f32.mul (local.get $w) (f32.load (local.get $x)))))
+      (local.set $out (i32.add (local.get $out) (i32.const 4)))
+      (local.set $x (i32.add (local.get $x) (i32.const 4)))
+      (br $tail))))
+
+  ;; Attention of one decode step, every row and head. C = heads·headDim; W = columns + 1.
+  ;;   qkv   [rows, 3C]                   this step's query | key | value of each row
+  ;;   k, v  [rows, heads, capacity, hd]  the cache; this step's key and value are written into column `columns`
+  ;;   bias  [rows, W]                    additive attention bias (0 visible, -1e9 hidden)
+  ;;   y     [rows, C]                    out: softmax(q·kᵀ·scale + bias)·v over columns 0..columns, heads side by side
+  ;;   probs [W rounded up to 4]          scratch
+  (func (export "attend")
+    (param $qkv i32) (param $k i32) (param $v i32) (param $bias i32) (param $y i32) (param $probs i32)
+    (param $rows i32) (param $heads i32) (param $headDim i32) (param $capacity i32) (param $columns i32)
+    (param $scale f32)
+    (local $c i32) (local $width i32) (local $headBytes i32) (local $b i32) (local $h i32) (local $l i32)
+    (local $q i32) (local $keys i32) (local $values i32) (local $out i32) (local $biasRow i32) (local $p i32)
+    (local $s f32) (local $max f32) (local $sum f32) (local $inv f32)
+    (local.set $c (i32.mul (local.get $heads) (local.get $headDim)))
+    (local.set $width (i32.add (local.get $columns) (i32.const 1)))
+    (local.set $headBytes (i32.shl (local.get $headDim) (i32.const 2)))
+    (local.set $b (i32.const 0))
+    (block $rowsDone (loop $eachRow
+      (br_if $rowsDone (i32.ge_u (local.get $b) (local.get $rows)))
+      (local.set $biasRow (i32.add (local.get $bias) (i32.shl (i32.mul (local.get $b) (local.get $width)) (i32.const 2))))
+      (local.set $h (i32.const 0))
+      (block $headsDone (loop $eachHead
+        (br_if $headsDone (i32.ge_u (local.get $h) (local.get $heads)))
+        ;; q of (b, h); this step's key and value sit C and 2C floats after it.
+        (local.set $q (i32.add (local.get $qkv) (i32.shl
+          (i32.add (i32.mul (local.get $b) (i32.mul (local.get $c) (i32.const 3))) (i32.mul (local.get $h) (local.get $headDim)))
+          (i32.const 2))))
+        (local.set $keys (i32.add (local.get $k) (i32.mul (local.get $headBytes)
+          (i32.mul (i32.add (i32.mul (local.get $b) (local.get $heads)) (local.get $h)) (local.get $capacity)))))
+        (local.set $values (i32.add (local.get $v) (i32.sub (local.get $keys) (local.get $k))))
+        (memory.copy (i32.add (local.get $keys) (i32.mul (local.get $headBytes) (local.get $columns)))
+          (i32.add (local.get $q) (i32.shl (local.get $c) (i32.const 2))) (local.get $headBytes))
+        (memory.copy (i32.add (local.get $values) (i32.mul (local.get $headBytes) (local.get $columns)))
+          (i32.add (local.get $q) (i32.shl (local.get $c) (i32.const 3))) (local.get $headBytes))
+        ;; scores and their max
+        (local.set $max (f32.const -inf))
+        (local.set $l (i32.const 0))
+        (block $scored (loop $score
+          (br_if $scored (i32.ge_u (local.get $l) (local.get $width)))
+          (local.set $s (f32.add
+            (f32.mul (call $dot (local.get $q) (i32.add (local.get $keys) (i32.mul (local.get $l) (local.get $headBytes)))
+              (local.get $headDim)) (local.get $scale))
+            (f32.load (i32.add (local.get $biasRow) (i32.shl (local.get $l) (i32.const 2))))))
+          (f32.store (i32.add (local.get $probs) (i32.shl (local.get $l) (i32.const 2))) (local.get $s))
+          (local.set $max (f32.max (local.get $max) (local.get $s)))
+          (local.set $l (i32.add (local.get $l) (i32.const 1)))
+          (br $score)))
+        ;; softmax numerators (4 at a time, into the rounded-up scratch) and their sum over the W real ones
+        (local.set $p (local.get $probs))
+        (block $exped (loop $expo
+          (br_if $exped (i32.ge_u (local.get $p)
+            (i32.add (local.get $probs) (i32.shl (local.get $width) (i32.const 2)))))
+          (v128.store (local.get $p) (call $exp4 (f32x4.sub (v128.load (local.get $p)) (f32x4.splat (local.get $max)))))
+          (local.set $p (i32.add (local.get $p) (i32.const 16)))
+          (br $expo)))
+        (local.set $sum (f32.const 0))
+        (local.set $l (i32.const 0))
+        (block $summedUp (loop $add
+          (br_if $summedUp (i32.ge_u (local.get $l) (local.get $width)))
+          (local.set $sum (f32.add (local.get $sum) (f32.load (i32.add (local.get $probs) (i32.shl (local.get $l) (i32.const 2))))))
+          (local.set $l (i32.add (local.get $l) (i32.const 1)))
+          (br $add)))
+        (local.set $inv (f32.div (f32.const 1) (local.get $sum)))
+        ;; y of (b, h) = Σ_l p_l·v_l
+        (local.set $out (i32.add (local.get $y) (i32.shl
+          (i32.add (i32.mul (local.get $b) (local.get $c)) (i32.mul (local.get $h) (local.get $headDim)))
+          (i32.const 2))))
+        (memory.fill (local.get $out) (i32.const 0) (local.get $headBytes))
+        (local.set $l (i32.const 0))
+        (block $weighed (loop $weigh
+          (br_if $weighed (i32.ge_u (local.get $l) (local.get $width)))
+          (call $axpy (local.get $out) (i32.add (local.get $values) (i32.mul (local.get $l) (local.get $headBytes)))
+            (f32.mul (f32.load (i32.add (local.get $probs) (i32.shl (local.get $l) (i32.const 2)))) (local.get $inv))
+            (local.get $headDim))
+          (local.set $l (i32.add (local.get $l) (i32.const 1)))
+          (br $weigh)))
+        (local.set $h (i32.add (local.get $h) (i32.const 1)))
+        (br $eachHead)))
+      (local.set $b (i32.add (local.get $b) (i32.const 1)))
+      (br $eachRow))))
+
+  ;; GELU (tanh approximation) as x·σ(2u) = x / (1 + e^(-2u)), 2u = x·(cube·x² + linear): n floats (a multiple of 4)
+  ;; from x to out. cube and linear as in ops.ts.
+  (func (export "gelu") (param $x i32) (param $out i32) (param $n i32) (param $cube f32) (param $linear f32)
+    (local $end i32) (local $v v128)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+    (block $done (loop $lanes
+      (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+      (local.set $v (v128.load (local.get $x)))
+      (v128.store (local.get $out) (f32x4.div (local.get $v) (f32x4.add (f32x4.splat (f32.const 1))
+        (call $exp4 (f32x4.neg (f32x4.mul (local.get $v) (f32x4.add
+          (f32x4.mul (f32x4.mul (local.get $v) (local.get $v)) (f32x4.splat (local.get $cube)))
+          (f32x4.splat (local.get $linear)))))))))
+      (local.set $x (i32.add (local.get $x) (i32.const 16)))
+      (local.set $out (i32.add (local.get $out) (i32.const 16)))
+      (br $lanes))))
+)
