@@ -186,13 +186,13 @@ line(`logprobs ${BATCH}×${SEQ_LEN}`, scoring, BATCH * (SEQ_LEN - 1));
 console.log(`peak RSS after logprobs: ${peakRssMiB()} MiB`);
 
 // 3. Sampling: N concurrent generate() calls, each one sequence of 64 new tokens from a 16-token prompt.
-async function sampleConcurrent(concurrency: number): Promise<number> {
+async function sampleConcurrent(concurrency: number, on: EmbeddedEngine = engine): Promise<number> {
   const calls = Array.from({ length: concurrency }, (_, i) => {
     const request: GenerationRequest = {
       promptTokenIds: randomIds(PROMPT_LEN),
       sampling: { temperature: 1, topP: 1, topK: 0, maxTokens: NEW_TOKENS, stopTokenIds: [], stop: [], seed: i },
     };
-    return engine.generate([request]);
+    return on.generate([request]);
   });
   let tokens = 0;
   for (const [result] of await Promise.all(calls)) tokens += result!.tokenIds.length;
@@ -290,4 +290,37 @@ if (typeof torch !== "string") {
 }
 console.log(`peak RSS with the gradient worker: ${peakRssMiB()} MiB | load average after ${loadavg()[0]!.toFixed(2)}`);
 parallel.dispose();
+
+// 5. Sampling on 2 threads: 16 concurrent calls shared between this thread's decode loop and one decode worker's
+// (decode-thread.ts), against PyTorch's batch of 16 on 2 threads; rounds alternate again.
+const decoding = await EmbeddedEngine.create({ config: "bench", seed: 1, decodeThreads: TORCH_THREADS });
+while (decoding.readyDecodeThreads < TORCH_THREADS - 1) await new Promise((resolve) => setTimeout(resolve, 50));
+await sampleConcurrent(16, decoding); // warm-up
+const decodeRuns: (Run & { tokens: number })[] = [];
+const torchDecodeRuns: Run[][] = TORCH_THREAD_COUNTS.map(() => []); // [0]: 2 threads
+for (let round = 0; round < ROUNDS; round++) {
+  let tokens = 0;
+  const m = await measure(async () => {
+    tokens = await sampleConcurrent(16, decoding);
+  });
+  decodeRuns.push({ ...m, tokens });
+  if (typeof torch !== "string") await torchRounds((t) => t.sample(16, PROMPT_LEN, NEW_TOKENS), torchDecodeRuns);
+}
+const decodeRate = line(
+  `sampling 16 concurrent × ${NEW_TOKENS} new, embedded ${TORCH_THREADS} decode threads (~${median(decodeRuns.map((r) => r.tokens))} tokens)`,
+  decodeRuns,
+  median(decodeRuns.map((r) => r.tokens)),
+);
+if (typeof torch !== "string") {
+  const torchRate = line(
+    `sampling PyTorch one batch of 16 × ${NEW_TOKENS} new, ${TORCH_THREADS} thread(s)`,
+    torchDecodeRuns[0]!,
+    16 * NEW_TOKENS,
+  );
+  console.log(
+    `sampling@16 ratio embedded ${TORCH_THREADS} decode threads/PyTorch ${TORCH_THREADS} threads: ${(decodeRate / torchRate).toFixed(2)} | target >= 1.00`,
+  );
+}
+console.log(`peak RSS with the decode worker: ${peakRssMiB()} MiB | load average after ${loadavg()[0]!.toFixed(2)}`);
+decoding.dispose();
 if (typeof torch !== "string") torch.close();

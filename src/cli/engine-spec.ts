@@ -28,22 +28,36 @@ export interface EngineFlags {
  * @param section - the config's `engine` section
  * @param flags - `--engine`, `--preset`, `--engine-seed`
  * @returns the engine spec
- * @throws {CliError} naming --engine, --preset or --engine-seed, or `engine.train_threads` above 1 with torch
+ * @throws {CliError} naming --engine, --preset or --engine-seed, or `engine.train_threads` or
+ *   `engine.decode_threads` above 1 with torch
  */
 export function engineSpecOf(section: TrainedEngineSection, flags: EngineFlags): EngineSpec {
   const kind = flags.engine ?? section.kind;
   if (kind !== "embedded" && kind !== "torch") throw new CliError(`--engine ${kind}: expected embedded or torch`);
   const seed = integerFlag("--engine-seed", String(flags.engineSeed));
   if (kind === "torch") {
+    const torchFrom = flags.engine === "torch" ? "--engine torch" : "engine.kind torch";
     if (section.train_threads !== 1) {
-      const torch = flags.engine === "torch" ? "--engine torch" : "engine.kind torch";
       throw new CliError(
-        `engine.train_threads ${section.train_threads} with ${torch}: train_threads is the embedded engine's ` +
+        `engine.train_threads ${section.train_threads} with ${torchFrom}: train_threads is the embedded engine's ` +
           "setting; the torch engine trains with PyTorch's own threads (leave it at 1)",
       );
     }
+    if (section.decode_threads !== 1) {
+      throw new CliError(
+        `engine.decode_threads ${section.decode_threads} with ${torchFrom}: decode_threads is the embedded engine's ` +
+          "setting; the torch engine samples with PyTorch's own threads or vLLM (leave it at 1)",
+      );
+    }
     // The sampler keys (trainer config only) say who samples, not how the torch worker runs.
-    const { kind: _kind, model, seed: configSeed, train_threads: _threads, ...rest } = section;
+    const {
+      kind: _kind,
+      model,
+      seed: configSeed,
+      train_threads: _threads,
+      decode_threads: _decoders,
+      ...rest
+    } = section;
     const {
       sampler: _s,
       vllm_endpoints: _e,
@@ -56,5 +70,11 @@ export function engineSpecOf(section: TrainedEngineSection, flags: EngineFlags):
   if (!EMBEDDED_PRESETS.includes(flags.preset as ModelPreset)) {
     throw new CliError(`--preset ${flags.preset}: expected one of ${EMBEDDED_PRESETS.join(", ")}`);
   }
-  return { kind: "embedded", model: flags.preset as ModelPreset, seed, trainThreads: section.train_threads };
+  return {
+    kind: "embedded",
+    model: flags.preset as ModelPreset,
+    seed,
+    trainThreads: section.train_threads,
+    decodeThreads: section.decode_threads,
+  };
 }

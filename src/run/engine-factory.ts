@@ -18,6 +18,8 @@ export interface EmbeddedFreshSpec {
   positionInit?: PositionInit;
   /** Threads per training step (`EmbeddedEngineOptions.trainThreads`); default 1. */
   trainThreads?: number;
+  /** Threads that decode (`EmbeddedEngineOptions.decodeThreads`); default 1. */
+  decodeThreads?: number;
 }
 
 /** The embedded CPU engine loaded from a checkpoint directory (written by `Engine.saveCheckpoint`). */
@@ -26,6 +28,8 @@ export interface EmbeddedCheckpointSpec {
   checkpoint: string;
   /** Threads per training step (`EmbeddedEngineOptions.trainThreads`); default 1. */
   trainThreads?: number;
+  /** Threads that decode (`EmbeddedEngineOptions.decodeThreads`); default 1. */
+  decodeThreads?: number;
 }
 
 /** The torch engine: a Python worker arclight starts (or the running one at `torch.url`). */
@@ -59,7 +63,24 @@ export function describeEngineSpec(spec: EngineSpec): string {
       : typeof spec.model === "string"
         ? spec.model
         : "custom shape";
-  return `embedded ${model}, ${threads} training thread${threads === 1 ? "" : "s"}`;
+  const decoders = spec.decodeThreads ?? 1;
+  const decoding = decoders === 1 ? "" : `, ${decoders} decode threads`;
+  return `embedded ${model}, ${threads} training thread${threads === 1 ? "" : "s"}${decoding}`;
+}
+
+/**
+ * The thread settings of an embedded spec, as engine options (only those it sets).
+ * @param spec - an embedded spec
+ * @returns `trainThreads` and `decodeThreads` where set
+ */
+export function threadOptions(spec: EmbeddedFreshSpec | EmbeddedCheckpointSpec): {
+  trainThreads?: number;
+  decodeThreads?: number;
+} {
+  return {
+    ...(spec.trainThreads === undefined ? {} : { trainThreads: spec.trainThreads }),
+    ...(spec.decodeThreads === undefined ? {} : { decodeThreads: spec.decodeThreads }),
+  };
 }
 
 /**
@@ -72,7 +93,7 @@ export function describeEngineSpec(spec: EngineSpec): string {
  */
 export async function createEngine(spec: EngineSpec): Promise<Engine> {
   if (spec.kind === "torch") return openTorchEngine(spec.model, spec.seed, spec.torch);
-  const threads = spec.trainThreads === undefined ? {} : { trainThreads: spec.trainThreads };
+  const threads = threadOptions(spec);
   if ("checkpoint" in spec) return EmbeddedEngine.load(spec.checkpoint, threads);
   if (typeof spec.model === "string" && !(spec.model in MODEL_PRESETS)) {
     throw new RangeError(`unknown embedded preset "${spec.model}" (known: ${EMBEDDED_PRESETS.join(", ")})`);

@@ -4,7 +4,7 @@
  */
 import { resolve } from "node:path";
 import type { Engine } from "../engine/engine.js";
-import { createEngine, type EngineSpec } from "./engine-factory.js";
+import { createEngine, type EngineSpec, threadOptions } from "./engine-factory.js";
 
 /**
  * Builds the engine from a checkpoint: an embedded spec loads the checkpoint as its model (its shape comes from the
@@ -31,13 +31,12 @@ export async function createEngineFrom(spec: EngineSpec, checkpointDir: string):
 
 /**
  * The spec {@link createEngineFrom} builds its engine from: an embedded spec becomes the checkpoint's own (same training
- * threads); any other spec is kept, and the checkpoint is loaded into its engine afterwards.
+ * and decode threads); any other spec is kept, and the checkpoint is loaded into its engine afterwards.
  * @param spec - the engine the command would build
  * @param checkpointDir - the checkpoint directory (resolved against the working directory)
  * @returns the spec
  */
 export function specFrom(spec: EngineSpec, checkpointDir: string): EngineSpec {
   if (spec.kind !== "embedded") return spec;
-  const threads = spec.trainThreads === undefined ? {} : { trainThreads: spec.trainThreads };
-  return { kind: "embedded", checkpoint: resolve(checkpointDir), ...threads };
+  return { kind: "embedded", checkpoint: resolve(checkpointDir), ...threadOptions(spec) };
 }

@@ -41,7 +41,8 @@ describe("config table", () => {
     expect(keys).toContain("engine.lora.rank");
     expect(keys).toContain("engine.train_threads");
     expect(keys).toContain("controller.reuse_processes");
-    expect(keys).toHaveLength(69);
+    expect(keys).toContain("engine.decode_threads");
+    expect(keys).toHaveLength(70);
   });
 
   it("matches the table in docs/configuration.md (regenerate it from renderConfigTable(TrainerConfigSchema) when this fails)", () => {

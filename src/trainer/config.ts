@@ -257,6 +257,17 @@ export const EngineSectionSchema = TorchEngineConfigSchema.extend({
         "one share per row; worth it when the cores are idle during updates, e.g. a synchronous trainer; " +
         "docs/engine.md); torch: must stay 1",
     ),
+  decode_threads: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_TRAIN_THREADS)
+    .default(1)
+    .describe(
+      "embedded: threads that decode, 1–64 (each generate call goes to the decode loop, this thread's or a decode " +
+        "worker thread's, with the fewest sequences; worth it when many agents sample at once and cores are idle; " +
+        "each worker adds a copy of the model's memory; docs/engine.md); torch: must stay 1",
+    ),
   sampler: z
     .enum(["engine", "vllm"])
     .default("engine")

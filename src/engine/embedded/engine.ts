@@ -24,8 +24,9 @@ import { Batcher } from "./batcher.js";
 import { ChatMLTemplate } from "./chat-template.js";
 import { readCheckpoint, writeCheckpoint } from "./checkpoint.js";
 import { MAX_TRAIN_THREADS, MODEL_PRESETS, type ModelConfig, type ModelPreset, parseModelConfig } from "./config.js";
+import { DecodeThread } from "./decode-thread.js";
 import { Gpt } from "./model.js";
-import { ParallelTrainer } from "./parallel-train.js";
+import { ParallelTrainer, readWeights } from "./parallel-train.js";
 import { initialValues, type PositionInit } from "./params.js";
 import type { SafeTensor } from "./safetensors.js";
 import { scoreTokens } from "./score.js";
@@ -50,6 +51,24 @@ export interface EmbeddedEngineOptions {
    * thread). Worth it when the other cores are idle during updates, as in a synchronous trainer on a small machine.
    */
   trainThreads?: number;
+  /**
+   * Threads that decode (see `decode-thread.ts`): this one plus `decodeThreads − 1` decode worker threads, each a
+   * tfjs-wasm instance with a copy of the weights and its own decode loop; each `generate` call goes to the loop
+   * with the fewest sequences. Default 1. Worth it when concurrent calls would otherwise leave cores idle, as when
+   * the engine serves many agents at once; each worker adds its own wasm heap to the process's memory.
+   */
+  decodeThreads?: number;
+}
+
+/**
+ * A thread-count option's value (default 1).
+ * @throws {RangeError} naming the option for a value that is not an integer from 1 to {@link MAX_TRAIN_THREADS}
+ */
+function threadCount(option: string, value: number | undefined): number {
+  const threads = value ?? 1;
+  if (!Number.isInteger(threads) || threads < 1 || threads > MAX_TRAIN_THREADS)
+    throw new RangeError(`${option} must be an integer from 1 to ${MAX_TRAIN_THREADS}, got ${threads}`);
+  return threads;
 }
 
 /** The embedded CPU engine. Build with {@link EmbeddedEngine.create} or {@link EmbeddedEngine.load}. */
@@ -65,19 +84,25 @@ export class EmbeddedEngine implements Engine {
   private readonly batcher: Batcher;
   private readonly scoreBatchSize: number;
   private readonly parallel: ParallelTrainer | undefined;
+  private readonly decodeThreads: DecodeThread[];
 
-  private constructor(model: Gpt, options: Omit<EmbeddedEngineOptions, "config" | "seed">) {
+  private constructor(model: Gpt, options: Omit<EmbeddedEngineOptions, "config" | "seed">, version = 0) {
     this.model = model;
+    this.version = version;
     this.scoreBatchSize = options.scoreBatchSize ?? 32;
-    const threads = options.trainThreads ?? 1;
-    if (!Number.isInteger(threads) || threads < 1 || threads > MAX_TRAIN_THREADS)
-      throw new RangeError(`trainThreads must be an integer from 1 to ${MAX_TRAIN_THREADS}, got ${threads}`);
+    const threads = threadCount("trainThreads", options.trainThreads);
+    const decoders = threadCount("decodeThreads", options.decodeThreads);
     this.parallel = threads > 1 ? new ParallelTrainer(threads) : undefined;
+    const maxBatchSize = options.maxBatchSize ?? 64;
     this.batcher = new Batcher(model, {
       tokenizer: this.tokenizer,
-      maxBatchSize: options.maxBatchSize ?? 64,
+      maxBatchSize,
       policyVersion: () => this.version,
     });
+    this.decodeThreads = Array.from(
+      { length: decoders - 1 },
+      () => new DecodeThread({ config: model.config, weights: readWeights(model), version, maxBatchSize }),
+    );
   }
 
   /**
@@ -85,7 +110,7 @@ export class EmbeddedEngine implements Engine {
    * @param options - config or preset name, seed, batch sizes
    * @returns the engine, on the wasm backend
    * @throws {z.ZodError} for an invalid config
-   * @throws {RangeError} for a `trainThreads` that is not an integer from 1 to 64
+   * @throws {RangeError} for a `trainThreads` or `decodeThreads` that is not an integer from 1 to 64
    * @throws {WasmBackendUnavailable} when tfjs cannot run on wasm
    */
   static async create(options: EmbeddedEngineOptions): Promise<EmbeddedEngine> {
@@ -112,15 +137,19 @@ export class EmbeddedEngine implements Engine {
     await initWasmBackend();
     const checkpoint = await readCheckpoint(dir);
     const values = new Map([...checkpoint.weights].map(([name, t]) => [name, t.data]));
-    const engine = new EmbeddedEngine(new Gpt(checkpoint.config, values), options);
+    const engine = new EmbeddedEngine(new Gpt(checkpoint.config, values), options, checkpoint.policyVersion);
     engine.restoreOptimizer(checkpoint.optimizer);
-    engine.version = checkpoint.policyVersion;
     return engine;
   }
 
   /** Version of the current weights: +1 per train step and per loaded checkpoint. */
   get policyVersion(): number {
     return this.version;
+  }
+
+  /** Decode worker threads taking calls now (`decodeThreads` − 1 once they have started; 0 while they start). */
+  get readyDecodeThreads(): number {
+    return this.decodeThreads.filter((thread) => thread.usable).length;
   }
 
   /** Longest sequence (tokens), prompt plus response. */
@@ -132,11 +161,21 @@ export class EmbeddedEngine implements Engine {
    * Generates one sequence per request; concurrent calls share the decode loop (continuous batching). Logprobs are
    * those of the distribution actually sampled from (see `sample.ts`); `<|endoftext|>` always stops a sequence.
    * A sequence in flight when the weights change continues on the new weights and reports the version it started on.
+   * With `decodeThreads` > 1 the call runs on whichever decode loop has the fewest sequences.
    * @throws {RangeError} for an empty prompt, a prompt of context length or more, or an id outside the vocabulary
+   * @throws {DecodeWorkerFailed} (`decode-thread.ts`) when the decode worker thread running the call fails
    */
   async generate(requests: GenerationRequest[], options?: GenerateOptions): Promise<GenerationResult[]> {
     for (const request of requests) this.checkPrompt(request.promptTokenIds);
-    return this.batcher.submit(requests, options);
+    const local = this.batcher.load;
+    let target: Batcher | DecodeThread = this.batcher;
+    let least = local.running + local.pending;
+    for (const thread of this.decodeThreads)
+      if (thread.usable && thread.load < least) {
+        target = thread;
+        least = thread.load;
+      }
+    return target.submit(requests, options);
   }
 
   /**
@@ -157,7 +196,10 @@ export class EmbeddedEngine implements Engine {
     const metrics = this.parallel
       ? await this.parallel.trainStep(this.model, this.optimizer, rows, loss, optimizer)
       : trainStep(this.model, this.optimizer, rows, loss, optimizer);
-    if (metrics.nonFiniteSkipped !== true) this.version += 1;
+    if (metrics.nonFiniteSkipped !== true) {
+      this.version += 1;
+      this.syncDecodeThreads();
+    }
     return metrics;
   }
 
@@ -206,6 +248,7 @@ export class EmbeddedEngine implements Engine {
     }
     this.restoreOptimizer(checkpoint.optimizer);
     this.version += 1;
+    this.syncDecodeThreads();
   }
 
   /**
@@ -223,8 +266,14 @@ export class EmbeddedEngine implements Engine {
   /** Frees the weights and optimiser moments; the engine is unusable afterwards. */
   dispose(): void {
     this.parallel?.dispose();
+    for (const thread of this.decodeThreads) thread.terminate();
     this.optimizer.dispose();
     this.model.dispose();
+  }
+
+  /** Posts the current weights and version to every decode worker. */
+  private syncDecodeThreads(): void {
+    for (const thread of this.decodeThreads) thread.setWeights(this.version, readWeights(this.model));
   }
 
   private restoreOptimizer(state: Awaited<ReturnType<typeof readCheckpoint>>["optimizer"]): void {

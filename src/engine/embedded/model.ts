@@ -63,16 +63,11 @@ function project(x: tf.Tensor, w: tf.Tensor, b: tf.Tensor, path: Path): tf.Tenso
 }
 
 /**
- * Rows up to which inference uses the one-dispatch layer-norm kernel: it saves ~25 µs of dispatch per norm on
- * decode-sized inputs ([16, 128]: ~17 µs instead of ~45 µs) but its JS loop is slower than the wasm ops on big
- * ones ([4064, 128]: ~4 ms instead of ~2.5 ms).
+ * Layer norm: the differentiable ops for training, the forward-only SIMD kernel for inference (one dispatch; [16, 128]
+ * ~5 µs instead of ~26 µs, [4064, 128] ~0.28 ms instead of ~1.2 ms).
  */
-const KERNEL_NORM_MAX_ROWS = 256;
-
-/** Layer norm: the differentiable ops for training and big inputs, the forward-only kernel for small inference. */
 function norm(x: tf.Tensor2D, gain: tf.Tensor, bias: tf.Tensor, path: Path): tf.Tensor2D {
-  const small = path === "inference" && x.shape[0] <= KERNEL_NORM_MAX_ROWS;
-  return small ? layerNormInference(x, gain, bias) : layerNorm(x, gain, bias);
+  return path === "inference" ? layerNormInference(x, gain, bias) : layerNorm(x, gain, bias);
 }
 
 /** GELU: the six reference ops, the fused differentiable op for training, the forward-only kernel for inference. */

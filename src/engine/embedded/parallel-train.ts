@@ -12,6 +12,7 @@ import type { AdamW } from "./adamw.js";
 import { MAX_TRAIN_THREADS, type ModelConfig } from "./config.js";
 import type { Gpt } from "./model.js";
 import { addSums, applyGradients, gradientSums, type MicroSums, stepDenominator } from "./train.js";
+import { workerEntry } from "./worker-entry.js";
 
 /** What a gradient worker starts with. */
 export interface GradientWorkerData {
@@ -44,19 +45,6 @@ export class GradientWorkerFailed extends Error {
   }
 }
 
-/**
- * The worker entry: the compiled `grad-worker.js` beside this module, or, when this module runs from its TypeScript
- * source (tests, tsx), a one-line module that registers tsx's loader in the new thread and then imports
- * `grad-worker.ts` (a worker thread does not inherit the loader of the thread that starts it).
- */
-function workerEntry(): URL {
-  if (!import.meta.url.endsWith(".ts")) return new URL("./grad-worker.js", import.meta.url);
-  const api = JSON.stringify(import.meta.resolve("tsx/esm/api"));
-  const entry = JSON.stringify(new URL("./grad-worker.ts", import.meta.url).href);
-  const code = `const { register } = await import(${api}); register(); await import(${entry});`;
-  return new URL(`data:text/javascript,${encodeURIComponent(code)}`);
-}
-
 /** One worker thread and the request it is answering. */
 class GradientWorker {
   private readonly worker: Worker;
@@ -65,7 +53,7 @@ class GradientWorker {
   private failure: GradientWorkerFailed | undefined;
 
   constructor(data: GradientWorkerData) {
-    this.worker = new Worker(workerEntry(), { workerData: data });
+    this.worker = new Worker(workerEntry("grad-worker"), { workerData: data });
     // Referenced only while a share is out (see run), so an idle worker never keeps the process alive.
     this.worker.unref();
     let markReady: () => void = () => {};
@@ -239,7 +227,11 @@ export class ParallelTrainer {
   }
 }
 
-/** A copy of every weight, by name. */
-function readWeights(model: Gpt): [string, Float32Array][] {
+/**
+ * A copy of every weight, by name (fresh arrays: they may be transferred to a worker).
+ * @param model - the GPT
+ * @returns [name, values] in {@link Gpt.byName} order
+ */
+export function readWeights(model: Gpt): [string, Float32Array][] {
   return [...model.byName].map(([name, variable]) => [name, variable.dataSync() as Float32Array]);
 }

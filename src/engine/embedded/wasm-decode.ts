@@ -6,6 +6,7 @@
  *   (split, reshapes, two concats that copy the whole cache every step, two batched matmuls that wasm runs as a
  *   scalar loop for one-row products, scale, bias, softmax) took ~0.45 ms a layer at 16 rows × 48 columns.
  * - {@link geluInference}: GELU in one dispatch instead of six.
+ * - `layerNorm`, which `wasm-layer-norm.ts`'s kernel runs.
  * Both evaluate e^x by the same polynomial as Cephes' `expf`, so values differ from tfjs's ops by float32 rounding.
  */
 import * as tf from "@tensorflow/tfjs";
@@ -29,7 +30,7 @@ interface WasmBackendInternals {
 }
 
 /** The exports of `decode.wat` (pointers are byte offsets into the heap). */
-interface DecodeExports {
+export interface DecodeExports {
   attend(
     qkv: number,
     k: number,
@@ -45,6 +46,7 @@ interface DecodeExports {
     scale: number,
   ): void;
   gelu(x: number, out: number, size: number, cube: number, linear: number): void;
+  layerNorm(x: number, gain: number, bias: number, out: number, rows: number, width: number, eps: number): void;
 }
 
 /** Name of the attention kernel registered by {@link installDecodeKernels}. */
@@ -54,9 +56,13 @@ export const GELU_KERNEL = "ArclightGelu";
 
 const instances = new WeakMap<object, DecodeExports>();
 
-/** `decode.wat` instantiated over the backend's heap (once per heap). */
-function exportsOn(backend: WasmBackendInternals): DecodeExports {
-  const memory = backend.wasm.asm.memory;
+/**
+ * `decode.wat` instantiated over the backend's heap (once per heap).
+ * @param backend - tfjs's wasm backend (`tf.backend()` once it is active)
+ * @returns the module's exports: `attend`, `gelu`, `layerNorm` (see the `.wat` for their arguments)
+ */
+export function decodeKernelsOn(backend: object): DecodeExports {
+  const memory = (backend as WasmBackendInternals).wasm.asm.memory;
   let found = instances.get(memory);
   if (!found) {
     const module = new wasmApi.Module(Buffer.from(WASM_BASE64, "base64"));
@@ -84,7 +90,7 @@ export function installDecodeKernels(): void {
         const [rows, heads, capacity, headDim] = k.shape as [number, number, number, number];
         const y = backend.makeOutput([rows, heads * headDim], "float32");
         const probs = backend.makeOutput([Math.ceil((columns + 1) / 4) * 4], "float32");
-        exportsOn(backend).attend(
+        decodeKernelsOn(backend).attend(
           offset(backend, qkv),
           offset(backend, k),
           offset(backend, v),
@@ -111,7 +117,7 @@ export function installDecodeKernels(): void {
         const backend = args.backend as unknown as WasmBackendInternals;
         const out = backend.makeOutput(x.shape, "float32");
         const size = tf.util.sizeFromShape(x.shape);
-        exportsOn(backend).gelu(offset(backend, x), offset(backend, out), size, GELU_CUBE, GELU_LINEAR);
+        decodeKernelsOn(backend).gelu(offset(backend, x), offset(backend, out), size, GELU_CUBE, GELU_LINEAR);
         return out;
       },
     });

@@ -22,6 +22,18 @@ describe("layer-norm kernel", () => {
     });
   });
 
+  it("matches it at a width that is not a multiple of 4 (the kernel's one-at-a-time remainder)", () => {
+    const x = tf.randomNormal([5, 7], 3, 2, "float32", 4) as tf.Tensor2D;
+    const gain = tf.randomNormal([7], 1, 0.2, "float32", 5);
+    const bias = tf.randomNormal([7], 0, 0.2, "float32", 6);
+    const expected = layerNorm(x, gain, bias).dataSync();
+    layerNormInference(x, gain, bias)
+      .dataSync()
+      .forEach((v, i) => {
+        expect(v).toBeCloseTo(expected[i]!, 5);
+      });
+  });
+
   it("a constant row normalises to the bias (variance 0, ε keeps it finite)", () => {
     const x = tf.fill([2, 4], 3) as tf.Tensor2D;
     const bias = tf.tensor1d([0.5, -1, 2, 0]);

@@ -164,4 +164,86 @@
       (local.set $x (i32.add (local.get $x) (i32.const 16)))
       (local.set $out (i32.add (local.get $out) (i32.const 16)))
       (br $lanes))))
+;; Layer norm of each row: (x − mean) / √(variance + eps) · gain + bias, rows × width floats from x to out, the
+  ;; statistics summed 4 lanes at a time (the width's remainder, if any, one at a time).
+  (func (export "layerNorm")
+    (param $x i32) (param $gain i32) (param $bias i32) (param $out i32) (param $rows i32) (param $width i32)
+    (param $eps f32)
+    (local $row i32) (local $end i32) (local $vectorEnd i32) (local $p i32) (local $g i32) (local $b i32) (local $o i32)
+    (local $acc v128) (local $mean f32) (local $sum f32) (local $d f32) (local $scale f32) (local $means v128)
+    (local $scales v128) (local $r i32)
+    (local.set $r (i32.const 0))
+    (block $rowsDone (loop $eachRow
+      (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+      (local.set $row (i32.add (local.get $x) (i32.shl (i32.mul (local.get $r) (local.get $width)) (i32.const 2))))
+      (local.set $end (i32.add (local.get $row) (i32.shl (local.get $width) (i32.const 2))))
+      (local.set $vectorEnd (i32.add (local.get $row) (i32.shl (i32.and (local.get $width) (i32.const -4)) (i32.const 2))))
+      ;; mean
+      (local.set $acc (f32x4.splat (f32.const 0)))
+      (local.set $p (local.get $row))
+      (block $d1 (loop $l1
+        (br_if $d1 (i32.ge_u (local.get $p) (local.get $vectorEnd)))
+        (local.set $acc (f32x4.add (local.get $acc) (v128.load (local.get $p))))
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (br $l1)))
+      (local.set $sum (f32.add
+        (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
+        (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
+      (block $t1 (loop $tail1
+        (br_if $t1 (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $sum (f32.add (local.get $sum) (f32.load (local.get $p))))
+        (local.set $p (i32.add (local.get $p) (i32.const 4)))
+        (br $tail1)))
+      (local.set $mean (f32.div (local.get $sum) (f32.convert_i32_u (local.get $width))))
+      (local.set $means (f32x4.splat (local.get $mean)))
+      ;; variance
+      (local.set $acc (f32x4.splat (f32.const 0)))
+      (local.set $p (local.get $row))
+      (block $d2 (loop $l2
+        (br_if $d2 (i32.ge_u (local.get $p) (local.get $vectorEnd)))
+        (local.set $acc (f32x4.add (local.get $acc)
+          (f32x4.mul (f32x4.sub (v128.load (local.get $p)) (local.get $means))
+            (f32x4.sub (v128.load (local.get $p)) (local.get $means)))))
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (br $l2)))
+      (local.set $sum (f32.add
+        (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
+        (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
+      (block $t2 (loop $tail2
+        (br_if $t2 (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $d (f32.sub (f32.load (local.get $p)) (local.get $mean)))
+        (local.set $sum (f32.add (local.get $sum) (f32.mul (local.get $d) (local.get $d))))
+        (local.set $p (i32.add (local.get $p) (i32.const 4)))
+        (br $tail2)))
+      (local.set $scale (f32.div (f32.const 1)
+        (f32.sqrt (f32.add (f32.div (local.get $sum) (f32.convert_i32_u (local.get $width))) (local.get $eps)))))
+      (local.set $scales (f32x4.splat (local.get $scale)))
+      ;; normalise, scale, shift
+      (local.set $p (local.get $row))
+      (local.set $g (local.get $gain))
+      (local.set $b (local.get $bias))
+      (local.set $o (i32.add (local.get $out) (i32.sub (local.get $row) (local.get $x))))
+      (block $d3 (loop $l3
+        (br_if $d3 (i32.ge_u (local.get $p) (local.get $vectorEnd)))
+        (v128.store (local.get $o) (f32x4.add
+          (f32x4.mul (f32x4.mul (f32x4.sub (v128.load (local.get $p)) (local.get $means)) (local.get $scales))
+            (v128.load (local.get $g)))
+          (v128.load (local.get $b))))
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (local.set $g (i32.add (local.get $g) (i32.const 16)))
+        (local.set $b (i32.add (local.get $b) (i32.const 16)))
+        (local.set $o (i32.add (local.get $o) (i32.const 16)))
+        (br $l3)))
+      (block $t3 (loop $tail3
+        (br_if $t3 (i32.ge_u (local.get $p) (local.get $end)))
+        (f32.store (local.get $o) (f32.add
+          (f32.mul (f32.mul (f32.sub (f32.load (local.get $p)) (local.get $mean)) (local.get $scale)) (f32.load (local.get $g)))
+          (f32.load (local.get $b))))
+        (local.set $p (i32.add (local.get $p) (i32.const 4)))
+        (local.set $g (i32.add (local.get $g) (i32.const 4)))
+        (local.set $b (i32.add (local.get $b) (i32.const 4)))
+        (local.set $o (i32.add (local.get $o) (i32.const 4)))
+        (br $tail3)))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $eachRow))))
 )
