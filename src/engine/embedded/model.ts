@@ -7,7 +7,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { ModelConfig } from "./config.js";
 import { causalBias, gelu, layerNorm, linear } from "./ops.js";
 import { type BlockParams, buildParams, type GptParams, paramSpecs } from "./params.js";
-import { decodeAttention, geluInference, geluKernelFits } from "./wasm-decode.js";
+import { causalAttention, decodeAttention, geluInference, geluKernelFits } from "./wasm-decode.js";
 import { geluFused, linearBias } from "./wasm-fused.js";
 import { layerNormInference } from "./wasm-layer-norm.js";
 import { affine } from "./wasm-matmul.js";
@@ -128,11 +128,16 @@ export class Gpt {
     const positions = tf.slice(this.params.positionEmbedding, [0, 0], [seqLen, c]); // [T, C]
     let x = tf.reshape(tf.add(tf.reshape(tokens, [batch, seqLen, c]), positions), [batch * seqLen, c]) as tf.Tensor2D;
     const kv: LayerKv[] = [];
-    const mask = this.causalMask(seqLen);
+    const mask = inference ? undefined : this.causalMask(seqLen);
     const layer = (input: tf.Tensor2D, block: BlockParams): { x: tf.Tensor2D; k: tf.Tensor4D; v: tf.Tensor4D } => {
       const h = norm(input, block.ln1Gain, block.ln1Bias, path);
+      if (inference) {
+        const qkv = project(h, block.qkvWeight, block.qkvBias, path); // [B*T, 3C]
+        const { y, k, v } = causalAttention(qkv, batch, seqLen, this.config.n_heads); // [B*T, C]; [B, H, T, C/H]
+        return { x: this.residual(input, y, block, path), k, v };
+      }
       const [q, k, v] = this.splitHeads(h, block, batch, seqLen, path); // each [B, H, T, C/H]
-      const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), this.scale()), mask); // [B, H, T, T]
+      const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), this.scale()), mask!); // [B, H, T, T]
       const y = tf.matMul(tf.softmax(scores), v); // [B, H, T, C/H]
       const merged = tf.reshape(tf.transpose(y, [0, 2, 1, 3]), [batch * seqLen, c]) as tf.Tensor2D; // [B*T, C]
       return { x: this.residual(input, merged, block, path), k, v };

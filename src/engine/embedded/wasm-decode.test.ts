@@ -8,8 +8,8 @@ import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { assemble } from "../../../scripts/build-wasm.js";
 import { initWasmBackend } from "./backend.js";
-import { gelu, MASKED } from "./ops.js";
-import { decodeAttention, geluInference } from "./wasm-decode.js";
+import { causalBias, gelu, MASKED } from "./ops.js";
+import { causalAttention, decodeAttention, geluInference } from "./wasm-decode.js";
 
 const WAT = new URL("./wasm/decode.wat", import.meta.url);
 const GENERATED = new URL("./wasm/decode.wasm.ts", import.meta.url);
@@ -87,6 +87,29 @@ describe("decode kernels", () => {
             expect(vAfter[b]![h]![col]).toEqual(valueAt);
           }
       tf.dispose([k, v, qkv, bias, y]);
+    });
+  }
+
+  for (const headDim of [8, 5]) {
+    it(`causal attention over whole rows matches the tfjs ops and returns the keys and values (head size ${headDim})`, () => {
+      const [batch, seqLen, heads] = [3, 7, 2];
+      const c = heads * headDim;
+      const qkv = tf.randomNormal([batch * seqLen, 3 * c], 0, 2, "float32", 7) as tf.Tensor2D;
+      const expected = tf.tidy(() => {
+        const [q, k, v] = tf
+          .split(qkv, 3, 1)
+          .map((t) => tf.transpose(tf.reshape(t, [batch, seqLen, heads, headDim]), [0, 2, 1, 3]));
+        const scores = tf.add(tf.mul(tf.matMul(q!, k!, false, true), 1 / Math.sqrt(headDim)), causalBias(seqLen));
+        const y = tf.reshape(tf.transpose(tf.matMul(tf.softmax(scores), v!), [0, 2, 1, 3]), [batch * seqLen, c]);
+        return { y: y.dataSync(), k: k!.dataSync(), v: v!.dataSync() };
+      });
+      const got = causalAttention(qkv, batch, seqLen, heads);
+      expect(got.k.shape).toEqual([batch, heads, seqLen, headDim]);
+      expect(maxDiff(got.y.dataSync(), expected.y)).toBeLessThan(1e-5);
+      expect(maxDiff(got.k.dataSync(), expected.k)).toBe(0);
+      expect(maxDiff(got.v.dataSync(), expected.v)).toBe(0);
+      expect(() => causalAttention(qkv, batch, seqLen + 1, heads)).toThrow(/does not fit/);
+      tf.dispose([qkv, got.y, got.k, got.v]);
     });
   }
 
