@@ -150,25 +150,21 @@ export class Batcher {
     const tokens = Int32Array.from(rows, (s) => s.lastTokenId);
     const positions = Int32Array.from(rows, (s) => s.length - 1);
     this.cache.reserveColumn();
-    const { kv, filled } = this.cache;
-    const logits = tf.tidy(() =>
-      this.model.decodeStep(
-        tf.tensor1d(tokens, "int32"),
-        tf.tensor1d(positions, "int32"),
-        kv,
-        filled,
-        this.cache.stepBias(),
-      ),
-    );
+    const logits = this.model.decodeStep(tokens, positions, this.cache.kv, this.cache.filled, this.cache.stepBias());
     this.cache.advance();
-    this.sampleRows(logits, this.running);
+    this.sampleValues(logits, this.running);
   }
 
   /** Samples one token per row from logits [rows, V] (disposed here). */
   private sampleRows(logits: tf.Tensor2D, rows: { sequence: Sequence }[]): void {
-    const vocab = logits.shape[1];
     const values = logits.dataSync() as Float32Array;
     logits.dispose();
+    this.sampleValues(values, rows);
+  }
+
+  /** Samples one token per row from logits [rows × V], row-major. */
+  private sampleValues(values: Float32Array, rows: { sequence: Sequence }[]): void {
+    const vocab = values.length / rows.length;
     rows.forEach(({ sequence }, b) => {
       if (sequence.done) return;
       sequence.accept(sampleToken(values.subarray(b * vocab, (b + 1) * vocab), sequence.sampling, sequence.rng));

@@ -50,15 +50,15 @@ export class BatchKvCache {
 
   /**
    * Attention bias of the next decode step: each row sees its own columns plus the new one.
-   * @returns [B, L+1] with 0 for visible and -1e9 for hidden columns (caller disposes)
+   * @returns [B × (L+1)] row-major, 0 for visible and -1e9 for hidden columns
    */
-  stepBias(): tf.Tensor2D {
+  stepBias(): Float32Array {
     const width = this.columns + 1;
     const bias = new Float32Array(this.rows * width);
     this.owned.forEach((row, b) => {
       for (let col = 0; col < this.columns; col++) if (row[col] === 0) bias[b * width + col] = MASKED;
     });
-    return tf.tensor2d(bias, [this.rows, width]);
+    return bias;
   }
 
   /** Records that a decode step filled column L (every row owns it). */

@@ -103,24 +103,15 @@ describe("Gpt.decodeStep over the batch KV cache", () => {
         // Each row appends a token chosen from its length, then one decode step must match a full pass over it.
         for (const ids of rows) ids.push((ids.length * 11 + ids[0]!) % cfg.vocab);
         cache.reserveColumn();
-        const logits = tf.tidy(() =>
-          model.decodeStep(
-            tf.tensor1d(
-              rows.map((ids) => ids.at(-1)!),
-              "int32",
-            ),
-            tf.tensor1d(
-              rows.map((ids) => ids.length - 1),
-              "int32",
-            ),
-            cache.kv,
-            cache.filled,
-            cache.stepBias(),
-          ),
+        const logits = model.decodeStep(
+          Int32Array.from(rows, (ids) => ids.at(-1)!),
+          Int32Array.from(rows, (ids) => ids.length - 1),
+          cache.kv,
+          cache.filled,
+          cache.stepBias(),
         );
         cache.advance();
-        const got = logits.arraySync();
-        logits.dispose();
+        const got = rows.map((_, b) => logits.subarray(b * cfg.vocab, (b + 1) * cfg.vocab));
         reference().forEach((expected, b) => {
           expect(
             Math.max(...expected.map((v, i) => Math.abs(v - got[b]![i]!) / Math.max(1, Math.abs(v)))),
@@ -139,6 +130,9 @@ describe("Gpt.decodeStep over the batch KV cache", () => {
       for (let i = 0; i < 20; i++) step(); // past the free room: the cache grows
       join([[20]]);
       step();
+      expect(() =>
+        model.decodeStep(new Int32Array(2), new Int32Array(2), cache.kv, cache.filled, new Float32Array(1)),
+      ).toThrow(/disagree/);
       cache.clear();
       model.dispose();
     });

@@ -5,9 +5,10 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import type { ModelConfig } from "./config.js";
+import { DecodeStepRunner } from "./decode-step.js";
 import { causalBias, gelu, layerNorm, linear } from "./ops.js";
 import { type BlockParams, buildParams, type GptParams, paramSpecs } from "./params.js";
-import { causalAttention, decodeAttention, geluInference, geluKernelFits } from "./wasm-decode.js";
+import { causalAttention, geluInference, geluKernelFits } from "./wasm-decode.js";
 import { geluFused, linearBias } from "./wasm-fused.js";
 import { layerNormInference } from "./wasm-layer-norm.js";
 import { affine } from "./wasm-matmul.js";
@@ -85,6 +86,8 @@ export class Gpt {
   /** Weights by checkpoint name, in {@link paramSpecs} order. */
   readonly byName: Map<string, tf.Variable>;
   private readonly masks = new Map<number, tf.Tensor2D>();
+  /** The decode step's heap buffers, made at the first step. */
+  private runner: DecodeStepRunner | undefined;
 
   /**
    * @param config - model shape
@@ -157,36 +160,48 @@ export class Gpt {
   /**
    * One decode step for a batch of rows whose keys/values sit in a shared, column-padded cache with free room. Columns
    * a row does not own are hidden by `bias`; positions are per row, so rows of different lengths decode together.
-   * Writes each layer's new key and value into column `columns` of `cache` in place (see {@link decodeAttention}).
-   * @param tokenIds_B - int32 [B], the last token of each row
-   * @param positions_B - int32 [B], position of that token in its sequence (< context)
+   * Writes each layer's new key and value into column `columns` of `cache` in place. Runs on the wasm heap without
+   * tfjs ops (`decode-step.ts`); the numbers are those of the tfjs-op inference path.
+   * @param tokenIds_B - [B], the last token of each row
+   * @param positions_B - [B], position of that token in its sequence (< context)
    * @param cache - per-layer KV, [B, H, capacity, C/H], columns 0..`columns`-1 filled, capacity > `columns`
    * @param columns - filled columns L of the cache
-   * @param bias_B_L1 - additive attention bias [B, L+1]: 0 for visible columns, -1e9 for hidden ones
-   * @returns logits [B, V]
+   * @param bias_B_L1 - additive attention bias [B × (L+1)]: 0 for visible columns, -1e9 for hidden ones
+   * @returns logits [B × V], row-major
+   * @throws {RangeError} when the cache has no free column or the sizes disagree
    */
   decodeStep(
-    tokenIds_B: tf.Tensor1D,
-    positions_B: tf.Tensor1D,
+    tokenIds_B: Int32Array,
+    positions_B: Int32Array,
     cache: LayerKv[],
     columns: number,
-    bias_B_L1: tf.Tensor2D,
-  ): tf.Tensor2D {
-    let x = tf.add(
-      tf.gather(this.params.tokenEmbedding, tokenIds_B),
-      tf.gather(this.params.positionEmbedding, positions_B),
-    ) as tf.Tensor2D; // [B, C]
-    this.params.blocks.forEach((block, l) => {
-      const h = norm(x, block.ln1Gain, block.ln1Bias, "inference");
-      const qkv = project(h, block.qkvWeight, block.qkvBias, "inference"); // [B, 3C]
-      const y = decodeAttention(qkv, cache[l]!, columns, bias_B_L1); // [B, C]
-      x = this.residual(x, y, block, "inference");
+    bias_B_L1: Float32Array,
+  ): Float32Array {
+    const rows = tokenIds_B.length;
+    const capacity = cache[0]?.k.shape[2] ?? 0;
+    if (columns >= capacity) throw new RangeError(`decode step: ${columns} columns fill a capacity of ${capacity}`);
+    const fits =
+      positions_B.length === rows &&
+      bias_B_L1.length === rows * (columns + 1) &&
+      cache.length === this.config.n_layers &&
+      cache.every((layer) => layer.k.shape[0] === rows && layer.v.shape[0] === rows);
+    if (!fits)
+      throw new RangeError(
+        `decode step: ${rows} tokens, ${positions_B.length} positions, a bias of ${bias_B_L1.length} values for ` +
+          `${columns} columns and a cache of ${cache.length} layers × ${cache[0]?.k.shape[0]} rows disagree`,
+      );
+    this.runner ??= new DecodeStepRunner(this.params, {
+      c: this.config.d_model,
+      heads: this.config.n_heads,
+      vocab: this.config.vocab,
     });
-    return this.head(x, "inference");
+    return this.runner.step(tokenIds_B, positions_B, cache, columns, bias_B_L1);
   }
 
   /** Frees the weights and cached masks. */
   dispose(): void {
+    this.runner?.dispose();
+    this.runner = undefined;
     for (const v of this.byName.values()) v.dispose();
     for (const m of this.masks.values()) m.dispose();
     this.masks.clear();

@@ -1,15 +1,17 @@
 /**
- * @module Forward-only kernels of the decode step on tfjs's wasm backend, written by hand in WebAssembly SIMD
- * (`wasm/decode.wat`, assembled into `wasm/decode.wasm.ts`) and run on tfjs's own heap:
- * - {@link decodeAttention}: appending this step's key and value to each row's cache, the scaled, biased scores,
- *   their softmax and the weighted sum of values, for every row and head, in one dispatch. The tfjs ops it replaces
- *   (split, reshapes, two concats that copy the whole cache every step, two batched matmuls that wasm runs as a
- *   scalar loop for one-row products, scale, bias, softmax) took ~0.45 ms a layer at 16 rows × 48 columns.
- * - {@link causalAttention}: a full inference pass's attention (prefill, scoring) in one dispatch instead of
- *   transposes and per-head XNNPACK products with their causal mask and softmax (scoring 32×128: ~390 → ~350 ms).
- * - {@link geluInference}: GELU in one dispatch instead of six.
- * - `layerNorm`, which `wasm-layer-norm.ts`'s kernel runs.
- * Both evaluate e^x by the same polynomial as Cephes' `expf`, so values differ from tfjs's ops by float32 rounding.
+ * @module Forward-only kernels for inference on tfjs's wasm backend, written by hand in WebAssembly SIMD
+ * (`wasm/decode.wat`, assembled into `wasm/decode.wasm.ts`) and run on tfjs's own heap ({@link decodeKernelsOn}):
+ * - `attend`: one decode step's attention for every row and head: this step's key and value written into each row's
+ *   cache, the scaled, biased scores, their softmax and the weighted sum of values. `decode-step.ts` calls it
+ *   directly; {@link decodeAttention} is the same as a tfjs op. The tfjs ops it replaces (split, reshapes, two concats
+ *   that copied the whole cache every step, two batched matmuls that wasm runs as a scalar loop for one-row products,
+ *   scale, bias, softmax) took ~0.45 ms a layer at 16 rows × 48 columns; it takes ~0.05 ms.
+ * - `attendCausal` ({@link causalAttention}): a full inference pass's attention (prefill, scoring) in one dispatch
+ *   instead of transposes and per-head XNNPACK products with their causal mask and softmax (scoring 32×128:
+ *   ~390 → ~350 ms).
+ * - `gelu` ({@link geluInference}): GELU in one dispatch instead of six.
+ * - `layerNorm` (run by `wasm-layer-norm.ts`'s kernel), `embed` and `addInPlace` (run by `decode-step.ts`).
+ * e^x is Cephes' `expf` polynomial, so values differ from tfjs's ops by float32 rounding.
  */
 import * as tf from "@tensorflow/tfjs";
 import { GELU_CUBE, GELU_LINEAR } from "./ops.js";
@@ -49,6 +51,8 @@ export interface DecodeExports {
   ): void;
   gelu(x: number, out: number, size: number, cube: number, linear: number): void;
   layerNorm(x: number, gain: number, bias: number, out: number, rows: number, width: number, eps: number): void;
+  embed(wte: number, wpe: number, tokens: number, positions: number, out: number, rows: number, width: number): void;
+  addInPlace(x: number, delta: number, size: number): void;
   attendCausal(
     qkv: number,
     k: number,
@@ -105,7 +109,7 @@ export function installDecodeKernels(): void {
         const backend = args.backend as unknown as WasmBackendInternals;
         const [rows, heads, capacity, headDim] = k.shape as [number, number, number, number];
         const y = backend.makeOutput([rows, heads * headDim], "float32");
-        const probs = backend.makeOutput([Math.ceil((columns + 1) / 4) * 4], "float32");
+        const probs = backend.makeOutput([5 * Math.ceil((columns + 1) / 4) * 4], "float32"); // scores, splats
         decodeKernelsOn(backend).attend(
           offset(backend, qkv),
           offset(backend, k),
@@ -136,7 +140,7 @@ export function installDecodeKernels(): void {
         const y = backend.makeOutput([batch * seqLen, heads * headDim], "float32");
         const k = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
         const v = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
-        const probs = backend.makeOutput([Math.ceil(seqLen / 4) * 4], "float32");
+        const probs = backend.makeOutput([5 * Math.ceil(seqLen / 4) * 4], "float32"); // scores, splats
         decodeKernelsOn(backend).attendCausal(
           offset(backend, qkv),
           offset(backend, k),
@@ -169,10 +173,11 @@ export function installDecodeKernels(): void {
 }
 
 /**
- * One decode step's attention for every row (forward only; call {@link installDecodeKernels} first, as
- * `initWasmBackend` does). Writes this step's key and value into column `columns` of `cache` **in place** (the
- * cache's owner must hold the only reference to those tensors), then returns softmax(q·kᵀ/√headDim + bias)·v over
- * columns 0..`columns`, equal to the tfjs ops within float32 rounding.
+ * One decode step's attention for every row as one tfjs op (forward only; call {@link installDecodeKernels} first, as
+ * `initWasmBackend` does): the `attend` function `decode-step.ts` runs, for callers that hold tensors (and tests).
+ * Writes this step's key and value into column `columns` of `cache` **in place** (the cache's owner must hold the
+ * only reference to those tensors), then returns softmax(q·kᵀ/√headDim + bias)·v over columns 0..`columns`, equal
+ * to the tfjs ops within float32 rounding.
  * @param qkv - float32 [B, 3C]: each row's query, key and value side by side (C = H × headDim)
  * @param cache - this layer's keys and values, each [B, H, capacity, headDim], columns 0..`columns`-1 filled
  * @param columns - filled columns L (< capacity)

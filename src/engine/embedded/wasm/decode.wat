@@ -26,61 +26,121 @@
       (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $n)) (i32x4.splat (i32.const 126))) (i32.const 23))))
     (v128.andnot (local.get $p) (local.get $below)))
 
-  ;; Σ_d a[d]·b[d] over n floats.
-  (func $dot (param $a i32) (param $b i32) (param $n i32) (result f32)
-    (local $acc v128) (local $vectorEnd i32) (local $end i32) (local $sum f32)
-    (local.set $end (i32.add (local.get $a) (i32.shl (local.get $n) (i32.const 2))))
-    (local.set $vectorEnd (i32.add (local.get $a) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
-    (block $done (loop $lanes
-      (br_if $done (i32.ge_u (local.get $a) (local.get $vectorEnd)))
-      (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $a)) (v128.load (local.get $b)))))
-      (local.set $a (i32.add (local.get $a) (i32.const 16)))
-      (local.set $b (i32.add (local.get $b) (i32.const 16)))
+;; One query's attention over `width` cached columns: scores q·k_l·scale (+ bias[l] unless bias is 0), their
+  ;; softmax, and out = Σ_l p_l·v_l. keys and values hold the columns headDim floats apart. scratch holds the scores
+  ;; (width rounded up to 4) and then each p_l splat across 4 lanes (4·width floats).
+  (func $attendOne
+    (param $q i32) (param $keys i32) (param $values i32) (param $bias i32) (param $width i32) (param $headDim i32)
+    (param $scale f32) (param $scratch i32) (param $out i32)
+    (local $headBytes i32) (local $vectorBytes i32) (local $rounded i32) (local $splats i32) (local $l i32)
+    (local $kp i32) (local $d i32) (local $p i32) (local $acc v128) (local $s f32) (local $max f32) (local $sum f32)
+    (local $inv f32)
+    (local.set $headBytes (i32.shl (local.get $headDim) (i32.const 2)))
+    (local.set $vectorBytes (i32.shl (i32.and (local.get $headDim) (i32.const -4)) (i32.const 2)))
+    (local.set $rounded (i32.and (i32.add (local.get $width) (i32.const 3)) (i32.const -4)))
+    (local.set $splats (i32.add (local.get $scratch) (i32.shl (local.get $rounded) (i32.const 2))))
+    ;; scores and their max
+    (local.set $max (f32.const -inf))
+    (local.set $kp (local.get $keys))
+    (local.set $l (i32.const 0))
+    (block $scored (loop $score
+      (br_if $scored (i32.ge_u (local.get $l) (local.get $width)))
+      (local.set $acc (f32x4.splat (f32.const 0)))
+      (local.set $d (i32.const 0))
+      (block $dotted (loop $dot
+        (br_if $dotted (i32.ge_u (local.get $d) (local.get $vectorBytes)))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul
+          (v128.load (i32.add (local.get $q) (local.get $d))) (v128.load (i32.add (local.get $kp) (local.get $d))))))
+        (local.set $d (i32.add (local.get $d) (i32.const 16)))
+        (br $dot)))
+      (local.set $s (f32.add
+        (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
+        (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
+      (block $tailDone (loop $tail
+        (br_if $tailDone (i32.ge_u (local.get $d) (local.get $headBytes)))
+        (local.set $s (f32.add (local.get $s) (f32.mul
+          (f32.load (i32.add (local.get $q) (local.get $d))) (f32.load (i32.add (local.get $kp) (local.get $d))))))
+        (local.set $d (i32.add (local.get $d) (i32.const 4)))
+        (br $tail)))
+      (local.set $s (f32.mul (local.get $s) (local.get $scale)))
+      (if (local.get $bias) (then
+        (local.set $s (f32.add (local.get $s) (f32.load (i32.add (local.get $bias) (i32.shl (local.get $l) (i32.const 2))))))))
+      (f32.store (i32.add (local.get $scratch) (i32.shl (local.get $l) (i32.const 2))) (local.get $s))
+      (local.set $max (f32.max (local.get $max) (local.get $s)))
+      (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
+      (local.set $l (i32.add (local.get $l) (i32.const 1)))
+      (br $score)))
+    ;; softmax numerators, 4 at a time over the rounded-up scores, and their sum over the real ones
+    (local.set $p (local.get $scratch))
+    (block $exped (loop $expo
+      (br_if $exped (i32.ge_u (local.get $p) (local.get $splats)))
+      (v128.store (local.get $p) (call $exp4 (f32x4.sub (v128.load (local.get $p)) (f32x4.splat (local.get $max)))))
+      (local.set $p (i32.add (local.get $p) (i32.const 16)))
+      (br $expo)))
+    (local.set $sum (f32.const 0))
+    (local.set $l (i32.const 0))
+    (block $summed (loop $add
+      (br_if $summed (i32.ge_u (local.get $l) (local.get $width)))
+      (local.set $sum (f32.add (local.get $sum) (f32.load (i32.add (local.get $scratch) (i32.shl (local.get $l) (i32.const 2))))))
+      (local.set $l (i32.add (local.get $l) (i32.const 1)))
+      (br $add)))
+    (local.set $inv (f32.div (f32.const 1) (local.get $sum)))
+    ;; each probability, splat
+    (local.set $l (i32.const 0))
+    (block $splatted (loop $splat
+      (br_if $splatted (i32.ge_u (local.get $l) (local.get $width)))
+      (v128.store (i32.add (local.get $splats) (i32.shl (local.get $l) (i32.const 4))) (f32x4.splat (f32.mul
+        (f32.load (i32.add (local.get $scratch) (i32.shl (local.get $l) (i32.const 2)))) (local.get $inv))))
+      (local.set $l (i32.add (local.get $l) (i32.const 1)))
+      (br $splat)))
+    ;; out, 4 lanes at a time: Σ_l p_l·v_l[d..d+3] in a register
+    (local.set $d (i32.const 0))
+    (block $lanesDone (loop $lanes
+      (br_if $lanesDone (i32.ge_u (local.get $d) (local.get $vectorBytes)))
+      (local.set $acc (f32x4.splat (f32.const 0)))
+      (local.set $kp (i32.add (local.get $values) (local.get $d)))
+      (local.set $p (local.get $splats))
+      (local.set $l (i32.const 0))
+      (block $weighed (loop $weigh
+        (br_if $weighed (i32.ge_u (local.get $l) (local.get $width)))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $p)) (v128.load (local.get $kp)))))
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
+        (local.set $l (i32.add (local.get $l) (i32.const 1)))
+        (br $weigh)))
+      (v128.store (i32.add (local.get $out) (local.get $d)) (local.get $acc))
+      (local.set $d (i32.add (local.get $d) (i32.const 16)))
       (br $lanes)))
-    (local.set $sum (f32.add
-      (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
-    (block $tailDone (loop $tail
-      (br_if $tailDone (i32.ge_u (local.get $a) (local.get $end)))
-      (local.set $sum (f32.add (local.get $sum) (f32.mul (f32.load (local.get $a)) (f32.load (local.get $b)))))
-      (local.set $a (i32.add (local.get $a) (i32.const 4)))
-      (local.set $b (i32.add (local.get $b) (i32.const 4)))
-      (br $tail)))
-    (local.get $sum))
+    ;; the head size's remainder, one float at a time
+    (block $restDone (loop $rest
+      (br_if $restDone (i32.ge_u (local.get $d) (local.get $headBytes)))
+      (local.set $s (f32.const 0))
+      (local.set $kp (i32.add (local.get $values) (local.get $d)))
+      (local.set $p (local.get $splats))
+      (local.set $l (i32.const 0))
+      (block $weighedRest (loop $weighRest
+        (br_if $weighedRest (i32.ge_u (local.get $l) (local.get $width)))
+        (local.set $s (f32.add (local.get $s) (f32.mul (f32.load (local.get $p)) (f32.load (local.get $kp)))))
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
+        (local.set $l (i32.add (local.get $l) (i32.const 1)))
+        (br $weighRest)))
+      (f32.store (i32.add (local.get $out) (local.get $d)) (local.get $s))
+      (local.set $d (i32.add (local.get $d) (i32.const 4)))
+      (br $rest))))
 
-  ;; out[d] += w·x[d] over n floats.
-  (func $axpy (param $out i32) (param $x i32) (param $w f32) (param $n i32)
-    (local $ws v128) (local $vectorEnd i32) (local $end i32)
-    (local.set $ws (f32x4.splat (local.get $w)))
-    (local.set $end (i32.add (local.get $out) (i32.shl (local.get $n) (i32.const 2))))
-    (local.set $vectorEnd (i32.add (local.get $out) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
-    (block $done (loop $lanes
-      (br_if $done (i32.ge_u (local.get $out) (local.get $vectorEnd)))
-      (v128.store (local.get $out)
-        (f32x4.add (v128.load (local.get $out)) (f32x4.mul (local.get $ws) (v128.load (local.get $x)))))
-      (local.set $out (i32.add (local.get $out) (i32.const 16)))
-      (local.set $x (i32.add (local.get $x) (i32.const 16)))
-      (br $lanes)))
-    (block $tailDone (loop $tail
-      (br_if $tailDone (i32.ge_u (local.get $out) (local.get $end)))
-      (f32.store (local.get $out) (f32.add (f32.load (local.get $out)) (f32.mul (local.get $w) (f32.load (local.get $x)))))
-      (local.set $out (i32.add (local.get $out) (i32.const 4)))
-      (local.set $x (i32.add (local.get $x) (i32.const 4)))
-      (br $tail))))
-
-  ;; Attention of one decode step, every row and head. C = heads·headDim; W = columns + 1.
+    ;; Attention of one decode step, every row and head. C = heads·headDim; W = columns + 1.
   ;;   qkv   [rows, 3C]                   this step's query | key | value of each row
   ;;   k, v  [rows, heads, capacity, hd]  the cache; this step's key and value are written into column `columns`
   ;;   bias  [rows, W]                    additive attention bias (0 visible, -1e9 hidden)
   ;;   y     [rows, C]                    out: softmax(q·kᵀ·scale + bias)·v over columns 0..columns, heads side by side
-  ;;   probs [W rounded up to 4]          scratch
+  ;;   probs [5 × (W rounded up to 4)]    scratch (see $attendOne)
   (func (export "attend")
     (param $qkv i32) (param $k i32) (param $v i32) (param $bias i32) (param $y i32) (param $probs i32)
     (param $rows i32) (param $heads i32) (param $headDim i32) (param $capacity i32) (param $columns i32)
     (param $scale f32)
-    (local $c i32) (local $width i32) (local $headBytes i32) (local $b i32) (local $h i32) (local $l i32)
-    (local $q i32) (local $keys i32) (local $values i32) (local $out i32) (local $biasRow i32) (local $p i32)
-    (local $s f32) (local $max f32) (local $sum f32) (local $inv f32)
+    (local $c i32) (local $width i32) (local $headBytes i32) (local $b i32) (local $h i32)
+    (local $q i32) (local $keys i32) (local $values i32) (local $biasRow i32)
     (local.set $c (i32.mul (local.get $heads) (local.get $headDim)))
     (local.set $width (i32.add (local.get $columns) (i32.const 1)))
     (local.set $headBytes (i32.shl (local.get $headDim) (i32.const 2)))
@@ -102,48 +162,11 @@
           (i32.add (local.get $q) (i32.shl (local.get $c) (i32.const 2))) (local.get $headBytes))
         (memory.copy (i32.add (local.get $values) (i32.mul (local.get $headBytes) (local.get $columns)))
           (i32.add (local.get $q) (i32.shl (local.get $c) (i32.const 3))) (local.get $headBytes))
-        ;; scores and their max
-        (local.set $max (f32.const -inf))
-        (local.set $l (i32.const 0))
-        (block $scored (loop $score
-          (br_if $scored (i32.ge_u (local.get $l) (local.get $width)))
-          (local.set $s (f32.add
-            (f32.mul (call $dot (local.get $q) (i32.add (local.get $keys) (i32.mul (local.get $l) (local.get $headBytes)))
-              (local.get $headDim)) (local.get $scale))
-            (f32.load (i32.add (local.get $biasRow) (i32.shl (local.get $l) (i32.const 2))))))
-          (f32.store (i32.add (local.get $probs) (i32.shl (local.get $l) (i32.const 2))) (local.get $s))
-          (local.set $max (f32.max (local.get $max) (local.get $s)))
-          (local.set $l (i32.add (local.get $l) (i32.const 1)))
-          (br $score)))
-        ;; softmax numerators (4 at a time, into the rounded-up scratch) and their sum over the W real ones
-        (local.set $p (local.get $probs))
-        (block $exped (loop $expo
-          (br_if $exped (i32.ge_u (local.get $p)
-            (i32.add (local.get $probs) (i32.shl (local.get $width) (i32.const 2)))))
-          (v128.store (local.get $p) (call $exp4 (f32x4.sub (v128.load (local.get $p)) (f32x4.splat (local.get $max)))))
-          (local.set $p (i32.add (local.get $p) (i32.const 16)))
-          (br $expo)))
-        (local.set $sum (f32.const 0))
-        (local.set $l (i32.const 0))
-        (block $summedUp (loop $add
-          (br_if $summedUp (i32.ge_u (local.get $l) (local.get $width)))
-          (local.set $sum (f32.add (local.get $sum) (f32.load (i32.add (local.get $probs) (i32.shl (local.get $l) (i32.const 2))))))
-          (local.set $l (i32.add (local.get $l) (i32.const 1)))
-          (br $add)))
-        (local.set $inv (f32.div (f32.const 1) (local.get $sum)))
-        ;; y of (b, h) = Σ_l p_l·v_l
-        (local.set $out (i32.add (local.get $y) (i32.shl
-          (i32.add (i32.mul (local.get $b) (local.get $c)) (i32.mul (local.get $h) (local.get $headDim)))
-          (i32.const 2))))
-        (memory.fill (local.get $out) (i32.const 0) (local.get $headBytes))
-        (local.set $l (i32.const 0))
-        (block $weighed (loop $weigh
-          (br_if $weighed (i32.ge_u (local.get $l) (local.get $width)))
-          (call $axpy (local.get $out) (i32.add (local.get $values) (i32.mul (local.get $l) (local.get $headBytes)))
-            (f32.mul (f32.load (i32.add (local.get $probs) (i32.shl (local.get $l) (i32.const 2)))) (local.get $inv))
-            (local.get $headDim))
-          (local.set $l (i32.add (local.get $l) (i32.const 1)))
-          (br $weigh)))
+        (call $attendOne (local.get $q) (local.get $keys) (local.get $values) (local.get $biasRow) (local.get $width)
+          (local.get $headDim) (local.get $scale) (local.get $probs)
+          (i32.add (local.get $y) (i32.shl
+            (i32.add (i32.mul (local.get $b) (local.get $c)) (i32.mul (local.get $h) (local.get $headDim)))
+            (i32.const 2))))
         (local.set $h (i32.add (local.get $h) (i32.const 1)))
         (br $eachHead)))
       (local.set $b (i32.add (local.get $b) (i32.const 1)))
@@ -250,13 +273,12 @@
   ;;   qkv   [batch·seqLen, 3C]              each position's query | key | value
   ;;   k, v  [batch, heads, seqLen, hd]      out: the keys and values, as the decode loop's cache holds them
   ;;   y     [batch·seqLen, C]               out: softmax(q·kᵀ·scale) over positions 0..t, times v, heads side by side
-  ;;   probs [seqLen rounded up to 4]        scratch
+  ;;   probs [5 × (seqLen rounded up to 4)]  scratch (see $attendOne)
   (func (export "attendCausal")
     (param $qkv i32) (param $k i32) (param $v i32) (param $y i32) (param $probs i32)
     (param $batch i32) (param $seqLen i32) (param $heads i32) (param $headDim i32) (param $scale f32)
-    (local $c i32) (local $headBytes i32) (local $rowBytes i32) (local $b i32) (local $h i32) (local $t i32) (local $l i32)
-    (local $keys i32) (local $values i32) (local $q i32) (local $out i32) (local $p i32) (local $width i32)
-    (local $s f32) (local $max f32) (local $sum f32) (local $inv f32)
+    (local $c i32) (local $headBytes i32) (local $rowBytes i32) (local $b i32) (local $h i32) (local $t i32)
+    (local $keys i32) (local $values i32) (local $q i32)
     (local.set $c (i32.mul (local.get $heads) (local.get $headDim)))
     (local.set $headBytes (i32.shl (local.get $headDim) (i32.const 2)))
     (local.set $rowBytes (i32.mul (local.get $c) (i32.const 12)))
@@ -289,50 +311,55 @@
           (local.set $q (i32.add (i32.add (local.get $qkv)
             (i32.mul (i32.add (i32.mul (local.get $b) (local.get $seqLen)) (local.get $t)) (local.get $rowBytes)))
             (i32.mul (local.get $h) (local.get $headBytes))))
-          (local.set $width (i32.add (local.get $t) (i32.const 1)))
-          (local.set $max (f32.const -inf))
-          (local.set $l (i32.const 0))
-          (block $scored (loop $score
-            (br_if $scored (i32.ge_u (local.get $l) (local.get $width)))
-            (local.set $s (f32.mul (call $dot (local.get $q)
-              (i32.add (local.get $keys) (i32.mul (local.get $l) (local.get $headBytes))) (local.get $headDim))
-              (local.get $scale)))
-            (f32.store (i32.add (local.get $probs) (i32.shl (local.get $l) (i32.const 2))) (local.get $s))
-            (local.set $max (f32.max (local.get $max) (local.get $s)))
-            (local.set $l (i32.add (local.get $l) (i32.const 1)))
-            (br $score)))
-          (local.set $p (local.get $probs))
-          (block $exped (loop $expo
-            (br_if $exped (i32.ge_u (local.get $p)
-              (i32.add (local.get $probs) (i32.shl (local.get $width) (i32.const 2)))))
-            (v128.store (local.get $p) (call $exp4 (f32x4.sub (v128.load (local.get $p)) (f32x4.splat (local.get $max)))))
-            (local.set $p (i32.add (local.get $p) (i32.const 16)))
-            (br $expo)))
-          (local.set $sum (f32.const 0))
-          (local.set $l (i32.const 0))
-          (block $summedUp (loop $add
-            (br_if $summedUp (i32.ge_u (local.get $l) (local.get $width)))
-            (local.set $sum (f32.add (local.get $sum)
-              (f32.load (i32.add (local.get $probs) (i32.shl (local.get $l) (i32.const 2))))))
-            (local.set $l (i32.add (local.get $l) (i32.const 1)))
-            (br $add)))
-          (local.set $inv (f32.div (f32.const 1) (local.get $sum)))
-          (local.set $out (i32.add (local.get $y) (i32.add
-            (i32.mul (i32.add (i32.mul (local.get $b) (local.get $seqLen)) (local.get $t)) (i32.shl (local.get $c) (i32.const 2)))
-            (i32.mul (local.get $h) (local.get $headBytes)))))
-          (memory.fill (local.get $out) (i32.const 0) (local.get $headBytes))
-          (local.set $l (i32.const 0))
-          (block $weighed (loop $weigh
-            (br_if $weighed (i32.ge_u (local.get $l) (local.get $width)))
-            (call $axpy (local.get $out) (i32.add (local.get $values) (i32.mul (local.get $l) (local.get $headBytes)))
-              (f32.mul (f32.load (i32.add (local.get $probs) (i32.shl (local.get $l) (i32.const 2)))) (local.get $inv))
-              (local.get $headDim))
-            (local.set $l (i32.add (local.get $l) (i32.const 1)))
-            (br $weigh)))
+          (call $attendOne (local.get $q) (local.get $keys) (local.get $values) (i32.const 0)
+            (i32.add (local.get $t) (i32.const 1)) (local.get $headDim) (local.get $scale) (local.get $probs)
+            (i32.add (local.get $y) (i32.add
+              (i32.mul (i32.add (i32.mul (local.get $b) (local.get $seqLen)) (local.get $t)) (i32.shl (local.get $c) (i32.const 2)))
+              (i32.mul (local.get $h) (local.get $headBytes)))))
           (local.set $t (i32.add (local.get $t) (i32.const 1)))
           (br $eachPosition)))
         (local.set $h (i32.add (local.get $h) (i32.const 1)))
         (br $eachHead)))
       (local.set $b (i32.add (local.get $b) (i32.const 1)))
       (br $eachRow))))
+;; Token plus position embedding of each row: out[r] = wte[tokens[r]] + wpe[positions[r]], width floats a row.
+  (func (export "embed")
+    (param $wte i32) (param $wpe i32) (param $tokens i32) (param $positions i32) (param $out i32) (param $rows i32)
+    (param $width i32)
+    (local $r i32) (local $rowBytes i32) (local $a i32) (local $b i32) (local $o i32) (local $d i32)
+    (local.set $rowBytes (i32.shl (local.get $width) (i32.const 2)))
+    (block $done (loop $eachRow
+      (br_if $done (i32.ge_u (local.get $r) (local.get $rows)))
+      (local.set $a (i32.add (local.get $wte) (i32.mul (local.get $rowBytes)
+        (i32.load (i32.add (local.get $tokens) (i32.shl (local.get $r) (i32.const 2)))))))
+      (local.set $b (i32.add (local.get $wpe) (i32.mul (local.get $rowBytes)
+        (i32.load (i32.add (local.get $positions) (i32.shl (local.get $r) (i32.const 2)))))))
+      (local.set $o (i32.add (local.get $out) (i32.mul (local.get $r) (local.get $rowBytes))))
+      (local.set $d (i32.const 0))
+      (block $rowDone (loop $each
+        (br_if $rowDone (i32.ge_u (local.get $d) (local.get $rowBytes)))
+        (f32.store (i32.add (local.get $o) (local.get $d)) (f32.add
+          (f32.load (i32.add (local.get $a) (local.get $d))) (f32.load (i32.add (local.get $b) (local.get $d)))))
+        (local.set $d (i32.add (local.get $d) (i32.const 4)))
+        (br $each)))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $eachRow))))
+
+  ;; x += delta over n floats (the residual add), in place.
+  (func (export "addInPlace") (param $x i32) (param $delta i32) (param $n i32)
+    (local $end i32) (local $vectorEnd i32)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+    (local.set $vectorEnd (i32.add (local.get $x) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+    (block $done (loop $lanes
+      (br_if $done (i32.ge_u (local.get $x) (local.get $vectorEnd)))
+      (v128.store (local.get $x) (f32x4.add (v128.load (local.get $x)) (v128.load (local.get $delta))))
+      (local.set $x (i32.add (local.get $x) (i32.const 16)))
+      (local.set $delta (i32.add (local.get $delta) (i32.const 16)))
+      (br $lanes)))
+    (block $tailDone (loop $tail
+      (br_if $tailDone (i32.ge_u (local.get $x) (local.get $end)))
+      (f32.store (local.get $x) (f32.add (f32.load (local.get $x)) (f32.load (local.get $delta))))
+      (local.set $x (i32.add (local.get $x) (i32.const 4)))
+      (local.set $delta (i32.add (local.get $delta) (i32.const 4)))
+      (br $tail))))
 )

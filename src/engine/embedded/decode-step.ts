@@ -1,0 +1,238 @@
+/**
+ * @module One decode step of the GPT run straight on tfjs's wasm heap, without tfjs tensors: the rows' activations
+ * live in buffers this module allocates once (and grows), the matrix products call the wasm backend's XNNPACK
+ * `_FusedMatMul` entry directly on the weights' buffers, and everything else is `wasm/decode.wat` (embedding, layer
+ * norm, attention over the KV cache, GELU, residual adds). The same kernels in the same order as the tfjs-op path,
+ * so the numbers are the same; what goes is tfjs's per-op bookkeeping (a tensor object, a scope entry, a kernel
+ * look-up and a heap allocation per op, some 45 ops a step), about a fifth of a step at 8 rows.
+ */
+import * as tf from "@tensorflow/tfjs";
+import type { LayerKv } from "./model.js";
+import { GELU_CUBE, GELU_LINEAR } from "./ops.js";
+import type { GptParams } from "./params.js";
+import { type DecodeExports, decodeKernelsOn } from "./wasm-decode.js";
+
+/** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this module uses. */
+interface WasmBackendInternals {
+  wasm: {
+    HEAPF32: Float32Array;
+    HEAP32: Int32Array;
+    _malloc(bytes: number): number;
+    _free(offset: number): void;
+    asm: { _FusedMatMul: (...args: number[]) => void };
+    tfjs: { registerTensor(id: number, size: number, memoryOffset: number): void; disposeData(id: number): void };
+  };
+  dataIdMap: { get(dataId: object): { id: number; memoryOffset: number } };
+  dataIdNextNumber: number;
+}
+
+/** ε of every layer norm, as in `ops.ts`. */
+const EPSILON = 1e-5;
+
+/** A heap buffer registered as a wasm tensor id (so `_FusedMatMul` can read or write it). */
+interface Buffer {
+  id: number;
+  offset: number;
+}
+
+/** The shape of the model a runner serves: d_model, heads, vocabulary. */
+interface Shape {
+  c: number;
+  heads: number;
+  vocab: number;
+}
+
+/** Runs decode steps of one model; owns its heap buffers until {@link DecodeStepRunner.dispose}. */
+export class DecodeStepRunner {
+  private readonly backend: WasmBackendInternals;
+  private readonly kernels: DecodeExports;
+  private readonly shape: Shape;
+  /** Rows the activation buffers hold. */
+  private rows = 0;
+  private buffers: Record<"x" | "h" | "qkv" | "y" | "delta" | "up" | "logits" | "ids", Buffer> | undefined;
+  /** Bias scratch (floats it holds) and the shape arrays of `_FusedMatMul` (6 int32). */
+  private bias: Buffer = { id: 0, offset: 0 };
+  private biasFloats = 0;
+  private readonly shapes: number;
+  private readonly probs: { offset: number; floats: number } = { offset: 0, floats: 0 };
+
+  /**
+   * @param params - the model's weights (read at each step, so updates apply)
+   * @param shape - d_model, heads, vocabulary
+   */
+  constructor(
+    private readonly params: GptParams,
+    shape: Shape,
+  ) {
+    this.backend = tf.backend() as unknown as WasmBackendInternals;
+    this.kernels = decodeKernelsOn(this.backend);
+    this.shape = shape;
+    this.shapes = this.backend.wasm._malloc(24);
+  }
+
+  /**
+   * One decode step: embeds each row's last token, runs every layer (writing each layer's new key and value into
+   * column `columns` of `cache`, in place) and returns the next-token logits.
+   * @param tokenIds - [B], the last token of each row
+   * @param positions - [B], that token's position (< context)
+   * @param cache - per-layer KV tensors, [B, H, capacity, C/H], capacity > `columns`
+   * @param columns - filled columns L
+   * @param bias - [B × (L+1)]: 0 where a row sees a column, -1e9 where not
+   * @returns logits [B × V], row-major (a copy)
+   */
+  step(
+    tokenIds: Int32Array,
+    positions: Int32Array,
+    cache: LayerKv[],
+    columns: number,
+    bias: Float32Array,
+  ): Float32Array {
+    const rows = tokenIds.length;
+    const { c, heads, vocab } = this.shape;
+    const buffers = this.ensureRows(rows);
+    this.ensureScratch(rows * (columns + 1), 5 * Math.ceil((columns + 1) / 4) * 4);
+    const { backend, kernels, params } = this;
+    const at = (t: tf.Tensor): number => backend.dataIdMap.get(t.dataId).memoryOffset;
+    backend.wasm.HEAP32.set(tokenIds, buffers.ids.offset / 4);
+    backend.wasm.HEAP32.set(positions, buffers.ids.offset / 4 + rows);
+    backend.wasm.HEAPF32.set(bias, this.bias.offset / 4);
+    const x = buffers.x.offset;
+    kernels.embed(
+      at(params.tokenEmbedding),
+      at(params.positionEmbedding),
+      buffers.ids.offset,
+      buffers.ids.offset + rows * 4,
+      x,
+      rows,
+      c,
+    );
+    params.blocks.forEach((block, l) => {
+      this.norm(x, block.ln1Gain, block.ln1Bias, rows);
+      this.affine(buffers.h, block.qkvWeight, block.qkvBias, buffers.qkv, rows);
+      const layer = cache[l]!;
+      kernels.attend(
+        buffers.qkv.offset,
+        at(layer.k),
+        at(layer.v),
+        this.bias.offset,
+        buffers.y.offset,
+        this.probs.offset,
+        rows,
+        heads,
+        c / heads,
+        layer.k.shape[2],
+        columns,
+        1 / Math.sqrt(c / heads),
+      );
+      this.affine(buffers.y, block.outWeight, block.outBias, buffers.delta, rows);
+      kernels.addInPlace(x, buffers.delta.offset, rows * c);
+      this.norm(x, block.ln2Gain, block.ln2Bias, rows);
+      this.affine(buffers.h, block.upWeight, block.upBias, buffers.up, rows);
+      kernels.gelu(buffers.up.offset, buffers.up.offset, rows * 4 * c, GELU_CUBE, GELU_LINEAR);
+      this.affine(buffers.up, block.downWeight, block.downBias, buffers.delta, rows);
+      kernels.addInPlace(x, buffers.delta.offset, rows * c);
+    });
+    this.norm(x, params.lnfGain, params.lnfBias, rows);
+    this.affine(buffers.h, params.head, undefined, buffers.logits, rows);
+    const from = buffers.logits.offset / 4;
+    return backend.wasm.HEAPF32.slice(from, from + rows * vocab);
+  }
+
+  /** Frees the buffers. */
+  dispose(): void {
+    this.freeRows();
+    this.free(this.bias);
+    this.backend.wasm._free(this.shapes);
+    if (this.probs.floats > 0) this.backend.wasm._free(this.probs.offset);
+  }
+
+  /** h = layerNorm(x) over `rows` rows. */
+  private norm(x: number, gain: tf.Tensor, bias: tf.Tensor, rows: number): void {
+    const at = (t: tf.Tensor): number => this.backend.dataIdMap.get(t.dataId).memoryOffset;
+    this.kernels.layerNorm(x, at(gain), at(bias), this.buffers!.h.offset, rows, this.shape.c, EPSILON);
+  }
+
+  /** out = input @ w (+ b) through XNNPACK, input [rows, K], w [K, N]. */
+  private affine(input: Buffer, w: tf.Tensor, b: tf.Tensor | undefined, out: Buffer, rows: number): void {
+    const [inner, cols] = w.shape as [number, number];
+    const heap = this.backend.wasm.HEAP32;
+    const s = this.shapes / 4;
+    heap[s] = 1;
+    heap[s + 1] = rows;
+    heap[s + 2] = inner;
+    heap[s + 3] = 1;
+    heap[s + 4] = inner;
+    heap[s + 5] = cols;
+    const id = (t: tf.Tensor): number => this.backend.dataIdMap.get(t.dataId).id;
+    // (a, aShape, aRank, b, bShape, bRank, transposeA, transposeB, activation 0 = linear, bias, prelu, alpha, out)
+    this.backend.wasm.asm._FusedMatMul(
+      input.id,
+      this.shapes,
+      3,
+      id(w),
+      this.shapes + 12,
+      3,
+      0,
+      0,
+      0,
+      b ? id(b) : 0,
+      0,
+      0,
+      out.id,
+    );
+  }
+
+  /** The activation buffers, (re)allocated for at least `rows` rows. */
+  private ensureRows(rows: number): NonNullable<DecodeStepRunner["buffers"]> {
+    if (this.buffers && rows <= this.rows) return this.buffers;
+    this.freeRows();
+    const capacity = Math.max(rows, 2 * this.rows, 8);
+    const { c, vocab } = this.shape;
+    this.buffers = {
+      x: this.alloc(capacity * c),
+      h: this.alloc(capacity * c),
+      qkv: this.alloc(capacity * 3 * c),
+      y: this.alloc(capacity * c),
+      delta: this.alloc(capacity * c),
+      up: this.alloc(capacity * 4 * c),
+      logits: this.alloc(capacity * vocab),
+      ids: this.alloc(capacity * 2),
+    };
+    this.rows = capacity;
+    return this.buffers;
+  }
+
+  /** The bias and attention scratch, grown to hold at least the given floats. */
+  private ensureScratch(biasFloats: number, probsFloats: number): void {
+    if (biasFloats > this.biasFloats) {
+      this.free(this.bias);
+      this.biasFloats = Math.max(biasFloats, 2 * this.biasFloats);
+      this.bias = this.alloc(this.biasFloats);
+    }
+    if (probsFloats > this.probs.floats) {
+      if (this.probs.floats > 0) this.backend.wasm._free(this.probs.offset);
+      this.probs.floats = Math.max(probsFloats, 2 * this.probs.floats);
+      this.probs.offset = this.backend.wasm._malloc(this.probs.floats * 4);
+    }
+  }
+
+  private alloc(floats: number): Buffer {
+    const offset = this.backend.wasm._malloc(floats * 4) >>> 0;
+    const id = this.backend.dataIdNextNumber++;
+    this.backend.wasm.tfjs.registerTensor(id, floats, offset);
+    return { id, offset };
+  }
+
+  private free(buffer: Buffer): void {
+    if (buffer.id === 0) return;
+    this.backend.wasm.tfjs.disposeData(buffer.id);
+    this.backend.wasm._free(buffer.offset);
+  }
+
+  private freeRows(): void {
+    if (!this.buffers) return;
+    for (const buffer of Object.values(this.buffers)) this.free(buffer);
+    this.buffers = undefined;
+    this.rows = 0;
+  }
+}
