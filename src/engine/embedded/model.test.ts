@@ -130,6 +130,9 @@ describe("Gpt.decodeStep over the batch KV cache", () => {
       for (let i = 0; i < 20; i++) step(); // past the free room: the cache grows
       join([[20]]);
       step();
+      join(Array.from({ length: 7 }, (_, i) => [i + 1, 2 * i + 3])); // 10 rows: the step's buffers grow past 8
+      step();
+      step();
       expect(() =>
         model.decodeStep(new Int32Array(2), new Int32Array(2), cache.kv, cache.filled, new Float32Array(1)),
       ).toThrow(/disagree/);
