@@ -230,6 +230,10 @@ export const AsyncConfigSchema = z.strictObject({
     .describe("Policy versions a trained rollout may lag behind the current policy (versions)"),
 });
 
+/** A thread count of the embedded engine: an integer from 1 to {@link MAX_TRAIN_THREADS}, default 1. */
+const threadCount = (description: string) =>
+  z.number().int().min(1).max(MAX_TRAIN_THREADS).default(1).describe(description);
+
 /**
  * Which engine trains and serves the policy: the embedded CPU engine (the default; its model comes from `--preset`)
  * or the torch engine (a Python worker; docs/torch-engine.md), with the torch settings beside `kind` and `model`.
@@ -246,28 +250,16 @@ export const EngineSectionSchema = TorchEngineConfigSchema.extend({
     .default(null)
     .describe("torch: a local Hugging Face model folder or new:NAME (qwen2-tiny, qwen2-0.5b); null: new:qwen2-tiny"),
   seed: z.number().int().default(0).describe("torch: weight-init seed of new:NAME models"),
-  train_threads: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_TRAIN_THREADS)
-    .default(1)
-    .describe(
-      "embedded: threads per training step, 1–64 (the step's rows split across gradient worker threads, at most " +
-        "one share per row; worth it when the cores are idle during updates, e.g. a synchronous trainer; " +
-        "docs/engine.md); torch: must stay 1",
-    ),
-  decode_threads: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_TRAIN_THREADS)
-    .default(1)
-    .describe(
-      "embedded: threads that decode, 1–64 (each generate call goes to the decode loop, this thread's or a decode " +
-        "worker thread's, with the fewest sequences; worth it when many agents sample at once and cores are idle; " +
-        "each worker adds a copy of the model's memory; docs/engine.md); torch: must stay 1",
-    ),
+  train_threads: threadCount(
+    "embedded: threads per training step, 1–64 (the step's rows split across gradient worker threads, at most " +
+      "one share per row; worth it when the cores are idle during updates, e.g. a synchronous trainer; " +
+      "docs/engine.md); torch: must stay 1",
+  ),
+  decode_threads: threadCount(
+    "embedded: threads that decode, 1–64 (each generate call goes to the decode loop, this thread's or a decode " +
+      "worker thread's, with the fewest sequences; worth it when many agents sample at once and cores are idle; " +
+      "each worker adds a copy of the model's memory; docs/engine.md); torch: must stay 1",
+  ),
   sampler: z
     .enum(["engine", "vllm"])
     .default("engine")

@@ -10,7 +10,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { LayerKv } from "./model.js";
 import { GELU_CUBE, GELU_LINEAR } from "./ops.js";
 import type { GptParams } from "./params.js";
-import { type DecodeExports, decodeKernelsOn } from "./wasm-decode.js";
+import { attendScratchFloats, type DecodeExports, decodeKernelsOn } from "./wasm-decode.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this module uses. */
 interface WasmBackendInternals {
@@ -90,7 +90,7 @@ export class DecodeStepRunner {
     const rows = tokenIds.length;
     const { c, heads, vocab } = this.shape;
     const buffers = this.ensureRows(rows);
-    this.ensureScratch(rows * (columns + 1), 5 * Math.ceil((columns + 1) / 4) * 4);
+    this.ensureScratch(rows * (columns + 1), attendScratchFloats(columns + 1));
     const { backend, kernels, params } = this;
     const at = (t: tf.Tensor): number => backend.dataIdMap.get(t.dataId).memoryOffset;
     backend.wasm.HEAP32.set(tokenIds, buffers.ids.offset / 4);

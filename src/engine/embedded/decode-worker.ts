@@ -5,7 +5,6 @@
  * sampled tokens back once per decode step, and answers each call with its results or why it failed.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import * as tf from "@tensorflow/tfjs";
 import type { TokenEvent } from "../engine.js";
 import { initWasmBackend } from "./backend.js";
 import { Batcher } from "./batcher.js";
@@ -35,16 +34,6 @@ function flush(): void {
   const batch = tokens;
   tokens = [];
   port?.postMessage({ kind: "tokens", tokens: batch } satisfies DecodeReply);
-}
-
-function loadWeights(weights: [string, Float32Array][]): void {
-  for (const [name, values] of weights) {
-    const variable = model.byName.get(name);
-    if (variable === undefined) throw new Error(`decode worker: unknown weight ${name}`);
-    const tensor = tf.tensor(values, variable.shape, "float32");
-    variable.assign(tensor);
-    tensor.dispose();
-  }
 }
 
 function generate(request: Extract<DecodeRequest, { kind: "generate" }>): void {
@@ -81,7 +70,7 @@ function generate(request: Extract<DecodeRequest, { kind: "generate" }>): void {
 port.on("message", (request: DecodeRequest) => {
   switch (request.kind) {
     case "weights":
-      loadWeights(request.weights);
+      model.assignWeights(request.weights);
       version = request.version;
       return;
     case "generate":

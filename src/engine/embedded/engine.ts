@@ -6,7 +6,6 @@
  * that wait sees the weights from before the update.
  */
 
-import * as tf from "@tensorflow/tfjs";
 import { CheckpointInvalid } from "../checkpoint-error.js";
 import type {
   Engine,
@@ -241,11 +240,7 @@ export class EmbeddedEngine implements Engine {
         "invalid",
         `has config ${JSON.stringify(checkpoint.config)}, the engine has ${JSON.stringify(this.model.config)}`,
       );
-    for (const [name, variable] of this.model.byName) {
-      const values = tf.tensor(checkpoint.weights.get(name)!.data, variable.shape, "float32");
-      variable.assign(values);
-      values.dispose();
-    }
+    this.model.assignWeights([...this.model.byName.keys()].map((name) => [name, checkpoint.weights.get(name)!.data]));
     this.restoreOptimizer(checkpoint.optimizer);
     this.version += 1;
     this.syncDecodeThreads();

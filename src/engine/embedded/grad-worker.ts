@@ -4,7 +4,6 @@
  * the step's rows, and posts back the summed gradients and masked sums. It never updates weights itself.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import * as tf from "@tensorflow/tfjs";
 import { initWasmBackend } from "./backend.js";
 import { Gpt } from "./model.js";
 import type { GradientReply, GradientRequest, GradientWorkerData } from "./parallel-train.js";
@@ -17,20 +16,9 @@ await initWasmBackend();
 const data = workerData as GradientWorkerData;
 const model = new Gpt(data.config, new Map(data.weights));
 
-/** Overwrites the worker's weights with the main thread's (every request carries them). */
-function loadWeights(weights: [string, Float32Array][]): void {
-  for (const [name, values] of weights) {
-    const variable = model.byName.get(name);
-    if (variable === undefined) throw new Error(`gradient worker: unknown weight ${name}`);
-    const tensor = tf.tensor(values, variable.shape, "float32");
-    variable.assign(tensor);
-    tensor.dispose();
-  }
-}
-
 /** One request: the gradient sums of its rows, each gradient copied out of wasm memory and transferred back. */
 function answer(request: GradientRequest): GradientReply {
-  loadWeights(request.weights);
+  model.assignWeights(request.weights);
   const { grads, sums } = gradientSums(model, request.rows, request.loss, request.denominator, request.microBatchSize);
   const out: [string, Float32Array][] = [];
   for (const [name, g] of grads) {

@@ -3,7 +3,7 @@
  * so a decode step is a handful of batched ops whatever B is. Rows of different lengths share columns: each row owns
  * some columns and an additive bias hides the others. Attention has no notion of column order (positions are in the
  * embeddings), so a row's keys may sit anywhere. Each decode step writes one column that every row owns into the
- * free room after the filled ones, in place (see `wasm-decode.ts`), so a step copies nothing; the room doubles when
+ * free room after the filled ones, in place (see `decode-step.ts`), so a step copies nothing; the room doubles when
  * it runs out. A joining batch is aligned to the right edge by zero-padding on the left; leaving rows are dropped and
  * columns no row owns are trimmed. Joining, leaving and growing copy the tensors, which is why the cache holds them
  * alone: no other tensor may share their buffers.

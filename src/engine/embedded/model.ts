@@ -101,6 +101,23 @@ export class Gpt {
     this.byName = built.byName;
   }
 
+  /**
+   * Overwrites weights with new values (a hot swap: tensors the caller holds are unaffected, the next op reads them).
+   * @param weights - [name, float32 values] pairs; each name must be one of {@link Gpt.byName}'s, each array its size
+   * @throws {RangeError} for an unknown name or a wrong size; weights before the bad one are already assigned
+   */
+  assignWeights(weights: Iterable<readonly [string, Float32Array]>): void {
+    for (const [name, values] of weights) {
+      const variable = this.byName.get(name);
+      if (variable === undefined) throw new RangeError(`unknown weight ${name}`);
+      if (values.length !== variable.size)
+        throw new RangeError(`weight ${name} has ${values.length} values, expected ${variable.size}`);
+      const tensor = tf.tensor(values, variable.shape, "float32");
+      variable.assign(tensor);
+      tensor.dispose();
+    }
+  }
+
   /** Trainable weights in {@link paramSpecs} order. */
   variables(): tf.Variable[] {
     return [...this.byName.values()];

@@ -97,6 +97,26 @@ function offset(backend: WasmBackendInternals, t: tf.TensorInfo): number {
   return backend.dataIdMap.get(t.dataId).memoryOffset;
 }
 
+/**
+ * Floats of the attention functions' scratch for `width` columns: the scores, rounded up to 4, then each
+ * probability splat across 4 lanes.
+ * @param width - columns attended over
+ * @returns floats
+ */
+export function attendScratchFloats(width: number): number {
+  return 5 * Math.ceil(width / 4) * 4;
+}
+
+/** Runs `use` with a heap scratch buffer of `floats` floats (its byte offset), freed afterwards. */
+function withScratch(backend: WasmBackendInternals, floats: number, use: (offset: number) => void): void {
+  const scratch = backend.makeOutput([floats], "float32");
+  try {
+    use(offset(backend, scratch));
+  } finally {
+    backend.disposeData(scratch.dataId);
+  }
+}
+
 /** Registers {@link DECODE_ATTENTION_KERNEL} and {@link GELU_KERNEL} on the wasm backend; idempotent. */
 export function installDecodeKernels(): void {
   if (!tf.getKernel(DECODE_ATTENTION_KERNEL, "wasm"))
@@ -109,22 +129,22 @@ export function installDecodeKernels(): void {
         const backend = args.backend as unknown as WasmBackendInternals;
         const [rows, heads, capacity, headDim] = k.shape as [number, number, number, number];
         const y = backend.makeOutput([rows, heads * headDim], "float32");
-        const probs = backend.makeOutput([5 * Math.ceil((columns + 1) / 4) * 4], "float32"); // scores, splats
-        decodeKernelsOn(backend).attend(
-          offset(backend, qkv),
-          offset(backend, k),
-          offset(backend, v),
-          offset(backend, bias),
-          offset(backend, y),
-          offset(backend, probs),
-          rows,
-          heads,
-          headDim,
-          capacity,
-          columns,
-          1 / Math.sqrt(headDim),
+        withScratch(backend, attendScratchFloats(columns + 1), (scratch) =>
+          decodeKernelsOn(backend).attend(
+            offset(backend, qkv),
+            offset(backend, k),
+            offset(backend, v),
+            offset(backend, bias),
+            offset(backend, y),
+            scratch,
+            rows,
+            heads,
+            headDim,
+            capacity,
+            columns,
+            1 / Math.sqrt(headDim),
+          ),
         );
-        backend.disposeData(probs.dataId);
         return y;
       },
     });
@@ -140,20 +160,20 @@ export function installDecodeKernels(): void {
         const y = backend.makeOutput([batch * seqLen, heads * headDim], "float32");
         const k = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
         const v = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
-        const probs = backend.makeOutput([5 * Math.ceil(seqLen / 4) * 4], "float32"); // scores, splats
-        decodeKernelsOn(backend).attendCausal(
-          offset(backend, qkv),
-          offset(backend, k),
-          offset(backend, v),
-          offset(backend, y),
-          offset(backend, probs),
-          batch,
-          seqLen,
-          heads,
-          headDim,
-          1 / Math.sqrt(headDim),
+        withScratch(backend, attendScratchFloats(seqLen), (scratch) =>
+          decodeKernelsOn(backend).attendCausal(
+            offset(backend, qkv),
+            offset(backend, k),
+            offset(backend, v),
+            offset(backend, y),
+            scratch,
+            batch,
+            seqLen,
+            heads,
+            headDim,
+            1 / Math.sqrt(headDim),
+          ),
         );
-        backend.disposeData(probs.dataId);
         return [y, k, v];
       },
     });
