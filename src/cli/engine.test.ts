@@ -82,4 +82,34 @@ describe("arclight engine serve", () => {
     expect(stderr.trim().split("\n")).toHaveLength(1);
     expect(stderr.trim()).toMatch(new RegExp(`^arclight: --model ${dir}: config\\.json: vocab: .*x`));
   });
+
+  it("serves with --decode-threads 2 (completions work) and refuses 0 or a torch engine, naming the flag", async () => {
+    const child = cli(["engine", "serve", "--model", "new:tiny", "--port", "0", "--decode-threads", "2"]);
+    const url = await listeningUrl(child);
+    const answers = await Promise.all(
+      [1, 2, 3, 4].map(async (seed) => {
+        const response = await fetch(`${url}/v1/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "tiny", prompt: "2+2=", max_tokens: 4, seed }),
+        });
+        return response.status;
+      }),
+    );
+    expect(answers).toEqual([200, 200, 200, 200]);
+    child.kill("SIGTERM");
+    expect((await once(child, "exit"))[0]).toBe(0);
+    for (const [args, message] of [
+      [["--decode-threads", "0"], /^arclight: --decode-threads: .*>=1/],
+      [["--engine", "torch", "--decode-threads", "2"], /^arclight: --decode-threads 2 with --engine torch/],
+    ] as const) {
+      const refused = cli(["engine", "serve", "--port", "0", ...args]);
+      let stderr = "";
+      refused.stderr?.on("data", (data: Buffer) => {
+        stderr += data.toString();
+      });
+      expect((await once(refused, "exit"))[0]).toBe(2);
+      expect(stderr.trim()).toMatch(message);
+    }
+  }, 60_000);
 });

@@ -35,17 +35,20 @@ function intFlag(flag: string): (value: string) => number {
  * weights are invalid
  */
 export async function engineForModel(config: EngineServeConfig): Promise<{ engine: EmbeddedEngine; name: string }> {
-  const { model, seed } = config;
+  const { model, seed, decode_threads: decodeThreads } = config;
   if (model.startsWith("new:")) {
     const preset = model.slice("new:".length);
     if (!(preset in MODEL_PRESETS))
       throw new CliError(
         `--model ${model}: unknown preset "${preset}" (known: ${Object.keys(MODEL_PRESETS).join(", ")})`,
       );
-    return { engine: await EmbeddedEngine.create({ config: preset as ModelPreset, seed }), name: preset };
+    return {
+      engine: await EmbeddedEngine.create({ config: preset as ModelPreset, seed, decodeThreads }),
+      name: preset,
+    };
   }
   try {
-    return { engine: await EmbeddedEngine.load(model), name: basename(model) };
+    return { engine: await EmbeddedEngine.load(model, { decodeThreads }), name: basename(model) };
   } catch (err) {
     if (!(err instanceof CheckpointInvalid)) throw err;
     if (err.kind === "missing")
@@ -142,6 +145,12 @@ export function registerEngine(program: Command): void {
     .option("--host <host>", "interface to listen on", "127.0.0.1")
     .option("--port <port>", "TCP port (0 picks a free one)", intFlag("--port"), 8000)
     .option("--seed <seed>", "weight-init seed of new:<preset> models", intFlag("--seed"), 0)
+    .option(
+      "--decode-threads <n>",
+      "embedded: threads that decode, 1–64 (this one and decode worker threads; docs/engine.md)",
+      intFlag("--decode-threads"),
+      1,
+    )
     .option("--model-name <name>", "model name served (default: the preset or checkpoint directory name)")
     .option("--log-level <level>", "pino log level", "info")
     .option("--checkpoint-root <dir>", "the only directory tree /v1/load_weights may read; absent: load_weights is off")
@@ -154,6 +163,7 @@ export function registerEngine(program: Command): void {
         host: flags.host,
         port: flags.port,
         seed: flags.seed,
+        decode_threads: flags.decodeThreads,
         model_name: flags.modelName,
         log_level: flags.logLevel,
         checkpoint_root: flags.checkpointRoot,
@@ -165,6 +175,11 @@ export function registerEngine(program: Command): void {
       }
       if (flags.engine !== "embedded" && flags.engine !== "torch")
         throw new CliError(`--engine ${String(flags.engine)}: expected embedded or torch`);
+      if (flags.engine === "torch" && parsed.data.decode_threads !== 1)
+        throw new CliError(
+          `--decode-threads ${parsed.data.decode_threads} with --engine torch: the embedded engine's setting; the ` +
+            "torch engine samples with PyTorch's own threads or vLLM",
+        );
       const key = resolveKey("engine serve", flags as { key?: string; keyFile?: string }, process.env);
       await serve(Object.freeze(parsed.data), flags.engine, torchConfigFromFlags(flags), key);
     });

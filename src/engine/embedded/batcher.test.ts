@@ -1,7 +1,11 @@
 /** @module Tests of continuous batching through EmbeddedEngine.generate: KV-cache parity, seeds, stops, abort, joins. */
+import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
 import type { GenerationRequest, GenerationResult, SamplingParams } from "../engine.js";
-import { EmbeddedEngine } from "./engine.js";
+import { Batcher } from "./batcher.js";
+import { EmbeddedEngine, EngineDisposed } from "./engine.js";
+import type { Gpt } from "./model.js";
+import { ByteTokenizer } from "./tokenizer.js";
 
 const config = { vocab: 261, d_model: 32, n_layers: 2, n_heads: 2, context: 48 };
 const sampling = (overrides: Partial<SamplingParams> = {}): SamplingParams => ({
@@ -213,5 +217,40 @@ describe("EmbeddedEngine.generate", () => {
     expect(engine.policyVersion).toBe(1);
     const [next] = await engine.generate([request([1, 2], { maxTokens: 2 })]);
     expect(next!.policyVersion).toBe(1);
+  });
+});
+
+describe("Batcher failures", () => {
+  it("a prefill that throws fails the joining calls and the next ones too (none is left pending)", async () => {
+    // A model whose forward pass throws: the failure the loop meets when the weights are gone (the model disposed).
+    const broken = {
+      config: { ...config },
+      forward: () => {
+        throw new Error("prefill failed");
+      },
+    } as unknown as Gpt;
+    const batcher = new Batcher(broken, { tokenizer: new ByteTokenizer(), maxBatchSize: 4, policyVersion: () => 0 });
+    const first = batcher.submit([request([1, 2, 3])]);
+    const second = batcher.submit([request([4, 5])]);
+    await expect(first).rejects.toThrow("prefill failed");
+    await expect(second).rejects.toThrow("prefill failed");
+    expect(batcher.load).toEqual({ running: 0, pending: 0 });
+  });
+
+  it("close fails the calls in flight and every later call with its reason, and removes their abort listeners", async () => {
+    const engine = await makeEngine();
+    const signal = new AbortController().signal;
+    const inFlight = engine.generate([request([1, 2], { maxTokens: 40 })], { signal });
+    engine.dispose();
+    await expect(inFlight).rejects.toBeInstanceOf(EngineDisposed);
+    expect(getEventListeners(signal, "abort")).toHaveLength(0);
+    await expect(engine.generate([request([1, 2])])).rejects.toThrow("the embedded engine was disposed");
+  });
+
+  it("a finished call removes its abort listener", async () => {
+    const engine = await makeEngine();
+    const signal = new AbortController().signal;
+    await Promise.all([1, 2, 3].map((seed) => engine.generate([request([seed], { maxTokens: 3 })], { signal })));
+    expect(getEventListeners(signal, "abort")).toHaveLength(0);
   });
 });

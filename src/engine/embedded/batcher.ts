@@ -26,6 +26,8 @@ interface Group {
   remaining: number;
   resolve: (results: GenerationResult[]) => void;
   reject: (error: unknown) => void;
+  /** Removes the call's abort listener (when it has a signal). */
+  detach: () => void;
 }
 
 /** The continuous-batching decode loop of one model. */
@@ -36,6 +38,8 @@ export class Batcher {
   private pending: { sequence: Sequence; group: Group }[] = [];
   private running: { sequence: Sequence; group: Group }[] = [];
   private loop: Promise<void> | null = null;
+  /** Set by {@link Batcher.close}: every later call fails with it. */
+  private closedWith: Error | undefined;
 
   /**
    * @param model - the model every sequence decodes with (its current weights at each step)
@@ -58,9 +62,10 @@ export class Batcher {
    * @returns the results in request order, once every sequence has ended
    */
   submit(requests: GenerationRequest[], options: GenerateOptions = {}): Promise<GenerationResult[]> {
+    if (this.closedWith) return Promise.reject(this.closedWith);
     if (requests.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
-      const group: Group = { sequences: [], remaining: requests.length, resolve, reject };
+      const group: Group = { sequences: [], remaining: requests.length, resolve, reject, detach: () => {} };
       const version = this.options.policyVersion();
       requests.forEach((request, index) => {
         const sequence = new Sequence(request, {
@@ -82,15 +87,30 @@ export class Batcher {
           for (const s of group.sequences) s.abort();
         };
         if (signal.aborted) abort();
-        else signal.addEventListener("abort", abort, { once: true });
+        else {
+          signal.addEventListener("abort", abort, { once: true });
+          group.detach = () => signal.removeEventListener("abort", abort);
+        }
       }
       this.ensureLoop();
     });
   }
 
+  /**
+   * Fails every call in flight or waiting with `reason`, and every later one (the engine is going away).
+   * @param reason - the error the calls reject with
+   */
+  close(reason: Error): void {
+    this.closedWith ??= reason;
+    this.failAll(reason);
+  }
+
   private onFinish(group: Group): void {
     group.remaining -= 1;
-    if (group.remaining === 0) group.resolve(group.sequences.map((s) => s.result()));
+    if (group.remaining === 0) {
+      group.detach();
+      group.resolve(group.sequences.map((s) => s.result()));
+    }
   }
 
   private ensureLoop(): void {
@@ -129,6 +149,8 @@ export class Batcher {
       ids.set(prompt, b * width);
     });
     const lastRows = prompts.map((prompt, b) => b * width + prompt.length - 1);
+    // Running before the prefill, so a failing prefill fails these calls too (failAll), not only the others.
+    this.running.push(...joining);
     const { logits, kv } = tf.tidy(() => {
       const out = this.model.forward(tf.tensor2d(ids, [joining.length, width], "int32"), {
         returnKv: true,
@@ -140,7 +162,6 @@ export class Batcher {
       kv,
       prompts.map((p) => p.length),
     );
-    this.running.push(...joining);
     this.sampleRows(logits, joining);
   }
 
@@ -188,6 +209,9 @@ export class Batcher {
     this.pending = [];
     this.running = [];
     this.cache.clear();
-    for (const group of groups) group.reject(error);
+    for (const group of groups) {
+      group.detach();
+      group.reject(error);
+    }
   }
 }

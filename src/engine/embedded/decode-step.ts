@@ -7,7 +7,6 @@
  * look-up and a heap allocation per op, some 45 ops a step), about a fifth of a step at 8 rows.
  */
 import * as tf from "@tensorflow/tfjs";
-import type { LayerKv } from "./model.js";
 import { GELU_CUBE, GELU_LINEAR } from "./ops.js";
 import type { GptParams } from "./params.js";
 import { attendScratchFloats, type DecodeExports, decodeKernelsOn } from "./wasm-decode.js";
@@ -28,6 +27,12 @@ interface WasmBackendInternals {
 
 /** ε of every layer norm, as in `ops.ts`. */
 const EPSILON = 1e-5;
+
+/** One layer's cached keys and values, [B, H, capacity, C/H] (the model's `LayerKv`). */
+interface CachedLayer {
+  k: tf.Tensor4D;
+  v: tf.Tensor4D;
+}
 
 /** A heap buffer registered as a wasm tensor id (so `_FusedMatMul` can read or write it). */
 interface Buffer {
@@ -83,7 +88,7 @@ export class DecodeStepRunner {
   step(
     tokenIds: Int32Array,
     positions: Int32Array,
-    cache: LayerKv[],
+    cache: CachedLayer[],
     columns: number,
     bias: Float32Array,
   ): Float32Array {

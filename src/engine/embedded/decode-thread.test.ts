@@ -3,13 +3,14 @@
  * decode worker's, give the one-thread engine's tokens, follow weight updates, stream, end on abort and on a throwing
  * callback as in-process, and a failed worker fails only its own calls.
  */
+import { getEventListeners } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { GenerationRequest, GenerationResult, LossConfig, OptimizerConfig, TrainRow } from "../engine.js";
 import { type DecodeThread, DecodeWorkerFailed } from "./decode-thread.js";
-import { EmbeddedEngine } from "./engine.js";
+import { EmbeddedEngine, EngineDisposed } from "./engine.js";
 
 const config = { vocab: 261, d_model: 32, n_layers: 2, n_heads: 2, context: 64 };
 const request = (prompt: number[], seed: number, maxTokens = 24): GenerationRequest => ({
@@ -131,19 +132,68 @@ describe("EmbeddedEngine decodeThreads", () => {
     expect([early!.tokenIds, early!.finishReason]).toEqual([[], "abort"]);
   }, 60_000);
 
-  it("a worker that fails fails its own calls with DecodeWorkerFailed; later calls run on this thread", async () => {
+  it("a worker that fails fails its own calls with DecodeWorkerFailed; later calls run on this thread until a new worker is ready", async () => {
     const two = await engineWith(2);
     const { busy, call } = callOnWorker(two, [request([4, 5], 1, 40)]);
     workersOf(two)[0]!.terminate();
     await expect(call).rejects.toBeInstanceOf(DecodeWorkerFailed);
     await busy;
     expect(two.readyDecodeThreads).toBe(0);
-    const [after] = await two.generate([request([4, 5], 1, 8)]);
+    const [after] = await two.generate([request([4, 5], 1, 8)]); // runs here, and starts a new worker
     expect(after!.tokenIds).toHaveLength(8);
+    const deadline = Date.now() + 30_000;
+    while (two.readyDecodeThreads < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const again = callOnWorker(two, [request([4, 5], 1, 8)]);
+    const [onNew] = await again.call;
+    await again.busy;
+    expect(onNew!.tokenIds).toEqual(after!.tokenIds);
+  }, 60_000);
+
+  it("an abort without a stream keeps what the worker decoded, as in-process; a sequence that ended itself keeps its end", async () => {
+    const two = await engineWith(2);
+    const busy = two.generate([1, 2, 3].map((seed) => request([1, 2, 3], 90 + seed, 40))); // this thread: 3 rows
+    const controller = new AbortController();
+    let seen = 0;
+    const streamed = two.generate([request([4, 5], 1, 40)], {
+      onToken: () => {
+        seen += 1;
+        if (seen === 10) controller.abort();
+      },
+    });
+    const quiet = two.generate([request([6, 7], 2, 50), request([8, 9], 3, 2)], { signal: controller.signal });
+    expect(workersOf(two)[0]!.load).toBe(3);
+    const [[cut, short]] = await Promise.all([quiet, streamed, busy]);
+    expect(cut!.finishReason).toBe("abort");
+    expect(cut!.tokenIds.length).toBeGreaterThanOrEqual(5);
+    expect(cut!.tokenIds.length).toBeLessThan(50);
+    expect([short!.tokenIds.length, short!.finishReason]).toEqual([2, "length"]);
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+  }, 60_000);
+
+  it("calls with a shared signal leave no abort listener behind, on either loop", async () => {
+    const two = await engineWith(2);
+    const signal = new AbortController().signal;
+    await Promise.all(prompts.map((p, i) => two.generate([request(p, i, 4)], { signal })));
+    expect(getEventListeners(signal, "abort")).toHaveLength(0);
+  }, 60_000);
+
+  it("dispose fails the calls in flight on both loops with EngineDisposed, and every later call", async () => {
+    const two = await engineWith(2);
+    const { busy, call } = callOnWorker(two, [request([4, 5], 1, 60)]);
+    two.dispose();
+    await expect(busy).rejects.toBeInstanceOf(EngineDisposed);
+    await expect(call).rejects.toBeInstanceOf(EngineDisposed);
+    await expect(two.generate([request([4, 5], 1, 4)])).rejects.toBeInstanceOf(EngineDisposed);
+    await expect(two.logprobs([[1, 2, 3]])).rejects.toBeInstanceOf(EngineDisposed);
+    two.dispose(); // idempotent
   }, 60_000);
 
   it("refuses a decodeThreads that is not an integer from 1 to 64", async () => {
     await expect(EmbeddedEngine.create({ config, decodeThreads: 0 })).rejects.toThrow(/decodeThreads/);
+    const text = "2" as unknown as number;
+    await expect(EmbeddedEngine.create({ config, decodeThreads: text })).rejects.toThrow(/got "2"/);
+    const none = null as unknown as number;
+    await expect(EmbeddedEngine.create({ config, decodeThreads: none })).rejects.toThrow(/got null/);
     await expect(EmbeddedEngine.create({ config, decodeThreads: 2.5 })).rejects.toThrow(RangeError);
     await expect(EmbeddedEngine.create({ config, decodeThreads: 65 })).rejects.toThrow(/from 1 to 64/);
   });

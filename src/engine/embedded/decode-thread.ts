@@ -4,8 +4,9 @@
  * tfjs-wasm instance with a copy of the weights and its own continuous-batching loop) and hands each `generate` call
  * to whichever loop, its own or a worker's, has the fewest sequences. A {@link DecodeThread} is the main thread's
  * handle on one worker: it keeps the worker's weights in step with the engine's (posted in order with the calls),
- * replays streamed tokens into the caller's `onToken`, and makes aborts and throwing callbacks end a sequence at the
- * token the caller last saw, as the in-process loop does.
+ * replays streamed tokens into the caller's `onToken`, and makes an abort or a throwing callback end a streamed
+ * sequence at the token the caller last saw, as the in-process loop does (a call without a stream keeps what the
+ * worker decoded until the abort reached it). A worker that fails is replaced at the next call.
  */
 import { Worker } from "node:worker_threads";
 import type { GenerateOptions, GenerationRequest, GenerationResult } from "../engine.js";
@@ -56,13 +57,15 @@ interface Call {
   /** Per request: where the caller ended it (tokens kept) and why; undefined while it runs. */
   cut: ({ at: number; by: "signal" | "callback" } | undefined)[];
   sequences: number;
+  /** Removes the call's abort listener (when it has a signal). */
+  detach(): void;
 }
 
 /** The main thread's handle on one decode worker thread. */
 export class DecodeThread {
   private readonly worker: Worker;
   private ready = false;
-  private failure: DecodeWorkerFailed | undefined;
+  private failure: Error | undefined;
   private readonly calls = new Map<number, Call>();
   private nextId = 1;
   private outstanding = 0;
@@ -80,6 +83,11 @@ export class DecodeThread {
   /** True once the thread has loaded its model, until it fails or is terminated. */
   get usable(): boolean {
     return this.ready && this.failure === undefined;
+  }
+
+  /** True once the thread has failed, exited or been terminated (it takes no more calls). */
+  get failed(): boolean {
+    return this.failure !== undefined;
   }
 
   /** Sequences handed to the thread and not yet answered. */
@@ -107,6 +115,7 @@ export class DecodeThread {
         delivered: requests.map(() => 0),
         cut: requests.map(() => undefined),
         sequences: requests.length,
+        detach: () => {},
       };
       this.calls.set(id, call);
       if (this.outstanding === 0) this.worker.ref();
@@ -120,13 +129,20 @@ export class DecodeThread {
       const signal = options.signal;
       if (signal) {
         const abort = (): void => {
-          call.delivered.forEach((at, index) => {
-            call.cut[index] ??= { at, by: "signal" };
-          });
+          // A streamed sequence ends at the last token the caller saw, as in-process (where the abort lands between
+          // two tokens it was handed). Without a stream the caller saw none, so the worker's own stopping point
+          // stands, as in-process the loop's.
+          if (call.onToken)
+            call.delivered.forEach((at, index) => {
+              call.cut[index] ??= { at, by: "signal" };
+            });
           if (this.calls.has(id)) this.worker.postMessage({ kind: "abort", id } satisfies DecodeRequest);
         };
         if (signal.aborted) abort();
-        else signal.addEventListener("abort", abort, { once: true });
+        else {
+          signal.addEventListener("abort", abort, { once: true });
+          call.detach = () => signal.removeEventListener("abort", abort);
+        }
       }
     });
   }
@@ -143,9 +159,12 @@ export class DecodeThread {
     ]);
   }
 
-  /** Stops the thread; calls in flight fail. */
-  terminate(): void {
-    this.fail(new DecodeWorkerFailed("terminated"));
+  /**
+   * Stops the thread; calls in flight fail with `reason`.
+   * @param reason - what they fail with; default {@link DecodeWorkerFailed} "terminated"
+   */
+  terminate(reason: Error = new DecodeWorkerFailed("terminated")): void {
+    this.fail(reason);
     void this.worker.terminate();
   }
 
@@ -185,12 +204,13 @@ export class DecodeThread {
     const call = this.calls.get(id);
     if (call === undefined) return undefined;
     this.calls.delete(id);
+    call.detach();
     this.outstanding -= call.sequences;
     if (this.outstanding === 0) this.worker.unref();
     return call;
   }
 
-  private fail(failure: DecodeWorkerFailed): void {
+  private fail(failure: Error): void {
     this.failure ??= failure;
     for (const id of [...this.calls.keys()]) this.settle(id)?.reject(this.failure);
     this.worker.unref();

@@ -64,10 +64,20 @@ export interface EmbeddedEngineOptions {
  * @throws {RangeError} naming the option for a value that is not an integer from 1 to {@link MAX_TRAIN_THREADS}
  */
 function threadCount(option: string, value: number | undefined): number {
-  const threads = value ?? 1;
-  if (!Number.isInteger(threads) || threads < 1 || threads > MAX_TRAIN_THREADS)
-    throw new RangeError(`${option} must be an integer from 1 to ${MAX_TRAIN_THREADS}, got ${threads}`);
+  const threads = value === undefined ? 1 : value;
+  if (typeof threads !== "number" || !Number.isInteger(threads) || threads < 1 || threads > MAX_TRAIN_THREADS)
+    throw new RangeError(
+      `${option} must be an integer from 1 to ${MAX_TRAIN_THREADS}, got ${typeof threads === "number" ? threads : JSON.stringify(threads)}`,
+    );
   return threads;
+}
+
+/** A call on an engine after {@link EmbeddedEngine.dispose}, or a generation that dispose ended. */
+export class EngineDisposed extends Error {
+  constructor() {
+    super("the embedded engine was disposed");
+    this.name = "EngineDisposed";
+  }
 }
 
 /** The embedded CPU engine. Build with {@link EmbeddedEngine.create} or {@link EmbeddedEngine.load}. */
@@ -83,7 +93,9 @@ export class EmbeddedEngine implements Engine {
   private readonly batcher: Batcher;
   private readonly scoreBatchSize: number;
   private readonly parallel: ParallelTrainer | undefined;
-  private readonly decodeThreads: DecodeThread[];
+  private decodeThreads: DecodeThread[];
+  private readonly maxBatchSize: number;
+  private disposed = false;
 
   private constructor(model: Gpt, options: Omit<EmbeddedEngineOptions, "config" | "seed">, version = 0) {
     this.model = model;
@@ -92,16 +104,13 @@ export class EmbeddedEngine implements Engine {
     const threads = threadCount("trainThreads", options.trainThreads);
     const decoders = threadCount("decodeThreads", options.decodeThreads);
     this.parallel = threads > 1 ? new ParallelTrainer(threads) : undefined;
-    const maxBatchSize = options.maxBatchSize ?? 64;
+    this.maxBatchSize = options.maxBatchSize ?? 64;
     this.batcher = new Batcher(model, {
       tokenizer: this.tokenizer,
-      maxBatchSize,
+      maxBatchSize: this.maxBatchSize,
       policyVersion: () => this.version,
     });
-    this.decodeThreads = Array.from(
-      { length: decoders - 1 },
-      () => new DecodeThread({ config: model.config, weights: readWeights(model), version, maxBatchSize }),
-    );
+    this.decodeThreads = Array.from({ length: decoders - 1 }, () => this.startDecodeThread());
   }
 
   /**
@@ -165,7 +174,10 @@ export class EmbeddedEngine implements Engine {
    * @throws {DecodeWorkerFailed} (`decode-thread.ts`) when the decode worker thread running the call fails
    */
   async generate(requests: GenerationRequest[], options?: GenerateOptions): Promise<GenerationResult[]> {
+    this.checkOpen();
     for (const request of requests) this.checkPrompt(request.promptTokenIds);
+    // A worker that failed is replaced; the new one takes calls once it has loaded the current weights.
+    this.decodeThreads = this.decodeThreads.map((thread) => (thread.failed ? this.startDecodeThread() : thread));
     const local = this.batcher.load;
     let target: Batcher | DecodeThread = this.batcher;
     let least = local.running + local.pending;
@@ -181,6 +193,7 @@ export class EmbeddedEngine implements Engine {
    * @throws {RangeError} for an empty row, a row longer than the context, or an id outside the vocabulary
    */
   async logprobs(tokenIds_B_T: number[][]): Promise<number[][]> {
+    this.checkOpen();
     for (const row of tokenIds_B_T) this.checkRow(row, this.contextLength);
     return scoreTokens(this.model, tokenIds_B_T, this.scoreBatchSize);
   }
@@ -192,6 +205,7 @@ export class EmbeddedEngine implements Engine {
    *   step; the weights are unchanged
    */
   async trainStep(rows: TrainRow[], loss: LossConfig, optimizer: OptimizerConfig): Promise<TrainMetrics> {
+    this.checkOpen();
     const metrics = this.parallel
       ? await this.parallel.trainStep(this.model, this.optimizer, rows, loss, optimizer)
       : trainStep(this.model, this.optimizer, rows, loss, optimizer);
@@ -207,6 +221,7 @@ export class EmbeddedEngine implements Engine {
    * @param dir - checkpoint directory, created if missing
    */
   async saveCheckpoint(dir: string): Promise<void> {
+    this.checkOpen();
     const weights = new Map<string, SafeTensor>();
     for (const [name, variable] of this.model.byName)
       weights.set(name, { shape: variable.shape, data: variable.dataSync() as Float32Array });
@@ -232,6 +247,7 @@ export class EmbeddedEngine implements Engine {
    * differs from this engine's
    */
   async loadCheckpoint(dir: string): Promise<void> {
+    this.checkOpen();
     const checkpoint = await readCheckpoint(dir);
     // readCheckpoint checked every weight against the checkpoint's config, so equal configs mean fitting weights.
     if (JSON.stringify(checkpoint.config) !== JSON.stringify(this.model.config))
@@ -258,12 +274,33 @@ export class EmbeddedEngine implements Engine {
     this.optimizer = optimizer;
   }
 
-  /** Frees the weights and optimiser moments; the engine is unusable afterwards. */
+  /**
+   * Frees the weights and optimiser moments and stops the worker threads. Generations in flight fail with
+   * {@link EngineDisposed}, as does every later call. Idempotent.
+   */
   dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.batcher.close(new EngineDisposed());
     this.parallel?.dispose();
-    for (const thread of this.decodeThreads) thread.terminate();
+    for (const thread of this.decodeThreads) thread.terminate(new EngineDisposed());
     this.optimizer.dispose();
     this.model.dispose();
+  }
+
+  /** A decode worker with the current weights and version. */
+  private startDecodeThread(): DecodeThread {
+    return new DecodeThread({
+      config: this.model.config,
+      weights: readWeights(this.model),
+      version: this.version,
+      maxBatchSize: this.maxBatchSize,
+    });
+  }
+
+  /** @throws {EngineDisposed} once {@link EmbeddedEngine.dispose} ran */
+  private checkOpen(): void {
+    if (this.disposed) throw new EngineDisposed();
   }
 
   /** Posts the current weights and version to every decode worker. */

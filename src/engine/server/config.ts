@@ -9,6 +9,13 @@ export const EngineServeConfigSchema = z
     host: z.string().min(1).default("127.0.0.1").describe("interface to listen on"),
     port: z.number().int().min(0).max(65535).default(8000).describe("TCP port (0 picks a free one)"),
     seed: z.number().int().default(0).describe("weight-init seed of new:<preset> models"),
+    decode_threads: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(1)
+      .describe("embedded: threads that decode (this one and decode worker threads; docs/engine.md)"),
     /** Defaults to the preset name or the checkpoint directory's base name. */
     model_name: z.string().min(1).optional().describe("model name served in /v1/models and answers"),
     log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
