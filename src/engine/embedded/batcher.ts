@@ -5,6 +5,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import type { GenerateOptions, GenerationRequest, GenerationResult } from "../engine.js";
+import { onAbort } from "./abort-watch.js";
 import { BatchKvCache } from "./kv-cache.js";
 import type { Gpt } from "./model.js";
 import { sampleToken } from "./sample.js";
@@ -26,7 +27,7 @@ interface Group {
   remaining: number;
   resolve: (results: GenerationResult[]) => void;
   reject: (error: unknown) => void;
-  /** Removes the call's abort listener (when it has a signal). */
+  /** Stops watching the call's abort signal (when it has one). */
   detach: () => void;
 }
 
@@ -81,17 +82,10 @@ export class Batcher {
         sequence.start();
         if (!sequence.done) this.pending.push({ sequence, group });
       }
-      const signal = options.signal;
-      if (signal) {
-        const abort = (): void => {
+      if (options.signal)
+        group.detach = onAbort(options.signal, () => {
           for (const s of group.sequences) s.abort();
-        };
-        if (signal.aborted) abort();
-        else {
-          signal.addEventListener("abort", abort, { once: true });
-          group.detach = () => signal.removeEventListener("abort", abort);
-        }
-      }
+        });
       this.ensureLoop();
     });
   }

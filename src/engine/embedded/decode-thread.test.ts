@@ -170,11 +170,48 @@ describe("EmbeddedEngine decodeThreads", () => {
     expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
   }, 60_000);
 
-  it("calls with a shared signal leave no abort listener behind, on either loop", async () => {
+  it("calls sharing a signal put one listener on it while they run and leave none behind, on either loop", async () => {
     const two = await engineWith(2);
     const signal = new AbortController().signal;
-    await Promise.all(prompts.map((p, i) => two.generate([request(p, i, 4)], { signal })));
+    const calls = Array.from({ length: 30 }, (_, i) => two.generate([request([1 + (i % 7), 2], i, 4)], { signal }));
+    expect(workersOf(two)[0]!.load).toBeGreaterThan(0);
+    expect(getEventListeners(signal, "abort")).toHaveLength(1);
+    await Promise.all(calls);
     expect(getEventListeners(signal, "abort")).toHaveLength(0);
+  }, 60_000);
+
+  it("a call whose signal aborted already ends every sequence before its first token on the worker too", async () => {
+    const two = await engineWith(2);
+    const asked = [request([4, 5], 1, 40), request([6], 2, 40), request([7, 8, 9], 3, 40)];
+    const { busy, call } = callOnWorker(two, asked, { signal: AbortSignal.abort() });
+    const results = await call;
+    await busy;
+    expect(results.map((r) => [r.tokenIds.length, r.finishReason])).toEqual([
+      [0, "abort"],
+      [0, "abort"],
+      [0, "abort"],
+    ]);
+  }, 60_000);
+
+  it("a checkpoint load or a 2-thread train step in flight when dispose runs fails with EngineDisposed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "decode-thread-"));
+    try {
+      const engine = await EmbeddedEngine.create({ config, seed: 3, trainThreads: 2 });
+      await engine.saveCheckpoint(dir);
+      const loading = engine.loadCheckpoint(dir);
+      const row: TrainRow = { tokenIds: [5, 6, 7, 8], lossMask: [0, 0, 1, 1], advantages: [0, 0, 0, 0] };
+      const sft: LossConfig = { kind: "sft", aggregation: "token-mean" };
+      const settings: OptimizerConfig = { learningRate: 1e-2, weightDecay: 0, maxGradNorm: 1, microBatchSize: 1 };
+      const training = engine.trainStep([row, row, row, row], sft, settings);
+      engine.dispose();
+      // Both awaited together: a rejection with no handler yet would be an unhandled one.
+      await Promise.all([
+        expect(loading).rejects.toBeInstanceOf(EngineDisposed),
+        expect(training).rejects.toBeInstanceOf(EngineDisposed),
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it("dispose fails the calls in flight on both loops with EngineDisposed, and every later call", async () => {
@@ -194,6 +231,8 @@ describe("EmbeddedEngine decodeThreads", () => {
     await expect(EmbeddedEngine.create({ config, decodeThreads: text })).rejects.toThrow(/got "2"/);
     const none = null as unknown as number;
     await expect(EmbeddedEngine.create({ config, decodeThreads: none })).rejects.toThrow(/got null/);
+    const big = 2n as unknown as number;
+    await expect(EmbeddedEngine.create({ config, decodeThreads: big })).rejects.toThrow(/got 2$/);
     await expect(EmbeddedEngine.create({ config, decodeThreads: 2.5 })).rejects.toThrow(RangeError);
     await expect(EmbeddedEngine.create({ config, decodeThreads: 65 })).rejects.toThrow(/from 1 to 64/);
   });

@@ -10,6 +10,7 @@
  */
 import { Worker } from "node:worker_threads";
 import type { GenerateOptions, GenerationRequest, GenerationResult } from "../engine.js";
+import { onAbort } from "./abort-watch.js";
 import type { ModelConfig } from "./config.js";
 import { workerEntry } from "./worker-entry.js";
 
@@ -27,7 +28,8 @@ export interface DecodeWorkerData {
 /** Main thread → worker. */
 export type DecodeRequest =
   | { kind: "weights"; version: number; weights: [string, Float32Array][] }
-  | { kind: "generate"; id: number; requests: GenerationRequest[]; stream: boolean }
+  /** `aborted`: the caller's signal had aborted already (every sequence ends before its first token). */
+  | { kind: "generate"; id: number; requests: GenerationRequest[]; stream: boolean; aborted: boolean }
   /** Ends one sequence of a call (`index`) or all of them. */
   | { kind: "abort"; id: number; index?: number };
 
@@ -57,7 +59,7 @@ interface Call {
   /** Per request: where the caller ended it (tokens kept) and why; undefined while it runs. */
   cut: ({ at: number; by: "signal" | "callback" } | undefined)[];
   sequences: number;
-  /** Removes the call's abort listener (when it has a signal). */
+  /** Stops watching the call's abort signal (when it has one). */
   detach(): void;
 }
 
@@ -120,15 +122,17 @@ export class DecodeThread {
       this.calls.set(id, call);
       if (this.outstanding === 0) this.worker.ref();
       this.outstanding += requests.length;
+      // Aborted already: the worker ends every sequence before its first token, as the in-process loop does.
+      const aborted = options.signal?.aborted === true;
       this.worker.postMessage({
         kind: "generate",
         id,
         requests,
         stream: options.onToken !== undefined,
+        aborted,
       } satisfies DecodeRequest);
-      const signal = options.signal;
-      if (signal) {
-        const abort = (): void => {
+      if (options.signal && !aborted)
+        call.detach = onAbort(options.signal, () => {
           // A streamed sequence ends at the last token the caller saw, as in-process (where the abort lands between
           // two tokens it was handed). Without a stream the caller saw none, so the worker's own stopping point
           // stands, as in-process the loop's.
@@ -137,13 +141,7 @@ export class DecodeThread {
               call.cut[index] ??= { at, by: "signal" };
             });
           if (this.calls.has(id)) this.worker.postMessage({ kind: "abort", id } satisfies DecodeRequest);
-        };
-        if (signal.aborted) abort();
-        else {
-          signal.addEventListener("abort", abort, { once: true });
-          call.detach = () => signal.removeEventListener("abort", abort);
-        }
-      }
+        });
     });
   }
 

@@ -37,9 +37,10 @@ function flush(): void {
 }
 
 function generate(request: Extract<DecodeRequest, { kind: "generate" }>): void {
-  const { id, requests, stream } = request;
+  const { id, requests, stream, aborted } = request;
   // One controller per sequence, so the main thread can end one sequence (its stream callback threw) or all.
   const controllers = requests.map(() => new AbortController());
+  if (aborted) for (const controller of controllers) controller.abort();
   calls.set(id, controllers);
   const runs = requests.map((one, index) =>
     batcher.submit([one], {

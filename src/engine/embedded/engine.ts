@@ -65,10 +65,10 @@ export interface EmbeddedEngineOptions {
  */
 function threadCount(option: string, value: number | undefined): number {
   const threads = value === undefined ? 1 : value;
-  if (typeof threads !== "number" || !Number.isInteger(threads) || threads < 1 || threads > MAX_TRAIN_THREADS)
-    throw new RangeError(
-      `${option} must be an integer from 1 to ${MAX_TRAIN_THREADS}, got ${typeof threads === "number" ? threads : JSON.stringify(threads)}`,
-    );
+  if (typeof threads !== "number" || !Number.isInteger(threads) || threads < 1 || threads > MAX_TRAIN_THREADS) {
+    const shown = typeof threads === "string" ? JSON.stringify(threads) : String(threads);
+    throw new RangeError(`${option} must be an integer from 1 to ${MAX_TRAIN_THREADS}, got ${shown}`);
+  }
   return threads;
 }
 
@@ -207,7 +207,9 @@ export class EmbeddedEngine implements Engine {
   async trainStep(rows: TrainRow[], loss: LossConfig, optimizer: OptimizerConfig): Promise<TrainMetrics> {
     this.checkOpen();
     const metrics = this.parallel
-      ? await this.parallel.trainStep(this.model, this.optimizer, rows, loss, optimizer)
+      ? await this.parallel.trainStep(this.model, this.optimizer, rows, loss, optimizer).catch((err: unknown) => {
+          throw this.disposed ? new EngineDisposed() : err; // dispose() stopped its gradient workers
+        })
       : trainStep(this.model, this.optimizer, rows, loss, optimizer);
     if (metrics.nonFiniteSkipped !== true) {
       this.version += 1;
@@ -249,6 +251,7 @@ export class EmbeddedEngine implements Engine {
   async loadCheckpoint(dir: string): Promise<void> {
     this.checkOpen();
     const checkpoint = await readCheckpoint(dir);
+    this.checkOpen(); // dispose() may have run while the checkpoint was read
     // readCheckpoint checked every weight against the checkpoint's config, so equal configs mean fitting weights.
     if (JSON.stringify(checkpoint.config) !== JSON.stringify(this.model.config))
       throw new CheckpointInvalid(
