@@ -35,7 +35,7 @@ interface CachedLayer {
 }
 
 /** A heap buffer registered as a wasm tensor id (so `_FusedMatMul` can read or write it). */
-interface Buffer {
+interface HeapBuffer {
   id: number;
   offset: number;
 }
@@ -54,11 +54,13 @@ export class DecodeStepRunner {
   private readonly shape: Shape;
   /** Rows the activation buffers hold. */
   private rows = 0;
-  private buffers: Record<"x" | "h" | "qkv" | "y" | "delta" | "up" | "logits" | "ids", Buffer> | undefined;
-  /** Bias scratch (floats it holds) and the shape arrays of `_FusedMatMul` (6 int32). */
-  private bias: Buffer = { id: 0, offset: 0 };
+  private buffers: Record<"x" | "h" | "qkv" | "y" | "delta" | "up" | "logits" | "ids", HeapBuffer> | undefined;
+  /** The attention bias of a step, [B × (L+1)] floats, and how many floats it holds. */
+  private bias: HeapBuffer = { id: 0, offset: 0 };
   private biasFloats = 0;
+  /** Byte offset of `_FusedMatMul`'s two shape arrays, [1, rows, K] then [1, K, N] (6 int32). */
   private readonly shapes: number;
+  /** The attention kernel's scratch (see `attendScratchFloats`). */
   private readonly probs: { offset: number; floats: number } = { offset: 0, floats: 0 };
 
   /**
@@ -158,7 +160,7 @@ export class DecodeStepRunner {
   }
 
   /** out = input @ w (+ b) through XNNPACK, input [rows, K], w [K, N]. */
-  private affine(input: Buffer, w: tf.Tensor, b: tf.Tensor | undefined, out: Buffer, rows: number): void {
+  private affine(input: HeapBuffer, w: tf.Tensor, b: tf.Tensor | undefined, out: HeapBuffer, rows: number): void {
     const [inner, cols] = w.shape as [number, number];
     const heap = this.backend.wasm.HEAP32;
     const s = this.shapes / 4;
@@ -221,14 +223,14 @@ export class DecodeStepRunner {
     }
   }
 
-  private alloc(floats: number): Buffer {
+  private alloc(floats: number): HeapBuffer {
     const offset = this.backend.wasm._malloc(floats * 4) >>> 0;
     const id = this.backend.dataIdNextNumber++;
     this.backend.wasm.tfjs.registerTensor(id, floats, offset);
     return { id, offset };
   }
 
-  private free(buffer: Buffer): void {
+  private free(buffer: HeapBuffer): void {
     if (buffer.id === 0) return;
     this.backend.wasm.tfjs.disposeData(buffer.id);
     this.backend.wasm._free(buffer.offset);
