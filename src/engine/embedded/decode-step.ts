@@ -40,6 +40,12 @@ interface HeapBuffer {
   offset: number;
 }
 
+/** A heap buffer only `decode.wat` reads or writes (by byte offset), and its size in floats. */
+interface Scratch {
+  offset: number;
+  floats: number;
+}
+
 /** The shape of the model a runner serves: d_model, heads, vocabulary. */
 interface Shape {
   c: number;
@@ -55,13 +61,12 @@ export class DecodeStepRunner {
   /** Rows the activation buffers hold. */
   private rows = 0;
   private buffers: Record<"x" | "h" | "qkv" | "y" | "delta" | "up" | "logits" | "ids", HeapBuffer> | undefined;
-  /** The attention bias of a step, [B × (L+1)] floats, and how many floats it holds. */
-  private bias: HeapBuffer = { id: 0, offset: 0 };
-  private biasFloats = 0;
+  /** The attention bias of a step, [B × (L+1)] floats (only `decode.wat` reads it: no tensor id). */
+  private readonly bias: Scratch = { offset: 0, floats: 0 };
   /** Byte offset of `_FusedMatMul`'s two shape arrays, [1, rows, K] then [1, K, N] (6 int32). */
   private readonly shapes: number;
   /** The attention kernel's scratch (see `attendScratchFloats`). */
-  private readonly probs: { offset: number; floats: number } = { offset: 0, floats: 0 };
+  private readonly probs: Scratch = { offset: 0, floats: 0 };
 
   /**
    * @param params - the model's weights (read at each step, so updates apply)
@@ -97,7 +102,8 @@ export class DecodeStepRunner {
     const rows = tokenIds.length;
     const { c, heads, vocab } = this.shape;
     const buffers = this.ensureRows(rows);
-    this.ensureScratch(rows * (columns + 1), attendScratchFloats(columns + 1));
+    this.reserve(this.bias, rows * (columns + 1));
+    this.reserve(this.probs, attendScratchFloats(columns + 1));
     const { backend, kernels, params } = this;
     const at = (t: tf.Tensor): number => backend.dataIdMap.get(t.dataId).memoryOffset;
     backend.wasm.HEAP32.set(tokenIds, buffers.ids.offset / 4);
@@ -148,9 +154,8 @@ export class DecodeStepRunner {
   /** Frees the buffers. */
   dispose(): void {
     this.freeRows();
-    this.free(this.bias);
+    for (const scratch of [this.bias, this.probs]) if (scratch.floats > 0) this.backend.wasm._free(scratch.offset);
     this.backend.wasm._free(this.shapes);
-    if (this.probs.floats > 0) this.backend.wasm._free(this.probs.offset);
   }
 
   /** h = layerNorm(x) over `rows` rows. */
@@ -209,18 +214,12 @@ export class DecodeStepRunner {
     return this.buffers;
   }
 
-  /** The bias and attention scratch, grown to hold at least the given floats. */
-  private ensureScratch(biasFloats: number, probsFloats: number): void {
-    if (biasFloats > this.biasFloats) {
-      this.free(this.bias);
-      this.biasFloats = Math.max(biasFloats, 2 * this.biasFloats);
-      this.bias = this.alloc(this.biasFloats);
-    }
-    if (probsFloats > this.probs.floats) {
-      if (this.probs.floats > 0) this.backend.wasm._free(this.probs.offset);
-      this.probs.floats = Math.max(probsFloats, 2 * this.probs.floats);
-      this.probs.offset = this.backend.wasm._malloc(this.probs.floats * 4);
-    }
+  /** Grows `scratch` (doubling) until it holds at least `floats` floats; its contents are not kept. */
+  private reserve(scratch: Scratch, floats: number): void {
+    if (floats <= scratch.floats) return;
+    if (scratch.floats > 0) this.backend.wasm._free(scratch.offset);
+    scratch.floats = Math.max(floats, 2 * scratch.floats);
+    scratch.offset = this.backend.wasm._malloc(scratch.floats * 4) >>> 0;
   }
 
   private alloc(floats: number): HeapBuffer {
@@ -231,7 +230,6 @@ export class DecodeStepRunner {
   }
 
   private free(buffer: HeapBuffer): void {
-    if (buffer.id === 0) return;
     this.backend.wasm.tfjs.disposeData(buffer.id);
     this.backend.wasm._free(buffer.offset);
   }
