@@ -25,7 +25,7 @@ import { readCheckpoint, writeCheckpoint } from "./checkpoint.js";
 import { MAX_TRAIN_THREADS, MODEL_PRESETS, type ModelConfig, type ModelPreset, parseModelConfig } from "./config.js";
 import { DecodeThread } from "./decode-thread.js";
 import { Gpt } from "./model.js";
-import { ParallelTrainer, readWeights } from "./parallel-train.js";
+import { ParallelTrainer } from "./parallel-train.js";
 import { initialValues, type PositionInit } from "./params.js";
 import type { SafeTensor } from "./safetensors.js";
 import { scoreTokens } from "./score.js";
@@ -295,7 +295,7 @@ export class EmbeddedEngine implements Engine {
   private startDecodeThread(): DecodeThread {
     return new DecodeThread({
       config: this.model.config,
-      weights: readWeights(this.model),
+      weights: this.model.readWeights(),
       version: this.version,
       maxBatchSize: this.maxBatchSize,
     });
@@ -308,7 +308,7 @@ export class EmbeddedEngine implements Engine {
 
   /** Posts the current weights and version to every decode worker. */
   private syncDecodeThreads(): void {
-    for (const thread of this.decodeThreads) thread.setWeights(this.version, readWeights(this.model));
+    for (const thread of this.decodeThreads) thread.setWeights(this.version, this.model.readWeights());
   }
 
   private restoreOptimizer(state: Awaited<ReturnType<typeof readCheckpoint>>["optimizer"]): void {

@@ -118,6 +118,14 @@ export class Gpt {
     }
   }
 
+  /**
+   * A copy of every weight, by name: fresh arrays, so they may be transferred to a worker thread.
+   * @returns [name, float32 values] in {@link Gpt.byName} order
+   */
+  readWeights(): [string, Float32Array][] {
+    return [...this.byName].map(([name, variable]) => [name, variable.dataSync() as Float32Array]);
+  }
+
   /** Trainable weights in {@link paramSpecs} order. */
   variables(): tf.Variable[] {
     return [...this.byName.values()];

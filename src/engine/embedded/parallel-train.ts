@@ -181,7 +181,7 @@ export class ParallelTrainer {
   private async runStep(...[model, optimizer, rows, loss, settings]: StepArgs): Promise<TrainMetrics> {
     const denominator = stepDenominator(model, rows, loss);
     const [local = [], ...remote] = splitRows(rows, this.threads);
-    const weights = remote.length > 0 ? readWeights(model) : [];
+    const weights = remote.length > 0 ? model.readWeights() : [];
     const workers = this.workersFor(model, remote.length, weights);
     const microBatchSize = settings.microBatchSize;
     await Promise.all(workers.slice(0, remote.length).map((worker) => worker.started()));
@@ -225,13 +225,4 @@ export class ParallelTrainer {
     while (this.workers.length < count) this.workers.push(new GradientWorker({ config: model.config, weights }));
     return this.workers;
   }
-}
-
-/**
- * A copy of every weight, by name (fresh arrays: they may be transferred to a worker).
- * @param model - the GPT
- * @returns [name, values] in {@link Gpt.byName} order
- */
-export function readWeights(model: Gpt): [string, Float32Array][] {
-  return [...model.byName].map(([name, variable]) => [name, variable.dataSync() as Float32Array]);
 }
