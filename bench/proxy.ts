@@ -8,8 +8,11 @@
  *
  * A third server, the bare pass-through (node:http in, undici out, no capture, no auth, in its own process), is the
  * floor for "a Node process between agent and upstream": the gateway's CPU per call is printed against it
- * (target: within 2×). Direct, bare and proxied runs alternate for `--rounds N` rounds (default 3); figures are
- * medians over the rounds.
+ * (target: within 2×). A fourth, the bare pass-through with durable capture, adds to it only what capture needs:
+ * both bodies parsed, one `model_request` event per call (the request and answer texts spliced into its JSON) appended
+ * to the gateway's SQLite store and committed before the agent is answered: the floor for a capturing proxy built on
+ * these libraries. Direct, bare, bare + capture and proxied runs alternate for `--rounds N` rounds (default 3);
+ * figures are medians over the rounds.
  *
  * `--store sqlite` (default; the gateway's real default, a fresh file in a temp folder) or `--store memory`;
  * `--body small` (default) or `--body large` (a 24-turn, ~24 kB chat body).
@@ -44,9 +47,9 @@ const BODY = requestBody();
 async function runWorker(): Promise<void> {
   const { FakeVllm } = await import("../src/gateway/testing/fake-vllm.js");
   const { startProxyHarness } = await import("../src/gateway/testing/proxy-harness.js");
-  const role = process.env.BENCH_ROLE as "upstream" | "gateway" | "bare";
+  const role = process.env.BENCH_ROLE as "upstream" | "gateway" | "bare" | "capture";
   const send = (message: unknown): void => void process.send!(message);
-  if (role === "bare") return runBarePassThrough(send);
+  if (role === "bare" || role === "capture") return runBarePassThrough(send, role === "capture");
   if (role === "upstream") {
     const fake = await FakeVllm.start({ content: "ok" });
     // Keep the fake's memory flat: the bench does not need the received bodies.
@@ -76,22 +79,41 @@ async function runWorker(): Promise<void> {
 /**
  * The bare pass-through: reads the request body, sends it to the upstream's chat route with undici (keep-alive
  * pool), answers with the upstream's status and body. Nothing else: no auth, no routing, no capture.
+ *
+ * With `capture`, it also does what durable capture needs and nothing more: parses the request and the answer, and
+ * appends one `model_request` event (request and response texts spliced into the event's JSON, as the gateway does)
+ * for the client's rollout (`x-bench-rollout` header) to a fresh SQLite store with the gateway's store class, and
+ * answers only once the event is committed.
  */
-async function runBarePassThrough(send: (message: unknown) => void): Promise<void> {
+async function runBarePassThrough(send: (message: unknown) => void, capture: boolean): Promise<void> {
   const { createServer } = await import("node:http");
   const target = new URL(`${process.env.BENCH_UPSTREAM_URL!}/chat/completions`);
   const agent = new Agent({ connections: CONCURRENCY, keepAliveTimeout: 30_000 });
+  const store = capture ? await captureStore() : undefined;
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
+    const requestBody = Buffer.concat(chunks);
+    const startedAt = performance.now();
     const upstream = await agent.request({
       origin: target.origin,
       path: target.pathname,
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: Buffer.concat(chunks),
+      body: requestBody,
     });
     const body = Buffer.from(await upstream.body.arrayBuffer());
+    if (store) {
+      const requestText = requestBody.toString("utf8");
+      const responseText = body.toString("utf8");
+      const request = JSON.parse(requestText) as Record<string, unknown>;
+      const response = JSON.parse(responseText) as Record<string, unknown>;
+      const latencyMs = performance.now() - startedAt;
+      const data = { request, response, latency_ms: latencyMs, http_status: upstream.statusCode };
+      const dataJson = `{"request":${requestText},"response":${responseText},"latency_ms":${latencyMs},"http_status":${upstream.statusCode}}`;
+      const rolloutId = String(req.headers["x-bench-rollout"]);
+      await store.appendEvents(rolloutId, "0", [{ event_type: "model_request", data, dataJson }]);
+    }
     res.writeHead(upstream.statusCode, { "content-type": "application/json", "content-length": body.length });
     res.end(body);
   });
@@ -106,13 +128,32 @@ async function runBarePassThrough(send: (message: unknown) => void): Promise<voi
   });
 }
 
+/**
+ * A fresh SQLite store (the gateway's class and settings) in its own temp folder, with one rollout per client
+ * (`ro-bench-{i}`) for the capturing pass-through; the folder is removed at exit.
+ */
+async function captureStore(): Promise<import("../src/store/store.js").Store> {
+  const { SqliteStore } = await import("../src/store/sqlite.js");
+  const { RolloutCreateSchema } = await import("../src/protocol/index.js");
+  const dir = mkdtempSync(join(tmpdir(), "arclight-bench-capture-"));
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  const store = SqliteStore.open(join(dir, "capture.db"));
+  const creates = Array.from({ length: CONCURRENCY }, (_, i) =>
+    RolloutCreateSchema.parse({ rollout_id: `ro-bench-${i}`, input: {} }),
+  );
+  await store.createRollouts(creates);
+  return store;
+}
+
+/** `BENCH_PROF=1` (or `gateway`) profiles the gateway, `BENCH_PROF=bare` or `capture` that server, into /tmp/prof. */
+function profiled(role: string | undefined): boolean {
+  const wanted = process.env.BENCH_PROF;
+  return wanted !== undefined && wanted !== "" && (wanted === "1" ? "gateway" : wanted) === role;
+}
+
 function startWorker(env: Record<string, string>): Promise<{ worker: ChildProcess; info: Record<string, unknown> }> {
   const worker = fork(fileURLToPath(import.meta.url), [], {
-    execArgv: [
-      "--import",
-      "tsx",
-      ...(env.BENCH_ROLE === "gateway" && process.env.BENCH_PROF ? ["--cpu-prof", "--cpu-prof-dir=/tmp/prof"] : []),
-    ],
+    execArgv: ["--import", "tsx", ...(profiled(env.BENCH_ROLE) ? ["--cpu-prof", "--cpu-prof-dir=/tmp/prof"] : [])],
     env: { ...process.env, ...env },
   });
   return new Promise((resolve, reject) => {
@@ -151,28 +192,37 @@ const rate = (run: Run): number => run.requests / run.seconds;
 /**
  * Median CPU per call of each process per kind of run, the throughput the machine's cores would allow if CPU were
  * the only limit (steadier than calls/s on a shared machine; the Little's-law reading in docs/benchmarks.md), and
- * the gateway's CPU per call against the bare pass-through's.
+ * the gateway's CPU per call against the bare pass-through's and against the bare pass-through with durable capture.
  */
-function printCpu(runs: Record<"direct" | "bare" | "proxied", MeasuredRun[]>): void {
+function printCpu(runs: Record<"direct" | "bare" | "capture" | "proxied", MeasuredRun[]>): void {
   const per = (kind: keyof typeof runs, part: keyof CpuSnapshot): number => median(runs[kind].map((r) => r.cpu[part]));
   const us = (v: number): string => v.toFixed(0);
   const total = (kind: keyof typeof runs): number => per(kind, "loadgen") + per(kind, "upstream") + per(kind, "middle");
+  const parts = (kind: keyof typeof runs, middle: string): string =>
+    `load ${us(per(kind, "loadgen"))} + upstream ${us(per(kind, "upstream"))}` +
+    (kind === "direct" ? "" : ` + ${middle} ${us(per(kind, "middle"))}`) +
+    ` = ${us(total(kind))}`;
   console.log(
-    `CPU per call, µs (medians): direct: load ${us(per("direct", "loadgen"))} + upstream ${us(per("direct", "upstream"))}` +
-      ` = ${us(total("direct"))}; bare pass-through: load ${us(per("bare", "loadgen"))} + upstream ${us(per("bare", "upstream"))}` +
-      ` + bare ${us(per("bare", "middle"))} = ${us(total("bare"))}; proxied: load ${us(per("proxied", "loadgen"))} + upstream ` +
-      `${us(per("proxied", "upstream"))} + gateway ${us(per("proxied", "middle"))} = ${us(total("proxied"))}`,
+    `CPU per call, µs (medians): direct: ${parts("direct", "")}; bare pass-through: ${parts("bare", "bare")}; ` +
+      `bare + capture: ${parts("capture", "bare + capture")}; proxied: ${parts("proxied", "gateway")}`,
   );
   const cores = availableParallelism();
   const ceiling = (kind: keyof typeof runs): number => (cores * 1e6) / total(kind);
+  const share = (kind: keyof typeof runs): string => ((ceiling(kind) / ceiling("direct")) * 100).toFixed(1);
   console.log(
     `CPU-bound ceiling on ${cores} cores: direct ${ceiling("direct").toFixed(0)} calls/s, bare ${ceiling("bare").toFixed(0)}, ` +
-      `proxied ${ceiling("proxied").toFixed(0)} (proxied/direct ${((ceiling("proxied") / ceiling("direct")) * 100).toFixed(1)}%)`,
+      `bare + capture ${ceiling("capture").toFixed(0)}, proxied ${ceiling("proxied").toFixed(0)} ` +
+      `(of direct: bare ${share("bare")}%, bare + capture ${share("capture")}%, proxied ${share("proxied")}%)`,
   );
   const gateway = per("proxied", "middle");
   const bare = per("bare", "middle");
+  const floor = per("capture", "middle");
   console.log(
     `gateway CPU per call ${us(gateway)} µs vs bare pass-through ${us(bare)} µs: ${(gateway / bare).toFixed(2)}× (target <= 2×)`,
+  );
+  console.log(
+    `bare + durable capture ${us(floor)} µs: ${(floor / bare).toFixed(2)}× bare; the gateway is ${(gateway / floor).toFixed(2)}× ` +
+      `of it (what auth, routing, pause, attempt checks, retries, aborts and Fastify add: ${us(gateway - floor)} µs)`,
   );
 }
 
@@ -187,7 +237,7 @@ interface Run {
 /** 64 clients, each sending its next call when the previous one is answered, for the bench duration. */
 async function load(
   urlOf: (client: number) => string,
-  headers: Record<string, string>,
+  headersOf: (client: number) => Record<string, string>,
   concurrency = CONCURRENCY,
 ): Promise<Run> {
   const dispatcher = new Agent({ connections: concurrency, keepAliveTimeout: 30_000 });
@@ -201,7 +251,7 @@ async function load(
       origin: new URL(urlOf(client)).origin,
       path: new URL(urlOf(client)).pathname,
       method: "POST",
-      headers: { "content-type": "application/json", ...headers },
+      headers: { "content-type": "application/json", ...headersOf(client) },
       body: BODY,
     });
     await res.body.arrayBuffer();
@@ -264,22 +314,29 @@ async function compare(storeEnv: Record<string, string>): Promise<void> {
   const upstreamUrl = upstream.info.url as string;
   const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl, ...storeEnv });
   const bare = await startWorker({ BENCH_ROLE: "bare", BENCH_UPSTREAM_URL: upstreamUrl });
+  const capture = await startWorker({ BENCH_ROLE: "capture", BENCH_UPSTREAM_URL: upstreamUrl });
   const { base, rids, key, store } = gateway.info as { base: string; rids: string[]; key: string; store: string };
   const rounds = roundsFlag();
   console.log(
     `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ${CONCURRENCY} concurrent clients, ` +
-      `${rounds} rounds of direct / bare pass-through / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
-      `non-stream chat calls; upstream, gateway, bare pass-through and load generator in separate processes; ` +
+      `${rounds} rounds of direct / bare pass-through / bare + capture / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
+      `non-stream chat calls; upstream, gateway, both pass-throughs and load generator in separate processes; ` +
       `store: ${store}; request body ${BODY.length} bytes; node ${process.version}`,
   );
   const proxiedUrl = (c: number): string => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`;
-  const auth = { authorization: `Bearer ${key}` };
+  const auth = (): Record<string, string> => ({ authorization: `Bearer ${key}` });
+  const none = (): Record<string, string> => ({});
   const kinds = {
-    direct: { middle: gateway.worker, url: () => `${upstreamUrl}/chat/completions`, headers: {} },
-    bare: { middle: bare.worker, url: () => `${bare.info.url as string}/chat/completions`, headers: {} },
+    direct: { middle: gateway.worker, url: () => `${upstreamUrl}/chat/completions`, headers: none },
+    bare: { middle: bare.worker, url: () => `${bare.info.url as string}/chat/completions`, headers: none },
+    capture: {
+      middle: capture.worker,
+      url: () => `${capture.info.url as string}/chat/completions`,
+      headers: (c: number) => ({ "x-bench-rollout": `ro-bench-${c}` }),
+    },
     proxied: { middle: gateway.worker, url: proxiedUrl, headers: auth },
   };
-  const runs: Record<keyof typeof kinds, MeasuredRun[]> = { direct: [], bare: [], proxied: [] };
+  const runs: Record<keyof typeof kinds, MeasuredRun[]> = { direct: [], bare: [], capture: [], proxied: [] };
   for (let round = 0; round < rounds; round++)
     for (const [kind, { middle, url, headers }] of Object.entries(kinds) as [
       keyof typeof kinds,
@@ -301,7 +358,7 @@ async function compare(storeEnv: Record<string, string>): Promise<void> {
       runs[kind].push({ ...run, cpu });
     }
   // Same pair with one client: the proxy's own cost, without queueing behind 63 other calls.
-  const directOne = await load(() => `${upstreamUrl}/chat/completions`, {}, 1);
+  const directOne = await load(() => `${upstreamUrl}/chat/completions`, none, 1);
   const proxiedOne = await load(proxiedUrl, auth, 1);
   gateway.worker.send("count");
   const { events } = await new Promise<{ events: number }>((r) => gateway.worker.once("message", r));
@@ -327,8 +384,11 @@ async function compare(storeEnv: Record<string, string>): Promise<void> {
   );
   const ratio = (kind: keyof typeof kinds): string =>
     ((median(runs[kind].map(rate)) / median(runs.direct.map(rate))) * 100).toFixed(1);
-  console.log(`throughput ratio proxied/direct: ${ratio("proxied")}% (target >= 50%); bare/direct: ${ratio("bare")}%`);
-  for (const worker of [upstream.worker, gateway.worker, bare.worker]) worker.send("exit");
+  console.log(
+    `throughput ratio proxied/direct: ${ratio("proxied")}% (target >= 50%); bare/direct: ${ratio("bare")}%; ` +
+      `bare + capture/direct: ${ratio("capture")}%`,
+  );
+  for (const worker of [upstream.worker, gateway.worker, bare.worker, capture.worker]) worker.send("exit");
   await once(gateway.worker, "exit");
 }
 
