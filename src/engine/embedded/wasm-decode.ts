@@ -117,79 +117,84 @@ function withScratch(backend: WasmBackendInternals, floats: number, use: (offset
   }
 }
 
-/** Registers {@link DECODE_ATTENTION_KERNEL} and {@link GELU_KERNEL} on the wasm backend; idempotent. */
+/**
+ * Registers `kernelFunc` as the wasm backend's kernel `name` unless one is registered; it gets the op's inputs, attrs
+ * and the backend's internals.
+ */
+function registerWasmKernel(
+  name: string,
+  kernelFunc: (
+    inputs: tf.NamedTensorInfoMap,
+    attrs: tf.NamedAttrMap,
+    backend: WasmBackendInternals,
+  ) => tf.TensorInfo | tf.TensorInfo[],
+): void {
+  if (tf.getKernel(name, "wasm")) return;
+  tf.registerKernel({
+    kernelName: name,
+    backendName: "wasm",
+    kernelFunc: (args) => kernelFunc(args.inputs, args.attrs ?? {}, args.backend as unknown as WasmBackendInternals),
+  });
+}
+
+/**
+ * Registers {@link DECODE_ATTENTION_KERNEL}, {@link CAUSAL_ATTENTION_KERNEL} and {@link GELU_KERNEL} on the wasm
+ * backend; idempotent.
+ */
 export function installDecodeKernels(): void {
-  if (!tf.getKernel(DECODE_ATTENTION_KERNEL, "wasm"))
-    tf.registerKernel({
-      kernelName: DECODE_ATTENTION_KERNEL,
-      backendName: "wasm",
-      kernelFunc: (args) => {
-        const { qkv, k, v, bias } = args.inputs as Record<"qkv" | "k" | "v" | "bias", tf.TensorInfo>;
-        const { columns } = args.attrs as { columns: number };
-        const backend = args.backend as unknown as WasmBackendInternals;
-        const [rows, heads, capacity, headDim] = k.shape as [number, number, number, number];
-        const y = backend.makeOutput([rows, heads * headDim], "float32");
-        withScratch(backend, attendScratchFloats(columns + 1), (scratch) =>
-          decodeKernelsOn(backend).attend(
-            offset(backend, qkv),
-            offset(backend, k),
-            offset(backend, v),
-            offset(backend, bias),
-            offset(backend, y),
-            scratch,
-            rows,
-            heads,
-            headDim,
-            capacity,
-            columns,
-            1 / Math.sqrt(headDim),
-          ),
-        );
-        return y;
-      },
-    });
-  if (!tf.getKernel(CAUSAL_ATTENTION_KERNEL, "wasm"))
-    tf.registerKernel({
-      kernelName: CAUSAL_ATTENTION_KERNEL,
-      backendName: "wasm",
-      kernelFunc: (args) => {
-        const qkv = args.inputs.qkv as tf.TensorInfo;
-        const { batch, seqLen, heads } = args.attrs as { batch: number; seqLen: number; heads: number };
-        const backend = args.backend as unknown as WasmBackendInternals;
-        const headDim = (qkv.shape[1] as number) / (3 * heads);
-        const y = backend.makeOutput([batch * seqLen, heads * headDim], "float32");
-        const k = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
-        const v = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
-        withScratch(backend, attendScratchFloats(seqLen), (scratch) =>
-          decodeKernelsOn(backend).attendCausal(
-            offset(backend, qkv),
-            offset(backend, k),
-            offset(backend, v),
-            offset(backend, y),
-            scratch,
-            batch,
-            seqLen,
-            heads,
-            headDim,
-            1 / Math.sqrt(headDim),
-          ),
-        );
-        return [y, k, v];
-      },
-    });
-  if (!tf.getKernel(GELU_KERNEL, "wasm"))
-    tf.registerKernel({
-      kernelName: GELU_KERNEL,
-      backendName: "wasm",
-      kernelFunc: (args) => {
-        const x = args.inputs.x as tf.TensorInfo;
-        const backend = args.backend as unknown as WasmBackendInternals;
-        const out = backend.makeOutput(x.shape, "float32");
-        const size = tf.util.sizeFromShape(x.shape);
-        decodeKernelsOn(backend).gelu(offset(backend, x), offset(backend, out), size, GELU_CUBE, GELU_LINEAR);
-        return out;
-      },
-    });
+  registerWasmKernel(DECODE_ATTENTION_KERNEL, (inputs, attrs, backend) => {
+    const { qkv, k, v, bias } = inputs as Record<"qkv" | "k" | "v" | "bias", tf.TensorInfo>;
+    const { columns } = attrs as { columns: number };
+    const [rows, heads, capacity, headDim] = k.shape as [number, number, number, number];
+    const y = backend.makeOutput([rows, heads * headDim], "float32");
+    withScratch(backend, attendScratchFloats(columns + 1), (scratch) =>
+      decodeKernelsOn(backend).attend(
+        offset(backend, qkv),
+        offset(backend, k),
+        offset(backend, v),
+        offset(backend, bias),
+        offset(backend, y),
+        scratch,
+        rows,
+        heads,
+        headDim,
+        capacity,
+        columns,
+        1 / Math.sqrt(headDim),
+      ),
+    );
+    return y;
+  });
+  registerWasmKernel(CAUSAL_ATTENTION_KERNEL, (inputs, attrs, backend) => {
+    const qkv = inputs.qkv as tf.TensorInfo;
+    const { batch, seqLen, heads } = attrs as { batch: number; seqLen: number; heads: number };
+    const headDim = (qkv.shape[1] as number) / (3 * heads);
+    const y = backend.makeOutput([batch * seqLen, heads * headDim], "float32");
+    const k = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
+    const v = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
+    withScratch(backend, attendScratchFloats(seqLen), (scratch) =>
+      decodeKernelsOn(backend).attendCausal(
+        offset(backend, qkv),
+        offset(backend, k),
+        offset(backend, v),
+        offset(backend, y),
+        scratch,
+        batch,
+        seqLen,
+        heads,
+        headDim,
+        1 / Math.sqrt(headDim),
+      ),
+    );
+    return [y, k, v];
+  });
+  registerWasmKernel(GELU_KERNEL, (inputs, _attrs, backend) => {
+    const x = inputs.x as tf.TensorInfo;
+    const out = backend.makeOutput(x.shape, "float32");
+    const size = tf.util.sizeFromShape(x.shape);
+    decodeKernelsOn(backend).gelu(offset(backend, x), offset(backend, out), size, GELU_CUBE, GELU_LINEAR);
+    return out;
+  });
 }
 
 /**
