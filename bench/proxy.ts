@@ -293,9 +293,10 @@ function storeFlag(): "sqlite" | "memory" {
 
 async function main(): Promise<void> {
   const storeKind = storeFlag();
+  const rounds = roundsFlag(); // checked before any server starts: a bad flag leaves no child process behind
   const dir = storeKind === "sqlite" ? mkdtempSync(join(tmpdir(), "arclight-bench-proxy-")) : undefined;
   try {
-    await compare(dir ? { BENCH_SQLITE_PATH: join(dir, "gateway.db") } : {});
+    await compare(dir ? { BENCH_SQLITE_PATH: join(dir, "gateway.db") } : {}, rounds);
   } finally {
     if (dir) rmSync(dir, { recursive: true, force: true });
   }
@@ -309,14 +310,13 @@ function roundsFlag(): number {
   return value;
 }
 
-async function compare(storeEnv: Record<string, string>): Promise<void> {
+async function compare(storeEnv: Record<string, string>, rounds: number): Promise<void> {
   const upstream = await startWorker({ BENCH_ROLE: "upstream" });
   const upstreamUrl = upstream.info.url as string;
   const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl, ...storeEnv });
   const bare = await startWorker({ BENCH_ROLE: "bare", BENCH_UPSTREAM_URL: upstreamUrl });
   const capture = await startWorker({ BENCH_ROLE: "capture", BENCH_UPSTREAM_URL: upstreamUrl });
   const { base, rids, key, store } = gateway.info as { base: string; rids: string[]; key: string; store: string };
-  const rounds = roundsFlag();
   console.log(
     `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ${CONCURRENCY} concurrent clients, ` +
       `${rounds} rounds of direct / bare pass-through / bare + capture / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
