@@ -14,6 +14,9 @@
  * these libraries. Direct, bare, bare + capture and proxied runs alternate for `--rounds N` rounds (default 3);
  * figures are medians over the rounds.
  *
+ * `--gateway app` (default): the gateway as `arclight gateway` runs it (default configuration, request logging at
+ * `info`, metrics), its clients presenting agent tokens as controllers give them; `--gateway harness`: the proxy
+ * test harness (no logging or metrics, the admin key), which earlier sessions measured.
  * `--store sqlite` (default; the gateway's real default, a fresh file in a temp folder) or `--store memory`;
  * `--body small` (default) or `--body large` (a 24-turn, ~24 kB chat body).
  */
@@ -42,11 +45,11 @@ function requestBody(): string {
   const messages = Array.from({ length: 24 }, (_, k) => ({ role: k % 2 ? "assistant" : "user", content: turn }));
   return JSON.stringify({ model: "agent", messages, max_tokens: 4, seed: 7, top_p: 0.95 });
 }
-const BODY = requestBody();
+/** The agent's request body, set by `main` from `--body` (after the flags are checked). */
+let BODY = "";
 
 async function runWorker(): Promise<void> {
   const { FakeVllm } = await import("../src/gateway/testing/fake-vllm.js");
-  const { startProxyHarness } = await import("../src/gateway/testing/proxy-harness.js");
   const role = process.env.BENCH_ROLE as "upstream" | "gateway" | "bare" | "capture";
   const send = (message: unknown): void => void process.send!(message);
   if (role === "bare" || role === "capture") return runBarePassThrough(send, role === "capture");
@@ -64,16 +67,77 @@ async function runWorker(): Promise<void> {
   const dbPath = process.env.BENCH_SQLITE_PATH;
   const { SqliteStore } = await import("../src/store/sqlite.js");
   const store = dbPath ? SqliteStore.open(dbPath) : undefined;
-  const models = [{ model: "policy", endpoint: process.env.BENCH_UPSTREAM_URL! }];
-  const h = await startProxyHarness({ models, ...(store ? { store } : {}) });
-  const rids = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => h.newRollout(`ro-bench-${i}`)));
   const storeName = dbPath ? `sqlite (SqliteStore, WAL, synchronous=NORMAL, ${dbPath})` : "memory (MemoryStore)";
-  send({ base: h.openaiBase("ROLLOUT"), rids, key: h.key, store: storeName });
+  const models = [{ model: "policy", endpoint: process.env.BENCH_UPSTREAM_URL! }];
+  const gateway =
+    process.env.BENCH_GATEWAY === "harness"
+      ? await startHarnessGateway(models, store)
+      : await startAppGateway(models, store);
+  send({ ...gateway.info, store: storeName });
   process.on("message", async (message) => {
     if (message === "exit") process.exit(0);
     else if (message === "cpu") send({ cpu: process.cpuUsage() });
-    else send({ events: await h.store.countEvents() });
+    else send({ events: await gateway.store.countEvents() });
   });
+}
+
+/** What the gateway worker tells the parent: the OpenAI base URL (`ROLLOUT` in place of the id) and each client's key. */
+interface GatewayInfo {
+  base: string;
+  rids: string[];
+  /** The key client `i` presents: its rollout's agent token (`app`), or the admin key (`harness`). */
+  keys: string[];
+}
+
+type BenchStore = import("../src/store/store.js").Store;
+
+/**
+ * `--gateway app` (default): the gateway as `arclight gateway` runs it (`buildApp` with the default configuration but
+ * for the model name, logging at the default level `info` into /dev/null), each client presenting its rollout's agent
+ * token as a controller gives it (`AGL_KEY`).
+ */
+async function startAppGateway(
+  models: { model: string; endpoint: string }[],
+  sqlite: BenchStore | undefined,
+): Promise<{ info: GatewayInfo; store: BenchStore }> {
+  const { pino } = await import("pino");
+  const { buildApp } = await import("../src/gateway/app.js");
+  const { gatewayConfig } = await import("../src/gateway/config.js");
+  const { MemoryStore } = await import("../src/store/memory.js");
+  const { currentAttemptOf, RolloutCreateSchema } = await import("../src/protocol/index.js");
+  const { agentKeyFor } = await import("../src/controller/agent-credentials.js");
+  const store = sqlite ?? new MemoryStore();
+  const config = gatewayConfig({
+    key: "bench-admin-key",
+    model_name: "policy",
+    port: 0,
+    ...JSON.parse(process.env.BENCH_CFG ?? "{}"),
+  });
+  await store.upsertModels(models.map((m) => ({ version: 0, ...m })));
+  const creates = Array.from({ length: CONCURRENCY }, (_, i) =>
+    RolloutCreateSchema.parse({ rollout_id: `ro-bench-${i}`, input: {} }),
+  );
+  const rollouts = await store.createRollouts(creates);
+  const logger = pino({ level: config.log_level }, pino.destination({ dest: "/dev/null", sync: false }));
+  const app = buildApp({ store, config, logger });
+  const baseUrl = await app.listen({ host: "127.0.0.1", port: 0 });
+  const keys = rollouts.map((rollout) => agentKeyFor(config.key, rollout, currentAttemptOf(rollout.status)));
+  const rids = rollouts.map((r) => r.rollout_id);
+  return { info: { base: `${baseUrl}/proxy/rollout/ROLLOUT/attempt/0/mode/train/openai/v1`, rids, keys }, store };
+}
+
+/**
+ * `--gateway harness`: the proxy test harness (`proxy-harness.ts`: the proxy plugin with the error handler, auth and
+ * access hooks, no logging, no metrics), every client presenting the admin key; the bench's gateway before session 11.
+ */
+async function startHarnessGateway(
+  models: { model: string; endpoint: string }[],
+  store: BenchStore | undefined,
+): Promise<{ info: GatewayInfo; store: BenchStore }> {
+  const { startProxyHarness } = await import("../src/gateway/testing/proxy-harness.js");
+  const h = await startProxyHarness({ models, ...(store ? { store } : {}) });
+  const rids = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => h.newRollout(`ro-bench-${i}`)));
+  return { info: { base: h.openaiBase("ROLLOUT"), rids, keys: rids.map(() => h.key) }, store: h.store };
 }
 
 /**
@@ -291,9 +355,32 @@ function storeFlag(): "sqlite" | "memory" {
   return value;
 }
 
+/** The `--gateway` flag: `app` (default, the gateway as `arclight gateway` runs it) or `harness`. */
+function gatewayFlag(): "app" | "harness" {
+  const i = process.argv.indexOf("--gateway");
+  const value = i === -1 ? "app" : process.argv[i + 1];
+  if (value !== "app" && value !== "harness") throw new Error(`--gateway must be app or harness, got ${value}`);
+  return value;
+}
+
+const FLAGS = new Set(["--store", "--body", "--rounds", "--gateway"]);
+
+/** Every argument is one of {@link FLAGS} followed by its value. @throws {Error} naming the first one that is not */
+function checkArgs(args: readonly string[]): void {
+  for (let i = 0; i < args.length; i += 2) {
+    if (!FLAGS.has(args[i]!))
+      throw new Error(`unknown argument ${args[i]} (flags: ${[...FLAGS].join(", ")}, each with a value)`);
+    if (args[i + 1] === undefined) throw new Error(`${args[i]} needs a value`);
+  }
+}
+
 async function main(): Promise<void> {
+  // Every flag is checked before any server starts: a bad one leaves no child process behind.
+  checkArgs(process.argv.slice(2));
   const storeKind = storeFlag();
-  const rounds = roundsFlag(); // checked before any server starts: a bad flag leaves no child process behind
+  const rounds = roundsFlag();
+  BODY = requestBody();
+  process.env.BENCH_GATEWAY = gatewayFlag();
   const dir = storeKind === "sqlite" ? mkdtempSync(join(tmpdir(), "arclight-bench-proxy-")) : undefined;
   try {
     await compare(dir ? { BENCH_SQLITE_PATH: join(dir, "gateway.db") } : {}, rounds);
@@ -316,15 +403,15 @@ async function compare(storeEnv: Record<string, string>, rounds: number): Promis
   const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl, ...storeEnv });
   const bare = await startWorker({ BENCH_ROLE: "bare", BENCH_UPSTREAM_URL: upstreamUrl });
   const capture = await startWorker({ BENCH_ROLE: "capture", BENCH_UPSTREAM_URL: upstreamUrl });
-  const { base, rids, key, store } = gateway.info as { base: string; rids: string[]; key: string; store: string };
+  const { base, rids, keys, store } = gateway.info as unknown as GatewayInfo & { store: string };
   console.log(
     `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ${CONCURRENCY} concurrent clients, ` +
       `${rounds} rounds of direct / bare pass-through / bare + capture / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
       `non-stream chat calls; upstream, gateway, both pass-throughs and load generator in separate processes; ` +
-      `store: ${store}; request body ${BODY.length} bytes; node ${process.version}`,
+      `gateway: ${process.env.BENCH_GATEWAY}; store: ${store}; request body ${BODY.length} bytes; node ${process.version}`,
   );
   const proxiedUrl = (c: number): string => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`;
-  const auth = (): Record<string, string> => ({ authorization: `Bearer ${key}` });
+  const auth = (c: number): Record<string, string> => ({ authorization: `Bearer ${keys[c]!}` });
   const none = (): Record<string, string> => ({});
   const kinds = {
     direct: { middle: gateway.worker, url: () => `${upstreamUrl}/chat/completions`, headers: none },
@@ -356,6 +443,7 @@ async function compare(storeEnv: Record<string, string>, rounds: number): Promis
         middle: (after.middle - before.middle) / run.allRequests,
       };
       runs[kind].push({ ...run, cpu });
+      if (process.env.BENCH_PROF) console.log(`${kind}: ${run.allRequests} calls`);
     }
   // Same pair with one client: the proxy's own cost, without queueing behind 63 other calls.
   const directOne = await load(() => `${upstreamUrl}/chat/completions`, none, 1);
@@ -392,5 +480,9 @@ async function compare(storeEnv: Record<string, string>, rounds: number): Promis
   await once(gateway.worker, "exit");
 }
 
-if (process.env.BENCH_ROLE === undefined) await main();
-else await runWorker();
+if (process.env.BENCH_ROLE === undefined) {
+  await main().catch((err: unknown) => {
+    console.error(`bench/proxy: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 2;
+  });
+} else await runWorker();
