@@ -1,5 +1,6 @@
 /**
- * @module Benchmark: what agent tokens cost. (1) `verifyAgentToken` per call, in-process; (2) latency of one event
+ * @module Benchmark: what agent tokens cost. (1) `verifyAgentToken` per call, in-process, and a remembered token
+ * through `AgentTokenVerifier` (what the gateway pays from an agent's second call on); (2) latency of one event
  * POST (`POST /api/rollouts/{id}/attempt/0/events`) to an in-process gateway on a memory store, sent sequentially with
  * the admin key and with an agent token, interleaved in rounds so machine load hits both alike. Prints setup, load
  * average, medians and the ratio.
@@ -12,7 +13,7 @@ import { parseArgs } from "node:util";
 import { Pool } from "undici";
 import { agentKeyFor } from "../src/controller/agent-credentials.js";
 import { startTestGateway } from "../src/gateway/testing/serve.js";
-import { verifyAgentToken } from "../src/protocol/agent-token.js";
+import { AgentTokenVerifier, verifyAgentToken } from "../src/protocol/agent-token.js";
 import type { Rollout } from "../src/protocol/index.js";
 
 const KEY = "bench-admin-key";
@@ -37,6 +38,10 @@ const verifyN = 20_000;
 const t0 = performance.now();
 for (let i = 0; i < verifyN; i++) verifyAgentToken(KEY, token, Date.now() / 1000);
 const verifyUs = ((performance.now() - t0) * 1000) / verifyN;
+const verifier = new AgentTokenVerifier(KEY);
+const t1 = performance.now();
+for (let i = 0; i < verifyN; i++) verifier.verify(token, Date.now() / 1000);
+const rememberedUs = ((performance.now() - t1) * 1000) / verifyN;
 
 // (2) event POSTs, interleaved.
 const pool = new Pool(gw.url, { connections: 1 });
@@ -69,7 +74,10 @@ console.log(
     .map((l) => l.toFixed(2))
     .join(" ")}; in-process gateway, memory store, 1 keep-alive connection, sequential`,
 );
-console.log(`verifyAgentToken: ${verifyUs.toFixed(2)} µs per call (${verifyN} calls)`);
+console.log(
+  `verifyAgentToken: ${verifyUs.toFixed(2)} µs per call; AgentTokenVerifier, token remembered: ` +
+    `${rememberedUs.toFixed(3)} µs per call (${verifyN} calls each)`,
+);
 console.log(
   `event POST median latency: admin key ${admin.toFixed(3)} ms, agent token ${agent.toFixed(3)} ms ` +
     `(${rounds} interleaved rounds × ${perRound} each), ratio token/admin ${(agent / admin).toFixed(3)}`,

@@ -95,7 +95,8 @@ describe("arclight gateway (child process)", () => {
   });
 
   it("drains a request in flight at SIGINT before exiting 0", async () => {
-    const gw = spawnGateway(["--port", "0", "--store", "memory", "--key", "", "--log-level", "info"]);
+    // debug: the gateway logs `incoming request` (the sign the request is in flight) at debug only.
+    const gw = spawnGateway(["--port", "0", "--store", "memory", "--key", "", "--log-level", "debug"]);
     const [, url] = await gw.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
     expect(gw.stderr()).toMatch(/WARNING: no API key set/);
     // Stream the body in two parts so the request is provably in flight when the signal arrives.
@@ -153,7 +154,7 @@ describe("arclight gateway (child process)", () => {
 
   it("on SIGTERM, a client stalled mid-body holds the gateway no longer than the grace period", async () => {
     // A half-sent body once blocked shutdown for good: close() waits for in-flight requests.
-    const args = ["--port", "0", "--store", "memory", "--shutdown-grace-seconds", "1", "--log-level", "info"];
+    const args = ["--port", "0", "--store", "memory", "--shutdown-grace-seconds", "1", "--log-level", "debug"];
     const gw = spawnGateway(args, { ARCLIGHT_KEY: "k" });
     const [, url] = await gw.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
     const socket = connect(Number(new URL(url!).port), "127.0.0.1");

@@ -52,14 +52,22 @@ export function agentRefusal(
 }
 
 /**
- * `onRequest` hook, after the auth hook: refuses what the caller's credential does not allow.
+ * Refuses what the caller's credential does not allow; run it after the auth check (`auth.ts`), in `onRequest`.
  * @throws {Forbidden} an agent token outside its own attempt's routes (HTTP 403)
  */
-export async function accessHook(request: FastifyRequest): Promise<void> {
+export function checkAccess(request: FastifyRequest): void {
   const principal = principalOf(request);
   if (principal.kind !== "agent") return;
   const route = request.routeOptions.url;
   if (route === undefined) return;
   const refusal = agentRefusal(principal.claims, request.method, route, request.params as Params);
   if (refusal !== undefined) throw new Forbidden(refusal);
+}
+
+/**
+ * {@link checkAccess} as an async `onRequest` hook, after the auth hook (for apps that mount the proxy alone).
+ * @throws {Forbidden} an agent token outside its own attempt's routes (HTTP 403)
+ */
+export async function accessHook(request: FastifyRequest): Promise<void> {
+  checkAccess(request);
 }

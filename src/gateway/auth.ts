@@ -7,7 +7,7 @@
  */
 import type { FastifyRequest } from "fastify";
 import { keyMatcher, presentedKeyOf } from "../http/api-key.js";
-import { type AgentTokenClaims, isAgentToken, verifyAgentToken } from "../protocol/agent-token.js";
+import { type AgentTokenClaims, AgentTokenVerifier, isAgentToken } from "../protocol/agent-token.js";
 import { Unauthorized } from "../protocol/index.js";
 
 /** Routes reachable without a key. */
@@ -48,9 +48,9 @@ export function agentClaimsOf(request: FastifyRequest): AgentTokenClaims | undef
 }
 
 /** The principal of a presented key or token. @throws {Unauthorized} wrong key, forged or expired token */
-function principalOfKey(key: string, isAdminKey: (given: string) => boolean, given: string): Principal {
+function principalOfKey(tokens: AgentTokenVerifier, isAdminKey: (given: string) => boolean, given: string): Principal {
   if (isAgentToken(given)) {
-    const verdict = verifyAgentToken(key, given, Date.now() / 1000);
+    const verdict = tokens.verify(given, Date.now() / 1000);
     if ("claims" in verdict) return { kind: "agent", claims: verdict.claims };
     throw new Unauthorized(verdict.refused === "expired" ? "Agent token expired" : "Invalid agent token");
   }
@@ -58,23 +58,52 @@ function principalOfKey(key: string, isAdminKey: (given: string) => boolean, giv
   throw new Unauthorized();
 }
 
+const ADMIN: Principal = Object.freeze({ kind: "admin" });
+const PUBLIC: Principal = Object.freeze({ kind: "public" });
+const DASHBOARD: Principal = Object.freeze({ kind: "dashboard" });
+
 /**
- * Builds an `onRequest` hook that finds each request's {@link Principal} and rejects requests without a valid key.
+ * Builds the check that finds each request's {@link Principal} and rejects requests without a valid key; run it
+ * first thing for every request (the gateway's `onRequest` hook, `app.ts`). Agent tokens are verified once and then
+ * remembered (`AgentTokenVerifier`); the admin key is compared in constant time on every call.
+ * @param key - the gateway's admin key; empty disables auth (every request is admin)
+ * @param dashboard - the dashboard's public paths and sessions, when the dashboard is on
+ * @returns a synchronous check
+ * @throws {Unauthorized} from the check, for a missing or wrong key or a forged or expired agent token (HTTP 401)
+ */
+export function makeAuthCheck(key: string, dashboard?: DashboardAuth): (request: FastifyRequest) => void {
+  if (key === "") return (request) => void principals.set(request, ADMIN);
+  const isAdminKey = keyMatcher(key);
+  const tokens = new AgentTokenVerifier(key);
+  return (request) => {
+    const url = request.url;
+    const query = url.indexOf("?");
+    const path = query === -1 ? url : url.slice(0, query);
+    if (PUBLIC_PATHS.has(path) || dashboard?.isPublic(request.method, path)) {
+      principals.set(request, PUBLIC);
+      return;
+    }
+    const given = presentedKeyOf(request.headers);
+    if (given !== undefined) {
+      principals.set(request, principalOfKey(tokens, isAdminKey, given));
+      return;
+    }
+    const reads = request.method === "GET" || request.method === "HEAD";
+    if (reads && dashboard?.hasSession(request.headers.cookie)) {
+      principals.set(request, DASHBOARD);
+      return;
+    }
+    throw new Unauthorized();
+  };
+}
+
+/**
+ * {@link makeAuthCheck} as an async `onRequest` hook (for apps that mount the proxy alone, like the test harness).
  * @param key - the gateway's admin key; empty disables auth (every request is admin)
  * @param dashboard - the dashboard's public paths and sessions, when the dashboard is on
  * @throws {Unauthorized} from the hook, for a missing or wrong key or a forged or expired agent token (HTTP 401)
  */
 export function makeAuthHook(key: string, dashboard?: DashboardAuth): (request: FastifyRequest) => Promise<void> {
-  const isAdminKey = keyMatcher(key);
-  return async (request) => {
-    const set = (principal: Principal): void => void principals.set(request, principal);
-    if (key === "") return set({ kind: "admin" });
-    const path = request.url.split("?", 1)[0] ?? "";
-    if (PUBLIC_PATHS.has(path) || dashboard?.isPublic(request.method, path)) return set({ kind: "public" });
-    const given = presentedKeyOf(request.headers);
-    if (given !== undefined) return set(principalOfKey(key, isAdminKey, given));
-    const reads = request.method === "GET" || request.method === "HEAD";
-    if (reads && dashboard?.hasSession(request.headers.cookie)) return set({ kind: "dashboard" });
-    throw new Unauthorized();
-  };
+  const check = makeAuthCheck(key, dashboard);
+  return async (request) => check(request);
 }
