@@ -6,8 +6,9 @@ import { performance } from "node:perf_hooks";
 import type { FastifyReply } from "fastify";
 import { NoEndpoint } from "../../protocol/index.js";
 import { routedOptions } from "./agent-route.js";
-import { CallDeadline, DrainDeadline } from "./call-abort.js";
+import { DrainDeadline } from "./call-abort.js";
 import type { CaptureReason, ProxyEndpointKind } from "./capture.js";
+import { startCall } from "./inflight-calls.js";
 import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
 import { recordCall } from "./record-call.js";
 import { upstreamRequestIds } from "./request-ids.js";
@@ -59,12 +60,8 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
   if (endpoints.length === 0) throw new NoEndpoint(model);
   // A tito model's chat calls build their prompt ids in the gateway (tito/tito-call.ts).
   if (call.kind === "chat" && endpoints[0]!.mode === "tito") return forwardTitoCall(ctx, call, endpoints, reply);
-  const abort = new AbortController();
-  const onClose = (): void => abort.abort();
-  reply.raw.once("close", onClose);
-  const totalMs = ctx.options.upstreamTotalTimeoutMs;
-  const deadline = setTimeout(() => abort.abort(new CallDeadline(totalMs)), totalMs);
-  const leave = ctx.inflight.add(abort);
+  const running = startCall(ctx.inflight, reply, ctx.options.upstreamTotalTimeoutMs);
+  const { signal } = running;
   const base = { kind: call.kind, model, request, requestText };
   try {
     const answer = await ctx.upstream.send({
@@ -73,14 +70,14 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
       rolloutId: call.rolloutId,
       endpoints,
       stream: request.stream === true,
-      signal: abort.signal,
+      signal,
       attempt: (n) => ({ body: replaceBodyId ? ids.bodyOf(requestText, n) : requestText, requestId: ids.idOf(n) }),
     });
     const requestIds = {
       ...(call.agentRequestId === undefined ? {} : { agent_request_id: call.agentRequestId }),
       upstream_request_id: ids.idOf(answer.retryCount),
     };
-    const tracked = { ...call, requestIds, signal: abort.signal };
+    const tracked = { ...call, requestIds, signal };
     if (!answer.ok) {
       const { endpoint, retryCount } = answer;
       // The agent's message names no endpoint; the log does.
@@ -99,9 +96,7 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
     else await relayBody(ctx, tracked, answer, reply, { ...base, startedAt });
     await recordAbort(ctx, tracked, performance.now() - startedAt);
   } finally {
-    clearTimeout(deadline);
-    leave();
-    reply.raw.off("close", onClose);
+    running.end();
   }
 }
 

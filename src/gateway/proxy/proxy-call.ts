@@ -2,6 +2,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Store } from "../../store/store.js";
 import type { CallIdentity } from "./agent-identity.js";
+import type { CallAbort } from "./call-abort.js";
 import type { ProxyEndpointKind } from "./capture.js";
 import type { InflightCalls } from "./inflight-calls.js";
 import type { ProxyLookups } from "./lookups.js";
@@ -52,5 +53,5 @@ export interface ProxyCall {
  */
 export type TrackedCall = ProxyCall & {
   requestIds: { agent_request_id?: string; upstream_request_id: string };
-  signal: AbortSignal;
+  signal: CallAbort;
 };

@@ -13,10 +13,13 @@
 import type { Readable } from "node:stream";
 import { Agent } from "undici";
 import { type ArclightError, type Model, UpstreamFailed, UpstreamTimeout } from "../../protocol/index.js";
-import { proxyAbortError } from "./call-abort.js";
+import { type CallAbort, proxyAbortError } from "./call-abort.js";
 import type { EndpointPicker } from "./endpoint-picker.js";
 import type { ProxyOptions } from "./options.js";
 import { parseRetryAfterMs, RetryBudget } from "./retry-budget.js";
+
+/** Past this many parsed endpoint routes the cache starts over (endpoints come and go with policy versions). */
+const MAX_TARGETS = 1000;
 
 /** Statuses worth another try: the server was busy, restarting or briefly broken. */
 const RETRY_STATUSES = new Set([408, 409, 429]);
@@ -47,8 +50,8 @@ export interface UpstreamRequest {
   endpoints: readonly Model[];
   /** True to hand back a 2xx body as a stream instead of reading it. */
   stream: boolean;
-  /** Aborts the call (the agent went away). */
-  signal?: AbortSignal;
+  /** Aborts the call (the agent went away, a deadline passed). */
+  signal?: CallAbort;
   /** The body and `x-request-id` of try `attempt` (0-based); absent: `body` on every try, no header. */
   attempt?: (attempt: number) => { body: string; requestId: string };
 }
@@ -97,6 +100,7 @@ function errorCode(err: unknown): string | undefined {
 export class UpstreamClient {
   private readonly agent: Agent;
   private readonly budget: RetryBudget;
+  private readonly targets = new Map<string, { origin: string; path: string }>();
 
   /**
    * @param options - timeout, retry and pool options
@@ -194,12 +198,25 @@ export class UpstreamClient {
     return { ok: false, error, endpoint, retryCount };
   }
 
+  /** `origin` and `path` of an endpoint's route, parsed once per endpoint and path. */
+  private target(endpoint: string, path: string): { origin: string; path: string } {
+    const key = `${endpoint} ${path}`;
+    let target = this.targets.get(key);
+    if (target === undefined) {
+      const url = new URL(endpoint.replace(/\/+$/, "") + path);
+      target = { origin: url.origin, path: url.pathname + url.search };
+      if (this.targets.size >= MAX_TARGETS) this.targets.clear();
+      this.targets.set(key, target);
+    }
+    return target;
+  }
+
   private async tryOnce(endpoint: Model, request: UpstreamRequest, retryCount: number): Promise<UpstreamAnswer> {
-    const url = new URL(endpoint.endpoint.replace(/\/+$/, "") + request.path);
+    const target = this.target(endpoint.endpoint, request.path);
     const attempt = request.attempt?.(retryCount);
     const response = await this.agent.request({
-      origin: url.origin,
-      path: url.pathname + url.search,
+      origin: target.origin,
+      path: target.path,
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -250,17 +267,18 @@ export class UpstreamClient {
   }
 
   /** Full-jitter exponential backoff before try `retryCount + 2`, at least `minDelayMs` (the upstream's Retry-After). */
-  private backoff(retryCount: number, signal: AbortSignal | undefined, minDelayMs: number): Promise<void> {
+  private backoff(retryCount: number, signal: CallAbort | undefined, minDelayMs: number): Promise<void> {
     const capMs = Math.min(this.options.retryBackoffMaxMs, this.options.retryBackoffBaseMs * 2 ** retryCount);
     const delayMs = Math.max(minDelayMs, Math.random() * capMs);
+    if (signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, delayMs);
       function done(): void {
         clearTimeout(timer);
-        signal?.removeEventListener("abort", done);
+        signal?.off("abort", done);
         resolve();
       }
-      signal?.addEventListener("abort", done, { once: true });
+      signal?.once("abort", done);
     });
   }
 }

@@ -8,6 +8,7 @@ import { performance } from "node:perf_hooks";
 import type { FastifyReply } from "fastify";
 import { BadRequest, type Model, type ToolParserName } from "../../../protocol/index.js";
 import type { CallRecord } from "../capture.js";
+import { startCall } from "../inflight-calls.js";
 import type { ProxyCall, ProxyContext, TrackedCall } from "../proxy-call.js";
 import { recordCall } from "../record-call.js";
 import { upstreamRequestIds } from "../request-ids.js";
@@ -92,9 +93,9 @@ export async function forwardTitoCall(
   const ids = upstreamRequestIds();
   const request: Json = { ...upstreamBody(call, ctx, plan, folder.endOfTurn.id), request_id: ids.idOf(0) };
   const requestText = JSON.stringify(request);
-  const abort = new AbortController();
-  const onClose = (): void => abort.abort();
-  reply.raw.once("close", onClose);
+  // The same lifetime as every model call: agent hang-up, total deadline, drain deadline (`inflight-calls.ts`).
+  const running = startCall(ctx.inflight, reply, ctx.options.upstreamTotalTimeoutMs);
+  const { signal } = running;
   try {
     const answer = await ctx.upstream.send({
       path: "/completions",
@@ -102,7 +103,7 @@ export async function forwardTitoCall(
       rolloutId: call.rolloutId,
       endpoints,
       stream: false,
-      signal: abort.signal,
+      signal,
       attempt: (n) => ({ body: ids.bodyOf(requestText, n), requestId: ids.idOf(n) }),
     });
     const tracked: TrackedCall = {
@@ -111,7 +112,7 @@ export async function forwardTitoCall(
         ...(call.agentRequestId === undefined ? {} : { agent_request_id: call.agentRequestId }),
         upstream_request_id: ids.idOf(answer.retryCount),
       },
-      signal: abort.signal,
+      signal,
     };
     const base = { kind: "completions" as const, model: request.model as string, request, requestText, startedAt };
     if (!answer.ok) {
@@ -131,7 +132,7 @@ export async function forwardTitoCall(
     const parser = model.tool_parser ?? "hermes";
     await answerAgent(ctx, { call: tracked, plan, answer, parser, folder, reply, base });
   } finally {
-    reply.raw.off("close", onClose);
+    running.end();
   }
 }
 

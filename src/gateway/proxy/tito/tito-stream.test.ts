@@ -1,7 +1,10 @@
 /**
  * @module A `tito` call with `stream: true` answers as chat completion chunks (role, tool calls, finish, usage,
- * `[DONE]`) carrying the recorded answer, and the next streamed turn reuses the recorded prefix.
+ * `[DONE]`) carrying the recorded answer, and the next streamed turn reuses the recorded prefix. A `tito` call keeps
+ * the proxy's call deadlines.
  */
+import { once } from "node:events";
+import { createServer } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { agentCall } from "../../testing/proxy-client.js";
 import { type ProxyHarness, startProxyHarness } from "../../testing/proxy-harness.js";
@@ -47,5 +50,37 @@ describe("tito streaming", () => {
     await agentCall(h, rid, "chat/completions", { ...body, messages: [question, assistant, tool] });
     const events = await h.store.listEvents(rid, { eventType: "model_request" });
     expect(events.map((e) => ((e.data as Json).tito as Json).path)).toEqual(["full", "prefix"]);
+  });
+});
+
+describe("tito deadlines", () => {
+  // Before: a tito call had neither the total deadline nor the drain deadline: a silent upstream held it forever.
+  it("answers 504 at the total deadline when the upstream never answers, and records the call", async () => {
+    const silent = createServer(() => {});
+    silent.listen(0, "127.0.0.1");
+    await once(silent, "listening");
+    const { port } = silent.address() as { port: number };
+    try {
+      h = await startProxyHarness({
+        models: [
+          { model: "policy", endpoint: `http://127.0.0.1:${port}/v1`, mode: "tito", tokenizer: QWEN2_TOKENIZER_DIR },
+        ],
+        options: { upstreamTotalTimeoutMs: 500 },
+      });
+      const rid = await h.newRollout();
+      const startedAt = performance.now();
+      const answer = await agentCall(h, rid, "chat/completions", {
+        model: "m",
+        messages: [{ role: "user", content: "Hi" }],
+      });
+      expect(answer.status).toBe(504);
+      expect(performance.now() - startedAt).toBeLessThan(5000);
+      const [event] = await h.store.listEvents(rid, { eventType: "model_request" });
+      expect(event?.data).toMatchObject({ status: "error", http_status: 504 });
+      expect(h.pause.state().inflight).toBe(0);
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
   });
 });
