@@ -3,12 +3,13 @@ import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { EventCreateSchema, RolloutCreateSchema, StaleAttempt } from "../protocol/index.js";
 import { StoreOpenError } from "./errors.js";
-import { SqliteStore } from "./sqlite.js";
+import { CROSS_PROCESS_POLL_MS, SqliteStore } from "./sqlite.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS, migrate } from "./sqlite-migrations.js";
 import { runStoreContract } from "./store.contract.js";
 
@@ -160,16 +161,20 @@ describe("SqliteStore file behaviour", () => {
     await store.close();
   });
 
-  it("revision changes when another connection commits a write to the same file", async () => {
+  it("revision changes within CROSS_PROCESS_POLL_MS of another connection's commit to the same file", async () => {
     const path = dbPath();
     const store = SqliteStore.open(path);
     const other = SqliteStore.open(path);
     const before = store.revision();
     expect(store.revision()).toBe(before);
     await other.upsertModels([{ model: "m", endpoint: "http://h/v1", version: 2 }]);
+    await sleep(CROSS_PROCESS_POLL_MS);
     const after = store.revision();
     expect(after).not.toBe(before);
     expect(store.revision()).toBe(after);
+    // This connection's own write counts at once.
+    await store.upsertModels([{ model: "m", endpoint: "http://h/v1", version: 3 }]);
+    expect(store.revision()).not.toBe(after);
     await Promise.all([store.close(), other.close()]);
   });
 

@@ -119,9 +119,10 @@ export interface Store {
   countEvents(): Promise<number>;
   /**
    * A cache key for rollout statuses and model endpoints: it changes whenever a `getRollout` or `listModels` answer
-   * may have changed since it was last read, i.e. after every write of this store other than an event append, and,
-   * for a file shared by several processes, after any commit of another connection. Equal values mean earlier
-   * answers are still current, so the proxy can cache them. Synchronous and cheap (no disk read).
+   * may have changed since it was last read, i.e. at once after every write of this store other than an event
+   * append, and shortly after a write of another process sharing the data (SQLite: at most `CROSS_PROCESS_POLL_MS`,
+   * 5 ms, after the other connection's commit; PostgreSQL: one notification later). Equal values mean earlier answers
+   * are still current, so the proxy can cache them. Synchronous and cheap (no disk read).
    * @returns an opaque number; compare it only for equality
    */
   revision(): number;

@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { type ModelRequestData, RolloutCreateSchema } from "../../protocol/index.js";
 import { MemoryStore } from "../../store/memory.js";
-import { SqliteStore } from "../../store/sqlite.js";
+import { CROSS_PROCESS_POLL_MS, SqliteStore } from "../../store/sqlite.js";
 import type { Store } from "../../store/store.js";
 import { FakeVllm } from "../testing/fake-vllm.js";
 import { agentCall, chatRequest } from "../testing/proxy-client.js";
@@ -78,7 +79,7 @@ describe("proxy lookups: cached between calls, never stale", () => {
     expect(await versions(h, rid)).toEqual([5]);
   });
 
-  it("sees writes of another process's connection to the same SQLite file on the very next call", async () => {
+  it("sees writes of another process's connection to the same SQLite file within CROSS_PROCESS_POLL_MS", async () => {
     const path = join(dir, "shared.db");
     const { h, fake, rid } = await setup(SqliteStore.open(path));
     const other = SqliteStore.open(path); // stands for a second process: its own connection
@@ -86,8 +87,10 @@ describe("proxy lookups: cached between calls, never stale", () => {
     await h.store.patchRollout(rid, { status: { state: "running" } });
     expect((await call(h, rid)).status).toBe(200);
     await other.upsertModels([{ model: "policy", endpoint: fake.url, version: 8 }]);
+    await sleep(CROSS_PROCESS_POLL_MS);
     expect((await call(h, rid)).status).toBe(200);
     await other.patchRollout(rid, { status: { state: "failed" } });
+    await sleep(CROSS_PROCESS_POLL_MS);
     expect((await call(h, rid)).json).toMatchObject({ code: "rollout_finished" });
     expect(await versions(h, rid)).toEqual([3, 8]);
   });

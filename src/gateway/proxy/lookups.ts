@@ -1,8 +1,9 @@
 /**
  * @module The proxy's hot-path reads, cached: each rollout's current attempt and state, and each model's registered
  * endpoints. Each call starts with {@link ProxyLookups.refresh}, which drops both caches when `store.revision()` has
- * changed, i.e. after any rollout or model write (of this gateway, or of another process sharing the SQLite file), so
- * the very next call sees a finished rollout, a new attempt, a new endpoint or a new policy version. A call's reads
+ * changed, i.e. after any rollout or model write of this gateway (the very next call sees a finished rollout, a new
+ * attempt, a new endpoint or a new policy version) or, a few ms later, of another process sharing the store (see
+ * `Store.revision`). A call's reads
  * then answer as of its refresh: a write landing during the call is concurrent with it, and the next call sees it.
  */
 import type { Model, RolloutState } from "../../protocol/index.js";
