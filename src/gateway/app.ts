@@ -100,8 +100,10 @@ function closeConnectionsWhenClosing(app: FastifyInstance): void {
   app.addHook("preClose", async () => {
     closing = true;
   });
-  app.addHook("onSend", async (_request, reply) => {
+  // Callback style, not async: every answer passes here, and an async hook costs a promise each.
+  app.addHook("onSend", (_request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
+    done(null, payload);
   });
 }
 

@@ -92,9 +92,11 @@ export function installMetricsHooks(app: FastifyInstance, metrics: GatewayMetric
   app.addHook("onError", async (request, _reply, error) => {
     if (error instanceof StaleAttempt) metrics.staleWrites.inc({ route: request.routeOptions.url ?? "unmatched" });
   });
-  app.addHook("onResponse", async (request, reply) => {
+  // Callback style, not async: every request passes here, and an async hook costs a promise each.
+  app.addHook("onResponse", (request, reply, done) => {
     const route = request.routeOptions.url ?? "unmatched";
     metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });
     metrics.latency.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+    done();
   });
 }

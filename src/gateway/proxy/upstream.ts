@@ -253,17 +253,25 @@ export class UpstreamClient {
       body.destroy();
       throw new ResponseTooLarge(limit);
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of body) {
-      size += (chunk as Buffer).length;
-      if (size > limit) {
-        body.destroy();
-        throw new ResponseTooLarge(limit);
-      }
-      chunks.push(chunk as Buffer);
-    }
-    return Buffer.concat(chunks, size);
+    // Listeners, not `for await`: the async iterator costs a promise and a wake-up per chunk on the hot path.
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      body.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > limit) {
+          body.destroy(new ResponseTooLarge(limit));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      body.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+      body.once("error", reject);
+      // A body destroyed without an error (undici aborting on the call's signal) neither ends nor errors.
+      body.once("close", () => {
+        if (!body.readableEnded) reject(body.errored ?? new Error("upstream body closed before its end"));
+      });
+    });
   }
 
   /** Full-jitter exponential backoff before try `retryCount + 2`, at least `minDelayMs` (the upstream's Retry-After). */
