@@ -16,7 +16,8 @@
  *
  * `--gateway app` (default): the gateway as `arclight gateway` runs it (default configuration, request logging at
  * `info`, metrics), its clients presenting agent tokens as controllers give them; `--gateway harness`: the proxy
- * test harness (no logging or metrics, the admin key), which earlier sessions measured.
+ * test harness (no logging or metrics, the admin key), which earlier sessions measured. `--gateway-config JSON`:
+ * gateway configuration keys for `app` (e.g. `'{"log_level":"warn"}'`).
  * `--store sqlite` (default; the gateway's real default, a fresh file in a temp folder) or `--store memory`;
  * `--body small` (default) or `--body large` (a 24-turn, ~24 kB chat body).
  */
@@ -107,12 +108,8 @@ async function startAppGateway(
   const { currentAttemptOf, RolloutCreateSchema } = await import("../src/protocol/index.js");
   const { agentKeyFor } = await import("../src/controller/agent-credentials.js");
   const store = sqlite ?? new MemoryStore();
-  const config = gatewayConfig({
-    key: "bench-admin-key",
-    model_name: "policy",
-    port: 0,
-    ...JSON.parse(process.env.BENCH_CFG ?? "{}"),
-  });
+  const extra = JSON.parse(process.env.BENCH_GATEWAY_CONFIG ?? "{}") as Record<string, unknown>;
+  const config = gatewayConfig({ ...extra, key: "bench-admin-key", model_name: "policy", port: 0 });
   await store.upsertModels(models.map((m) => ({ version: 0, ...m })));
   const creates = Array.from({ length: CONCURRENCY }, (_, i) =>
     RolloutCreateSchema.parse({ rollout_id: `ro-bench-${i}`, input: {} }),
@@ -209,7 +206,10 @@ async function captureStore(): Promise<import("../src/store/store.js").Store> {
   return store;
 }
 
-/** `BENCH_PROF=1` (or `gateway`) profiles the gateway, `BENCH_PROF=bare` or `capture` that server, into /tmp/prof. */
+/**
+ * `BENCH_PROF=1` (or `gateway`) profiles the gateway, `BENCH_PROF=bare` or `capture` that server, into /tmp/prof;
+ * each run then prints how many calls it made (warm-up included), to turn the profile into figures per call.
+ */
 function profiled(role: string | undefined): boolean {
   const wanted = process.env.BENCH_PROF;
   return wanted !== undefined && wanted !== "" && (wanted === "1" ? "gateway" : wanted) === role;
@@ -363,7 +363,34 @@ function gatewayFlag(): "app" | "harness" {
   return value;
 }
 
-const FLAGS = new Set(["--store", "--body", "--rounds", "--gateway"]);
+const FLAGS = new Set(["--store", "--body", "--rounds", "--gateway", "--gateway-config"]);
+
+/**
+ * The `--gateway-config` flag: gateway configuration keys as a JSON object (`--gateway app` only), e.g.
+ * `'{"log_level":"warn"}'` to measure what a setting costs; the key, model name and port stay the bench's.
+ * @throws {Error} not a JSON object, or a key or value the gateway's configuration refuses
+ */
+async function gatewayConfigFlag(): Promise<string> {
+  const i = process.argv.indexOf("--gateway-config");
+  if (i === -1) return "{}";
+  const text = process.argv[i + 1]!;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new Error(`--gateway-config must be a JSON object, got ${text}`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new Error(`--gateway-config must be a JSON object, got ${text}`);
+  }
+  const { GatewayConfigSchema } = await import("../src/gateway/config.js");
+  const checked = GatewayConfigSchema.safeParse(value);
+  if (!checked.success)
+    throw new Error(
+      `--gateway-config: ${checked.error.issues.map((e) => `${e.path.join(".")}: ${e.message}`).join("; ")}`,
+    );
+  return text;
+}
 
 /** Every argument is one of {@link FLAGS} followed by its value. @throws {Error} naming the first one that is not */
 function checkArgs(args: readonly string[]): void {
@@ -381,6 +408,7 @@ async function main(): Promise<void> {
   const rounds = roundsFlag();
   BODY = requestBody();
   process.env.BENCH_GATEWAY = gatewayFlag();
+  process.env.BENCH_GATEWAY_CONFIG = await gatewayConfigFlag();
   const dir = storeKind === "sqlite" ? mkdtempSync(join(tmpdir(), "arclight-bench-proxy-")) : undefined;
   try {
     await compare(dir ? { BENCH_SQLITE_PATH: join(dir, "gateway.db") } : {}, rounds);
@@ -408,7 +436,7 @@ async function compare(storeEnv: Record<string, string>, rounds: number): Promis
     `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ${CONCURRENCY} concurrent clients, ` +
       `${rounds} rounds of direct / bare pass-through / bare + capture / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
       `non-stream chat calls; upstream, gateway, both pass-throughs and load generator in separate processes; ` +
-      `gateway: ${process.env.BENCH_GATEWAY}; store: ${store}; request body ${BODY.length} bytes; node ${process.version}`,
+      `gateway: ${process.env.BENCH_GATEWAY}${process.env.BENCH_GATEWAY_CONFIG === "{}" ? "" : ` ${process.env.BENCH_GATEWAY_CONFIG}`}; store: ${store}; request body ${BODY.length} bytes; node ${process.version}`,
   );
   const proxiedUrl = (c: number): string => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`;
   const auth = (c: number): Record<string, string> => ({ authorization: `Bearer ${keys[c]!}` });
