@@ -90,8 +90,11 @@ export function readDataFile(what: string, path: string): DataItem[] {
   }
 }
 
-/** A run name: one path segment under runs/ (letters, digits, '.', '_', '-'), never `.` or `..`. */
-export const RUN_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]+$/;
+/**
+ * A run name: one path segment under runs/ (letters, digits, '.', '_', '-'), at most 200 characters (a file name may
+ * have 255 bytes, and runs/NAME holds files named after it), never `.` or `..`.
+ */
+export const RUN_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,200}$/;
 
 /**
  * Checks a run name.
@@ -101,7 +104,9 @@ export const RUN_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]+$/;
  */
 export function checkRunName(what: string, name: string): void {
   if (!RUN_NAME.test(name)) {
-    throw new CliError(`${what} ${JSON.stringify(name)}: letters, digits, '.', '_' or '-' only, not '.' or '..'`);
+    const shown =
+      name.length > 60 ? `${JSON.stringify(name.slice(0, 60))}… (${name.length} characters)` : JSON.stringify(name);
+    throw new CliError(`${what} ${shown}: letters, digits, '.', '_' or '-' only, 1 to 200 of them, not '.' or '..'`);
   }
 }
 
