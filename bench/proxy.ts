@@ -434,7 +434,7 @@ async function compare(storeEnv: Record<string, string>, rounds: number): Promis
   const { base, rids, keys, store } = gateway.info as unknown as GatewayInfo & { store: string };
   console.log(
     `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ${CONCURRENCY} concurrent clients, ` +
-      `${rounds} rounds of direct / bare pass-through / bare + capture / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
+      `${rounds} round${rounds === 1 ? "" : "s"} of direct / bare pass-through / bare + capture / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
       `non-stream chat calls; upstream, gateway, both pass-throughs and load generator in separate processes; ` +
       `gateway: ${process.env.BENCH_GATEWAY}${process.env.BENCH_GATEWAY_CONFIG === "{}" ? "" : ` ${process.env.BENCH_GATEWAY_CONFIG}`}; store: ${store}; request body ${BODY.length} bytes; node ${process.version}`,
   );
