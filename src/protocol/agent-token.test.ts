@@ -43,6 +43,29 @@ describe("AgentTokenVerifier", () => {
     expect(verifier.verify(`${prefix}.${otherClaims}.${signature}`, NOW)).toEqual({ refused: "bad_signature" });
   });
 
+  it("refuses every text but the token's own: characters added, inserted or swapped for ones that decode alike", () => {
+    const token = mintAgentToken(KEY, claims);
+    const verifier = new AgentTokenVerifier(KEY);
+    expect(verifier.verify(token, NOW)).toEqual({ claims });
+    const signature = token.slice(token.lastIndexOf(".") + 1);
+    const head = token.slice(0, token.lastIndexOf(".") + 1);
+    // 32 bytes are 43 base64url characters, the last carrying 4 bits: its 3 neighbours in the alphabet decode alike.
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const last = alphabet.indexOf(signature.at(-1)!);
+    const sameBytes = [0, 1, 2, 3].map((k) => alphabet[(last & ~3) + k]!).filter((c) => c !== signature.at(-1));
+    const altered = [
+      `${token}!`,
+      `${token}=`,
+      `${head}${signature.slice(0, 10)}!${signature.slice(10)}`,
+      ...sameBytes.map((c) => `${head}${signature.slice(0, -1)}${c}`),
+    ];
+    for (const text of altered) {
+      expect(verifier.verify(text, NOW), text).toEqual({ refused: "bad_signature" });
+      expect(verifyAgentToken(KEY, text, NOW), text).toEqual({ refused: "bad_signature" });
+    }
+    expect(verifier.verify(token, NOW)).toEqual({ claims });
+  });
+
   it("stays right past the number of tokens it remembers", () => {
     const verifier = new AgentTokenVerifier(KEY);
     const tokens = Array.from({ length: 10_050 }, (_, i) => mintAgentToken(KEY, { ...claims, rollout_id: `ro-${i}` }));

@@ -87,8 +87,10 @@ function verifyWith(
   const dot = token.lastIndexOf(".");
   const signedPart = token.slice(0, dot);
   if (dot <= AGENT_TOKEN_PREFIX.length) return { refused: "malformed" };
-  const given = Buffer.from(token.slice(dot + 1), "base64url");
-  const expected = createHmac("sha256", key).update(signedPart).digest();
+  // The signature's text must be exactly the canonical base64url of the HMAC: Node's base64url decoding skips
+  // characters outside the alphabet and ignores trailing bits, so comparing decoded bytes let altered texts through.
+  const given = Buffer.from(token.slice(dot + 1), "latin1");
+  const expected = Buffer.from(createHmac("sha256", key).update(signedPart).digest("base64url"), "latin1");
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { refused: "bad_signature" };
   let claims: AgentTokenClaims;
   try {
