@@ -215,11 +215,15 @@ function profiled(role: string | undefined): boolean {
   return wanted !== undefined && wanted !== "" && (wanted === "1" ? "gateway" : wanted) === role;
 }
 
+/** Every server process started, so `main` can stop them all whatever happens. */
+const children: ChildProcess[] = [];
+
 function startWorker(env: Record<string, string>): Promise<{ worker: ChildProcess; info: Record<string, unknown> }> {
   const worker = fork(fileURLToPath(import.meta.url), [], {
     execArgv: ["--import", "tsx", ...(profiled(env.BENCH_ROLE) ? ["--cpu-prof", "--cpu-prof-dir=/tmp/prof"] : [])],
     env: { ...process.env, ...env },
   });
+  children.push(worker);
   return new Promise((resolve, reject) => {
     worker.once("message", (info) => resolve({ worker, info: info as Record<string, unknown> }));
     worker.once("error", reject);
@@ -319,7 +323,7 @@ async function load(
       body: BODY,
     });
     await res.body.arrayBuffer();
-    if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+    if (res.statusCode !== 200) throw new Error(`a call to ${urlOf(client)} answered ${res.statusCode}`);
     allRequests++;
     if (measuring) {
       latenciesMs.push(performance.now() - started);
@@ -327,18 +331,31 @@ async function load(
     }
   };
   let stop = false;
-  const clients = Array.from({ length: concurrency }, async (_, client) => {
-    while (!stop) await call(client);
+  let failure: unknown;
+  let failed: () => void = () => {};
+  const failedSoon = new Promise<void>((resolve) => {
+    failed = resolve;
   });
-  await new Promise((r) => setTimeout(r, WARMUP_MS));
+  const clients = Array.from({ length: concurrency }, async (_, client) => {
+    try {
+      while (!stop) await call(client);
+    } catch (err) {
+      failure ??= err;
+      stop = true;
+      failed();
+    }
+  });
+  const wait = (ms: number): Promise<void> => Promise.race([new Promise<void>((r) => setTimeout(r, ms)), failedSoon]);
+  await wait(WARMUP_MS);
   measuring = true;
   const t0 = performance.now();
-  await new Promise((r) => setTimeout(r, DURATION_MS));
+  await wait(DURATION_MS);
   measuring = false;
   const seconds = (performance.now() - t0) / 1000;
   stop = true;
   await Promise.all(clients);
   await dispatcher.close();
+  if (failure !== undefined) throw failure;
   return { latenciesMs, requests, allRequests, seconds };
 }
 
@@ -385,19 +402,30 @@ async function gatewayConfigFlag(): Promise<string> {
   }
   const { GatewayConfigSchema } = await import("../src/gateway/config.js");
   const checked = GatewayConfigSchema.safeParse(value);
+  const has = (key: string): boolean => Object.hasOwn(value as object, key);
+  if (["key", "model_name", "port"].some(has))
+    throw new Error("--gateway-config: key, model_name and port are the bench's");
   if (!checked.success)
     throw new Error(
-      `--gateway-config: ${checked.error.issues.map((e) => `${e.path.join(".")}: ${e.message}`).join("; ")}`,
+      `--gateway-config: ${checked.error.issues.map((e) => (e.path.length ? `${e.path.join(".")}: ` : "") + e.message).join("; ")}`,
     );
   return text;
 }
 
 /** Every argument is one of {@link FLAGS} followed by its value. @throws {Error} naming the first one that is not */
 function checkArgs(args: readonly string[]): void {
+  const seen = new Set<string>();
   for (let i = 0; i < args.length; i += 2) {
-    if (!FLAGS.has(args[i]!))
-      throw new Error(`unknown argument ${args[i]} (flags: ${[...FLAGS].join(", ")}, each with a value)`);
-    if (args[i + 1] === undefined) throw new Error(`${args[i]} needs a value`);
+    const flag = args[i]!;
+    if (!FLAGS.has(flag))
+      throw new Error(`unknown argument ${flag} (flags: ${[...FLAGS].join(", ")}, each with a value)`);
+    if (seen.has(flag)) throw new Error(`${flag} given twice`);
+    seen.add(flag);
+    const value = args[i + 1];
+    if (value === undefined || FLAGS.has(value)) throw new Error(`${flag} needs a value`);
+  }
+  if (seen.has("--gateway-config") && args[args.indexOf("--gateway") + 1] === "harness") {
+    throw new Error("--gateway-config applies to --gateway app only");
   }
 }
 
@@ -413,6 +441,10 @@ async function main(): Promise<void> {
   try {
     await compare(dir ? { BENCH_SQLITE_PATH: join(dir, "gateway.db") } : {}, rounds);
   } finally {
+    // After a failure mid-run the servers are still up: stop them, so none is left behind.
+    const running = children.filter((c) => c.exitCode === null && c.signalCode === null);
+    for (const child of running) child.kill();
+    await Promise.all(running.map((child) => once(child, "exit")));
     if (dir) rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -420,9 +452,10 @@ async function main(): Promise<void> {
 /** The `--rounds` flag: how many direct / bare / proxied triples to run (default 3). */
 function roundsFlag(): number {
   const i = process.argv.indexOf("--rounds");
-  const value = i === -1 ? 3 : Number(process.argv[i + 1]);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--rounds must be a positive integer, got ${value}`);
-  return value;
+  if (i === -1) return 3;
+  const text = process.argv[i + 1]!;
+  if (!/^[1-9]\d{0,3}$/.test(text)) throw new Error(`--rounds must be a whole number from 1 to 9999, got "${text}"`);
+  return Number(text);
 }
 
 async function compare(storeEnv: Record<string, string>, rounds: number): Promise<void> {
