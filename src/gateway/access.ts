@@ -63,11 +63,3 @@ export function checkAccess(request: FastifyRequest): void {
   const refusal = agentRefusal(principal.claims, request.method, route, request.params as Params);
   if (refusal !== undefined) throw new Forbidden(refusal);
 }
-
-/**
- * {@link checkAccess} as an async `onRequest` hook, after the auth hook (for apps that mount the proxy alone).
- * @throws {Forbidden} an agent token outside its own attempt's routes (HTTP 403)
- */
-export async function accessHook(request: FastifyRequest): Promise<void> {
-  checkAccess(request);
-}

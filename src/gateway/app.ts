@@ -19,14 +19,14 @@ import { serverTimeoutOptions } from "../http/server-timeouts.js";
 import { NotFound } from "../protocol/index.js";
 import type { SharedPause } from "../store/shared-pause.js";
 import type { Store } from "../store/store.js";
-import { checkAccess } from "./access.js";
-import { type DashboardAuth, makeAuthCheck } from "./auth.js";
+import type { DashboardAuth } from "./auth.js";
 import { type GatewayConfig, proxyOptionsOf } from "./config.js";
 import { DashboardSessions } from "./dashboard/sessions.js";
 import { installJsonParser } from "./json-body.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
 import { PauseController } from "./proxy/pause.js";
+import { requestGate } from "./request-gate.js";
 import { RolloutLeases, watchLeases } from "./rollout-leases.js";
 import type { GatewayRouteOptions } from "./route-options.js";
 import { dashboardRoutes } from "./routes/dashboard.js";
@@ -128,26 +128,6 @@ class GatewayLogController extends LogController {
   }
 }
 
-/**
- * The first `onRequest` hook: sets `x-request-id` on the answer, finds the caller (`auth.ts`) and refuses what its
- * credential does not allow (`access.ts`). One synchronous hook rather than three async ones: every request pays it.
- */
-function requestGate(
-  authenticate: (request: FastifyRequest) => void,
-): (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void {
-  return (request, reply, done) => {
-    reply.header("x-request-id", request.id);
-    try {
-      authenticate(request);
-      checkAccess(request);
-    } catch (err) {
-      done(err as Error);
-      return;
-    }
-    done();
-  };
-}
-
 /** Auth's view of the dashboard: pages, assets and login are public; a session cookie may read. */
 function dashboardAuth(sessions: DashboardSessions): DashboardAuth {
   return {
@@ -182,10 +162,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   });
   installJsonParser(app);
   const sessions = new DashboardSessions({ gatewayKey: config.key, dashboardKey: config.dashboard_key });
-  app.addHook(
-    "onRequest",
-    requestGate(makeAuthCheck(config.key, config.dashboard ? dashboardAuth(sessions) : undefined)),
-  );
+  app.addHook("onRequest", requestGate(config.key, config.dashboard ? dashboardAuth(sessions) : undefined));
   bindRolloutId(app);
   closeConnectionsWhenClosing(app);
   const metrics = createGatewayMetrics(store);

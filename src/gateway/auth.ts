@@ -64,7 +64,7 @@ const DASHBOARD: Principal = Object.freeze({ kind: "dashboard" });
 
 /**
  * Builds the check that finds each request's {@link Principal} and rejects requests without a valid key; run it
- * first thing for every request (the gateway's `onRequest` hook, `app.ts`). Agent tokens are verified once and then
+ * first thing for every request (`request-gate.ts`). Agent tokens are verified once and then
  * remembered (`AgentTokenVerifier`); the admin key is compared in constant time on every call.
  * @param key - the gateway's admin key; empty disables auth (every request is admin)
  * @param dashboard - the dashboard's public paths and sessions, when the dashboard is on
@@ -95,15 +95,4 @@ export function makeAuthCheck(key: string, dashboard?: DashboardAuth): (request:
     }
     throw new Unauthorized();
   };
-}
-
-/**
- * {@link makeAuthCheck} as an async `onRequest` hook (for apps that mount the proxy alone, like the test harness).
- * @param key - the gateway's admin key; empty disables auth (every request is admin)
- * @param dashboard - the dashboard's public paths and sessions, when the dashboard is on
- * @throws {Unauthorized} from the hook, for a missing or wrong key or a forged or expired agent token (HTTP 401)
- */
-export function makeAuthHook(key: string, dashboard?: DashboardAuth): (request: FastifyRequest) => Promise<void> {
-  const check = makeAuthCheck(key, dashboard);
-  return async (request) => check(request);
 }

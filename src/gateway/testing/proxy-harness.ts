@@ -1,16 +1,15 @@
 /**
- * @module A minimal gateway for proxy tests and the proxy bench: Fastify with the gateway's error handler and auth
- * hook, a store, and the proxy plugin, listening on 127.0.0.1 port 0.
+ * @module A minimal gateway for proxy tests and the proxy bench: Fastify with the gateway's error handler and request
+ * gate (request id, auth, access), a store, and the proxy plugin, listening on 127.0.0.1 port 0.
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import { errorHandler } from "../../http/error-handler.js";
 import { type ModelInput, RolloutCreateSchema } from "../../protocol/index.js";
 import { MemoryStore } from "../../store/memory.js";
 import type { Store } from "../../store/store.js";
-import { accessHook } from "../access.js";
-import { makeAuthHook } from "../auth.js";
 import { type ProxyOptionsInput, resolveProxyOptions } from "../proxy/options.js";
 import { PauseController } from "../proxy/pause.js";
+import { requestGate } from "../request-gate.js";
 import { proxyRoutes } from "../routes/proxy.js";
 
 /** A running proxy under test. */
@@ -49,8 +48,7 @@ export async function startProxyHarness(
   const pause = new PauseController();
   const app = Fastify({ logger: false });
   app.setErrorHandler(errorHandler);
-  app.addHook("onRequest", makeAuthHook(key));
-  app.addHook("onRequest", accessHook);
+  app.addHook("onRequest", requestGate(key));
   await app.register(proxyRoutes, { store, options, pause });
   const baseUrl = await app.listen({ host: "127.0.0.1", port: 0 });
   let counter = 0;
