@@ -173,6 +173,27 @@ describe("errors are JSON {detail}", () => {
     expect((await gw.call("PUT", "/api/rollouts")).status).toBe(404);
   });
 
+  it('answers 404 {detail} for a path with an empty id, not a lookup of the id ""', async () => {
+    const gw = await start();
+    await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: 1 }]);
+    for (const [method, path] of [
+      ["GET", "/api/rollouts/"],
+      ["DELETE", "/api/rollouts/"],
+      ["GET", "/api/rollouts//events"],
+      ["POST", "/api/rollouts/r/attempt//events"],
+      ["POST", "/proxy/rollout//attempt/0/mode/train/openai/v1/chat/completions"],
+    ] as const) {
+      const res = await gw.call(method, path, method === "POST" ? { event_type: "log", data: {} } : undefined);
+      expect(res.status, `${method} ${path}`).toBe(404);
+      const { detail } = (await res.json()) as { detail: string };
+      expect(detail).toMatch(new RegExp(`^Route ${method} \\S+ not found \\(empty :`));
+    }
+    // A caller with no key still gets 401 first; the list and the rollout itself still answer.
+    expect((await fetch(`${gw.url}/api/rollouts/`)).status).toBe(401);
+    expect((await gw.call("GET", "/api/rollouts")).status).toBe(200);
+    expect((await gw.call("GET", "/api/rollouts/r")).status).toBe(200);
+  });
+
   it("answers 500 {detail} without internals when the store fails", async () => {
     const store = new MemoryStore();
     const gw = await start({}, store);

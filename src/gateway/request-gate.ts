@@ -1,8 +1,10 @@
 /**
  * @module The gateway's first `onRequest` hook, shared by the app and the proxy test harness: sets `x-request-id` on
- * the answer, finds the caller (`auth.ts`) and refuses what its credential does not allow (`access.ts`).
+ * the answer, finds the caller (`auth.ts`), refuses a path whose named parameter is empty, and refuses what the
+ * caller's credential does not allow (`access.ts`).
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { NotFound } from "../protocol/index.js";
 import { checkAccess } from "./access.js";
 import { type DashboardAuth, makeAuthCheck } from "./auth.js";
 
@@ -10,8 +12,9 @@ import { type DashboardAuth, makeAuthCheck } from "./auth.js";
  * Builds the hook. One synchronous hook rather than three async ones: every request pays it.
  * @param key - the gateway's admin key; empty disables auth
  * @param dashboard - the dashboard's public paths and sessions, when the dashboard is on
- * @returns a callback-style `onRequest` hook; it passes `Unauthorized` (401) or `Forbidden` (403) to Fastify's error
- *   handler
+ * @returns a callback-style `onRequest` hook; it passes `Unauthorized` (401), `NotFound` (404: an empty named path
+ *   parameter, as in `/api/rollouts/` or `/api/rollouts//events`, which the router would otherwise take for the id
+ *   "") or `Forbidden` (403) to Fastify's error handler
  */
 export function requestGate(
   key: string,
@@ -22,6 +25,7 @@ export function requestGate(
     reply.header("x-request-id", request.id);
     try {
       authenticate(request);
+      refuseEmptyParams(request);
       checkAccess(request);
     } catch (err) {
       done(err as Error);
@@ -29,4 +33,16 @@ export function requestGate(
     }
     done();
   };
+}
+
+/**
+ * @throws {NotFound} a named path parameter (not the `*` wildcard, which may be empty) is the empty string
+ */
+function refuseEmptyParams(request: FastifyRequest): void {
+  const params = request.params as Record<string, string> | undefined;
+  for (const name in params) {
+    if (params[name] === "" && name !== "*") {
+      throw new NotFound(`Route ${request.method} ${request.url.split("?", 1)[0]} not found (empty :${name})`);
+    }
+  }
 }

@@ -193,7 +193,9 @@ export async function withPausedProxy<T>(
     try {
       await client.resumeProxy();
     } catch (err) {
-      log.error({ err, leaseSeconds: settings.leaseSeconds }, "proxy resume failed; the pause lease will end it");
+      // A warning, not an error: the lease lifts the pause by itself, and a gateway stopped with the run (Ctrl-C
+      // during a weight update) has no pause left to lift.
+      log.warn({ err, leaseSeconds: settings.leaseSeconds }, "proxy resume failed; the pause lease will end it");
     }
   }
 }
