@@ -20,20 +20,34 @@
  * gateway configuration keys for `app` (e.g. `'{"log_level":"warn"}'`).
  * `--store sqlite` (default; the gateway's real default, a fresh file in a temp folder) or `--store memory`;
  * `--body small` (default) or `--body large` (a 24-turn, ~24 kB chat body).
+ * `--rate N`: open loop, N calls/s offered to every kind (at most 64 in flight), so that the servers' CPU per call is
+ * compared at the same throughput; the default is the closed loop (each client sends when answered, each kind as fast
+ * as it goes). `--profile DIR`: after the rounds, one more round in which the bare pass-through, the floor and the
+ * gateway each profile themselves; the profiles are written to DIR and a table of profiled µs per call by owner
+ * (`profiling/cpu-profile.ts`) shows where the gateway's CPU beyond the floor goes.
  */
 
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { Agent } from "undici";
+import {
+  attribute,
+  type CpuProfile,
+  type ProfiledServer,
+  ProfileSwitch,
+  perCallTable,
+} from "./profiling/cpu-profile.js";
 
 const CONCURRENCY = 64;
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5000);
 const WARMUP_MS = 1000;
+/** Open loop: a call sent this much after it was due counts as late (the schedule ticks every 1 ms). */
+const LATE_MS = 5;
 /** The agent's request: `--body small` (default) one short message; `--body large` a 24-turn chat of about 24 kB. */
 function requestBody(): string {
   const i = process.argv.indexOf("--body");
@@ -77,6 +91,7 @@ async function runWorker(): Promise<void> {
   send({ ...gateway.info, store: storeName });
   process.on("message", async (message) => {
     if (message === "exit") process.exit(0);
+    else if (await profileMessage(message, send)) return;
     else if (message === "cpu") send({ cpu: process.cpuUsage() });
     else send({ events: await gateway.store.countEvents() });
   });
@@ -183,9 +198,9 @@ async function runBarePassThrough(send: (message: unknown) => void, capture: boo
   await once(server, "listening");
   const { port } = server.address() as { port: number };
   send({ url: `http://127.0.0.1:${port}` });
-  process.on("message", (message) => {
+  process.on("message", async (message) => {
     if (message === "exit") process.exit(0);
-    send({ cpu: process.cpuUsage() });
+    if (!(await profileMessage(message, send))) send({ cpu: process.cpuUsage() });
   });
 }
 
@@ -206,13 +221,24 @@ async function captureStore(): Promise<import("../src/store/store.js").Store> {
   return store;
 }
 
+const profiler = new ProfileSwitch();
+
 /**
- * `BENCH_PROF=1` (or `gateway`) profiles the gateway, `BENCH_PROF=bare` or `capture` that server, into /tmp/prof;
- * each run then prints how many calls it made (warm-up included), to turn the profile into figures per call.
+ * Answers the parent's profiling messages (`--profile`): `"profile-start"` starts this process's profiler,
+ * `{ profileStop: path }` stops it and writes the profile to `path`.
+ * @returns whether `message` was one of them
  */
-function profiled(role: string | undefined): boolean {
-  const wanted = process.env.BENCH_PROF;
-  return wanted !== undefined && wanted !== "" && (wanted === "1" ? "gateway" : wanted) === role;
+async function profileMessage(message: unknown, send: (message: unknown) => void): Promise<boolean> {
+  if (message === "profile-start") {
+    await profiler.start();
+    send({ profiling: true });
+    return true;
+  }
+  const path = (message as { profileStop?: unknown } | null)?.profileStop;
+  if (typeof path !== "string") return false;
+  writeFileSync(path, JSON.stringify(await profiler.stop()));
+  send({ profiled: path });
+  return true;
 }
 
 /** Every server process started, so `main` can stop them all whatever happens. */
@@ -220,7 +246,7 @@ const children: ChildProcess[] = [];
 
 function startWorker(env: Record<string, string>): Promise<{ worker: ChildProcess; info: Record<string, unknown> }> {
   const worker = fork(fileURLToPath(import.meta.url), [], {
-    execArgv: ["--import", "tsx", ...(profiled(env.BENCH_ROLE) ? ["--cpu-prof", "--cpu-prof-dir=/tmp/prof"] : [])],
+    execArgv: ["--import", "tsx"],
     env: { ...process.env, ...env },
   });
   children.push(worker);
@@ -262,7 +288,7 @@ const rate = (run: Run): number => run.requests / run.seconds;
  * the only limit (steadier than calls/s on a shared machine; the Little's-law reading in docs/benchmarks.md), and
  * the gateway's CPU per call against the bare pass-through's and against the bare pass-through with durable capture.
  */
-function printCpu(runs: Record<"direct" | "bare" | "capture" | "proxied", MeasuredRun[]>): void {
+function printCpu(runs: Record<"direct" | "bare" | "capture" | "proxied", MeasuredRun[]>, openLoop: boolean): void {
   const per = (kind: keyof typeof runs, part: keyof CpuSnapshot): number => median(runs[kind].map((r) => r.cpu[part]));
   const us = (v: number): string => v.toFixed(0);
   const total = (kind: keyof typeof runs): number => per(kind, "loadgen") + per(kind, "upstream") + per(kind, "middle");
@@ -277,11 +303,14 @@ function printCpu(runs: Record<"direct" | "bare" | "capture" | "proxied", Measur
   const cores = availableParallelism();
   const ceiling = (kind: keyof typeof runs): number => (cores * 1e6) / total(kind);
   const share = (kind: keyof typeof runs): string => ((ceiling(kind) / ceiling("direct")) * 100).toFixed(1);
-  console.log(
-    `CPU-bound ceiling on ${cores} cores: direct ${ceiling("direct").toFixed(0)} calls/s, bare ${ceiling("bare").toFixed(0)}, ` +
-      `bare + capture ${ceiling("capture").toFixed(0)}, proxied ${ceiling("proxied").toFixed(0)} ` +
-      `(of direct: bare ${share("bare")}%, bare + capture ${share("capture")}%, proxied ${share("proxied")}%)`,
-  );
+  // Open loop: CPU per call at a rate below saturation, where calls batch less; no ceiling follows from it.
+  if (!openLoop) {
+    console.log(
+      `CPU-bound ceiling on ${cores} cores: direct ${ceiling("direct").toFixed(0)} calls/s, bare ${ceiling("bare").toFixed(0)}, ` +
+        `bare + capture ${ceiling("capture").toFixed(0)}, proxied ${ceiling("proxied").toFixed(0)} ` +
+        `(of direct: bare ${share("bare")}%, bare + capture ${share("capture")}%, proxied ${share("proxied")}%)`,
+    );
+  }
   const gateway = per("proxied", "middle");
   const bare = per("bare", "middle");
   const floor = per("capture", "middle");
@@ -290,7 +319,8 @@ function printCpu(runs: Record<"direct" | "bare" | "capture" | "proxied", Measur
   );
   console.log(
     `bare + durable capture ${us(floor)} µs: ${(floor / bare).toFixed(2)}× bare; the gateway is ${(gateway / floor).toFixed(2)}× ` +
-      `of it (what auth, routing, pause, attempt checks, retries, aborts and Fastify add: ${us(gateway - floor)} µs)`,
+      `of it (what the gateway does beyond durable capture: Fastify, auth, routing, pause and attempt checks, ` +
+      `retries, aborts, logging, metrics; ${us(gateway - floor)} µs; --profile DIR shows where)`,
   );
 }
 
@@ -300,14 +330,25 @@ interface Run {
   /** Every call answered, warm-up included. */
   allRequests: number;
   seconds: number;
+  /**
+   * Open loop (`--rate`): measured calls sent more than {@link LATE_MS} after they were due (`concurrency` calls were
+   * in flight, or the load generator itself fell behind its schedule).
+   */
+  late: number;
 }
 
-/** 64 clients, each sending its next call when the previous one is answered, for the bench duration. */
+/**
+ * Closed loop (`rate` absent): `concurrency` clients, each sending its next call when the previous one is answered,
+ * for the bench duration. Open loop (`rate` calls/s): calls are sent on a fixed schedule whatever the answers, client
+ * after client, at most `concurrency` in flight; a call due while that many are in flight waits (see {@link Run.late}).
+ */
 async function load(
   urlOf: (client: number) => string,
   headersOf: (client: number) => Record<string, string>,
   concurrency = CONCURRENCY,
+  rate?: number,
 ): Promise<Run> {
+  if (rate !== undefined) return openLoad(urlOf, headersOf, concurrency, rate);
   const dispatcher = new Agent({ connections: concurrency, keepAliveTimeout: 30_000 });
   const latenciesMs: number[] = [];
   let measuring = false;
@@ -356,7 +397,72 @@ async function load(
   await Promise.all(clients);
   await dispatcher.close();
   if (failure !== undefined) throw failure;
-  return { latenciesMs, requests, allRequests, seconds };
+  return { latenciesMs, requests, allRequests, seconds, late: 0 };
+}
+
+/**
+ * The open-loop half of {@link load}: `rate` calls/s on a schedule, at most `concurrency` in flight. The calls due in
+ * the measured window (after the warm-up) are the measured ones, each timed from when it was due; the run's calls/s is
+ * their number over the time from the window's start to the last one's answer (below `rate` when the server falls
+ * behind).
+ */
+async function openLoad(
+  urlOf: (client: number) => string,
+  headersOf: (client: number) => Record<string, string>,
+  concurrency: number,
+  rate: number,
+): Promise<Run> {
+  const dispatcher = new Agent({ connections: concurrency, keepAliveTimeout: 30_000 });
+  const targets = Array.from({ length: concurrency }, (_, c) => {
+    const url = new URL(urlOf(c));
+    return { origin: url.origin, path: url.pathname, headers: { "content-type": "application/json", ...headersOf(c) } };
+  });
+  const t0 = performance.now();
+  const dueAt = (k: number): number => t0 + (k / rate) * 1000;
+  const firstMeasured = Math.ceil((WARMUP_MS / 1000) * rate);
+  const total = Math.ceil(((WARMUP_MS + DURATION_MS) / 1000) * rate);
+  const latenciesMs: number[] = [];
+  let allRequests = 0;
+  let lastAnswerAt = 0;
+  let late = 0;
+  let inflight = 0;
+  let sent = 0;
+  let failure: unknown;
+  const pending = new Set<Promise<void>>();
+  const call = async (k: number): Promise<void> => {
+    const res = await dispatcher.request({ ...targets[k % concurrency]!, method: "POST", body: BODY });
+    await res.body.arrayBuffer();
+    if (res.statusCode !== 200) throw new Error(`a call to ${urlOf(k % concurrency)} answered ${res.statusCode}`);
+    allRequests++;
+    if (k >= firstMeasured) {
+      lastAnswerAt = performance.now();
+      // From when the call was due, not when it went out: a late call's wait is part of its latency.
+      latenciesMs.push(lastAnswerAt - dueAt(k));
+    }
+  };
+  while (failure === undefined && sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * rate));
+    while (sent < due && inflight < concurrency) {
+      const k = sent++;
+      if (k >= firstMeasured && performance.now() - dueAt(k) > LATE_MS) late++;
+      inflight++;
+      const p: Promise<void> = call(k)
+        .catch((err: unknown) => {
+          failure ??= err;
+        })
+        .finally(() => {
+          inflight--;
+          pending.delete(p);
+        });
+      pending.add(p);
+    }
+    await new Promise<void>((r) => setTimeout(r, 1));
+  }
+  await Promise.all(pending);
+  await dispatcher.close();
+  if (failure !== undefined) throw failure;
+  const seconds = (lastAnswerAt - dueAt(firstMeasured)) / 1000;
+  return { latenciesMs, requests: latenciesMs.length, allRequests, seconds, late };
 }
 
 function percentile(values: number[], p: number): number {
@@ -380,7 +486,7 @@ function gatewayFlag(): "app" | "harness" {
   return value;
 }
 
-const FLAGS = new Set(["--store", "--body", "--rounds", "--gateway", "--gateway-config"]);
+const FLAGS = new Set(["--store", "--body", "--rounds", "--gateway", "--gateway-config", "--rate", "--profile"]);
 
 /**
  * The `--gateway-config` flag: gateway configuration keys as a JSON object (`--gateway app` only), e.g.
@@ -434,12 +540,22 @@ async function main(): Promise<void> {
   checkArgs(process.argv.slice(2));
   const storeKind = storeFlag();
   const rounds = roundsFlag();
+  const callRate = rateFlag();
+  const profileDir = flagValue("--profile");
+  // Before any server starts: a folder that cannot be made fails here, not after the measured rounds.
+  if (profileDir !== undefined) {
+    try {
+      mkdirSync(profileDir, { recursive: true });
+    } catch (err) {
+      throw new Error(`--profile: cannot make the folder ${profileDir}: ${(err as Error).message}`);
+    }
+  }
   BODY = requestBody();
   process.env.BENCH_GATEWAY = gatewayFlag();
   process.env.BENCH_GATEWAY_CONFIG = await gatewayConfigFlag();
   const dir = storeKind === "sqlite" ? mkdtempSync(join(tmpdir(), "arclight-bench-proxy-")) : undefined;
   try {
-    await compare(dir ? { BENCH_SQLITE_PATH: join(dir, "gateway.db") } : {}, rounds);
+    await compare(dir ? { BENCH_SQLITE_PATH: join(dir, "gateway.db") } : {}, rounds, callRate, profileDir);
   } finally {
     // After a failure mid-run the servers are still up: stop them, so none is left behind.
     const running = children.filter((c) => c.exitCode === null && c.signalCode === null);
@@ -449,7 +565,65 @@ async function main(): Promise<void> {
   }
 }
 
-/** The `--rounds` flag: how many direct / bare / proxied triples to run (default 3). */
+/**
+ * The `--rate` flag: calls per second sent open-loop to every kind (see {@link load}), so that each server's CPU per
+ * call is measured at the same throughput; absent: closed loop, each kind as fast as it goes.
+ */
+function rateFlag(): number | undefined {
+  const i = process.argv.indexOf("--rate");
+  if (i === -1) return undefined;
+  const text = process.argv[i + 1]!;
+  if (!/^[1-9]\d{0,5}$/.test(text))
+    throw new Error(`--rate must be a whole number of calls/s from 1 to 999999, got "${text}"`);
+  return Number(text);
+}
+
+/** The value after `flag`, or undefined when the flag is absent (`checkArgs` has made sure it has one). */
+function flagValue(flag: string): string | undefined {
+  const i = process.argv.indexOf(flag);
+  return i === -1 ? undefined : process.argv[i + 1];
+}
+
+/** Sends a worker a message; @returns its next message */
+function ask(worker: ChildProcess, message: unknown): Promise<unknown> {
+  worker.send(message as string);
+  return new Promise((resolve) => worker.once("message", resolve));
+}
+
+type Middle = "bare" | "capture" | "proxied";
+
+/**
+ * `--profile DIR`: one more round of bare, bare + capture and proxied runs, not counted in the figures above, with
+ * each server profiling itself during its run (`profiling/cpu-profile.ts`); the profiles go to `DIR/{bare,capture,proxied}
+ * .cpuprofile` (DevTools opens them) and a table of profiled µs per call by owner is printed, gateway against floor.
+ */
+async function profileRound(
+  dir: string,
+  kinds: Record<
+    Middle,
+    { middle: ChildProcess; url: (c: number) => string; headers: (c: number) => Record<string, string> }
+  >,
+  callRate: number | undefined,
+): Promise<void> {
+  const names: Record<Middle, string> = { bare: "bare", capture: "floor", proxied: "gateway" };
+  const servers: ProfiledServer[] = [];
+  for (const kind of ["bare", "capture", "proxied"] as const) {
+    const { middle, url, headers } = kinds[kind];
+    await ask(middle, "profile-start");
+    const run = await load(url, headers, CONCURRENCY, callRate);
+    const path = join(dir, `${kind}.cpuprofile`);
+    await ask(middle, { profileStop: path });
+    const profile = JSON.parse(readFileSync(path, "utf8")) as CpuProfile;
+    servers.push({ name: names[kind], time: attribute(profile), calls: run.allRequests });
+  }
+  console.log(
+    `CPU profiles in ${dir} (one more round, not in the figures above): profiled µs per call by owner, warm-up ` +
+      `included; floor = bare + capture; diff = gateway − floor`,
+  );
+  for (const line of perCallTable(servers)) console.log(line);
+}
+
+/** The `--rounds` flag: how many rounds of direct / bare / bare + capture / proxied runs (default 3). */
 function roundsFlag(): number {
   const i = process.argv.indexOf("--rounds");
   if (i === -1) return 3;
@@ -458,7 +632,12 @@ function roundsFlag(): number {
   return Number(text);
 }
 
-async function compare(storeEnv: Record<string, string>, rounds: number): Promise<void> {
+async function compare(
+  storeEnv: Record<string, string>,
+  rounds: number,
+  callRate: number | undefined,
+  profileDir: string | undefined,
+): Promise<void> {
   const upstream = await startWorker({ BENCH_ROLE: "upstream" });
   const upstreamUrl = upstream.info.url as string;
   const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl, ...storeEnv });
@@ -466,7 +645,10 @@ async function compare(storeEnv: Record<string, string>, rounds: number): Promis
   const capture = await startWorker({ BENCH_ROLE: "capture", BENCH_UPSTREAM_URL: upstreamUrl });
   const { base, rids, keys, store } = gateway.info as unknown as GatewayInfo & { store: string };
   console.log(
-    `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ${CONCURRENCY} concurrent clients, ` +
+    `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ` +
+      (callRate === undefined
+        ? `${CONCURRENCY} concurrent clients, `
+        : `open loop at ${callRate} calls/s (at most ${CONCURRENCY} in flight), `) +
       `${rounds} round${rounds === 1 ? "" : "s"} of direct / bare pass-through / bare + capture / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
       `non-stream chat calls; upstream, gateway, both pass-throughs and load generator in separate processes; ` +
       `gateway: ${process.env.BENCH_GATEWAY}${process.env.BENCH_GATEWAY_CONFIG === "{}" ? "" : ` ${process.env.BENCH_GATEWAY_CONFIG}`}; store: ${store}; request body ${BODY.length} bytes; node ${process.version}`,
@@ -496,7 +678,7 @@ async function compare(storeEnv: Record<string, string>, rounds: number): Promis
         middle: kind === "direct" ? 0 : await cpuMicros(middle),
       });
       const before = await snapshot();
-      const run = await load(url, headers);
+      const run = await load(url, headers, CONCURRENCY, callRate);
       const after = await snapshot();
       const cpu = {
         loadgen: (after.loadgen - before.loadgen) / run.allRequests,
@@ -504,7 +686,6 @@ async function compare(storeEnv: Record<string, string>, rounds: number): Promis
         middle: (after.middle - before.middle) / run.allRequests,
       };
       runs[kind].push({ ...run, cpu });
-      if (process.env.BENCH_PROF) console.log(`${kind}: ${run.allRequests} calls`);
     }
   // Same pair with one client: the proxy's own cost, without queueing behind 63 other calls.
   const directOne = await load(() => `${upstreamUrl}/chat/completions`, none, 1);
@@ -516,7 +697,8 @@ async function compare(storeEnv: Record<string, string>, rounds: number): Promis
   for (const kind of Object.keys(kinds) as (keyof typeof kinds)[])
     console.log(
       `${kind.padEnd(8)} p50 ${p(kind, 50).toFixed(3)} ms  p99 ${p(kind, 99).toFixed(3)} ms  ` +
-        `${median(runs[kind].map(rate)).toFixed(0)} calls/s (medians; per round: ${runs[kind].map((r) => rate(r).toFixed(0)).join(", ")})`,
+        `${median(runs[kind].map(rate)).toFixed(0)} calls/s (medians; per round: ${runs[kind].map((r) => rate(r).toFixed(0)).join(", ")})` +
+        (callRate === undefined ? "" : `; late: ${runs[kind].map((r) => r.late).join(", ")}`),
     );
   const row = (name: string, run: Run): string =>
     `${name.padEnd(8)} p50 ${percentile(run.latenciesMs, 50).toFixed(3)} ms  p99 ${percentile(run.latenciesMs, 99).toFixed(3)} ms  ` +
@@ -526,17 +708,23 @@ async function compare(storeEnv: Record<string, string>, rounds: number): Promis
   const addedOne = percentile(proxiedOne.latenciesMs, 50) - percentile(directOne.latenciesMs, 50);
   console.log(`added latency with 1 client: p50 ${addedOne.toFixed(3)} ms`);
   console.log(`events recorded by the gateway: ${events} (warm-up included)`);
-  printCpu(runs);
+  printCpu(runs, callRate !== undefined);
+  const at = callRate === undefined ? `${CONCURRENCY} clients` : `${callRate} calls/s`;
   console.log(
-    `added latency at ${CONCURRENCY} clients: p50 ${(p("proxied", 50) - p("direct", 50)).toFixed(3)} ms (target <= 1 ms), ` +
+    `added latency at ${at}: p50 ${(p("proxied", 50) - p("direct", 50)).toFixed(3)} ms (target <= 1 ms), ` +
       `p99 ${(p("proxied", 99) - p("direct", 99)).toFixed(3)} ms`,
   );
   const ratio = (kind: keyof typeof kinds): string =>
     ((median(runs[kind].map(rate)) / median(runs.direct.map(rate))) * 100).toFixed(1);
-  console.log(
-    `throughput ratio proxied/direct: ${ratio("proxied")}% (target >= 50%); bare/direct: ${ratio("bare")}%; ` +
-      `bare + capture/direct: ${ratio("capture")}%`,
-  );
+  if (callRate !== undefined) {
+    console.log(`throughput: set by --rate (every kind was offered ${callRate} calls/s); see the closed-loop run`);
+  } else {
+    console.log(
+      `throughput ratio proxied/direct: ${ratio("proxied")}% (target >= 50%); bare/direct: ${ratio("bare")}%; ` +
+        `bare + capture/direct: ${ratio("capture")}%`,
+    );
+  }
+  if (profileDir !== undefined) await profileRound(profileDir, kinds, callRate);
   for (const worker of [upstream.worker, gateway.worker, bare.worker, capture.worker]) worker.send("exit");
   await once(gateway.worker, "exit");
 }
