@@ -194,6 +194,26 @@ describe("errors are JSON {detail}", () => {
     expect((await gw.call("GET", "/api/rollouts/r")).status).toBe(200);
   });
 
+  it("reaches a rollout with a 200-character id on every path, and answers a malformed URL with {detail} and a request id", async () => {
+    const gw = await start();
+    const id = `r${"x".repeat(199)}`;
+    expect((await gw.call("POST", "/api/rollouts", [{ rollout_id: id, input: 1 }])).status).toBe(201);
+    expect((await gw.call("GET", `/api/rollouts/${id}`)).status).toBe(200);
+    const event = await gw.call("POST", `/api/rollouts/${id}/attempt/0/events`, { event_type: "log", data: {} });
+    expect(event.status).toBe(200);
+    expect((await gw.call("GET", `/api/rollouts/${id}/events`)).status).toBe(200);
+    const tooLong = await gw.call("GET", `/api/rollouts/${"y".repeat(1001)}`);
+    expect(tooLong.status).toBe(414);
+    expect(tooLong.headers.get("x-request-id")).toBeTruthy();
+    expect(await tooLong.json()).toMatchObject({ code: "fst_err_max_param_length" });
+    const malformed = await gw.call("GET", "/api/rollouts/%zz/events");
+    expect(malformed.status).toBe(400);
+    expect(malformed.headers.get("x-request-id")).toBeTruthy();
+    const body = (await malformed.json()) as { detail: string; code: string };
+    expect(body.code).toBe("fst_err_bad_url");
+    expect(body.detail).toContain("not a valid url component");
+  });
+
   it("answers 500 {detail} without internals when the store fails", async () => {
     const store = new MemoryStore();
     const gw = await start({}, store);

@@ -107,6 +107,12 @@ function closeConnectionsWhenClosing(app: FastifyInstance): void {
   });
 }
 
+/**
+ * Longest path parameter the router accepts, in characters as sent (percent-encoding included): room for the
+ * protocol's 200-character ids and names, while still bounding what the router scans.
+ */
+const MAX_PATH_PARAM_LENGTH = 1000;
+
 /** Pino levels at which debug lines are written. */
 const DEBUG_LEVELS = new Set(["debug", "trace"]);
 
@@ -154,6 +160,15 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     return503OnClosing: true,
     rewriteUrl: agentPathRewrite,
     logController: new GatewayLogController(),
+    // Rollout ids, run and resource names may be 200 characters (protocol/rollout.ts); the router's default (100)
+    // answered 414 for such a rollout's every path.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
+    // A malformed URL (`/api/rollouts/%zz`) or an over-long segment: the `{detail, code}` answer and `x-request-id`
+    // of every other error, not Fastify's own body.
+    frameworkErrors: (err, request, reply) => {
+      void reply.header("x-request-id", request.id);
+      errorHandler(err, request, reply);
+    },
     ...serverTimeoutOptions(config.headers_timeout_seconds, config.request_timeout_seconds),
   });
   app.setErrorHandler(errorHandler);
