@@ -67,6 +67,8 @@ async function runWorker(): Promise<void> {
   const { FakeVllm } = await import("../src/gateway/testing/fake-vllm.js");
   const role = process.env.BENCH_ROLE as "upstream" | "gateway" | "bare" | "capture";
   const send = (message: unknown): void => void process.send!(message);
+  // Stopped by the parent or a Ctrl-C: exit through the exit handlers (the capture store removes its temp folder).
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(0));
   if (role === "bare" || role === "capture") return runBarePassThrough(send, role === "capture");
   if (role === "upstream") {
     const fake = await FakeVllm.start({ content: "ok" });
@@ -230,14 +232,21 @@ const profiler = new ProfileSwitch();
  */
 async function profileMessage(message: unknown, send: (message: unknown) => void): Promise<boolean> {
   if (message === "profile-start") {
-    await profiler.start();
-    send({ profiling: true });
+    await profiler.start().then(
+      () => send({ profiling: true }),
+      (err: unknown) => send({ profileError: (err as Error).message }),
+    );
     return true;
   }
   const path = (message as { profileStop?: unknown } | null)?.profileStop;
   if (typeof path !== "string") return false;
-  writeFileSync(path, JSON.stringify(await profiler.stop()));
-  send({ profiled: path });
+  try {
+    writeFileSync(path, JSON.stringify(await profiler.stop()));
+    send({ profiled: path });
+  } catch (err) {
+    // The parent waits for an answer: a failure must be one too.
+    send({ profileError: `${path}: ${(err as Error).message}` });
+  }
   return true;
 }
 
@@ -335,6 +344,8 @@ interface Run {
    * in flight, or the load generator itself fell behind its schedule).
    */
   late: number;
+  /** Open loop: calls of the schedule not sent by its end (the server fell that far behind). */
+  unsent: number;
 }
 
 /**
@@ -397,14 +408,15 @@ async function load(
   await Promise.all(clients);
   await dispatcher.close();
   if (failure !== undefined) throw failure;
-  return { latenciesMs, requests, allRequests, seconds, late: 0 };
+  return { latenciesMs, requests, allRequests, seconds, late: 0, unsent: 0 };
 }
 
 /**
- * The open-loop half of {@link load}: `rate` calls/s on a schedule, at most `concurrency` in flight. The calls due in
- * the measured window (after the warm-up) are the measured ones, each timed from when it was due; the run's calls/s is
- * their number over the time from the window's start to the last one's answer (below `rate` when the server falls
- * behind).
+ * The open-loop half of {@link load}: `rate` calls/s on a schedule (call k is due k/rate s after the start), at most
+ * `concurrency` in flight. The calls due in the measured window (after the warm-up) are the measured ones, each timed
+ * from when it was due; the run's calls/s is the measured calls answered over the time from the window's start to the
+ * last answer (below `rate` when the server falls behind). Nothing is sent after the schedule's end: calls not sent by
+ * then are counted as unsent, so a rate the server cannot keep up with still ends on time.
  */
 async function openLoad(
   urlOf: (client: number) => string,
@@ -421,6 +433,7 @@ async function openLoad(
   const dueAt = (k: number): number => t0 + (k / rate) * 1000;
   const firstMeasured = Math.ceil((WARMUP_MS / 1000) * rate);
   const total = Math.ceil(((WARMUP_MS + DURATION_MS) / 1000) * rate);
+  const endAt = t0 + WARMUP_MS + DURATION_MS;
   const latenciesMs: number[] = [];
   let allRequests = 0;
   let lastAnswerAt = 0;
@@ -440,8 +453,9 @@ async function openLoad(
       latenciesMs.push(lastAnswerAt - dueAt(k));
     }
   };
-  while (failure === undefined && sent < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * rate));
+  while (failure === undefined && sent < total && performance.now() < endAt) {
+    // Calls 0..due-1 are due by now (call k at k/rate s).
+    const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * rate) + 1);
     while (sent < due && inflight < concurrency) {
       const k = sent++;
       if (k >= firstMeasured && performance.now() - dueAt(k) > LATE_MS) late++;
@@ -461,8 +475,15 @@ async function openLoad(
   await Promise.all(pending);
   await dispatcher.close();
   if (failure !== undefined) throw failure;
-  const seconds = (lastAnswerAt - dueAt(firstMeasured)) / 1000;
-  return { latenciesMs, requests: latenciesMs.length, allRequests, seconds, late };
+  if (latenciesMs.length === 0) {
+    throw new Error(
+      `--rate ${rate}: ${sent} of the schedule's ${total} calls were sent, none of them after the warm-up; ` +
+        "the servers cannot take this rate: give a lower one",
+    );
+  }
+  // The window is the schedule's measured part, or longer when the answers came after its end.
+  const seconds = (Math.max(lastAnswerAt, endAt) - dueAt(firstMeasured)) / 1000;
+  return { latenciesMs, requests: latenciesMs.length, allRequests, seconds, late, unsent: total - sent };
 }
 
 function percentile(values: number[], p: number): number {
@@ -543,17 +564,20 @@ async function main(): Promise<void> {
   const callRate = rateFlag();
   const profileDir = flagValue("--profile");
   // Before any server starts: a folder that cannot be made fails here, not after the measured rounds.
-  if (profileDir !== undefined) {
-    try {
-      mkdirSync(profileDir, { recursive: true });
-    } catch (err) {
-      throw new Error(`--profile: cannot make the folder ${profileDir}: ${(err as Error).message}`);
-    }
-  }
+  if (profileDir !== undefined) checkProfileDir(profileDir);
   BODY = requestBody();
   process.env.BENCH_GATEWAY = gatewayFlag();
   process.env.BENCH_GATEWAY_CONFIG = await gatewayConfigFlag();
   const dir = storeKind === "sqlite" ? mkdtempSync(join(tmpdir(), "arclight-bench-proxy-")) : undefined;
+  // Ctrl-C or a kill: stop every server (each removes its own temp folder on the way out) and this run's folder.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      console.error(`bench/proxy: stopped by ${signal}; the servers are stopped and their temp folders removed`);
+      for (const child of children) child.kill();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+      process.exit(130);
+    });
+  }
   try {
     await compare(dir ? { BENCH_SQLITE_PATH: join(dir, "gateway.db") } : {}, rounds, callRate, profileDir);
   } finally {
@@ -578,16 +602,40 @@ function rateFlag(): number | undefined {
   return Number(text);
 }
 
+/**
+ * Makes the `--profile` folder and checks that the three profiles can be written there (a file of one of their names
+ * that is a folder, a folder not writable).
+ * @throws {Error} naming the flag, the folder and the reason
+ */
+function checkProfileDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+    for (const kind of ["bare", "capture", "proxied"]) {
+      const path = join(dir, `${kind}.cpuprofile`);
+      writeFileSync(path, "");
+      rmSync(path);
+    }
+  } catch (err) {
+    throw new Error(`--profile: cannot write profiles in ${dir}: ${(err as Error).message}`);
+  }
+}
+
 /** The value after `flag`, or undefined when the flag is absent (`checkArgs` has made sure it has one). */
 function flagValue(flag: string): string | undefined {
   const i = process.argv.indexOf(flag);
   return i === -1 ? undefined : process.argv[i + 1];
 }
 
-/** Sends a worker a message; @returns its next message */
-function ask(worker: ChildProcess, message: unknown): Promise<unknown> {
+/**
+ * Sends a worker a profiling message; @returns its answer
+ * @throws {Error} the worker answered that profiling failed
+ */
+async function ask(worker: ChildProcess, message: unknown): Promise<unknown> {
   worker.send(message as string);
-  return new Promise((resolve) => worker.once("message", resolve));
+  const answer = await new Promise((resolve) => worker.once("message", resolve));
+  const error = (answer as { profileError?: unknown }).profileError;
+  if (typeof error === "string") throw new Error(`--profile: ${error}`);
+  return answer;
 }
 
 type Middle = "bare" | "capture" | "proxied";
@@ -698,7 +746,9 @@ async function compare(
     console.log(
       `${kind.padEnd(8)} p50 ${p(kind, 50).toFixed(3)} ms  p99 ${p(kind, 99).toFixed(3)} ms  ` +
         `${median(runs[kind].map(rate)).toFixed(0)} calls/s (medians; per round: ${runs[kind].map((r) => rate(r).toFixed(0)).join(", ")})` +
-        (callRate === undefined ? "" : `; late: ${runs[kind].map((r) => r.late).join(", ")}`),
+        (callRate === undefined
+          ? ""
+          : `; late: ${runs[kind].map((r) => r.late).join(", ")}; unsent: ${runs[kind].map((r) => r.unsent).join(", ")}`),
     );
   const row = (name: string, run: Run): string =>
     `${name.padEnd(8)} p50 ${percentile(run.latenciesMs, 50).toFixed(3)} ms  p99 ${percentile(run.latenciesMs, 99).toFixed(3)} ms  ` +

@@ -15,13 +15,16 @@ import {
 const ROOT = "file:///home/me/src/arclight";
 type Frame = [id: number, functionName: string, url: string, children: number[]];
 
+/** A profile in which sample i (a node id) lasts `us` µs: the time until the next sample, or the profile's end. */
 function profileOf(frames: Frame[], samples: [id: number, us: number][]): CpuProfile {
+  const durations = samples.map(([, us]) => us);
   return {
     nodes: frames.map(([id, functionName, url, children]) => ({ id, callFrame: { functionName, url }, children })),
-    startTime: 0,
-    endTime: samples.reduce((sum, [, us]) => sum + us, 0),
+    startTime: 1000,
+    endTime: 1000 + durations.reduce((sum, us) => sum + us, 0),
     samples: samples.map(([id]) => id),
-    timeDeltas: samples.map(([, us]) => us),
+    // Each delta is the time since the previous sample: the first sample is taken at the start.
+    timeDeltas: [0, ...durations.slice(0, -1)],
   };
 }
 
@@ -49,13 +52,14 @@ describe("attribute", () => {
     [3, "(garbage collector)", "", []],
     [4, "(idle)", "", []],
     [5, "emit", "node:events", [6, 7]],
-    [6, "onData", `${ROOT}/node_modules/undici/lib/core.js`, [10]],
+    [6, "onData", `${ROOT}/node_modules/undici/lib/core.js`, [10, 13]],
     [7, "writev", "", []],
     [8, "processTicksAndRejections", "node:internal/process/task_queues", [12]],
     [9, "stop", `${ROOT}/bench/profiling/cpu-profile.ts`, []],
     [10, "writev", "", []],
     [11, "load", `${ROOT}/node_modules/tsx/dist/loader.mjs`, []],
     [12, "nextTick", "node:internal/process/task_queues", []],
+    [13, "writeBuffer", `${ROOT}/node_modules/undici/lib/client-h1.js`, []],
   ];
   const samples: [number, number][] = [
     [2, 100], // the handler itself
@@ -63,6 +67,7 @@ describe("attribute", () => {
     [6, 20], // undici, called through emit
     [7, 30], // a system call made by the handler (through emit)
     [10, 40], // a system call made by undici
+    [13, 3], // undici's own JS function named like a binding: undici's code, not a system call
     [3, 50], // GC
     [4, 1000], // idle: dropped
     [9, 60], // the profiler stopping: dropped
@@ -74,13 +79,30 @@ describe("attribute", () => {
     const time = attribute(profileOf(frames, samples), `${ROOT}/`);
     expect(Object.fromEntries(time)).toEqual({
       "src/gateway/app.ts": 110,
-      undici: 20,
+      undici: 23,
       "src/gateway/app.ts (writev)": 30,
       "undici (writev)": 40,
       "(garbage collector)": 50,
       "node: load": 5,
       "node: nextTick": 7,
     });
+  });
+
+  it("charges each sample the time until the next one, the last until the profile's end (as DevTools does)", () => {
+    const two: Frame[] = [
+      [1, "(root)", "", [2, 3]],
+      [2, "a", `${ROOT}/src/a.ts`, []],
+      [3, "b", `${ROOT}/src/b.ts`, []],
+    ];
+    // a at 1,000 µs, b 900 µs later (a gap: the thread was away), the end 10 µs after b.
+    const profile: CpuProfile = {
+      nodes: two.map(([id, functionName, url, children]) => ({ id, callFrame: { functionName, url }, children })),
+      startTime: 1000,
+      endTime: 1910,
+      samples: [2, 3],
+      timeDeltas: [0, 900],
+    };
+    expect(Object.fromEntries(attribute(profile, `${ROOT}/`))).toEqual({ "src/a.ts": 900, "src/b.ts": 10 });
   });
 });
 

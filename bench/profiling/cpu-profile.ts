@@ -9,8 +9,13 @@
  * collector)`, `(program)`: native code outside JavaScript) or Node's (`node:` and the function's name). A system call
  * is charged to whoever made it, in a row of its own: `undici (writev)` is undici's request to the upstream,
  * `fastify (writev)` the gateway's reply. `(idle)` samples are dropped, and so are the profiler's own (stopping it
- * walks the samples, under {@link ProfileSwitch.stop}). The profiler samples wall time on the main thread: a system call that blocks shows as
- * busy, and work on other threads (libuv's pool, GC helpers) does not show; compare profiles taken in the same run.
+ * walks the samples, under {@link ProfileSwitch.stop}). A system call is a native frame (no URL) of one of Node's
+ * stream and file bindings.
+ *
+ * Time: each sample is charged the time until the next sample (the last one, until the profile's end), as DevTools
+ * does. The profiler samples wall time on the main thread: a gap in the sampling (the thread descheduled, often inside
+ * a system call on a busy machine) goes to the stack seen just before it, and work on other threads (libuv's pool, GC
+ * helpers) does not show; compare profiles taken in the same run.
  */
 import { Session } from "node:inspector/promises";
 
@@ -20,11 +25,11 @@ export interface CpuProfile {
   startTime: number;
   endTime: number;
   samples: number[];
-  /** µs since the previous sample, one per sample. */
+  /** µs since the previous sample (the first: since `startTime`), one per sample. */
   timeDeltas: number[];
 }
 
-/** Native functions that are one system call each (Node's stream and file bindings): given a row per caller. */
+/** Names of Node's native stream and file bindings that make one system call each: a row per caller. */
 const SYSTEM_CALLS = new Set([
   "writev",
   "writeBuffer",
@@ -105,16 +110,17 @@ export function attribute(profile: CpuProfile, root = REPO_ROOT): Map<string, nu
     return owner;
   };
   const time = new Map<string, number>();
+  const lastAt = profile.startTime + profile.timeDeltas.reduce((sum, dt) => sum + dt, 0);
   profile.samples.forEach((id, i) => {
     const frame = byId.get(id)!.callFrame;
     if (frame.functionName === "(idle)") return;
     const component = componentAbove(id);
     if (component === PROFILER) return;
     const base = component ?? "node";
-    const owner = SYSTEM_CALLS.has(frame.functionName)
-      ? `${base} (${frame.functionName})`
-      : (component ?? nodeName(frame));
-    time.set(owner, (time.get(owner) ?? 0) + (profile.timeDeltas[i] ?? 0));
+    const native = frame.url === "" && SYSTEM_CALLS.has(frame.functionName);
+    const owner = native ? `${base} (${frame.functionName})` : (component ?? nodeName(frame));
+    const us = i + 1 < profile.samples.length ? profile.timeDeltas[i + 1]! : Math.max(0, profile.endTime - lastAt);
+    time.set(owner, (time.get(owner) ?? 0) + us);
   });
   return time;
 }
