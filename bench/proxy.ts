@@ -453,7 +453,8 @@ async function openLoad(
       latenciesMs.push(lastAnswerAt - dueAt(k));
     }
   };
-  while (failure === undefined && sent < total && performance.now() < endAt) {
+  // A call due just before the end still gets the grace a late call has.
+  while (failure === undefined && sent < total && performance.now() < endAt + LATE_MS) {
     // Calls 0..due-1 are due by now (call k at k/rate s).
     const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * rate) + 1);
     while (sent < due && inflight < concurrency) {
