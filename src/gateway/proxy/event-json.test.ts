@@ -47,6 +47,21 @@ describe("modelRequestDataJson", () => {
     expect(modelRequestDataJson(error, known)).toBe(JSON.stringify(error));
   });
 
+  it("writes the fields after the texts as JSON.stringify does: added ones in order, undefined ones left out", () => {
+    const data = {
+      ...buildModelRequestData(record()),
+      agent_name: "critic",
+      skipped: undefined,
+      upstream_request_id: "arclight-0123456789abcdef-1-0",
+      extra: { nested: [1, "two", null] },
+    };
+    const known = { request, requestText: JSON.stringify(request), response, responseText: JSON.stringify(response) };
+    expect(modelRequestDataJson(data, known)).toBe(JSON.stringify(data));
+    const { request: first, ...others } = buildModelRequestData(record());
+    const reordered = { request: first, ...others };
+    expect(modelRequestDataJson(reordered, { ...known, requestText: "{}" })).toBe(JSON.stringify(reordered));
+  });
+
   it("splices the upstream's own text verbatim (its spacing kept), parsing to the same data", () => {
     const data = buildModelRequestData(record());
     const responseText = JSON.stringify(response, null, 2);

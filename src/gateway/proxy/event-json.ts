@@ -25,20 +25,35 @@ export interface KnownJson {
  * @returns the JSON text of `data`
  */
 export function modelRequestDataJson(data: ModelRequestData, known: KnownJson): string {
-  const { model, model_version, request, response, ...rest } = data;
-  // Anything but the key order buildModelRequestData writes falls back to the plain path.
-  const keys = Object.keys(data);
-  if (keys[0] !== "model" || keys[1] !== "model_version" || keys[2] !== "request" || keys[3] !== "response") {
-    return JSON.stringify(data);
-  }
+  const { request, response } = data;
   if (request === undefined || response === undefined) return JSON.stringify(data);
-  const requestJson = request === known.request ? known.requestText : JSON.stringify(request);
-  const responseJson =
-    known.responseText !== undefined && response === known.response ? known.responseText : JSON.stringify(response);
-  const restJson = JSON.stringify(rest);
-  const tail = restJson === "{}" ? "" : `,${restJson.slice(1, -1)}`;
-  return (
-    `{"model":${JSON.stringify(model)},"model_version":${JSON.stringify(model_version)},` +
-    `"request":${requestJson},"response":${responseJson}${tail}}`
-  );
+  let json = "{";
+  let position = 0;
+  // One pass over the keys in order, each written as JSON.stringify would (an undefined value is left out); no copy
+  // of `data` without the two texts (a rest object and its stringify cost more than the rest of this function).
+  for (const key in data) {
+    const value = (data as unknown as Record<string, unknown>)[key];
+    // Anything but the key order buildModelRequestData writes falls back to the plain path (so the two texts are
+    // never first: the comma before them is always due).
+    if (position < 4 && key !== LEADING_KEYS[position]) return JSON.stringify(data);
+    if (key === "request")
+      json += `,"request":${request === known.request ? known.requestText : JSON.stringify(request)}`;
+    else if (key === "response") json += `,"response":${responseJson(response, known)}`;
+    else {
+      const valueJson = JSON.stringify(value);
+      if (valueJson !== undefined) json += `${json.length === 1 ? "" : ","}${JSON.stringify(key)}:${valueJson}`;
+    }
+    position++;
+  }
+  return `${json}}`;
+}
+
+/** The keys `buildModelRequestData` writes first, in its order. */
+const LEADING_KEYS = ["model", "model_version", "request", "response"] as const;
+
+/** The response's JSON: the upstream's own text when `response` is the very object parsed from it. */
+function responseJson(response: unknown, known: KnownJson): string {
+  return known.responseText !== undefined && response === known.response
+    ? known.responseText
+    : JSON.stringify(response);
 }

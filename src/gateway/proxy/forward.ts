@@ -62,7 +62,7 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
   if (call.kind === "chat" && endpoints[0]!.mode === "tito") return forwardTitoCall(ctx, call, endpoints, reply);
   const running = startCall(ctx.inflight, reply, ctx.options.upstreamTotalTimeoutMs);
   const { signal } = running;
-  const base = { kind: call.kind, model, request, requestText };
+  const base = { kind: call.kind, model, request, requestText, startedAt };
   try {
     const answer = await ctx.upstream.send({
       path: UPSTREAM_PATHS[call.kind],
@@ -77,7 +77,8 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
       ...(call.agentRequestId === undefined ? {} : { agent_request_id: call.agentRequestId }),
       upstream_request_id: ids.idOf(answer.retryCount),
     };
-    const tracked = { ...call, requestIds, signal };
+    // The route's call object becomes the tracked call (not copied: this runs on every call).
+    const tracked: TrackedCall = Object.assign(call, { requestIds, signal });
     if (!answer.ok) {
       const { endpoint, retryCount } = answer;
       // The agent's message names no endpoint; the log does.
@@ -89,12 +90,14 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
       const failed = { ...record, httpStatus: answer.error.status, retryCount: answer.retryCount };
       // The agent gets the upstream's failure either way; a failed record is logged by recordCall.
       await recordCall(ctx.store, tracked, failed, known).catch(() => undefined);
-      await recordAbort(ctx, tracked, latencyMs);
+      if (signal.reason instanceof DrainDeadline) await recordAbort(ctx, tracked, signal.reason, latencyMs);
       throw answer.error;
     }
-    if (answer.stream) await relayStream(ctx, tracked, answer, reply, { ...base, startedAt });
-    else await relayBody(ctx, tracked, answer, reply, { ...base, startedAt });
-    await recordAbort(ctx, tracked, performance.now() - startedAt);
+    if (answer.stream) await relayStream(ctx, tracked, answer, reply, base);
+    else await relayBody(ctx, tracked, answer, reply, base);
+    if (signal.reason instanceof DrainDeadline) {
+      await recordAbort(ctx, tracked, signal.reason, performance.now() - startedAt);
+    }
   } finally {
     running.end();
   }
@@ -104,10 +107,14 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
  * Appends an `abort` event when the drain deadline cut the call short (beside its `model_request` error), so the
  * trainer and an operator see which calls a weight update aborted. A failed append is logged only: the agent already
  * has its error.
+ * @param reason - the call's abort reason, when it is the drain deadline (the callers check: most calls are not cut)
  */
-async function recordAbort(ctx: ProxyContext, call: TrackedCall, latencyMs: number): Promise<void> {
-  const reason: unknown = call.signal.reason;
-  if (!(reason instanceof DrainDeadline)) return;
+async function recordAbort(
+  ctx: ProxyContext,
+  call: TrackedCall,
+  reason: DrainDeadline,
+  latencyMs: number,
+): Promise<void> {
   const data = {
     reason: "drain_deadline",
     message: reason.message,

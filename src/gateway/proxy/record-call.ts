@@ -33,7 +33,8 @@ export async function recordCall(
   extra: Record<string, unknown> = {},
 ): Promise<void> {
   try {
-    const data = { ...buildModelRequestData(record), ...call.identity, ...call.requestIds, ...extra };
+    // Assigned onto the fresh record, not spread into another copy: this runs on every call.
+    const data = Object.assign(buildModelRequestData(record), call.identity, call.requestIds, extra);
     const dataJson = modelRequestDataJson(data, known);
     await store.appendEvents(call.rolloutId, call.attemptId, [{ event_type: "model_request", data, dataJson }]);
   } catch (err) {

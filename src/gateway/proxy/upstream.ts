@@ -228,19 +228,20 @@ export class UpstreamClient {
     });
     const contentType = String(response.headers["content-type"] ?? "");
     const retryAfter = response.headers["retry-after"];
-    const base = {
-      ok: true as const,
+    const is2xx = response.statusCode >= 200 && response.statusCode < 300;
+    const streamed = request.stream === true && is2xx && contentType.includes("text/event-stream");
+    // One object per answer (no spread of a shared base): this runs on every call.
+    const answer: UpstreamAnswer = {
+      ok: true,
       endpoint,
       statusCode: response.statusCode,
       contentType,
+      body: streamed ? null : await this.readBody(response.body, response.headers["content-length"]),
+      stream: streamed ? response.body : null,
       retryCount,
-      ...(retryAfter === undefined ? {} : { retryAfter: Array.isArray(retryAfter) ? retryAfter[0]! : retryAfter }),
     };
-    const is2xx = response.statusCode >= 200 && response.statusCode < 300;
-    if (request.stream && is2xx && contentType.includes("text/event-stream")) {
-      return { ...base, body: null, stream: response.body };
-    }
-    return { ...base, body: await this.readBody(response.body, response.headers["content-length"]), stream: null };
+    if (retryAfter !== undefined) answer.retryAfter = Array.isArray(retryAfter) ? retryAfter[0]! : retryAfter;
+    return answer;
   }
 
   /**

@@ -178,7 +178,7 @@ describe("retries and timeouts", () => {
   it("sends a request id header but adds no body request_id when the agent sent none", async () => {
     const { h, rid, fake } = await setup();
     await agentCall(h, rid, "chat/completions", chatRequest());
-    expect(fake.received[0]?.headers["x-request-id"]).toMatch(/^arclight-[0-9a-f-]{36}-0$/);
+    expect(fake.received[0]?.headers["x-request-id"]).toMatch(/^arclight-[0-9a-f]{16}-[0-9a-z]+-0$/);
     expect(fake.received[0]?.body.request_id).toBeUndefined();
     expect((await modelEvents(h, rid))[0]?.agent_request_id).toBeUndefined();
   });
