@@ -3,9 +3,9 @@
  * drains in-flight requests, closes the store and exits 0.
  */
 import type { Command } from "commander";
-import { pino } from "pino";
 import { buildApp } from "../gateway/app.js";
 import type { GatewayConfig } from "../gateway/config.js";
+import { gatewayLogger } from "../gateway/logger.js";
 import { closeWithGrace } from "../http/server-timeouts.js";
 import { stopWhenParentGone } from "../process/parent-watch.js";
 import { openStore } from "../store/open.js";
@@ -37,7 +37,7 @@ function baseUrl(host: string, port: number): string {
  * @throws {CliError} when the store cannot be opened or the address cannot be bound
  */
 export async function runGateway(config: Readonly<GatewayConfig>): Promise<void> {
-  const logger = pino({ level: config.log_level });
+  const logger = gatewayLogger(config.log_level);
   const store = await openConfiguredStore(config.store, config.store_lock_wait_seconds);
   let sharedPause: SharedPause | undefined;
   try {
