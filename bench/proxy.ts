@@ -25,6 +25,9 @@
  * as it goes). `--profile DIR`: after the rounds, one more round in which the bare pass-through, the floor and the
  * gateway each profile themselves; the profiles are written to DIR and a table of profiled µs per call by owner
  * (`profiling/cpu-profile.ts`) shows where the gateway's CPU beyond the floor goes.
+ * `--paired N`: the bare pass-through, the floor and the gateway served at the same time, each offered N calls/s, their
+ * CPU read over the same window, after a warm-up round: the ratios sequential runs print move with the machine's speed
+ * (up to 2× between runs minutes apart here); paired ones do not (see `comparePaired`).
  */
 
 import { type ChildProcess, fork } from "node:child_process";
@@ -111,14 +114,14 @@ type BenchStore = import("../src/store/store.js").Store;
 
 /**
  * `--gateway app` (default): the gateway as `arclight gateway` runs it (`buildApp` with the default configuration but
- * for the model name, logging at the default level `info` into /dev/null), each client presenting its rollout's agent
+ * for the model name, logging at the default level `info`, batched as `arclight gateway` does, into /dev/null), each client presenting its rollout's agent
  * token as a controller gives it (`AGL_KEY`).
  */
 async function startAppGateway(
   models: { model: string; endpoint: string }[],
   sqlite: BenchStore | undefined,
 ): Promise<{ info: GatewayInfo; store: BenchStore }> {
-  const { pino } = await import("pino");
+  const { gatewayLogger } = await import("../src/gateway/logger.js");
   const { buildApp } = await import("../src/gateway/app.js");
   const { gatewayConfig } = await import("../src/gateway/config.js");
   const { MemoryStore } = await import("../src/store/memory.js");
@@ -132,7 +135,7 @@ async function startAppGateway(
     RolloutCreateSchema.parse({ rollout_id: `ro-bench-${i}`, input: {} }),
   );
   const rollouts = await store.createRollouts(creates);
-  const logger = pino({ level: config.log_level }, pino.destination({ dest: "/dev/null", sync: false }));
+  const logger = gatewayLogger(config.log_level, "/dev/null");
   const app = buildApp({ store, config, logger });
   const baseUrl = await app.listen({ host: "127.0.0.1", port: 0 });
   const keys = rollouts.map((rollout) => agentKeyFor(config.key, rollout, currentAttemptOf(rollout.status)));
@@ -260,7 +263,18 @@ function startWorker(env: Record<string, string>): Promise<{ worker: ChildProces
   });
   children.push(worker);
   return new Promise((resolve, reject) => {
-    worker.once("message", (info) => resolve({ worker, info: info as Record<string, unknown> }));
+    const exited = (code: number | null, signal: NodeJS.Signals | null): void =>
+      reject(
+        new Error(
+          `the ${env.BENCH_ROLE} server exited while starting (${signal ?? `code ${code}`}); its error is above`,
+        ),
+      );
+    // A server that dies before it is up (an import that fails) would otherwise leave the bench waiting for ever.
+    worker.once("exit", exited);
+    worker.once("message", (info) => {
+      worker.off("exit", exited);
+      resolve({ worker, info: info as Record<string, unknown> });
+    });
     worker.once("error", reject);
   });
 }
@@ -508,7 +522,16 @@ function gatewayFlag(): "app" | "harness" {
   return value;
 }
 
-const FLAGS = new Set(["--store", "--body", "--rounds", "--gateway", "--gateway-config", "--rate", "--profile"]);
+const FLAGS = new Set([
+  "--store",
+  "--body",
+  "--rounds",
+  "--gateway",
+  "--gateway-config",
+  "--rate",
+  "--paired",
+  "--profile",
+]);
 
 /**
  * The `--gateway-config` flag: gateway configuration keys as a JSON object (`--gateway app` only), e.g.
@@ -552,6 +575,8 @@ function checkArgs(args: readonly string[]): void {
     const value = args[i + 1];
     if (value === undefined || FLAGS.has(value)) throw new Error(`${flag} needs a value`);
   }
+  if (seen.has("--rate") && seen.has("--paired"))
+    throw new Error("--paired RATE sets the rate: give --rate or --paired");
   if (seen.has("--gateway-config") && args[args.indexOf("--gateway") + 1] === "harness") {
     throw new Error("--gateway-config applies to --gateway app only");
   }
@@ -562,7 +587,8 @@ async function main(): Promise<void> {
   checkArgs(process.argv.slice(2));
   const storeKind = storeFlag();
   const rounds = roundsFlag();
-  const callRate = rateFlag();
+  const paired = flagValue("--paired") !== undefined;
+  const callRate = rateFlag(paired ? "--paired" : "--rate");
   const profileDir = flagValue("--profile");
   // Before any server starts: a folder that cannot be made fails here, not after the measured rounds.
   if (profileDir !== undefined) checkProfileDir(profileDir);
@@ -580,7 +606,9 @@ async function main(): Promise<void> {
     });
   }
   try {
-    await compare(dir ? { BENCH_SQLITE_PATH: join(dir, "gateway.db") } : {}, rounds, callRate, profileDir);
+    const storeEnv: Record<string, string> = dir ? { BENCH_SQLITE_PATH: join(dir, "gateway.db") } : {};
+    if (paired) await comparePaired(storeEnv, rounds, callRate!, profileDir);
+    else await compare(storeEnv, rounds, callRate, profileDir);
   } finally {
     // After a failure mid-run the servers are still up: stop them, so none is left behind.
     const running = children.filter((c) => c.exitCode === null && c.signalCode === null);
@@ -591,15 +619,16 @@ async function main(): Promise<void> {
 }
 
 /**
- * The `--rate` flag: calls per second sent open-loop to every kind (see {@link load}), so that each server's CPU per
- * call is measured at the same throughput; absent: closed loop, each kind as fast as it goes.
+ * The `--rate` (or `--paired`) flag: calls per second sent open-loop to every kind (see {@link load}), so that each
+ * server's CPU per call is measured at the same throughput; absent: closed loop, each kind as fast as it goes.
+ * @param flag - the flag that carries the rate
  */
-function rateFlag(): number | undefined {
-  const i = process.argv.indexOf("--rate");
+function rateFlag(flag: "--rate" | "--paired"): number | undefined {
+  const i = process.argv.indexOf(flag);
   if (i === -1) return undefined;
   const text = process.argv[i + 1]!;
   if (!/^[1-9]\d{0,5}$/.test(text))
-    throw new Error(`--rate must be a whole number of calls/s from 1 to 999999, got "${text}"`);
+    throw new Error(`${flag} must be a whole number of calls/s from 1 to 999999, got "${text}"`);
   return Number(text);
 }
 
@@ -640,6 +669,8 @@ async function ask(worker: ChildProcess, message: unknown): Promise<unknown> {
 }
 
 type Middle = "bare" | "capture" | "proxied";
+/** The servers between the load generator and the upstream, in the order they are printed. */
+const MIDDLES: readonly Middle[] = ["bare", "capture", "proxied"];
 
 /**
  * `--profile DIR`: one more round of bare, bare + capture and proxied runs, not counted in the figures above, with
@@ -653,21 +684,26 @@ async function profileRound(
     { middle: ChildProcess; url: (c: number) => string; headers: (c: number) => Record<string, string> }
   >,
   callRate: number | undefined,
+  paired = false,
 ): Promise<void> {
   const names: Record<Middle, string> = { bare: "bare", capture: "floor", proxied: "gateway" };
-  const servers: ProfiledServer[] = [];
-  for (const kind of ["bare", "capture", "proxied"] as const) {
-    const { middle, url, headers } = kinds[kind];
+  const profileOne = async (kind: Middle, run: () => Promise<Run>): Promise<ProfiledServer> => {
+    const { middle } = kinds[kind];
     await ask(middle, "profile-start");
-    const run = await load(url, headers, CONCURRENCY, callRate);
+    const { allRequests } = await run();
     const path = join(dir, `${kind}.cpuprofile`);
     await ask(middle, { profileStop: path });
     const profile = JSON.parse(readFileSync(path, "utf8")) as CpuProfile;
-    servers.push({ name: names[kind], time: attribute(profile), calls: run.allRequests });
-  }
+    return { name: names[kind], time: attribute(profile), calls: allRequests };
+  };
+  const loadOf = (kind: Middle) => (): Promise<Run> =>
+    load(kinds[kind].url, kinds[kind].headers, CONCURRENCY, callRate);
+  const servers: ProfiledServer[] = [];
+  if (paired) servers.push(...(await Promise.all(MIDDLES.map((kind) => profileOne(kind, loadOf(kind))))));
+  else for (const kind of MIDDLES) servers.push(await profileOne(kind, loadOf(kind)));
   console.log(
-    `CPU profiles in ${dir} (one more round, not in the figures above): profiled µs per call by owner, warm-up ` +
-      `included; floor = bare + capture; diff = gateway − floor`,
+    `CPU profiles in ${dir} (one more round${paired ? ", the three served at the same time" : ""}, not in the ` +
+      `figures above): profiled µs per call by owner, warm-up included; floor = bare + capture; diff = gateway − floor`,
   );
   for (const line of perCallTable(servers)) console.log(line);
 }
@@ -681,29 +717,31 @@ function roundsFlag(): number {
   return Number(text);
 }
 
-async function compare(
-  storeEnv: Record<string, string>,
-  rounds: number,
-  callRate: number | undefined,
-  profileDir: string | undefined,
-): Promise<void> {
+/** One kind of run: the server measured (the gateway for `direct`: it idles), the URL and headers of client `c`. */
+interface Kind {
+  middle: ChildProcess;
+  url: (c: number) => string;
+  headers: (c: number) => Record<string, string>;
+}
+
+/** The four servers, each in its own process, and how the load generator reaches each. */
+interface Servers {
+  upstream: ChildProcess;
+  upstreamUrl: string;
+  gateway: ChildProcess;
+  /** The gateway's store, in words. */
+  store: string;
+  kinds: Record<"direct" | Middle, Kind>;
+  workers: ChildProcess[];
+}
+
+async function startServers(storeEnv: Record<string, string>): Promise<Servers> {
   const upstream = await startWorker({ BENCH_ROLE: "upstream" });
   const upstreamUrl = upstream.info.url as string;
   const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl, ...storeEnv });
   const bare = await startWorker({ BENCH_ROLE: "bare", BENCH_UPSTREAM_URL: upstreamUrl });
   const capture = await startWorker({ BENCH_ROLE: "capture", BENCH_UPSTREAM_URL: upstreamUrl });
   const { base, rids, keys, store } = gateway.info as unknown as GatewayInfo & { store: string };
-  console.log(
-    `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ` +
-      (callRate === undefined
-        ? `${CONCURRENCY} concurrent clients, `
-        : `open loop at ${callRate} calls/s (at most ${CONCURRENCY} in flight), `) +
-      `${rounds} round${rounds === 1 ? "" : "s"} of direct / bare pass-through / bare + capture / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
-      `non-stream chat calls; upstream, gateway, both pass-throughs and load generator in separate processes; ` +
-      `gateway: ${process.env.BENCH_GATEWAY}${process.env.BENCH_GATEWAY_CONFIG === "{}" ? "" : ` ${process.env.BENCH_GATEWAY_CONFIG}`}; store: ${store}; request body ${BODY.length} bytes; node ${process.version}`,
-  );
-  const proxiedUrl = (c: number): string => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`;
-  const auth = (c: number): Record<string, string> => ({ authorization: `Bearer ${keys[c]!}` });
   const none = (): Record<string, string> => ({});
   const kinds = {
     direct: { middle: gateway.worker, url: () => `${upstreamUrl}/chat/completions`, headers: none },
@@ -713,8 +751,50 @@ async function compare(
       url: () => `${capture.info.url as string}/chat/completions`,
       headers: (c: number) => ({ "x-bench-rollout": `ro-bench-${c}` }),
     },
-    proxied: { middle: gateway.worker, url: proxiedUrl, headers: auth },
+    proxied: {
+      middle: gateway.worker,
+      url: (c: number): string => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`,
+      headers: (c: number): Record<string, string> => ({ authorization: `Bearer ${keys[c]!}` }),
+    },
   };
+  const workers = [upstream.worker, gateway.worker, bare.worker, capture.worker];
+  return { upstream: upstream.worker, upstreamUrl, gateway: gateway.worker, store, kinds, workers };
+}
+
+/** Stops the servers and waits for the gateway to exit (it closes its store). */
+async function stopServers(servers: Servers): Promise<void> {
+  for (const worker of servers.workers) worker.send("exit");
+  await once(servers.gateway, "exit");
+}
+
+/** The setup line's tail: store, body, Node. */
+function setupTail(store: string): string {
+  const config = process.env.BENCH_GATEWAY_CONFIG === "{}" ? "" : ` ${process.env.BENCH_GATEWAY_CONFIG}`;
+  return `gateway: ${process.env.BENCH_GATEWAY}${config}; store: ${store}; request body ${BODY.length} bytes; node ${process.version}`;
+}
+
+async function compare(
+  storeEnv: Record<string, string>,
+  rounds: number,
+  callRate: number | undefined,
+  profileDir: string | undefined,
+): Promise<void> {
+  const servers = await startServers(storeEnv);
+  const { upstreamUrl, kinds } = servers;
+  const upstream = { worker: servers.upstream };
+  const gateway = { worker: servers.gateway };
+  console.log(
+    `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ` +
+      (callRate === undefined
+        ? `${CONCURRENCY} concurrent clients, `
+        : `open loop at ${callRate} calls/s (at most ${CONCURRENCY} in flight), `) +
+      `${rounds} round${rounds === 1 ? "" : "s"} of direct / bare pass-through / bare + capture / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
+      `non-stream chat calls; upstream, gateway, both pass-throughs and load generator in separate processes; ` +
+      setupTail(servers.store),
+  );
+  const proxiedUrl = kinds.proxied.url;
+  const auth = kinds.proxied.headers;
+  const none = kinds.direct.headers;
   const runs: Record<keyof typeof kinds, MeasuredRun[]> = { direct: [], bare: [], capture: [], proxied: [] };
   for (let round = 0; round < rounds; round++)
     for (const [kind, { middle, url, headers }] of Object.entries(kinds) as [
@@ -776,8 +856,62 @@ async function compare(
     );
   }
   if (profileDir !== undefined) await profileRound(profileDir, kinds, callRate);
-  for (const worker of [upstream.worker, gateway.worker, bare.worker, capture.worker]) worker.send("exit");
-  await once(gateway.worker, "exit");
+  await stopServers(servers);
+}
+
+/**
+ * `--paired RATE`: each round serves the bare pass-through, the floor and the gateway at the same time, each offered
+ * RATE calls/s open-loop by its own clients, and reads their CPU over the same window. This machine's speed drifts
+ * (the same server's CPU per call moved 2× between runs minutes apart), which sequential runs take for a difference
+ * between servers; served side by side, the three see the same speed, so their ratio holds. Prints each round's CPU
+ * per call and the medians of the per-round ratios.
+ */
+async function comparePaired(
+  storeEnv: Record<string, string>,
+  rounds: number,
+  callRate: number,
+  profileDir: string | undefined,
+): Promise<void> {
+  const servers = await startServers(storeEnv);
+  const { kinds } = servers;
+  console.log(
+    `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ${rounds} round` +
+      `${rounds === 1 ? "" : "s"} of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up, in each the bare pass-through, ` +
+      `bare + capture and the gateway served at the same time, each offered ${callRate} calls/s open-loop (at most ` +
+      `${CONCURRENCY} in flight); non-stream chat calls; ` +
+      setupTail(servers.store),
+  );
+  // Round 0 warms the three up together (JIT, pools, caches: a cold server's first seconds cost it several times its
+  // later CPU per call) and is printed, not counted.
+  const ratios: { gateway: number; floor: number }[] = [];
+  for (let round = 0; round <= rounds; round++) {
+    const before = await Promise.all(MIDDLES.map((kind) => cpuMicros(kinds[kind].middle)));
+    const runs = await Promise.all(
+      MIDDLES.map((kind) => load(kinds[kind].url, kinds[kind].headers, CONCURRENCY, callRate)),
+    );
+    const after = await Promise.all(MIDDLES.map((kind) => cpuMicros(kinds[kind].middle)));
+    const [bare, floor, gateway] = MIDDLES.map((_, i) => (after[i]! - before[i]!) / runs[i]!.allRequests) as [
+      number,
+      number,
+      number,
+    ];
+    if (round > 0) ratios.push({ gateway: gateway / bare, floor: floor / bare });
+    const late = runs.map((r) => `${r.late}/${r.unsent}`).join(", ");
+    console.log(
+      `${round === 0 ? "warm-up round, not counted" : `round ${round}`}: CPU per call, µs: bare ${bare.toFixed(0)}, bare + capture ${floor.toFixed(0)}, gateway ` +
+        `${gateway.toFixed(0)}: gateway ${(gateway / bare).toFixed(2)}× bare, floor ${(floor / bare).toFixed(2)}× ` +
+        `bare; p50 ms: ${runs.map((r) => percentile(r.latenciesMs, 50).toFixed(3)).join(", ")}; late/unsent: ${late}`,
+    );
+  }
+  const gatewayRatio = median(ratios.map((r) => r.gateway));
+  const floorRatio = median(ratios.map((r) => r.floor));
+  console.log(
+    `gateway CPU per call vs bare pass-through, median of ${rounds} paired round${rounds === 1 ? "" : "s"}: ` +
+      `${gatewayRatio.toFixed(2)}× (target <= 2×); bare + durable capture: ${floorRatio.toFixed(2)}× bare; the ` +
+      `gateway is ${(gatewayRatio / floorRatio).toFixed(2)}× of it`,
+  );
+  if (profileDir !== undefined) await profileRound(profileDir, kinds, callRate, true);
+  await stopServers(servers);
 }
 
 if (process.env.BENCH_ROLE === undefined) {
