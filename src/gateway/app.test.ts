@@ -205,7 +205,11 @@ describe("errors are JSON {detail}", () => {
     const tooLong = await gw.call("GET", `/api/rollouts/${"y".repeat(1001)}`);
     expect(tooLong.status).toBe(414);
     expect(tooLong.headers.get("x-request-id")).toBeTruthy();
-    expect(await tooLong.json()).toMatchObject({ code: "fst_err_max_param_length" });
+    const tooLongBody = (await tooLong.json()) as { detail: string; code: string };
+    expect(tooLongBody.code).toBe("fst_err_max_param_length");
+    // The detail quotes the segment's start only, and says how long the message was.
+    expect(tooLongBody.detail.length).toBeLessThanOrEqual(300);
+    expect(tooLongBody.detail).toMatch(/^'\/api\/rollouts\/y+… \(\d+ characters\)$/);
     const malformed = await gw.call("GET", "/api/rollouts/%zz/events");
     expect(malformed.status).toBe(400);
     expect(malformed.headers.get("x-request-id")).toBeTruthy();

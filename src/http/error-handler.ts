@@ -13,7 +13,19 @@ export interface ErrorBody {
   code: string;
 }
 
-/** Turns any thrown value into the status and body a server answers with. */
+/** Longest `detail` taken from a framework message as it is; such messages quote the input (a whole URL segment). */
+export const MAX_FRAMEWORK_DETAIL = 300;
+
+/** `text`, or its start and how long it was when longer than {@link MAX_FRAMEWORK_DETAIL} characters. */
+function clipped(text: string): string {
+  if (text.length <= MAX_FRAMEWORK_DETAIL) return text;
+  return `${text.slice(0, MAX_FRAMEWORK_DETAIL - 40)}… (${text.length} characters)`;
+}
+
+/**
+ * Turns any thrown value into the status and body a server answers with. A Fastify 4xx message longer than
+ * {@link MAX_FRAMEWORK_DETAIL} characters (it quotes the input: a 1,000-character URL segment) is cut to its start.
+ */
 export function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
   if (err instanceof ValidationFailed) return { status: 422, body: { detail: err.issues, code: err.code } };
   if (err instanceof ArclightError) {
@@ -26,7 +38,7 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
       fastifyError.code === "FST_ERR_CTP_INVALID_JSON_BODY" || err instanceof SyntaxError
         ? `Invalid JSON body: ${fastifyError.message}`
         : (fastifyError.message ?? "Bad request");
-    return { status, body: { detail, code: fastifyError.code?.toLowerCase() ?? "bad_request" } };
+    return { status, body: { detail: clipped(detail), code: fastifyError.code?.toLowerCase() ?? "bad_request" } };
   }
   return { status: 500, body: { detail: "Internal Server Error", code: "internal_error" } };
 }
