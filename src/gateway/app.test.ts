@@ -171,6 +171,8 @@ describe("errors are JSON {detail}", () => {
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ detail: "Route GET /api/nothing not found", code: "not_found" });
     expect((await gw.call("PUT", "/api/rollouts")).status).toBe(404);
+    // Without the key an unknown path is 401, as a known one is: the answer does not tell which paths exist.
+    expect((await fetch(`${gw.url}/api/nothing`)).status).toBe(401);
   });
 
   it('answers 404 {detail} for a path with an empty id, not a lookup of the id ""', async () => {
