@@ -3,8 +3,9 @@
  * proxied call, writing each line as it came (pino's default: an asynchronous write per line, each a round trip
  * through libuv's thread pool) was the largest single cost of logging on the proxy's hot path (`bench/proxy.ts
  * --paired 800`: 2.47× and 2.53× the bare pass-through's CPU per call with a write per line, 2.29× and 2.43× with
- * batches). Lines are held until 4 KiB have built up or 200 ms have passed; pino writes what is held when the process
- * exits (an exception included). A process killed outright (SIGKILL, the OOM killer) loses at most its last 200 ms.
+ * batches). Lines are held until 4 KiB have built up or 200 ms have passed (longer only while the output itself
+ * cannot take them: a stalled pipe); pino writes what is held when the process exits (an exception included). A
+ * process killed outright (SIGKILL, the OOM killer) loses at most its last 200 ms.
  */
 import { openSync } from "node:fs";
 import { type Logger, pino } from "pino";
@@ -26,11 +27,16 @@ export function gatewayLogger(level: string, dest: number | string = 1): Logger 
   // would have no file to go to.
   const fd = typeof dest === "number" ? dest : openSync(dest, "a");
   const destination = pino.destination({ dest: fd, minLength: LOG_BATCH_BYTES, sync: false });
-  let held = false;
+  // Bytes handed to the destination and bytes it has written: while the first is ahead, lines are held, and every
+  // tick asks for them to be written. (A flush asked while a write is in flight does nothing, and the write's end
+  // leaves a short remainder held: a flag cleared at the tick lost those lines until the next one was logged.)
+  let logged = 0;
+  let written = 0;
+  destination.on("write", (bytes: number) => {
+    written += bytes;
+  });
   const timer = setInterval(() => {
-    if (!held) return;
-    held = false;
-    destination.flush();
+    if (logged > written) destination.flush();
   }, LOG_FLUSH_MS);
   timer.unref();
   // A destination ended or destroyed (pino's exit handler ends it) must not be flushed again: that throws.
@@ -40,7 +46,7 @@ export function gatewayLogger(level: string, dest: number | string = 1): Logger 
       level,
       hooks: {
         streamWrite: (line) => {
-          held = true;
+          logged += Buffer.byteLength(line);
           return line;
         },
       },
