@@ -125,6 +125,18 @@ function lockRunName(runDir: string, name: string): () => void {
   }
 }
 
+/**
+ * What the run folder holds, as listed now (a fixed list went stale as the demo gained files): names in order, folders
+ * with a trailing `/`; the SQLite store's `-wal`/`-shm` companions left out.
+ */
+function runFiles(runDir: string): string {
+  return readdirSync(runDir, { withFileTypes: true })
+    .filter((entry) => !/\.db-(wal|shm|journal)$/.test(entry.name))
+    .map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name))
+    .sort()
+    .join(", ");
+}
+
 /** The closing lines: before/after, wall time, where the files are (`arclight eval` reads embedded checkpoints only). */
 function printSummary(summary: DemoSummary, runDir: string, engine: string): void {
   const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
@@ -136,7 +148,7 @@ function printSummary(summary: DemoSummary, runDir: string, engine: string): voi
       `val reward before RL ${summary.before.mean.toFixed(3)} (solved ${pct(summary.before.solved)}) -> after ` +
         `${summary.rlSteps} GRPO steps ${summary.after.mean.toFixed(3)} (solved ${pct(summary.after.solved)})`,
       `wall time ${minutes}m${String(seconds).padStart(2, "0")}s`,
-      `files in ${runDir}: metrics.jsonl, reward.svg, summary.json, val.jsonl, gateway.db, warm-start/, checkpoints/`,
+      `files in ${runDir}: ${runFiles(runDir)}`,
       engine === "torch"
         ? `final checkpoint: ${summary.checkpointDir} (a Hugging Face folder: serve it with arclight engine serve ` +
           "--engine torch --model DIR; arclight eval reads embedded-engine checkpoints only)"
