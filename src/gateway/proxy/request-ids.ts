@@ -24,7 +24,7 @@ export interface UpstreamRequestIds {
 
 /** This process's part of every id: 64 random bits, so two gateway processes (or restarts) never share an id. */
 const PROCESS_ID = randomBytes(8).toString("hex");
-/** Calls this process has numbered; a counter, not a fresh UUID per call (a UUID cost ~4 µs of a ~300 µs call). */
+/** Calls this process has numbered: a counter, cheaper on the hot path than a fresh UUID per call. */
 let callCount = 0;
 
 /**
