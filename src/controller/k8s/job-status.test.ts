@@ -4,6 +4,10 @@ import { DEADLINE_GRACE_SECONDS, jobOutcome } from "./job-status.js";
 
 const START = Date.parse("2026-12-02T10:00:00Z");
 
+/** The failure reason of an outcome, or undefined. */
+const reasonOf = (outcome: ReturnType<typeof jobOutcome>): string | undefined =>
+  outcome?.state === "failed" ? outcome.reason : undefined;
+
 /** A running Job with a 2 s deadline, started at {@link START}; `startTime` as a watch gives it (text). */
 function runningJob(extra: { startTime?: string | Date; deadline?: number; conditions?: unknown[] } = {}): V1Job {
   return {
@@ -35,7 +39,7 @@ describe("jobOutcome past the deadline", () => {
     const late = START + 40_000;
     expect(jobOutcome(runningJob({ startTime: new Date(START) }), late)?.state).toBe("failed");
     // Created 5 s before START: 45 s active at `late`.
-    expect(jobOutcome(runningJob(), late)?.reason).toMatch(/^Job failed: DeadlineExceeded — active 45 s/);
+    expect(reasonOf(jobOutcome(runningJob(), late))).toMatch(/^Job failed: DeadlineExceeded — active 45 s/);
   });
 
   it("leaves a Job without a deadline running, and a condition wins over the clock", () => {
@@ -51,7 +55,9 @@ describe("jobOutcome past the deadline", () => {
       startTime: "2026-12-02T10:00:00Z",
       conditions: [{ type: "Failed", status: "True", reason: "DeadlineExceeded", message: "Job was active longer" }],
     });
-    expect(jobOutcome(failed, START + 86_400_000)?.reason).toBe("Job failed: DeadlineExceeded — Job was active longer");
+    expect(reasonOf(jobOutcome(failed, START + 86_400_000))).toBe(
+      "Job failed: DeadlineExceeded — Job was active longer",
+    );
   });
 
   it("a start time it cannot read leaves the Job running", () => {
