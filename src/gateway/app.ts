@@ -4,15 +4,7 @@
  * `ROUTE_PLUGINS`; one with its own options gets one `app.register` line at the end of {@link buildApp} (the LLM proxy,
  * the OTLP receiver).
  */
-import { randomUUID } from "node:crypto";
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyPluginAsync,
-  type FastifyReply,
-  type FastifyRequest,
-  LogController,
-} from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import { pino } from "pino";
 import { errorHandler } from "../http/error-handler.js";
 import { serverTimeoutOptions } from "../http/server-timeouts.js";
@@ -27,6 +19,7 @@ import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
 import { PauseController } from "./proxy/pause.js";
 import { requestGate } from "./request-gate.js";
+import { GatewayLogController, requestId } from "./request-log.js";
 import { RolloutLeases, watchLeases } from "./rollout-leases.js";
 import type { GatewayRouteOptions } from "./route-options.js";
 import { dashboardRoutes } from "./routes/dashboard.js";
@@ -62,11 +55,6 @@ export interface BuildAppOptions {
   logger?: FastifyBaseLogger;
   /** Folder of the built dashboard; default this package's `dist/ui`. */
   uiDir?: string;
-}
-
-/** Accepts a caller's `x-request-id` when it is short and printable, else makes one. */
-function requestId(header: string | string[] | undefined): string {
-  return typeof header === "string" && /^[\w.:-]{1,128}$/.test(header) ? header : randomUUID();
 }
 
 /** Rollout id named by a request path: `/api/rollouts/{id}[/...]` (not `/terminal`) or `/proxy/rollout/{rid}/...`. */
@@ -112,27 +100,6 @@ function closeConnectionsWhenClosing(app: FastifyInstance): void {
  * protocol's 200-character ids and names, while still bounding what the router scans.
  */
 const MAX_PATH_PARAM_LENGTH = 1000;
-
-/** Pino levels at which debug lines are written. */
-const DEBUG_LEVELS = new Set(["debug", "trace"]);
-
-/**
- * One log line per request, at its end: `request completed` (info) with the request (method, URL, host, remote
- * address), the status and `responseTime` (ms), or `request errored` (error). Fastify's `incoming request` line is
- * logged at debug only: at info it doubled the log's cost on the proxy's hot path and said nothing the end line does
- * not, but for a request that never ends (debug shows those).
- */
-class GatewayLogController extends LogController {
-  override incomingRequest(request: FastifyRequest): void {
-    if (DEBUG_LEVELS.has(request.log.level)) request.log.debug({ req: request }, "incoming request");
-  }
-
-  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (error)
-      reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, "request errored");
-    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, "request completed");
-  }
-}
 
 /** Auth's view of the dashboard: pages, assets and login are public; a session cookie may read. */
 function dashboardAuth(sessions: DashboardSessions): DashboardAuth {
