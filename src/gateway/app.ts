@@ -99,7 +99,7 @@ function closeConnectionsWhenClosing(app: FastifyInstance): void {
  * Longest path parameter the router accepts, in characters as sent (percent-encoding included): room for the
  * protocol's 200-character ids and names, while still bounding what the router scans.
  */
-const MAX_PATH_PARAM_LENGTH = 1000;
+export const MAX_PATH_PARAM_LENGTH = 1000;
 
 /** Auth's view of the dashboard: pages, assets and login are public; a session cookie may read. */
 function dashboardAuth(sessions: DashboardSessions): DashboardAuth {
