@@ -16,15 +16,34 @@ export interface ErrorBody {
 /** Longest `detail` taken from a framework message as it is; such messages quote the input (a whole URL segment). */
 export const MAX_FRAMEWORK_DETAIL = 300;
 
-/** `text`, or its start and how long it was when longer than {@link MAX_FRAMEWORK_DETAIL} characters. */
+/** Fewest characters of a quoted input a clipped message keeps; with less room, the message is cut to its start. */
+const MIN_QUOTED_KEPT = 40;
+
+/**
+ * `text`, clipped to at most {@link MAX_FRAMEWORK_DETAIL} characters. Fastify's URL errors read `'<path>' <reason>`
+ * (`'/api/rollouts/yyy…yyy' is exceeding the max param length`): the quoted path is shortened to its start, followed
+ * by its length, so the reason at the end survives, as in `'/api/rollouts/yyy…' (1015 characters) is exceeding the
+ * max param length`. A message with no quoted part is cut to its start.
+ */
 function clipped(text: string): string {
   if (text.length <= MAX_FRAMEWORK_DETAIL) return text;
+  const open = text.indexOf("'");
+  const close = text.lastIndexOf("'");
+  if (open >= 0 && close > open) {
+    const quoted = text.slice(open + 1, close);
+    const note = ` (${quoted.length} characters)`;
+    // "…'" and the note replace the quoted part's tail; everything outside the quotes stays.
+    const room = MAX_FRAMEWORK_DETAIL - (text.length - quoted.length) - note.length - 1;
+    if (room >= MIN_QUOTED_KEPT)
+      return `${text.slice(0, open + 1)}${quoted.slice(0, room)}…'${note}${text.slice(close + 1)}`;
+  }
   return `${text.slice(0, MAX_FRAMEWORK_DETAIL - 40)}… (${text.length} characters)`;
 }
 
 /**
  * Turns any thrown value into the status and body a server answers with. A Fastify 4xx message longer than
- * {@link MAX_FRAMEWORK_DETAIL} characters (it quotes the input: a 1,000-character URL segment) is cut to its start.
+ * {@link MAX_FRAMEWORK_DETAIL} characters (it quotes the input: a 1,000-character URL segment) keeps its reason and
+ * the start of the quoted input.
  */
 export function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
   if (err instanceof ValidationFailed) return { status: 422, body: { detail: err.issues, code: err.code } };
