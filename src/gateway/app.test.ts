@@ -175,6 +175,16 @@ describe("errors are JSON {detail}", () => {
     expect((await fetch(`${gw.url}/api/nothing`)).status).toBe(401);
   });
 
+  it("answers 404 for an unknown path with an over-long segment quoting the path's start only, not the whole URL", async () => {
+    const gw = await start();
+    const path = `/no/such/${"y".repeat(15_000)}`;
+    const res = await gw.call("GET", `${path}?x=1`);
+    expect(res.status).toBe(404);
+    const body = (await res.json()) as { detail: string; code: string };
+    expect(body.code).toBe("not_found");
+    expect(body.detail).toBe(`Route GET ${path.slice(0, 200)}… (15009 characters) not found`);
+  });
+
   it('answers 404 {detail} for a path with an empty id, not a lookup of the id ""', async () => {
     const gw = await start();
     await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: 1 }]);

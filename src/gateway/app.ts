@@ -6,7 +6,7 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import { pino } from "pino";
-import { errorHandler } from "../http/error-handler.js";
+import { errorHandler, pathForDetail } from "../http/error-handler.js";
 import { serverTimeoutOptions } from "../http/server-timeouts.js";
 import { NotFound } from "../protocol/index.js";
 import type { SharedPause } from "../store/shared-pause.js";
@@ -140,7 +140,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(async (request) => {
-    throw new NotFound(`Route ${request.method} ${request.url.split("?", 1)[0]} not found`);
+    throw new NotFound(`Route ${request.method} ${pathForDetail(request.url)} not found`);
   });
   installJsonParser(app);
   const sessions = new DashboardSessions({ gatewayKey: config.key, dashboardKey: config.dashboard_key });

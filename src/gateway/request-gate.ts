@@ -4,6 +4,7 @@
  * caller's credential does not allow (`access.ts`).
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { pathForDetail } from "../http/error-handler.js";
 import { NotFound } from "../protocol/index.js";
 import { checkAccess } from "./access.js";
 import { type DashboardAuth, makeAuthCheck } from "./auth.js";
@@ -42,7 +43,7 @@ function refuseEmptyParams(request: FastifyRequest): void {
   const params = request.params as Record<string, string> | undefined;
   for (const name in params) {
     if (params[name] === "" && name !== "*") {
-      throw new NotFound(`Route ${request.method} ${request.url.split("?", 1)[0]} not found (empty :${name})`);
+      throw new NotFound(`Route ${request.method} ${pathForDetail(request.url)} not found (empty :${name})`);
     }
   }
 }

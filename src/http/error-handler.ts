@@ -40,6 +40,20 @@ function clipped(text: string): string {
   return `${text.slice(0, MAX_FRAMEWORK_DETAIL - 40)}… (${text.length} characters)`;
 }
 
+/** Longest request path quoted in a `detail` as it is (`Route GET <path> not found`). */
+export const MAX_PATH_IN_DETAIL = 200;
+
+/**
+ * The path of a request URL, for quoting in an error's `detail`: without its query, and cut to its first
+ * {@link MAX_PATH_IN_DETAIL} characters, followed by its length, when longer (`/no/such/yyy… (15009 characters)`).
+ * @param url - the request URL as received (`request.url`), query included
+ * @returns at most {@link MAX_PATH_IN_DETAIL} characters plus the note
+ */
+export function pathForDetail(url: string): string {
+  const path = url.split("?", 1)[0] ?? "";
+  return path.length <= MAX_PATH_IN_DETAIL ? path : `${path.slice(0, MAX_PATH_IN_DETAIL)}… (${path.length} characters)`;
+}
+
 /**
  * Turns any thrown value into the status and body a server answers with. A Fastify 4xx message longer than
  * {@link MAX_FRAMEWORK_DETAIL} characters (it quotes the input: a 1,000-character URL segment) keeps its reason and
