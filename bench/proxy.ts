@@ -11,8 +11,10 @@
  * (target: within 2×). A fourth, the bare pass-through with durable capture, adds to it only what capture needs:
  * both bodies parsed, one `model_request` event per call (the request and answer texts spliced into its JSON) appended
  * to the gateway's SQLite store and committed before the agent is answered: the floor for a capturing proxy built on
- * these libraries. Direct, bare, bare + capture and proxied runs alternate for `--rounds N` rounds (default 3);
- * figures are medians over the rounds.
+ * these libraries. A fifth, the Fastify floor, does the floor's work as the one route of a Fastify app configured as
+ * the gateway configures Fastify (logger, request ids, JSON parser): what the framework adds before any of arclight's
+ * own proxy work. Direct, bare, bare + capture, Fastify floor and proxied runs alternate for `--rounds N` rounds
+ * (default 3); figures are medians over the rounds.
  *
  * `--gateway app` (default): the gateway as `arclight gateway` runs it (default configuration, request logging at
  * `info`, metrics), its clients presenting agent tokens as controllers give them; `--gateway harness`: the proxy
@@ -22,10 +24,10 @@
  * `--body small` (default) or `--body large` (a 24-turn, ~24 kB chat body).
  * `--rate N`: open loop, N calls/s offered to every kind (at most 64 in flight), so that the servers' CPU per call is
  * compared at the same throughput; the default is the closed loop (each client sends when answered, each kind as fast
- * as it goes). `--profile DIR`: after the rounds, one more round in which the bare pass-through, the floor and the
- * gateway each profile themselves; the profiles are written to DIR and a table of profiled µs per call by owner
- * (`profiling/cpu-profile.ts`) shows where the gateway's CPU beyond the floor goes.
- * `--paired N`: the bare pass-through, the floor and the gateway served at the same time, each offered N calls/s, their
+ * as it goes). `--profile DIR`: after the rounds, one more round in which the bare pass-through, the floor, the
+ * Fastify floor and the gateway each profile themselves; the profiles are written to DIR and a table of profiled µs
+ * per call by owner (`profiling/cpu-profile.ts`) shows where the gateway's CPU beyond the Fastify floor goes.
+ * `--paired N`: the four servers served at the same time, each offered N calls/s, their
  * CPU read over the same window, after a warm-up round: the ratios sequential runs print move with the machine's speed
  * (up to 2× between runs minutes apart here); paired ones do not (see `comparePaired`). The ratios grow with N, so
  * compare them at one rate. `BENCH_DURATION_MS`: each run's measured time (default 5000).
@@ -69,11 +71,12 @@ let BODY = "";
 
 async function runWorker(): Promise<void> {
   const { FakeVllm } = await import("../src/gateway/testing/fake-vllm.js");
-  const role = process.env.BENCH_ROLE as "upstream" | "gateway" | "bare" | "capture";
+  const role = process.env.BENCH_ROLE as "upstream" | "gateway" | "bare" | "capture" | "framework";
   const send = (message: unknown): void => void process.send!(message);
   // Stopped by the parent or a Ctrl-C: exit through the exit handlers (the capture store removes its temp folder).
   for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(0));
   if (role === "bare" || role === "capture") return runBarePassThrough(send, role === "capture");
+  if (role === "framework") return runFastifyFloor(send);
   if (role === "upstream") {
     const fake = await FakeVllm.start({ content: "ok" });
     // Keep the fake's memory flat: the bench does not need the received bodies.
@@ -158,24 +161,26 @@ async function startHarnessGateway(
   return { info: { base: h.openaiBase("ROLLOUT"), rids, keys: rids.map(() => h.key) }, store: h.store };
 }
 
+/** Sends one agent request to the upstream; @returns the upstream's status and body. */
+type Forward = (requestBody: string | Buffer, rolloutId: string, parsed?: unknown) => Promise<UpstreamAnswer>;
+
+interface UpstreamAnswer {
+  status: number;
+  body: Buffer;
+}
+
 /**
- * The bare pass-through: reads the request body, sends it to the upstream's chat route with undici (keep-alive
- * pool), answers with the upstream's status and body. Nothing else: no auth, no routing, no capture.
- *
- * With `capture`, it also does what durable capture needs and nothing more: parses the request and the answer, and
- * appends one `model_request` event (request and response texts spliced into the event's JSON, as the gateway does)
- * for the client's rollout (`x-bench-rollout` header) to a fresh SQLite store with the gateway's store class, and
- * answers only once the event is committed.
+ * What the bare pass-through does with a request body: sends it to the upstream's chat route with undici (keep-alive
+ * pool) and reads the answer. With `capture`, also what durable capture needs and nothing more: parses the request
+ * (unless given `parsed`, what a framework's body parser already made of it) and the answer, and appends one
+ * `model_request` event (request and response texts spliced into the event's JSON, as the gateway does) for the
+ * rollout to a fresh SQLite store with the gateway's store class, resolving only once the event is committed.
  */
-async function runBarePassThrough(send: (message: unknown) => void, capture: boolean): Promise<void> {
-  const { createServer } = await import("node:http");
+async function passThrough(capture: boolean): Promise<Forward> {
   const target = new URL(`${process.env.BENCH_UPSTREAM_URL!}/chat/completions`);
   const agent = new Agent({ connections: CONCURRENCY, keepAliveTimeout: 30_000 });
   const store = capture ? await captureStore() : undefined;
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const requestBody = Buffer.concat(chunks);
+  return async (requestBody, rolloutId, parsed) => {
     const startedAt = performance.now();
     const upstream = await agent.request({
       origin: target.origin,
@@ -186,17 +191,32 @@ async function runBarePassThrough(send: (message: unknown) => void, capture: boo
     });
     const body = Buffer.from(await upstream.body.arrayBuffer());
     if (store) {
-      const requestText = requestBody.toString("utf8");
+      const requestText = typeof requestBody === "string" ? requestBody : requestBody.toString("utf8");
       const responseText = body.toString("utf8");
-      const request = JSON.parse(requestText) as Record<string, unknown>;
+      const request = (parsed ?? JSON.parse(requestText)) as Record<string, unknown>;
       const response = JSON.parse(responseText) as Record<string, unknown>;
       const latencyMs = performance.now() - startedAt;
       const data = { request, response, latency_ms: latencyMs, http_status: upstream.statusCode };
       const dataJson = `{"request":${requestText},"response":${responseText},"latency_ms":${latencyMs},"http_status":${upstream.statusCode}}`;
-      const rolloutId = String(req.headers["x-bench-rollout"]);
       await store.appendEvents(rolloutId, "0", [{ event_type: "model_request", data, dataJson }]);
     }
-    res.writeHead(upstream.statusCode, { "content-type": "application/json", "content-length": body.length });
+    return { status: upstream.statusCode, body };
+  };
+}
+
+/**
+ * The bare pass-through: node:http in, {@link passThrough} out, the upstream's status and body back. Nothing else:
+ * no auth, no routing. With `capture` (the floor), the event is committed before the answer; the client names its
+ * rollout in an `x-bench-rollout` header.
+ */
+async function runBarePassThrough(send: (message: unknown) => void, capture: boolean): Promise<void> {
+  const { createServer } = await import("node:http");
+  const forward = await passThrough(capture);
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const { status, body } = await forward(Buffer.concat(chunks), String(req.headers["x-bench-rollout"]));
+    res.writeHead(status, { "content-type": "application/json", "content-length": body.length });
     res.end(body);
   });
   server.keepAliveTimeout = 30_000;
@@ -204,6 +224,53 @@ async function runBarePassThrough(send: (message: unknown) => void, capture: boo
   await once(server, "listening");
   const { port } = server.address() as { port: number };
   send({ url: `http://127.0.0.1:${port}` });
+  answerParent(send);
+}
+
+/**
+ * The Fastify floor: the floor's work ({@link passThrough} with capture) as the handler of one route at the gateway's
+ * chat path, in Fastify configured as `buildApp` configures it: its logger (info, batched, into /dev/null) with one
+ * line per request, request ids, body limit, router options, server timeouts and the JSON parser that keeps the
+ * body's text. None of arclight's own proxy work: no auth, pause or attempt checks, metrics, retries, aborts, rewriting
+ * or lookups. Its CPU per call is what a capturing proxy costs in this framework before any of that.
+ */
+async function runFastifyFloor(send: (message: unknown) => void): Promise<void> {
+  const { default: Fastify } = await import("fastify");
+  const { gatewayLogger } = await import("../src/gateway/logger.js");
+  const { gatewayConfig } = await import("../src/gateway/config.js");
+  const { GatewayLogController, requestId } = await import("../src/gateway/request-log.js");
+  const { installJsonParser } = await import("../src/gateway/json-body.js");
+  const { serverTimeoutOptions } = await import("../src/http/server-timeouts.js");
+  const { MAX_PATH_PARAM_LENGTH } = await import("../src/gateway/app.js");
+  const config = gatewayConfig({ key: "bench-admin-key", model_name: "policy", port: 0 });
+  const forward = await passThrough(true);
+  const logger: import("fastify").FastifyBaseLogger = gatewayLogger(config.log_level, "/dev/null").child({
+    component: "gateway",
+  });
+  const app = Fastify({
+    loggerInstance: logger,
+    bodyLimit: config.body_limit_bytes,
+    genReqId: (req) => requestId(req.headers["x-request-id"]),
+    logController: new GatewayLogController(),
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
+    ...serverTimeoutOptions(config.headers_timeout_seconds, config.request_timeout_seconds),
+  });
+  installJsonParser(app, true);
+  app.post<{ Params: { rid: string } }>(
+    "/proxy/rollout/:rid/attempt/:aid/mode/:mode/openai/v1/chat/completions",
+    async (request, reply) => {
+      const { text, value } = request.body as import("../src/gateway/json-body.js").JsonBodyText;
+      const { status, body } = await forward(text, request.params.rid, value);
+      return reply.code(status).header("content-type", "application/json").send(body);
+    },
+  );
+  const url = await app.listen({ host: "127.0.0.1", port: 0 });
+  send({ url });
+  answerParent(send);
+}
+
+/** Answers the parent's messages to a pass-through: `exit`, profiling (see {@link profileMessage}), else its CPU. */
+function answerParent(send: (message: unknown) => void): void {
   process.on("message", async (message) => {
     if (message === "exit") process.exit(0);
     if (!(await profileMessage(message, send))) send({ cpu: process.cpuUsage() });
@@ -312,7 +379,7 @@ const rate = (run: Run): number => run.requests / run.seconds;
  * the only limit (steadier than calls/s on a shared machine; the Little's-law reading in docs/benchmarks.md), and
  * the gateway's CPU per call against the bare pass-through's and against the bare pass-through with durable capture.
  */
-function printCpu(runs: Record<"direct" | "bare" | "capture" | "proxied", MeasuredRun[]>, openLoop: boolean): void {
+function printCpu(runs: Record<"direct" | Middle, MeasuredRun[]>, openLoop: boolean): void {
   const per = (kind: keyof typeof runs, part: keyof CpuSnapshot): number => median(runs[kind].map((r) => r.cpu[part]));
   const us = (v: number): string => v.toFixed(0);
   const total = (kind: keyof typeof runs): number => per(kind, "loadgen") + per(kind, "upstream") + per(kind, "middle");
@@ -322,7 +389,8 @@ function printCpu(runs: Record<"direct" | "bare" | "capture" | "proxied", Measur
     ` = ${us(total(kind))}`;
   console.log(
     `CPU per call, µs (medians): direct: ${parts("direct", "")}; bare pass-through: ${parts("bare", "bare")}; ` +
-      `bare + capture: ${parts("capture", "bare + capture")}; proxied: ${parts("proxied", "gateway")}`,
+      `bare + capture: ${parts("capture", "bare + capture")}; Fastify floor: ${parts("framework", "Fastify floor")}; ` +
+      `proxied: ${parts("proxied", "gateway")}`,
   );
   const cores = availableParallelism();
   const ceiling = (kind: keyof typeof runs): number => (cores * 1e6) / total(kind);
@@ -331,13 +399,15 @@ function printCpu(runs: Record<"direct" | "bare" | "capture" | "proxied", Measur
   if (!openLoop) {
     console.log(
       `CPU-bound ceiling on ${cores} cores: direct ${ceiling("direct").toFixed(0)} calls/s, bare ${ceiling("bare").toFixed(0)}, ` +
-        `bare + capture ${ceiling("capture").toFixed(0)}, proxied ${ceiling("proxied").toFixed(0)} ` +
-        `(of direct: bare ${share("bare")}%, bare + capture ${share("capture")}%, proxied ${share("proxied")}%)`,
+        `bare + capture ${ceiling("capture").toFixed(0)}, Fastify floor ${ceiling("framework").toFixed(0)}, ` +
+        `proxied ${ceiling("proxied").toFixed(0)} (of direct: bare ${share("bare")}%, bare + capture ` +
+        `${share("capture")}%, Fastify floor ${share("framework")}%, proxied ${share("proxied")}%)`,
     );
   }
   const gateway = per("proxied", "middle");
   const bare = per("bare", "middle");
   const floor = per("capture", "middle");
+  const framework = per("framework", "middle");
   console.log(
     `gateway CPU per call ${us(gateway)} µs vs bare pass-through ${us(bare)} µs: ${(gateway / bare).toFixed(2)}× (target <= 2×)`,
   );
@@ -345,6 +415,11 @@ function printCpu(runs: Record<"direct" | "bare" | "capture" | "proxied", Measur
     `bare + durable capture ${us(floor)} µs: ${(floor / bare).toFixed(2)}× bare; the gateway is ${(gateway / floor).toFixed(2)}× ` +
       `of it (what the gateway does beyond durable capture: Fastify, auth, routing, pause and attempt checks, ` +
       `retries, aborts, logging, metrics; ${us(gateway - floor)} µs; --profile DIR shows where)`,
+  );
+  console.log(
+    `Fastify floor (the floor inside Fastify as the gateway configures it) ${us(framework)} µs: ` +
+      `${(framework / bare).toFixed(2)}× bare; the gateway is ${(gateway / framework).toFixed(2)}× of it ` +
+      `(arclight's own proxy work: ${us(gateway - framework)} µs)`,
   );
 }
 
@@ -642,14 +717,14 @@ function rateFlag(flag: "--rate" | "--paired"): number | undefined {
 }
 
 /**
- * Makes the `--profile` folder and checks that the three profiles can be written there (a file of one of their names
+ * Makes the `--profile` folder and checks that the four profiles can be written there (a file of one of their names
  * that is a folder, a folder not writable).
  * @throws {Error} naming the flag, the folder and the reason
  */
 function checkProfileDir(dir: string): void {
   try {
     mkdirSync(dir, { recursive: true });
-    for (const kind of ["bare", "capture", "proxied"]) {
+    for (const kind of MIDDLES) {
       const path = join(dir, `${kind}.cpuprofile`);
       writeFileSync(path, "");
       rmSync(path);
@@ -677,16 +752,22 @@ async function ask(worker: ChildProcess, message: unknown): Promise<unknown> {
   return answer;
 }
 
-type Middle = "bare" | "capture" | "proxied";
+type Middle = "bare" | "capture" | "framework" | "proxied";
 /** The servers between the load generator and the upstream, in the order they are printed. */
-const MIDDLES: readonly Middle[] = ["bare", "capture", "proxied"];
+const MIDDLES: readonly Middle[] = ["bare", "capture", "framework", "proxied"];
 /** How the printed figures name each server. */
-const SERVER_NAMES: Record<Middle, string> = { bare: "bare", capture: "floor", proxied: "gateway" };
+const SERVER_NAMES: Record<Middle, string> = {
+  bare: "bare",
+  capture: "floor",
+  framework: "Fastify floor",
+  proxied: "gateway",
+};
 
 /**
- * `--profile DIR`: one more round of bare, bare + capture and proxied runs, not counted in the figures above, with
- * each server profiling itself during its run (`profiling/cpu-profile.ts`); the profiles go to `DIR/{bare,capture,proxied}
- * .cpuprofile` (DevTools opens them) and a table of profiled µs per call by owner is printed, gateway against floor.
+ * `--profile DIR`: one more round of bare, bare + capture, Fastify floor and proxied runs, not counted in the figures
+ * above, with each server profiling itself during its run (`profiling/cpu-profile.ts`); the profiles go to
+ * `DIR/{bare,capture,framework,proxied}.cpuprofile` (DevTools opens them) and a table of profiled µs per call by owner
+ * is printed, the gateway against the Fastify floor.
  */
 async function profileRound(
   dir: string,
@@ -712,13 +793,13 @@ async function profileRound(
   if (paired) servers.push(...(await Promise.all(MIDDLES.map((kind) => profileOne(kind, loadOf(kind))))));
   else for (const kind of MIDDLES) servers.push(await profileOne(kind, loadOf(kind)));
   console.log(
-    `CPU profiles in ${dir} (one more round${paired ? ", the three served at the same time" : ""}, not in the ` +
-      `figures above): profiled µs per call by owner, warm-up included; floor = bare + capture; diff = gateway − floor`,
+    `CPU profiles in ${dir} (one more round${paired ? ", the four served at the same time" : ""}, not in the ` +
+      `figures above): profiled µs per call by owner, warm-up included; floor = bare + capture; Fastify = the floor in Fastify; diff = gateway − Fastify floor`,
   );
   for (const line of perCallTable(servers)) console.log(line);
 }
 
-/** The `--rounds` flag: how many rounds of direct / bare / bare + capture / proxied runs (default 3). */
+/** The `--rounds` flag: how many rounds of direct / bare / bare + capture / Fastify floor / proxied runs (default 3). */
 function roundsFlag(): number {
   const i = process.argv.indexOf("--rounds");
   if (i === -1) return 3;
@@ -734,7 +815,7 @@ interface Kind {
   headers: (c: number) => Record<string, string>;
 }
 
-/** The four servers, each in its own process, and how the load generator reaches each. */
+/** The upstream and the four servers between it and the load generator, each in its own process, and how the load generator reaches each. */
 interface Servers {
   upstream: ChildProcess;
   upstreamUrl: string;
@@ -751,6 +832,7 @@ async function startServers(storeEnv: Record<string, string>): Promise<Servers> 
   const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl, ...storeEnv });
   const bare = await startWorker({ BENCH_ROLE: "bare", BENCH_UPSTREAM_URL: upstreamUrl });
   const capture = await startWorker({ BENCH_ROLE: "capture", BENCH_UPSTREAM_URL: upstreamUrl });
+  const framework = await startWorker({ BENCH_ROLE: "framework", BENCH_UPSTREAM_URL: upstreamUrl });
   const { base, rids, keys, store } = gateway.info as unknown as GatewayInfo & { store: string };
   const none = (): Record<string, string> => ({});
   const kinds = {
@@ -761,13 +843,19 @@ async function startServers(storeEnv: Record<string, string>): Promise<Servers> 
       url: () => `${capture.info.url as string}/chat/completions`,
       headers: (c: number) => ({ "x-bench-rollout": `ro-bench-${c}` }),
     },
+    framework: {
+      middle: framework.worker,
+      url: (c: number): string =>
+        `${framework.info.url as string}/proxy/rollout/ro-bench-${c}/attempt/0/mode/train/openai/v1/chat/completions`,
+      headers: none,
+    },
     proxied: {
       middle: gateway.worker,
       url: (c: number): string => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`,
       headers: (c: number): Record<string, string> => ({ authorization: `Bearer ${keys[c]!}` }),
     },
   };
-  const workers = [upstream.worker, gateway.worker, bare.worker, capture.worker];
+  const workers = [upstream.worker, gateway.worker, bare.worker, capture.worker, framework.worker];
   return { upstream: upstream.worker, upstreamUrl, gateway: gateway.worker, store, kinds, workers };
 }
 
@@ -798,14 +886,20 @@ async function compare(
       (callRate === undefined
         ? `${CONCURRENCY} concurrent clients, `
         : `open loop at ${callRate} calls/s (at most ${CONCURRENCY} in flight), `) +
-      `${rounds} round${rounds === 1 ? "" : "s"} of direct / bare pass-through / bare + capture / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
-      `non-stream chat calls; upstream, gateway, both pass-throughs and load generator in separate processes; ` +
+      `${rounds} round${rounds === 1 ? "" : "s"} of direct / bare pass-through / bare + capture / Fastify floor / proxied runs of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up; ` +
+      `non-stream chat calls; upstream, gateway, bare pass-through, floor, Fastify floor and load generator in separate processes; ` +
       setupTail(servers.store),
   );
   const proxiedUrl = kinds.proxied.url;
   const auth = kinds.proxied.headers;
   const none = kinds.direct.headers;
-  const runs: Record<keyof typeof kinds, MeasuredRun[]> = { direct: [], bare: [], capture: [], proxied: [] };
+  const runs: Record<keyof typeof kinds, MeasuredRun[]> = {
+    direct: [],
+    bare: [],
+    capture: [],
+    framework: [],
+    proxied: [],
+  };
   for (let round = 0; round < rounds; round++)
     for (const [kind, { middle, url, headers }] of Object.entries(kinds) as [
       keyof typeof kinds,
@@ -835,14 +929,14 @@ async function compare(
     median(runs[kind].map((r) => percentile(r.latenciesMs, q)));
   for (const kind of Object.keys(kinds) as (keyof typeof kinds)[])
     console.log(
-      `${kind.padEnd(8)} p50 ${p(kind, 50).toFixed(3)} ms  p99 ${p(kind, 99).toFixed(3)} ms  ` +
+      `${kind.padEnd(9)} p50 ${p(kind, 50).toFixed(3)} ms  p99 ${p(kind, 99).toFixed(3)} ms  ` +
         `${median(runs[kind].map(rate)).toFixed(0)} calls/s (medians; per round: ${runs[kind].map((r) => rate(r).toFixed(0)).join(", ")})` +
         (callRate === undefined
           ? ""
           : `; late: ${runs[kind].map((r) => r.late).join(", ")}; unsent: ${runs[kind].map((r) => r.unsent).join(", ")}`),
     );
   const row = (name: string, run: Run): string =>
-    `${name.padEnd(8)} p50 ${percentile(run.latenciesMs, 50).toFixed(3)} ms  p99 ${percentile(run.latenciesMs, 99).toFixed(3)} ms  ` +
+    `${name.padEnd(9)} p50 ${percentile(run.latenciesMs, 50).toFixed(3)} ms  p99 ${percentile(run.latenciesMs, 99).toFixed(3)} ms  ` +
     `${rate(run).toFixed(0)} calls/s (${run.requests} calls)`;
   console.log(row("direct1", directOne));
   console.log(row("proxied1", proxiedOne));
@@ -869,11 +963,25 @@ async function compare(
   await stopServers(servers);
 }
 
+/** The ratios a paired round prints: three servers against bare, the gateway against each floor. */
+type RatioName = "gateway" | "floor" | "framework" | "ofFloor" | "ofFramework";
+
+/** @param cpu - CPU per call of each server in one round, µs; @returns its {@link RatioName} ratios */
+function pairedRatios(cpu: Record<Middle, number>): Record<RatioName, number> {
+  return {
+    gateway: cpu.proxied / cpu.bare,
+    floor: cpu.capture / cpu.bare,
+    framework: cpu.framework / cpu.bare,
+    ofFloor: cpu.proxied / cpu.capture,
+    ofFramework: cpu.proxied / cpu.framework,
+  };
+}
+
 /**
  * `--paired RATE`: each round serves the bare pass-through, the floor and the gateway at the same time, each offered
  * RATE calls/s open-loop by its own clients, and reads their CPU over the same window. This machine's speed drifts
  * (the same server's CPU per call moved 2× between runs minutes apart), which sequential runs take for a difference
- * between servers; served side by side, the three see the same speed, so their ratio holds. Prints each round's CPU
+ * between servers; served side by side, the four see the same speed, so their ratio holds. Prints each round's CPU
  * per call and the medians of the per-round ratios.
  */
 async function comparePaired(
@@ -887,13 +995,13 @@ async function comparePaired(
   console.log(
     `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ${rounds} round` +
       `${rounds === 1 ? "" : "s"} of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up, in each the bare pass-through, ` +
-      `bare + capture and the gateway served at the same time, each offered ${callRate} calls/s open-loop (at most ` +
+      `bare + capture, the Fastify floor and the gateway served at the same time, each offered ${callRate} calls/s open-loop (at most ` +
       `${CONCURRENCY} in flight); non-stream chat calls; the floor always commits to its own SQLite file; ` +
       setupTail(servers.store),
   );
-  // Round 0 warms the three up together (JIT, pools, caches: a cold server's first seconds cost it several times its
+  // Round 0 warms the servers up together (JIT, pools, caches: a cold server's first seconds cost it several times its
   // later CPU per call) and is printed, not counted; it may fall behind without stopping the run.
-  const ratios: { gateway: number; floor: number; ofFloor: number }[] = [];
+  const ratios: Record<RatioName, number>[] = [];
   const p50 = (run: Run): string =>
     run.latenciesMs.length === 0 ? "none measured" : `${percentile(run.latenciesMs, 50).toFixed(3)} ms`;
   for (let round = 0; round <= rounds; round++) {
@@ -902,28 +1010,29 @@ async function comparePaired(
       MIDDLES.map((kind) => openLoad(kinds[kind].url, kinds[kind].headers, CONCURRENCY, callRate, round === 0)),
     );
     const after = await Promise.all(MIDDLES.map((kind) => cpuMicros(kinds[kind].middle)));
-    const [bare, floor, gateway] = MIDDLES.map((_, i) => (after[i]! - before[i]!) / runs[i]!.allRequests) as [
-      number,
-      number,
-      number,
-    ];
-    if (round > 0) ratios.push({ gateway: gateway / bare, floor: floor / bare, ofFloor: gateway / floor });
+    const cpu = Object.fromEntries(
+      MIDDLES.map((kind, i) => [kind, (after[i]! - before[i]!) / runs[i]!.allRequests]),
+    ) as Record<Middle, number>;
+    const ratio = pairedRatios(cpu);
+    if (round > 0) ratios.push(ratio);
     const each = (f: (run: Run) => string): string =>
       MIDDLES.map((kind, i) => `${SERVER_NAMES[kind]} ${f(runs[i]!)}`).join(", ");
     console.log(
       `${round === 0 ? "warm-up round, not counted" : `round ${round}`}: CPU per call (warm-up calls included), µs: ` +
-        `bare ${bare.toFixed(0)}, floor ${floor.toFixed(0)}, gateway ${gateway.toFixed(0)}: gateway ` +
-        `${(gateway / bare).toFixed(2)}× bare, floor ${(floor / bare).toFixed(2)}× bare; p50: ${each(p50)}; ` +
-        `late / unsent calls: ${each((r) => `${r.late} / ${r.unsent}`)}`,
+        `${MIDDLES.map((kind) => `${SERVER_NAMES[kind]} ${cpu[kind].toFixed(0)}`).join(", ")}: ` +
+        `gateway ${ratio.gateway.toFixed(2)}× bare, floor ${ratio.floor.toFixed(2)}× bare, Fastify floor ` +
+        `${ratio.framework.toFixed(2)}× bare; p50: ${each(p50)}; late / unsent calls: ${each((r) => `${r.late} / ${r.unsent}`)}`,
     );
   }
-  const med = (key: "gateway" | "floor" | "ofFloor"): string => median(ratios.map((r) => r[key])).toFixed(2);
+  const med = (key: RatioName): string => median(ratios.map((r) => r[key])).toFixed(2);
   console.log(
     `gateway CPU per call vs bare pass-through at ${callRate} calls/s each, median of ${rounds} paired ` +
       `round${rounds === 1 ? "" : "s"}: ${med("gateway")}× (target <= 2×); floor (bare + durable capture): ` +
-      `${med("floor")}× bare; gateway / floor: ${med("ofFloor")}× (medians of the per-round ratios). The ratios ` +
-      "grow with the rate (at a few calls/s each call's wake-ups, the same for every server, are most of its cost): " +
-      "compare them at one rate, one the servers keep up with (late calls few, none unsent)",
+      `${med("floor")}× bare; Fastify floor (the floor inside Fastify as the gateway configures it): ` +
+      `${med("framework")}× bare; gateway / floor: ${med("ofFloor")}×; gateway / Fastify floor: ` +
+      `${med("ofFramework")}× (medians of the per-round ratios). The ratios grow with the rate (at a few calls/s each ` +
+      "call's wake-ups, the same for every server, are most of its cost): compare them at one rate, one the servers " +
+      "keep up with (late calls few, none unsent)",
   );
   if (profileDir !== undefined) await profileRound(profileDir, kinds, callRate, true);
   await stopServers(servers);
