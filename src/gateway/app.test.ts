@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { MemoryStore } from "../store/memory.js";
 import { SqliteStore } from "../store/sqlite.js";
 import { tempDir } from "../testing/temp-dir.js";
@@ -278,6 +278,23 @@ describe("request ids and logs", () => {
     expect(all).not.toContain("very-secret-key");
     expect(all).not.toContain("wrong-key-value");
   });
+
+  it("writes a request completed line, with status and time, for a URL refused before routing (400 bad URL, 414 long segment)", async () => {
+    const { lines, logger } = captureLogs();
+    const gw = await start({}, undefined, logger);
+    await gw.call("GET", "/api/rollouts/%zz", undefined, { "x-request-id": "bad-url" });
+    await gw.call("GET", `/api/rollouts/${"y".repeat(1001)}`, undefined, { "x-request-id": "too-long" });
+    // Fastify refuses these before routing: the line is written when the answer is sent, which the client may see first.
+    const completed = (reqId: string) => lines.find((l) => l.msg === "request completed" && l.reqId === reqId);
+    await vi.waitFor(() => expect(completed("too-long")).toBeDefined());
+    await vi.waitFor(() => expect(completed("bad-url")).toBeDefined());
+    expect(completed("bad-url")).toMatchObject({
+      res: { statusCode: 400 },
+      req: { method: "GET", url: "/api/rollouts/%zz" },
+    });
+    expect(completed("too-long")).toMatchObject({ res: { statusCode: 414 } });
+    expect(completed("too-long")?.responseTime).toBeGreaterThan(0);
+  });
 });
 
 describe("GET /metrics", () => {
@@ -308,6 +325,19 @@ describe("GET /metrics", () => {
     expect(text).toContain('arclight_rollouts{state="running"} 1');
     expect(text).toContain('arclight_rollouts{state="succeeded"} 0');
     expect(text).toContain("arclight_events_stored 2");
+  });
+
+  it("counts answers to URLs refused before routing (400 bad URL, 414 long segment) under route unmatched", async () => {
+    const gw = await start();
+    await gw.call("GET", "/api/rollouts/%zz");
+    await gw.call("GET", `/api/rollouts/${"y".repeat(1001)}`);
+    // Counted when the answer is sent, which the client may see first.
+    await vi.waitFor(async () => {
+      const text = await (await gw.call("GET", "/metrics")).text();
+      expect(text).toContain('arclight_http_requests_total{method="GET",route="unmatched",status="400"} 1');
+      expect(text).toContain('arclight_http_requests_total{method="GET",route="unmatched",status="414"} 1');
+      expect(text).toContain('arclight_http_request_duration_seconds_count{method="GET",route="unmatched"} 2');
+    });
   });
 
   it("keeps two apps in one process apart (per-app registry)", async () => {

@@ -14,6 +14,7 @@ import type { Store } from "../store/store.js";
 import type { DashboardAuth } from "./auth.js";
 import { type GatewayConfig, proxyOptionsOf } from "./config.js";
 import { DashboardSessions } from "./dashboard/sessions.js";
+import { frameworkErrorHandler } from "./framework-errors.js";
 import { installJsonParser } from "./json-body.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
@@ -120,22 +121,19 @@ function dashboardAuth(sessions: DashboardSessions): DashboardAuth {
 export function buildApp(options: BuildAppOptions): FastifyInstance {
   const { store, config } = options;
   const logger = (options.logger ?? pino({ level: "silent" })).child({ component: "gateway" });
+  const metrics = createGatewayMetrics(store);
+  const logController = new GatewayLogController();
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: config.body_limit_bytes,
     genReqId: (req) => requestId(req.headers["x-request-id"]),
     return503OnClosing: true,
     rewriteUrl: agentPathRewrite,
-    logController: new GatewayLogController(),
+    logController,
     // Rollout ids, run and resource names may be 200 characters (protocol/rollout.ts); the router's default (100)
     // answered 414 for such a rollout's every path.
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
-    // A malformed URL (`/api/rollouts/%zz`) or an over-long segment: the `{detail, code}` answer and `x-request-id`
-    // of every other error, not Fastify's own body.
-    frameworkErrors: (err, request, reply) => {
-      void reply.header("x-request-id", request.id);
-      errorHandler(err, request, reply);
-    },
+    frameworkErrors: frameworkErrorHandler(logController, metrics),
     ...serverTimeoutOptions(config.headers_timeout_seconds, config.request_timeout_seconds),
   });
   app.setErrorHandler(errorHandler);
@@ -147,7 +145,6 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   app.addHook("onRequest", requestGate(config.key, config.dashboard ? dashboardAuth(sessions) : undefined));
   bindRolloutId(app);
   closeConnectionsWhenClosing(app);
-  const metrics = createGatewayMetrics(store);
   installMetricsHooks(app, metrics);
   for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config, metrics });
   void app.register(metricsRoutes, { registry: metrics.registry });

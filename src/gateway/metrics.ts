@@ -3,7 +3,7 @@
  * so several apps in one process do not clash): requests by route and status, latency, rollouts by state, events,
  * OTLP spans, late events and stale-attempt writes.
  */
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { StaleAttempt } from "../protocol/index.js";
 import type { Store } from "../store/store.js";
@@ -86,6 +86,7 @@ export function createGatewayMetrics(store: Store): GatewayMetrics {
 
 /**
  * Counts every answered request, and every write refused as a stale attempt (by route). Unmatched paths are labelled `unmatched` so unknown URLs cannot grow the label set.
+ * Requests Fastify refuses before routing skip these hooks; `framework-errors.ts` counts those.
  * @param app - the root app (the hook then sees every route, plugins included)
  */
 export function installMetricsHooks(app: FastifyInstance, metrics: GatewayMetrics): void {
@@ -94,9 +95,20 @@ export function installMetricsHooks(app: FastifyInstance, metrics: GatewayMetric
   });
   // Callback style, not async: every request passes here, and an async hook costs a promise each.
   app.addHook("onResponse", (request, reply, done) => {
-    const route = request.routeOptions.url ?? "unmatched";
-    metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });
-    metrics.latency.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+    countAnswer(metrics, request, reply);
     done();
   });
+}
+
+/**
+ * Counts one sent answer in `arclight_http_requests_total` and its `reply.elapsedTime` in the latency histogram,
+ * under its route pattern, or `unmatched` for a request no route took.
+ * @param metrics - the app's metrics
+ * @param request - the answered request
+ * @param reply - its reply, already sent
+ */
+export function countAnswer(metrics: GatewayMetrics, request: FastifyRequest, reply: FastifyReply): void {
+  const route = request.routeOptions.url ?? "unmatched";
+  metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });
+  metrics.latency.observe({ method: request.method, route }, reply.elapsedTime / 1000);
 }
