@@ -242,7 +242,7 @@ export class GatewayClient {
   }
 
   /**
-   * `GET /api/rollouts/{id}/events`: events of the rollout's latest attempt.
+   * `GET /api/rollouts/{id}/events`: events of the rollout's current attempt (`status.last_attempt_id`, `"0"` while null).
    * @param options.format - `triplet` trims `model_request` and `reward` data to the triplet view
    */
   getEvents(rolloutId: string, options: { eventType?: string; format?: "triplet" } = {}): Promise<Event[]> {
@@ -254,7 +254,7 @@ export class GatewayClient {
   }
 
   /**
-   * `GET /api/rollouts/{id}/events?format=triplet`: the latest attempt's events in the triplet view (`model_request`
+   * `GET /api/rollouts/{id}/events?format=triplet`: the current attempt's events in the triplet view (`model_request`
    * as token ids and logprobs, `reward` as its value), what the trainer reads.
    * @throws {RolloutNotFound} unknown rollout
    */

@@ -180,7 +180,7 @@ describe("POST /api/rollouts/{id}/attempt/{aid}/events", () => {
 });
 
 describe("GET /api/rollouts/{id}/events", () => {
-  it("returns the latest attempt's events, filtered by event_type; attempt_id selects another", async () => {
+  it("returns the current attempt's events (last_attempt_id, moved by the retry), filtered by event_type; attempt_id selects another", async () => {
     await withRollout({ max_attempts: 2 });
     await gw.call("PATCH", "/api/rollouts/r", { status: { state: "running" } });
     await post([
