@@ -154,15 +154,33 @@ describe("errors are JSON {detail}", () => {
     expect((await gw.call("POST", "/api/rollouts", [{ input: "x".repeat(500) }])).status).toBe(201);
   });
 
-  it("answers 415 {detail} for a form-encoded body", async () => {
+  it("answers 415 {detail, code} for a form-encoded body, on API and proxy routes (as docs/api.md says)", async () => {
     const gw = await start();
-    const res = await fetch(`${gw.url}/api/rollouts`, {
-      method: "POST",
-      headers: { authorization: "Bearer test-key", "content-type": "application/x-www-form-urlencoded" },
-      body: "input=1",
-    });
-    expect(res.status).toBe(415);
-    expect(typeof ((await res.json()) as { detail: unknown }).detail).toBe("string");
+    for (const path of ["/api/rollouts", "/proxy/rollout/r/attempt/0/mode/train/openai/v1/chat/completions"]) {
+      const res = await fetch(gw.url + path, {
+        method: "POST",
+        headers: { authorization: "Bearer test-key", "content-type": "application/x-www-form-urlencoded" },
+        body: "input=1",
+      });
+      expect(res.status, path).toBe(415);
+      expect(await res.json()).toEqual({ detail: "Unsupported Media Type", code: "fst_err_ctp_invalid_media_type" });
+    }
+  });
+
+  it("answers 422 for an empty JSON body on rollout create, as for a missing body, not 400 (as docs/api.md says)", async () => {
+    const gw = await start();
+    for (const body of ["", "  "]) {
+      const res = await fetch(`${gw.url}/api/rollouts`, {
+        method: "POST",
+        headers: { authorization: "Bearer test-key", "content-type": "application/json" },
+        body,
+      });
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      const { detail, code } = (await res.json()) as { detail: { loc: string[] }[]; code: string };
+      expect(code).toBe("validation_failed");
+      expect(detail[0]?.loc).toEqual(["body"]);
+    }
+    expect(await gw.store.listRollouts()).toEqual([]);
   });
 
   it("answers 404 {detail} for an unknown route or method", async () => {
