@@ -81,5 +81,6 @@ export function rewriteRequestBody(
 ): UpstreamBody {
   const fields = proxyFields(kind, body.value, mode, options);
   if (requestId !== undefined) fields.request_id = requestId;
-  return { text: setFields(body.text, fields), value: { ...body.value, ...fields } };
+  // Object.assign, not `{ ...body.value, ...fields }`: ~20× cheaper on Node 20 (docs/benchmarks.md, "Object spread").
+  return { text: setFields(body.text, fields), value: Object.assign({}, body.value, fields) };
 }

@@ -143,7 +143,10 @@ export async function relayStream(
       ctx.store,
       call,
       {
-        ...base,
+        // Fields named, not `...base`: each property after a spread costs ~1 µs on Node 20 (docs/benchmarks.md).
+        kind: base.kind,
+        model: base.model,
+        request: base.request,
         endpoint: answer.endpoint,
         response: assembled.response,
         error: failure ? { message: failure.message } : (assembled.error ?? malformedError),
