@@ -18,7 +18,7 @@ import type { EndpointPicker } from "./endpoint-picker.js";
 import type { ProxyOptions } from "./options.js";
 import { parseRetryAfterMs, RetryBudget } from "./retry-budget.js";
 
-/** Past this many parsed endpoint routes the cache starts over (endpoints come and go with policy versions). */
+/** Past this many endpoints the parsed-route cache starts over (endpoints come and go with policy versions). */
 const MAX_TARGETS = 1000;
 
 /** Statuses worth another try: the server was busy, restarting or briefly broken. */
@@ -100,7 +100,8 @@ function errorCode(err: unknown): string | undefined {
 export class UpstreamClient {
   private readonly agent: Agent;
   private readonly budget: RetryBudget;
-  private readonly targets = new Map<string, { origin: string; path: string }>();
+  /** Parsed routes by endpoint URL, then path: two lookups of strings the caller holds (their hashes are kept). */
+  private readonly targets = new Map<string, Map<string, { origin: string; path: string }>>();
 
   /**
    * @param options - timeout, retry and pool options
@@ -200,13 +201,17 @@ export class UpstreamClient {
 
   /** `origin` and `path` of an endpoint's route, parsed once per endpoint and path. */
   private target(endpoint: string, path: string): { origin: string; path: string } {
-    const key = `${endpoint} ${path}`;
-    let target = this.targets.get(key);
+    let paths = this.targets.get(endpoint);
+    if (paths === undefined) {
+      if (this.targets.size >= MAX_TARGETS) this.targets.clear();
+      paths = new Map();
+      this.targets.set(endpoint, paths);
+    }
+    let target = paths.get(path);
     if (target === undefined) {
       const url = new URL(endpoint.replace(/\/+$/, "") + path);
       target = { origin: url.origin, path: url.pathname + url.search };
-      if (this.targets.size >= MAX_TARGETS) this.targets.clear();
-      this.targets.set(key, target);
+      paths.set(path, target);
     }
     return target;
   }
