@@ -37,6 +37,8 @@ describe("componentOf", () => {
     );
     expect(componentOf(`${ROOT}/node_modules/fastify/node_modules/pino/pino.js`, `${ROOT}/`)).toBe("pino");
     expect(componentOf(`${ROOT}/bench/proxy.ts`, `${ROOT}/`)).toBe("bench/proxy.ts");
+    expect(componentOf(`${ROOT}/dist/gateway/proxy/forward.js`, `${ROOT}/`)).toBe("src/gateway/proxy/forward.ts");
+    expect(componentOf(`${ROOT}/dist/gateway/proxy/forward.d.ts`, `${ROOT}/`)).toBeUndefined();
     expect(componentOf(`${ROOT}/node_modules/tsx/dist/esm/index.mjs`, `${ROOT}/`)).toBeUndefined();
     expect(componentOf(`${ROOT}/test/x.test.ts`, `${ROOT}/`)).toBeUndefined();
     expect(componentOf(`file:///elsewhere/src/a.ts`, `${ROOT}/`)).toBeUndefined();

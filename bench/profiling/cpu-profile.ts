@@ -78,13 +78,15 @@ const PROFILER = "bench/profiling/cpu-profile.ts";
  * The owner of a frame's URL, or undefined when the frame belongs to no component (Node's internals, V8).
  * @param url - the frame's script URL (`file:///…/src/gateway/app.ts`, `node:net`, empty for natives)
  * @param root - the repository's root URL, ending in `/` (default: this repository's)
- * @returns the package (the innermost `node_modules/` one), or the file's path under `src/` or `bench/`
+ * @returns the package (the innermost `node_modules/` one), or the file's path under `src/` or `bench/`; a file of
+ *   the compiled build is named by its source (`dist/gateway/app.js` → `src/gateway/app.ts`)
  */
 export function componentOf(url: string, root = REPO_ROOT): string | undefined {
   const pkg = /.*node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
   if (pkg) return pkg[1] === "tsx" ? undefined : pkg[1];
   if (!url.startsWith(root)) return undefined;
   const path = url.slice(root.length).replace(/[?#].*$/, "");
+  if (path.startsWith("dist/") && path.endsWith(".js")) return `src/${path.slice("dist/".length, -".js".length)}.ts`;
   return path.startsWith("src/") || path.startsWith("bench/") ? path : undefined;
 }
 
