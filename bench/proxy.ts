@@ -70,6 +70,27 @@ function requestBody(): string {
 }
 /** The agent's request body, set by `main` from `--body` (after the flags are checked). */
 let BODY = "";
+/**
+ * What the gateway sends upstream for {@link BODY}: the agent's text with its fields spliced in (model name,
+ * temperature, `return_token_ids`, `logprobs`), made by the gateway's own rewrite. The load generator sends it to the
+ * upstream directly and through the pass-throughs, so the upstream answers every path alike (with the token ids and
+ * log-probabilities the gateway asks for); set by `main`.
+ */
+let UPSTREAM_BODY = "";
+
+/**
+ * @param gatewayConfigJson - `--gateway-config` (the model name, key and port are the bench's)
+ * @returns the body the gateway sends upstream for {@link BODY} on a train-mode chat call
+ */
+async function upstreamBody(gatewayConfigJson: string): Promise<string> {
+  const { rewriteRequestBody } =
+    await built<typeof import("../src/gateway/proxy/rewrite.js")>("gateway/proxy/rewrite.js");
+  const { gatewayConfig, proxyOptionsOf } = await built<typeof import("../src/gateway/config.js")>("gateway/config.js");
+  const extra = JSON.parse(gatewayConfigJson) as Record<string, unknown>;
+  const config = gatewayConfig({ ...extra, key: "bench-admin-key", model_name: "policy", port: 0 });
+  const agentBody = { text: BODY, value: JSON.parse(BODY) as Record<string, unknown> };
+  return rewriteRequestBody("chat", agentBody, "train", proxyOptionsOf(config)).text;
+}
 
 /**
  * Imports an arclight module from the compiled build (`dist/`, made by `npm ci` or `npm run build`), as
@@ -488,13 +509,9 @@ interface Run {
  * for the bench duration. Open loop (`rate` calls/s): calls are sent on a fixed schedule whatever the answers, client
  * after client, at most `concurrency` in flight; a call due while that many are in flight waits (see {@link Run.late}).
  */
-async function load(
-  urlOf: (client: number) => string,
-  headersOf: (client: number) => Record<string, string>,
-  concurrency = CONCURRENCY,
-  rate?: number,
-): Promise<Run> {
-  if (rate !== undefined) return openLoad(urlOf, headersOf, concurrency, rate);
+async function load(target: Target, concurrency = CONCURRENCY, rate?: number): Promise<Run> {
+  if (rate !== undefined) return openLoad(target, concurrency, rate);
+  const { url: urlOf, headers: headersOf, body } = target;
   const dispatcher = new Agent({ connections: concurrency, keepAliveTimeout: 30_000 });
   const latenciesMs: number[] = [];
   let measuring = false;
@@ -507,7 +524,7 @@ async function load(
       path: new URL(urlOf(client)).pathname,
       method: "POST",
       headers: { "content-type": "application/json", ...headersOf(client) },
-      body: BODY,
+      body,
     });
     await res.body.arrayBuffer();
     if (res.statusCode !== 200) throw new Error(`a call to ${urlOf(client)} answered ${res.statusCode}`);
@@ -553,13 +570,8 @@ async function load(
  * last answer (below `rate` when the server falls behind). Nothing is sent after the schedule's end: calls not sent by
  * then are counted as unsent, so a rate the server cannot keep up with still ends on time.
  */
-async function openLoad(
-  urlOf: (client: number) => string,
-  headersOf: (client: number) => Record<string, string>,
-  concurrency: number,
-  rate: number,
-  warmUp = false,
-): Promise<Run> {
+async function openLoad(target: Target, concurrency: number, rate: number, warmUp = false): Promise<Run> {
+  const { url: urlOf, headers: headersOf, body } = target;
   const dispatcher = new Agent({ connections: concurrency, keepAliveTimeout: 30_000 });
   const targets = Array.from({ length: concurrency }, (_, c) => {
     const url = new URL(urlOf(c));
@@ -579,7 +591,7 @@ async function openLoad(
   let failure: unknown;
   const pending = new Set<Promise<void>>();
   const call = async (k: number): Promise<void> => {
-    const res = await dispatcher.request({ ...targets[k % concurrency]!, method: "POST", body: BODY });
+    const res = await dispatcher.request({ ...targets[k % concurrency]!, method: "POST", body });
     await res.body.arrayBuffer();
     if (res.statusCode !== 200) throw new Error(`a call to ${urlOf(k % concurrency)} answered ${res.statusCode}`);
     allRequests++;
@@ -725,6 +737,7 @@ async function main(): Promise<void> {
   BODY = requestBody();
   process.env.BENCH_GATEWAY = gatewayFlag();
   process.env.BENCH_GATEWAY_CONFIG = await gatewayConfigFlag();
+  UPSTREAM_BODY = await upstreamBody(process.env.BENCH_GATEWAY_CONFIG);
   const dir = storeKind === "sqlite" ? mkdtempSync(join(tmpdir(), "arclight-bench-proxy-")) : undefined;
   // Ctrl-C or a kill: stop every server (each removes its own temp folder on the way out) and this run's folder.
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -817,10 +830,7 @@ const SERVER_NAMES: Record<Middle, string> = {
  */
 async function profileRound(
   dir: string,
-  kinds: Record<
-    Middle,
-    { middle: ChildProcess; url: (c: number) => string; headers: (c: number) => Record<string, string> }
-  >,
+  kinds: Record<Middle, Kind>,
   callRate: number | undefined,
   paired = false,
 ): Promise<void> {
@@ -833,8 +843,7 @@ async function profileRound(
     const profile = JSON.parse(readFileSync(path, "utf8")) as CpuProfile;
     return { name: SERVER_NAMES[kind], time: attribute(profile), calls: allRequests };
   };
-  const loadOf = (kind: Middle) => (): Promise<Run> =>
-    load(kinds[kind].url, kinds[kind].headers, CONCURRENCY, callRate);
+  const loadOf = (kind: Middle) => (): Promise<Run> => load(kinds[kind], CONCURRENCY, callRate);
   const servers: ProfiledServer[] = [];
   if (paired) servers.push(...(await Promise.all(MIDDLES.map((kind) => profileOne(kind, loadOf(kind))))));
   else for (const kind of MIDDLES) servers.push(await profileOne(kind, loadOf(kind)));
@@ -854,11 +863,17 @@ function roundsFlag(): number {
   return Number(text);
 }
 
-/** One kind of run: the server measured (the gateway for `direct`: it idles), the URL and headers of client `c`. */
-interface Kind {
-  middle: ChildProcess;
+/** Where the load generator sends: the URL, headers and body of client `c`'s calls. */
+interface Target {
   url: (c: number) => string;
   headers: (c: number) => Record<string, string>;
+  /** The request body: the agent's for the gateway, the body the gateway sends upstream for the others. */
+  body: string;
+}
+
+/** One kind of run: the server measured (the gateway for `direct`: it idles) and how it is reached. */
+interface Kind extends Target {
+  middle: ChildProcess;
 }
 
 /** The upstream and the four servers between it and the load generator, each in its own process, and how the load generator reaches each. */
@@ -882,23 +897,36 @@ async function startServers(storeEnv: Record<string, string>): Promise<Servers> 
   const { base, rids, keys, store } = gateway.info as unknown as GatewayInfo & { store: string };
   const none = (): Record<string, string> => ({});
   const kinds = {
-    direct: { middle: gateway.worker, url: () => `${upstreamUrl}/chat/completions`, headers: none },
-    bare: { middle: bare.worker, url: () => `${bare.info.url as string}/chat/completions`, headers: none },
+    direct: {
+      middle: gateway.worker,
+      url: () => `${upstreamUrl}/chat/completions`,
+      headers: none,
+      body: UPSTREAM_BODY,
+    },
+    bare: {
+      middle: bare.worker,
+      url: () => `${bare.info.url as string}/chat/completions`,
+      headers: none,
+      body: UPSTREAM_BODY,
+    },
     capture: {
       middle: capture.worker,
       url: () => `${capture.info.url as string}/chat/completions`,
       headers: (c: number) => ({ "x-bench-rollout": `ro-bench-${c}` }),
+      body: UPSTREAM_BODY,
     },
     framework: {
       middle: framework.worker,
       url: (c: number): string =>
         `${framework.info.url as string}/proxy/rollout/ro-bench-${c}/attempt/0/mode/train/openai/v1/chat/completions`,
       headers: none,
+      body: UPSTREAM_BODY,
     },
     proxied: {
       middle: gateway.worker,
       url: (c: number): string => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`,
       headers: (c: number): Record<string, string> => ({ authorization: `Bearer ${keys[c]!}` }),
+      body: BODY,
     },
   };
   const workers = [upstream.worker, gateway.worker, bare.worker, capture.worker, framework.worker];
@@ -914,7 +942,10 @@ async function stopServers(servers: Servers): Promise<void> {
 /** The setup line's tail: store, body, Node. */
 function setupTail(store: string): string {
   const config = process.env.BENCH_GATEWAY_CONFIG === "{}" ? "" : ` ${process.env.BENCH_GATEWAY_CONFIG}`;
-  return `gateway: ${process.env.BENCH_GATEWAY}${config}; store: ${store}; request body ${BODY.length} bytes; node ${process.version}`;
+  return (
+    `gateway: ${process.env.BENCH_GATEWAY}${config}; store: ${store}; request body ${BODY.length} bytes (to the ` +
+    `upstream and the pass-throughs: the gateway's upstream body, ${UPSTREAM_BODY.length} bytes); node ${process.version}`
+  );
 }
 
 async function compare(
@@ -924,7 +955,7 @@ async function compare(
   profileDir: string | undefined,
 ): Promise<void> {
   const servers = await startServers(storeEnv);
-  const { upstreamUrl, kinds } = servers;
+  const { kinds } = servers;
   const upstream = { worker: servers.upstream };
   const gateway = { worker: servers.gateway };
   console.log(
@@ -936,9 +967,6 @@ async function compare(
       `non-stream chat calls; upstream, gateway, bare pass-through, floor, Fastify floor and load generator in separate processes; ` +
       setupTail(servers.store),
   );
-  const proxiedUrl = kinds.proxied.url;
-  const auth = kinds.proxied.headers;
-  const none = kinds.direct.headers;
   const runs: Record<keyof typeof kinds, MeasuredRun[]> = {
     direct: [],
     bare: [],
@@ -947,17 +975,14 @@ async function compare(
     proxied: [],
   };
   for (let round = 0; round < rounds; round++)
-    for (const [kind, { middle, url, headers }] of Object.entries(kinds) as [
-      keyof typeof kinds,
-      (typeof kinds)["direct"],
-    ][]) {
+    for (const [kind, target] of Object.entries(kinds) as [keyof typeof kinds, (typeof kinds)["direct"]][]) {
       const snapshot = async (): Promise<CpuSnapshot> => ({
         loadgen: process.cpuUsage().user + process.cpuUsage().system,
         upstream: await cpuMicros(upstream.worker),
-        middle: kind === "direct" ? 0 : await cpuMicros(middle),
+        middle: kind === "direct" ? 0 : await cpuMicros(target.middle),
       });
       const before = await snapshot();
-      const run = await load(url, headers, CONCURRENCY, callRate);
+      const run = await load(target, CONCURRENCY, callRate);
       const after = await snapshot();
       const cpu = {
         loadgen: (after.loadgen - before.loadgen) / run.allRequests,
@@ -967,8 +992,8 @@ async function compare(
       runs[kind].push({ ...run, cpu });
     }
   // Same pair with one client: the proxy's own cost, without queueing behind 63 other calls.
-  const directOne = await load(() => `${upstreamUrl}/chat/completions`, none, 1);
-  const proxiedOne = await load(proxiedUrl, auth, 1);
+  const directOne = await load(kinds.direct, 1);
+  const proxiedOne = await load(kinds.proxied, 1);
   gateway.worker.send("count");
   const { events } = await new Promise<{ events: number }>((r) => gateway.worker.once("message", r));
   const p = (kind: keyof typeof kinds, q: number): number =>
@@ -1052,9 +1077,7 @@ async function comparePaired(
     run.latenciesMs.length === 0 ? "none measured" : `${percentile(run.latenciesMs, 50).toFixed(3)} ms`;
   for (let round = 0; round <= rounds; round++) {
     const before = await Promise.all(MIDDLES.map((kind) => cpuMicros(kinds[kind].middle)));
-    const runs = await Promise.all(
-      MIDDLES.map((kind) => openLoad(kinds[kind].url, kinds[kind].headers, CONCURRENCY, callRate, round === 0)),
-    );
+    const runs = await Promise.all(MIDDLES.map((kind) => openLoad(kinds[kind], CONCURRENCY, callRate, round === 0)));
     const after = await Promise.all(MIDDLES.map((kind) => cpuMicros(kinds[kind].middle)));
     const cpu = Object.fromEntries(
       MIDDLES.map((kind, i) => [kind, (after[i]! - before[i]!) / runs[i]!.allRequests]),
