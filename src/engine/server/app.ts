@@ -12,6 +12,7 @@ import {
   DEFAULT_REQUEST_TIMEOUT_SECONDS,
   serverTimeoutOptions,
 } from "../../http/server-timeouts.js";
+import { pathForDetail } from "../../http/error-handler.js";
 import { NotFound } from "../../protocol/errors.js";
 import type { Engine } from "../engine.js";
 import { Admission } from "./admission.js";
@@ -80,7 +81,7 @@ export async function buildEngineServer(options: EngineServerOptions): Promise<F
   app.setErrorHandler(engineErrorHandler);
   // Unknown routes answer like every other error (OpenAI `error` + `{detail, code}`), not Fastify's own shape.
   app.setNotFoundHandler(async (request) => {
-    throw new NotFound(`Route ${request.method} ${request.url.split("?", 1)[0]} not found`);
+    throw new NotFound(`Route ${request.method} ${pathForDetail(request.url)} not found`);
   });
   app.get("/health", async () => ({ status: "ok" }));
   await app.register(chatRoutes(ctx));

@@ -32,6 +32,12 @@ describe("engine server error shapes", () => {
       detail: "Route GET /v1/nope not found",
       code: "not_found",
     });
+    // An over-long unknown path is quoted by its start and length, not echoed whole.
+    const long = await fetch(`${url}/v1/${"x".repeat(15_000)}`);
+    expect(long.status).toBe(404);
+    const longDetail = ((await long.json()) as { detail: string }).detail;
+    expect(longDetail).toMatch(/^Route GET \/v1\/x+… \(15004 characters\) not found$/);
+    expect(longDetail.length).toBeLessThan(300);
     const wrongMethod = await fetch(`${url}/v1/chat/completions`);
     expect(wrongMethod.status).toBe(404);
     expect(await wrongMethod.json()).toMatchObject({
