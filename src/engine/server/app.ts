@@ -7,12 +7,12 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { pathForDetail } from "../../http/error-handler.js";
 import {
   DEFAULT_HEADERS_TIMEOUT_SECONDS,
   DEFAULT_REQUEST_TIMEOUT_SECONDS,
   serverTimeoutOptions,
 } from "../../http/server-timeouts.js";
-import { pathForDetail } from "../../http/error-handler.js";
 import { NotFound } from "../../protocol/errors.js";
 import type { Engine } from "../engine.js";
 import { Admission } from "./admission.js";
