@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
@@ -257,6 +259,51 @@ describe("errors are JSON {detail}", () => {
     const res = await gw.call("GET", "/api/rollouts");
     expect(res.status).toBe(500);
     expect(await res.json()).toEqual({ detail: "Internal Server Error", code: "internal_error" });
+  });
+});
+
+describe("requests Node's HTTP parser refuses", () => {
+  /** Writes `request` on a fresh connection; @returns everything the server sent before closing it */
+  async function raw(gw: TestGateway, request: string): Promise<string> {
+    const { port } = new URL(gw.url);
+    const socket = connect(Number(port), "127.0.0.1");
+    await once(socket, "connect");
+    socket.write(request);
+    const chunks: Buffer[] = [];
+    for await (const chunk of socket) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString("utf8");
+  }
+  const bodyOf = (answer: string): unknown => JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4));
+
+  it("answers headers over 16 KiB (431) and a malformed request (400) with {detail, code}, and logs them", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
+        done();
+      },
+    });
+    const gw = await start({}, undefined, pino({ level: "info" }, stream));
+    const big = await raw(gw, `GET /api/rollouts HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`);
+    expect(big).toMatch(/^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+    expect(big).toContain("Content-Type: application/json");
+    expect(bodyOf(big)).toEqual({
+      detail: "Request headers too large: Node's limit is 16 KiB for the request line and headers together",
+      code: "header_overflow",
+    });
+    const bad = await raw(gw, "POST /api/rollouts HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n");
+    expect(bad).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(bodyOf(bad)).toEqual({
+      detail: "Malformed HTTP request (HPE_INVALID_CONTENT_LENGTH)",
+      code: "malformed_request",
+    });
+    const logged = lines.filter((l) => l.msg === "client error");
+    expect(logged.map((l) => [l.status, l.code])).toEqual([
+      [431, "header_overflow"],
+      [400, "malformed_request"],
+    ]);
+    // The gateway still serves.
+    expect((await gw.call("GET", "/api/rollouts")).status).toBe(200);
   });
 });
 

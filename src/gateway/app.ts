@@ -17,6 +17,7 @@ import { DashboardSessions } from "./dashboard/sessions.js";
 import { frameworkErrorHandler } from "./framework-errors.js";
 import { installJsonParser } from "./json-body.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
+import { clientErrorHandler } from "./parser-errors.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
 import { PauseController } from "./proxy/pause.js";
 import { requestGate } from "./request-gate.js";
@@ -129,6 +130,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     bodyLimit: config.body_limit_bytes,
     genReqId: (req) => requestId(req.headers["x-request-id"]),
     return503OnClosing: true,
+    clientErrorHandler: clientErrorHandler(logger),
     rewriteUrl: agentPathRewrite,
     logController,
     // Rollout ids, run and resource names may be 200 characters (protocol/rollout.ts); the router's default (100)
