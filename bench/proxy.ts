@@ -1073,6 +1073,10 @@ async function comparePaired(
   // Round 0 warms the servers up together (JIT, pools, caches: a cold server's first seconds cost it several times its
   // later CPU per call) and is printed, not counted; it may fall behind without stopping the run.
   const ratios: Record<RatioName, number>[] = [];
+  // Counted rounds in which a server left over 1% of its schedule unsent: it fell behind, so its figures are not at
+  // the rate asked (the odd call past the schedule's last tick is not counted).
+  const behind: string[] = [];
+  const scheduled = Math.ceil(((WARMUP_MS + DURATION_MS) / 1000) * callRate);
   const p50 = (run: Run): string =>
     run.latenciesMs.length === 0 ? "none measured" : `${percentile(run.latenciesMs, 50).toFixed(3)} ms`;
   for (let round = 0; round <= rounds; round++) {
@@ -1084,6 +1088,8 @@ async function comparePaired(
     ) as Record<Middle, number>;
     const ratio = pairedRatios(cpu);
     if (round > 0) ratios.push(ratio);
+    const fellBehind = MIDDLES.filter((_, i) => runs[i]!.unsent > scheduled / 100).map((kind) => SERVER_NAMES[kind]);
+    if (round > 0 && fellBehind.length > 0) behind.push(`round ${round} (${fellBehind.join(", ")})`);
     const each = (f: (run: Run) => string): string =>
       MIDDLES.map((kind, i) => `${SERVER_NAMES[kind]} ${f(runs[i]!)}`).join(", ");
     console.log(
@@ -1103,6 +1109,14 @@ async function comparePaired(
       "call's wake-ups, the same for every server, are most of its cost): compare them at one rate, one the servers " +
       "keep up with (late calls few, none unsent)",
   );
+  if (behind.length > 0) {
+    // The run still ends normally (profiles included), but says its figures are not valid and exits non-zero.
+    console.log(
+      `NOT VALID: servers fell behind ${callRate} calls/s (over 1% of a round's calls unsent) in ${behind.join("; ")}: ` +
+        "the ratios above are not at the rate asked; rerun at a lower rate or on a quieter machine",
+    );
+    process.exitCode = 1;
+  }
   if (profileDir !== undefined) await profileRound(profileDir, kinds, callRate, true);
   await stopServers(servers);
 }
