@@ -26,12 +26,22 @@ export class ArclightError extends Error {
   }
 }
 
+/**
+ * Longest rollout id a message quotes whole: the protocol's limit (`rollout.ts`); a longer one, which no rollout can
+ * have, is quoted by its start and length so an over-long id in a URL does not come back whole in the answer and log.
+ */
+const MAX_QUOTED_ID = 200;
+
 /** A rollout id that the store does not hold (HTTP 404). */
 export class RolloutNotFound extends ArclightError {
   /** The unknown rollout id. */
   readonly rolloutId: string;
   constructor(rolloutId: string) {
-    super("rollout_not_found", 404, `Rollout ${rolloutId} not found`);
+    const quoted =
+      rolloutId.length <= MAX_QUOTED_ID
+        ? rolloutId
+        : `${rolloutId.slice(0, MAX_QUOTED_ID)}… (${rolloutId.length} characters)`;
+    super("rollout_not_found", 404, `Rollout ${quoted} not found`);
     this.rolloutId = rolloutId;
   }
 }
