@@ -4,7 +4,7 @@
  * Fastify client errors (bad JSON, body too large) → their 4xx; anything else → 500, logged with its stack.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { ArclightError, ValidationFailed } from "../protocol/index.js";
+import { ArclightError, quoteStart, ValidationFailed } from "../protocol/index.js";
 
 /** The body of every error answer. `detail` is a string, or FastAPI validation items for 422. */
 export interface ErrorBody {
@@ -37,7 +37,7 @@ function clipped(text: string): string {
     if (room >= MIN_QUOTED_KEPT)
       return `${text.slice(0, open + 1)}${quoted.slice(0, room)}…'${note}${text.slice(close + 1)}`;
   }
-  return `${text.slice(0, MAX_FRAMEWORK_DETAIL - 40)}… (${text.length} characters)`;
+  return quoteStart(text, MAX_FRAMEWORK_DETAIL - 40);
 }
 
 /** Longest request path quoted in a `detail` as it is (`Route GET <path> not found`). */
@@ -51,7 +51,7 @@ export const MAX_PATH_IN_DETAIL = 200;
  */
 export function pathForDetail(url: string): string {
   const path = url.split("?", 1)[0] ?? "";
-  return path.length <= MAX_PATH_IN_DETAIL ? path : `${path.slice(0, MAX_PATH_IN_DETAIL)}… (${path.length} characters)`;
+  return quoteStart(path, MAX_PATH_IN_DETAIL);
 }
 
 /**

@@ -1,5 +1,7 @@
 /** @module The errors that reach the wire: each has a stable `code` and the HTTP `status` the gateway answers with. */
 
+import { quoteStart } from "./text.js";
+
 /**
  * Base class of every error arclight lets cross a component boundary. The gateway's single error handler turns one
  * into `status` + `{ detail: message, code }`; `gateway/client.ts` turns such a body back into the same class.
@@ -37,11 +39,7 @@ export class RolloutNotFound extends ArclightError {
   /** The unknown rollout id. */
   readonly rolloutId: string;
   constructor(rolloutId: string) {
-    const quoted =
-      rolloutId.length <= MAX_QUOTED_ID
-        ? rolloutId
-        : `${rolloutId.slice(0, MAX_QUOTED_ID)}… (${rolloutId.length} characters)`;
-    super("rollout_not_found", 404, `Rollout ${quoted} not found`);
+    super("rollout_not_found", 404, `Rollout ${quoteStart(rolloutId, MAX_QUOTED_ID)} not found`);
     this.rolloutId = rolloutId;
   }
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { EventCreateSchema } from "./event.js";
 import { ModelSchema } from "./model.js";
 import { RolloutPatchSchema } from "./rollout.js";
-import { isWellFormedText } from "./text.js";
+import { isWellFormedText, quoteStart } from "./text.js";
 
 describe("well-formed text", () => {
   it("tells lone surrogates from pairs, anywhere in the string", () => {
@@ -22,5 +22,12 @@ describe("well-formed text", () => {
     expect(RolloutPatchSchema.safeParse({ status: { error_message: bad } }).success).toBe(false);
     expect(ModelSchema.safeParse({ model: bad, endpoint: "http://h/v1" }).success).toBe(false);
     expect(EventCreateSchema.safeParse({ event_type: "ü🚀" }).success).toBe(true);
+  });
+});
+
+describe("quoteStart", () => {
+  it("keeps text of up to max characters, and quotes a longer one by its start and length", () => {
+    expect(quoteStart("abc", 3)).toBe("abc");
+    expect(quoteStart("abcd", 3)).toBe("abc… (4 characters)");
   });
 });

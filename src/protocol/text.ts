@@ -29,3 +29,13 @@ export function wellFormedString(minLength = 0, maxLength?: number): z.ZodString
   if (maxLength !== undefined) schema = schema.max(maxLength);
   return schema.refine(isWellFormedText, "must be well-formed UTF-16 (no lone surrogate)");
 }
+
+/**
+ * `text` as it is when at most `max` characters, else its first `max` characters, an ellipsis and its length
+ * (`yyy… (1015 characters)`): how an error quotes input that may be very long (a URL, an id from a path).
+ * @param text - the input to quote
+ * @param max - most characters kept
+ */
+export function quoteStart(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
+}
