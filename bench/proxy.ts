@@ -96,7 +96,7 @@ async function upstreamBody(gatewayConfigJson: string): Promise<string> {
  * Imports an arclight module from the compiled build (`dist/`, made by `npm ci` or `npm run build`), as
  * `arclight gateway` runs it, typed from its source. The servers run the build, not the source through tsx: tsx's
  * compiled code names every function it creates (esbuild's `keepNames`), a cost per closure the build does not have
- * (measured ~4% of the gateway's CPU per call). {@link checkBuild} makes sure the build is not older than the source.
+ * (docs/benchmarks.md, ※). {@link checkBuild} makes sure the build is not older than the source.
  * @param path - the module's path under `src/` and `dist/`, `.js`
  */
 function built<T>(path: string): Promise<T> {

@@ -171,7 +171,7 @@ async function relayBody(
   const isObject = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed);
   const ok = is2xx && isObject;
   const captureReasons: CaptureReason[] = is2xx && !isObject ? ["response_not_object"] : [];
-  // Fields named, not `{ ...base, more }`: on Node 20 each property added after a spread costs ~1 µs (docs/benchmarks.md, "Object spread").
+  // Fields named, not `{ ...base, more }`: properties written after a leading spread are slow on Node 20 (docs/benchmarks.md, "Object spread").
   const record: CallRecord = {
     kind: base.kind,
     model: base.model,

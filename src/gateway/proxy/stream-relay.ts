@@ -143,7 +143,7 @@ export async function relayStream(
       ctx.store,
       call,
       {
-        // Fields named, not `...base`: each property after a spread costs ~1 µs on Node 20 (docs/benchmarks.md).
+        // Fields named, not `...base`: properties written after a leading spread are slow on Node 20 (docs/benchmarks.md, "Object spread").
         kind: base.kind,
         model: base.model,
         request: base.request,
