@@ -14,11 +14,12 @@
  * `runs/credit-compare/results.json` (`results-PREFIX[-from-N].json` with `--only`, `--first-seed`).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse, stringify } from "yaml";
+import { makeDirs } from "../src/fs/make-dirs.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const OUT = join(ROOT, "runs", "credit-compare");
@@ -304,7 +305,7 @@ function printSummary(arms: Arm[], results: RunResult[]): void {
 }
 
 function main(): void {
-  mkdirSync(OUT, { recursive: true });
+  makeDirs(OUT);
   const arms = ARMS.filter((arm) => ONLY === "" || arm.name.startsWith(ONLY));
   const examples = [...new Set(arms.map((arm) => arm.example))];
   const setup = {} as Setup;

@@ -3,8 +3,9 @@
  * proposals, rejected optimiser output, finished round and final result, appended as they happen, so a stopped search
  * still leaves everything it learnt. Field names are snake_case, as in every file arclight writes for other tools.
  */
-import { appendFileSync, mkdirSync } from "node:fs";
+import { appendFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { makeDirs } from "../fs/make-dirs.js";
 import type { Trace } from "./optimiser-messages.js";
 
 /** Seconds spent in each phase of a round. */
@@ -81,7 +82,7 @@ export class History {
   /** @param path - the file (its folder is created) */
   constructor(path: string) {
     this.path = path;
-    mkdirSync(dirname(path), { recursive: true });
+    makeDirs(dirname(path));
   }
 
   /**

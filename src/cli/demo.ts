@@ -3,17 +3,7 @@
  * teacher demonstrations recorded through the gateway, SFT warm start, GRPO, reward table and curve; everything in
  * runs/NAME/.
  */
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
@@ -23,6 +13,7 @@ import { type DemoOptions, type DemoSummary, runDemo } from "../demo/run-demo.js
 import { type DemoBudget, FULL_BUDGET, QUICK_BUDGET, TORCH_BUDGET } from "../demo/settings.js";
 import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchPackageMissing } from "../engine/remote/worker-process.js";
+import { makeDirs } from "../fs/make-dirs.js";
 import { EMBEDDED_PRESETS } from "../run/engine-factory.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, integerFlag, listenForInterrupt, logLevel, positiveInt, presetFlag } from "./common-flags.js";
@@ -68,7 +59,7 @@ function prepareRunDir(runDir: string, name: string): void {
     }
     rmSync(runDir, { recursive: true, force: true });
   }
-  mkdirSync(runDir, { recursive: true });
+  makeDirs(runDir);
   writeFileSync(join(runDir, MARKER), `${JSON.stringify({ name, started: new Date().toISOString() })}\n`);
 }
 
@@ -99,7 +90,7 @@ function demoRuns(pid: number): boolean {
  */
 function lockRunName(runDir: string, name: string): () => void {
   const path = join(dirname(runDir), `.${name}.lock`);
-  mkdirSync(dirname(path), { recursive: true });
+  makeDirs(dirname(path));
   for (let attempt = 0; ; attempt++) {
     try {
       const fd = openSync(path, "wx");

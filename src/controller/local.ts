@@ -3,9 +3,10 @@
  * own process group with stdout/stderr captured, and killing the whole group (grandchildren included).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { accessSync, constants, mkdirSync, readFileSync } from "node:fs";
+import { accessSync, constants, readFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
+import { makeDirs } from "../fs/make-dirs.js";
 import type { LocalConfig } from "../protocol/index.js";
 import { LogTail } from "./log-tail.js";
 
@@ -213,7 +214,7 @@ export class AgentProcess {
   /** Spawns `launch` detached (a new process group), stdin closed, stdout/stderr piped. */
   static spawn(launch: Launch, options: SpawnOptions): AgentProcess {
     const wrap = options.exitFile !== undefined && executableExists(launch.file, options.env, options.cwd);
-    if (wrap) mkdirSync(dirname(options.exitFile!), { recursive: true });
+    if (wrap) makeDirs(dirname(options.exitFile!));
     const [file, args] = wrap
       ? ["/bin/sh", ["-c", EXIT_WRAPPER, "arclight-agent", options.exitFile!, launch.file, ...launch.args]]
       : [launch.file, launch.args];

@@ -5,8 +5,9 @@
  * the file's absolute path (agents may run in another working directory). The versions used are recorded on the
  * attempt as a `resources` event.
  */
-import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { makeDirs } from "../fs/make-dirs.js";
 import type { GatewayClient } from "../gateway/client.js";
 import type { ResourceVersion, ResourceVersions, Rollout } from "../protocol/index.js";
 
@@ -72,7 +73,7 @@ export async function resolveResourceEnv(
   for (const [envName, name] of Object.entries(config.resources_file_env)) {
     const resource = await read(name);
     const dir = resolve(config.resources_dir);
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     // One file per version, written to a temporary name and renamed into place: an agent reading the file (or a
     // concurrent agent's copy being replaced) always sees a whole value, never a half-written one.
     const path = join(dir, `${name}-v${resource.version}.txt`);

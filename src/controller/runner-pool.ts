@@ -7,8 +7,8 @@
  * crashes, or calls `process.exit` is gone, and the next lease starts a new one.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
+import { makeDirs } from "../fs/make-dirs.js";
 import { type ExitInfo, killGroup, killGroupWithGrace } from "./local.js";
 import { LogTail } from "./log-tail.js";
 
@@ -167,7 +167,7 @@ class Runner {
     this.tail = tail;
     return new Promise((resolve) => {
       this.answer = resolve;
-      mkdirSync(dirname(options.exitFile), { recursive: true });
+      makeDirs(dirname(options.exitFile));
       const message = { env: options.env, exitFile: options.exitFile, exportName: options.exportName };
       this.child.send(message, (err) => {
         if (err) this.kill(0);

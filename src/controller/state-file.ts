@@ -2,9 +2,10 @@
  * @module The controller's record of the processes it owns, persisted so that a restarted controller can tell a
  * live agent (adopt it) from a lost one (fail the rollout). Written atomically (temp file + rename).
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
+import { makeDirs } from "../fs/make-dirs.js";
 
 /** One owned agent process. */
 export const OwnedProcessSchema = z.strictObject({
@@ -75,7 +76,7 @@ export class ControllerStateFile {
 
   /** Replaces the file's content with `processes`, atomically. */
   save(processes: ReadonlyMap<string, OwnedProcess>): void {
-    mkdirSync(dirname(this.path), { recursive: true });
+    makeDirs(dirname(this.path));
     const tmp = `${this.path}.${process.pid}.tmp`;
     writeFileSync(tmp, JSON.stringify({ version: 1, processes: Object.fromEntries(processes) }));
     renameSync(tmp, this.path);

@@ -5,9 +5,10 @@
  * weights are hashed when serving starts and when it stops (`runs/NAME/frozen.json`), so a run shows they never moved.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Engine } from "../engine/engine.js";
+import { makeDirs } from "../fs/make-dirs.js";
 import type { GatewayClient } from "../gateway/client.js";
 
 /** What the stack needs to serve the frozen model. */
@@ -36,7 +37,7 @@ export interface FrozenServing {
  */
 export async function weightsSha256(engine: Engine, scratchDir: string): Promise<string> {
   rmSync(scratchDir, { recursive: true, force: true });
-  mkdirSync(scratchDir, { recursive: true });
+  makeDirs(scratchDir);
   try {
     await engine.saveCheckpoint(scratchDir);
     const files = readdirSync(scratchDir).sort();

@@ -1,12 +1,7 @@
-/**
- * @module SQLite `Store` on better-sqlite3: the embedded default. WAL journal, `synchronous=NORMAL` by default, every
- * multi-row write in one `BEGIN IMMEDIATE` transaction, so several processes may share one file. Event appends are
- * group-committed: those called in the same event-loop turn share one transaction (see `group-commit.ts`).
- */
-import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
+import { makeDirs } from "../fs/make-dirs.js";
 import {
   type Event,
   FIRST_ATTEMPT_ID,
@@ -175,7 +170,7 @@ export class SqliteStore implements Store {
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
     let db: Database.Database | undefined;
     try {
-      if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+      if (path !== ":memory:") makeDirs(dirname(path));
       db = new Database(path, { timeout: OPEN_BUSY_TIMEOUT_MS });
       db.pragma("journal_mode = WAL");
       db.pragma(`synchronous = ${options.synchronous ?? "NORMAL"}`);

@@ -3,10 +3,11 @@
  * seed, pending async groups) under `runs/NAME/checkpoints/step-NNNNNN/`, and `latest.json` pointing at the newest.
  * Writes go to a temp name and are renamed, so a crash mid-save leaves the previous checkpoint intact.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import type { Engine } from "../engine/engine.js";
+import { makeDirs } from "../fs/make-dirs.js";
 import { parseOrThrow } from "../protocol/validate.js";
 import type { GroupPlan } from "./rollout-groups.js";
 
@@ -53,7 +54,7 @@ export async function saveTrainerCheckpoint(runDir: string, engine: Engine, stat
   const dir = join(checkpointsDir(runDir), name);
   const tmp = `${dir}.tmp`;
   rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(tmp, { recursive: true });
+  makeDirs(tmp);
   await engine.saveCheckpoint(join(tmp, "engine"));
   writeFileSync(join(tmp, "trainer-state.json"), `${JSON.stringify(state, null, 2)}\n`);
   rmSync(dir, { recursive: true, force: true });

@@ -2,9 +2,10 @@
  * @module Step metrics: the slash-namespaced record of one training step (Tinker's naming), built from the batch
  * counts, the engine's train metrics and the loop's timings, and appended as one JSON line to `runs/NAME/metrics.jsonl`.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { TrainMetrics } from "../engine/engine.js";
+import { makeDirs } from "../fs/make-dirs.js";
 import type { BatchCounts } from "./batch.js";
 
 /** One step's metrics; keys are slash-namespaced, values numbers (null where not measured this step). */
@@ -158,7 +159,7 @@ export function meanTrainMetrics(all: readonly TrainMetrics[]): TrainMetrics | n
  * @param record - one step's metrics
  */
 export function appendMetrics(path: string, record: StepMetrics): void {
-  mkdirSync(dirname(path), { recursive: true });
+  makeDirs(dirname(path));
   appendFileSync(path, `${JSON.stringify(record)}\n`);
 }
 

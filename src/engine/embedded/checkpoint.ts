@@ -4,8 +4,9 @@
  * and constants in its metadata). Weights and moments are stored as exact float32, so training resumes bit-exactly.
  */
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { makeDirs } from "../../fs/make-dirs.js";
 import { CheckpointInvalid } from "../checkpoint-error.js";
 import type { AdamWConstants } from "./adamw.js";
 import { type ModelConfig, ModelConfigSchema } from "./config.js";
@@ -45,7 +46,7 @@ export const CHECKPOINT_FILES = {
  * @param data - config, weights, optimiser state and policy version
  */
 export async function writeCheckpoint(dir: string, data: CheckpointData): Promise<void> {
-  await mkdir(dir, { recursive: true });
+  makeDirs(dir);
   const { step, constants } = data.optimizer;
   await atomicWrite(join(dir, CHECKPOINT_FILES.config), Buffer.from(`${JSON.stringify(data.config, null, 2)}\n`));
   await atomicWrite(
