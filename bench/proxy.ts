@@ -37,12 +37,13 @@
 
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { Agent } from "undici";
+import { makeDirs } from "../src/fs/make-dirs.js";
 import {
   attribute,
   type CpuProfile,
@@ -718,9 +719,26 @@ function checkArgs(args: readonly string[]): void {
   }
 }
 
+/** What `--help` prints. */
+const USAGE = `usage: npx tsx bench/proxy.ts [FLAG VALUE ...]   (or npm run bench -- proxy [FLAG VALUE ...]; run npm run build first)
+  --rounds N            rounds of every kind, figures are medians (default 3)
+  --rate N              open loop: N calls/s offered to every kind (default: closed loop, 64 clients)
+  --paired N            the servers served at the same time, N calls/s each, CPU read over one window
+  --store sqlite|memory the gateway's store (default sqlite, a fresh file)
+  --body small|large    the chat body (default small; large: 24 turns, ~24 kB)
+  --gateway app|harness the gateway as arclight gateway runs it (default), or the proxy test harness
+  --gateway-config JSON gateway configuration keys for --gateway app, e.g. '{"log_level":"warn"}'
+  --profile DIR         one more round with every server profiling itself; profiles and a table in DIR
+env BENCH_DURATION_MS   each run's measured time, ms (default 5000)`;
+
 async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(USAGE);
+    return;
+  }
   // Every flag is checked before any server starts: a bad one leaves no child process behind.
-  checkArgs(process.argv.slice(2));
+  checkArgs(args);
   if (!Number.isInteger(DURATION_MS) || DURATION_MS < 100) {
     throw new Error(
       `BENCH_DURATION_MS must be a whole number of ms, at least 100, got "${process.env.BENCH_DURATION_MS}"`,
@@ -782,7 +800,7 @@ function rateFlag(flag: "--rate" | "--paired"): number | undefined {
  */
 function checkProfileDir(dir: string): void {
   try {
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     for (const kind of MIDDLES) {
       const path = join(dir, `${kind}.cpuprofile`);
       writeFileSync(path, "");
