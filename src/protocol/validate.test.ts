@@ -30,6 +30,26 @@ describe("parseOrThrow", () => {
     );
   });
 
+  it("keeps a failure small whatever the input: long names clipped, unknown fields and issues counted past a few", () => {
+    const long = "k".repeat(5000);
+    const many = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`x${i}`, 1]));
+    const err = failure({ steps: 1, name: "a", [long]: 1, ...many });
+    expect(err.message).toContain(`unknown field(s): ${"k".repeat(100)}… (5000 characters), x0, x1,`);
+    expect(err.message).toMatch(/x8, and 21 more$/);
+    expect(err.message.length).toBeLessThan(400);
+    const Rows = z.record(z.string(), z.number());
+    let rows: ValidationFailed | undefined;
+    try {
+      parseOrThrow(Rows, Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`${long}${i}`, "x"])), "rows");
+    } catch (e) {
+      rows = e as ValidationFailed;
+    }
+    expect(rows!.issues).toHaveLength(50);
+    expect(rows!.issues[0]!.loc).toEqual([`${"k".repeat(100)}… (5001 characters)`]);
+    expect(rows!.message).toMatch(/; and 490 more issue\(s\)$/);
+    expect(JSON.stringify(rows!.issues).length).toBeLessThan(20_000);
+  });
+
   it("returns the parsed value when it is valid", () => {
     expect(parseOrThrow(Schema, { steps: 2, name: "a" }, "x")).toEqual({ steps: 2, name: "a" });
   });

@@ -1,6 +1,15 @@
 /** @module Parse untrusted input with a zod schema, turning failures into `ValidationFailed` (HTTP 422). */
 import type { z } from "zod";
 import { ValidationFailed, type ValidationIssue } from "./errors.js";
+import { quoteStart } from "./text.js";
+
+/** Longest field name quoted whole in an issue (longer ones by their start and length). */
+const MAX_NAME_CHARS = 100;
+/** Most unknown field names listed in one issue. */
+const MAX_NAMES = 10;
+/** Most issues a failure carries (a body can hold any number of bad entries); the message names the first few. */
+const MAX_ISSUES = 50;
+const MAX_ISSUES_IN_MESSAGE = 10;
 
 /**
  * Parses `value` with `schema`.
@@ -9,7 +18,9 @@ import { ValidationFailed, type ValidationIssue } from "./errors.js";
  * @param what - what is being parsed, for the message, e.g. "rollout create"
  * @param locPrefix - prepended to each issue's `loc`, e.g. `["body"]` for FastAPI-shaped details
  * @returns the parsed value (defaults applied)
- * @throws {ValidationFailed} listing every issue, e.g. `rollout create: config.timeout_seconds: Too small`
+ * @throws {ValidationFailed} listing the issues (at most 50; the message names the first 10 and counts the rest),
+ *   e.g. `rollout create: config.timeout_seconds: Too small`; field names over 100 characters are quoted by their
+ *   start and length, and at most 10 unknown fields are named
  */
 export function parseOrThrow<S extends z.ZodType>(
   schema: S,
@@ -19,18 +30,33 @@ export function parseOrThrow<S extends z.ZodType>(
 ): z.infer<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const issues: ValidationIssue[] = result.error.issues.map((issue) => ({
-    loc: [...locPrefix, ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))],
+  const all = result.error.issues;
+  const issues: ValidationIssue[] = all.slice(0, MAX_ISSUES).map((issue) => ({
+    loc: [...locPrefix, ...issue.path.map(locPart)],
     msg: messageOf(issue),
     type: issue.code,
   }));
-  const summary = issues.map((i) => `${i.loc.slice(locPrefix.length).join(".") || "(root)"}: ${i.msg}`).join("; ");
-  throw new ValidationFailed(`${what}: ${summary}`, issues);
+  const summary = issues
+    .slice(0, MAX_ISSUES_IN_MESSAGE)
+    .map((i) => `${i.loc.slice(locPrefix.length).join(".") || "(root)"}: ${i.msg}`)
+    .join("; ");
+  const more = all.length > MAX_ISSUES_IN_MESSAGE ? `; and ${all.length - MAX_ISSUES_IN_MESSAGE} more issue(s)` : "";
+  throw new ValidationFailed(`${what}: ${summary}${more}`, issues);
+}
+
+/** A path element as `loc` shows it: a field name longer than {@link MAX_NAME_CHARS} by its start and length. */
+function locPart(part: PropertyKey): string | number {
+  if (typeof part === "number") return part;
+  return quoteStart(String(part), MAX_NAME_CHARS);
 }
 
 /** An issue's message in plain words where zod's reads oddly (`expected int, received number` for 1.5). */
 function messageOf(issue: z.core.$ZodIssue): string {
-  if (issue.code === "unrecognized_keys") return `unknown field(s): ${issue.keys.join(", ")}`;
+  if (issue.code === "unrecognized_keys") {
+    const names = issue.keys.slice(0, MAX_NAMES).map((key) => quoteStart(key, MAX_NAME_CHARS));
+    const more = issue.keys.length > MAX_NAMES ? `, and ${issue.keys.length - MAX_NAMES} more` : "";
+    return `unknown field(s): ${names.join(", ")}${more}`;
+  }
   if (issue.code === "invalid_type" && issue.expected === "int") return "expected an integer";
   return issue.message;
 }
