@@ -16,16 +16,24 @@ export const ToolParserSchema = z.enum(["hermes", "none"]);
 /** A tito tool-call parser name. */
 export type ToolParserName = z.infer<typeof ToolParserSchema>;
 
+/** Longest model name, characters: a served model name is a repo id or a path (errors quote it whole). */
+export const MAX_MODEL_NAME_CHARS = 1000;
+/** Longest endpoint URL, characters. */
+export const MAX_ENDPOINT_CHARS = 2048;
+
 /**
  * A registered model endpoint, keyed by (model, endpoint). `version` is the policy version its weights carry. `mode`,
  * `tokenizer` and `tool_parser` are arclight's (absent on a `passthrough` endpoint, so AGL's shape is unchanged).
  */
 export const ModelSchema = z.strictObject({
-  model: wellFormedString(1),
-  endpoint: z.url({ protocol: /^https?$/ }).describe("base URL of an OpenAI-compatible server, e.g. http://h:8000/v1"),
+  model: wellFormedString(1, MAX_MODEL_NAME_CHARS),
+  endpoint: z
+    .url({ protocol: /^https?$/ })
+    .max(MAX_ENDPOINT_CHARS)
+    .describe("base URL of an OpenAI-compatible server, e.g. http://h:8000/v1"),
   version: z.number().int().min(0).default(0),
   mode: ProxyModeSchema.optional().describe("proxy mode of the model's chat calls; absent: passthrough"),
-  tokenizer: wellFormedString(1)
+  tokenizer: wellFormedString(1, 4096)
     .optional()
     .describe("folder the gateway reads tokenizer.json and tokenizer_config.json from (required by tito)"),
   tool_parser: ToolParserSchema.optional().describe("how tito reads tool calls in generated text; absent: hermes"),

@@ -39,9 +39,11 @@ describe("model routes", () => {
     expect(await (await gw.call("GET", "/api/models")).json()).toEqual([]);
   });
 
-  it("answers 422 for a bad endpoint URL, a negative version or an unknown field", async () => {
+  it("answers 422 for a bad endpoint URL, a negative version, an unknown field or an over-long name or URL", async () => {
     gw = await startTestGateway();
     for (const body of [
+      [{ model: "m".repeat(1001), endpoint: "http://h/v1" }],
+      [{ model: "m", endpoint: `http://h/${"v".repeat(2048)}` }],
       [{ model: "m", endpoint: "not a url" }],
       [{ model: "m", endpoint: "http://h/v1", version: -1 }],
       [{ model: "m", endpoint: "http://h/v1", weight: 2 }],
