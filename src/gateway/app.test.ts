@@ -165,8 +165,22 @@ describe("errors are JSON {detail}", () => {
         body: "input=1",
       });
       expect(res.status, path).toBe(415);
-      expect(await res.json()).toEqual({ detail: "Unsupported Media Type", code: "fst_err_ctp_invalid_media_type" });
+      expect(await res.json()).toEqual({
+        detail: 'Unsupported Media Type: content-type "application/x-www-form-urlencoded"; send application/json',
+        code: "fst_err_ctp_invalid_media_type",
+      });
     }
+    // OTLP reads protobuf too, and says so; a content-type thousands of characters long is quoted by its start.
+    const res = await fetch(`${gw.url}/v1/traces`, {
+      method: "POST",
+      headers: { authorization: "Bearer test-key", "content-type": `text/${"x".repeat(3000)}` },
+      body: "x",
+    });
+    expect(res.status).toBe(415);
+    const { detail } = (await res.json()) as { detail: string };
+    expect(detail).toBe(
+      `Unsupported Media Type: content-type "text/${"x".repeat(95)}… (3005 characters)"; send application/json or application/x-protobuf`,
+    );
   });
 
   it("answers 422 for an empty JSON body on rollout create, as for a missing body, not 400 (as docs/api.md says)", async () => {

@@ -76,9 +76,24 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
   return { status: 500, body: { detail: "Internal Server Error", code: "internal_error" } };
 }
 
+/** Body types a route may read, in the order a 415 names them. */
+const READ_TYPES = ["application/json", "application/x-protobuf"];
+
+/**
+ * A 415's `detail`: the type sent (quoted by its start when long) and the types this route reads, e.g.
+ * `Unsupported Media Type: content-type "text/csv"; send application/json`.
+ */
+function unsupportedMediaType(request: FastifyRequest): string {
+  const sent = request.headers["content-type"];
+  const what = sent === undefined ? "no content-type" : `content-type "${quoteStart(sent, 100)}"`;
+  const read = READ_TYPES.filter((type) => request.server.hasContentTypeParser(type));
+  return `Unsupported Media Type: ${what}; send ${read.length > 0 ? read.join(" or ") : "application/json"}`;
+}
+
 /** Fastify `setErrorHandler` callback: answers with {@link toErrorResponse}, logging 5xx with their stack. */
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const { status, body } = toErrorResponse(err);
+  if (body.code === "fst_err_ctp_invalid_media_type") body.detail = unsupportedMediaType(request);
   // A retryable error (503 store busy, 429) tells the client when to come back, as a header and in the body.
   const retryAfter = (body as { retry_after_seconds?: unknown }).retry_after_seconds;
   if (typeof retryAfter === "number") void reply.header("retry-after", String(Math.ceil(retryAfter)));
