@@ -374,6 +374,20 @@ describe("request ids and logs", () => {
     expect(completed("too-long")).toMatchObject({ res: { statusCode: 414 } });
     expect(completed("too-long")?.responseTime).toBeGreaterThan(0);
   });
+
+  it("logs a URL over 1,000 characters by its start and length", async () => {
+    const { lines, logger } = captureLogs();
+    const gw = await start({}, undefined, logger);
+    const path = `/no/such/${"z".repeat(12_000)}`;
+    await gw.call("GET", `${path}?q=1`, undefined, { "x-request-id": "long-url" });
+    const line = await vi.waitFor(() => {
+      const found = lines.find((l) => l.msg === "request completed" && l.reqId === "long-url");
+      if (!found) throw new Error("no line yet");
+      return found;
+    });
+    expect(line.req).toMatchObject({ method: "GET", url: `${path.slice(0, 1000)}… (${path.length + 4} characters)` });
+    expect(JSON.stringify(line).length).toBeLessThan(3000);
+  });
 });
 
 describe("GET /metrics", () => {

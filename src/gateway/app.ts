@@ -21,7 +21,7 @@ import { clientErrorHandler } from "./parser-errors.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
 import { PauseController } from "./proxy/pause.js";
 import { requestGate } from "./request-gate.js";
-import { GatewayLogController, requestId } from "./request-log.js";
+import { GatewayLogController, requestForLog, requestId } from "./request-log.js";
 import { RolloutLeases, watchLeases } from "./rollout-leases.js";
 import type { GatewayRouteOptions } from "./route-options.js";
 import { dashboardRoutes } from "./routes/dashboard.js";
@@ -122,7 +122,10 @@ function dashboardAuth(sessions: DashboardSessions): DashboardAuth {
  */
 export function buildApp(options: BuildAppOptions): FastifyInstance {
   const { store, config } = options;
-  const logger = (options.logger ?? pino({ level: "silent" })).child({ component: "gateway" });
+  const logger = (options.logger ?? pino({ level: "silent" })).child(
+    { component: "gateway" },
+    { serializers: { req: requestForLog } },
+  );
   const metrics = createGatewayMetrics(store);
   const logController = new GatewayLogController();
   const app = Fastify({

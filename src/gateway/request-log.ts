@@ -3,6 +3,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { type FastifyReply, type FastifyRequest, LogController } from "fastify";
+import { quoteStart } from "../protocol/index.js";
 
 /**
  * The id of a request (Fastify's `genReqId`): the caller's `x-request-id` when it is 1–128 characters of
@@ -32,4 +33,24 @@ export class GatewayLogController extends LogController {
       reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, "request errored");
     else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, "request completed");
   }
+}
+
+/** Longest request URL a log line holds as it is (a URL can be as long as Node's header limit, 16 KiB). */
+export const MAX_LOGGED_URL_CHARS = 1000;
+
+/**
+ * How a request appears in a log line (pino's `req` serializer, set on the gateway's logger): Fastify's fields, with
+ * a URL over {@link MAX_LOGGED_URL_CHARS} characters cut to its start and its length
+ * (`/api/rollouts/yyy… (15009 characters)`).
+ * @param request - the Fastify request being logged
+ */
+export function requestForLog(request: FastifyRequest): Record<string, unknown> {
+  return {
+    method: request.method,
+    url: quoteStart(request.url, MAX_LOGGED_URL_CHARS),
+    version: request.headers["accept-version"],
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
 }
