@@ -1111,7 +1111,8 @@ async function comparePaired(
     const each = (f: (run: Run) => string): string =>
       MIDDLES.map((kind, i) => `${SERVER_NAMES[kind]} ${f(runs[i]!)}`).join(", ");
     console.log(
-      `${round === 0 ? "warm-up round, not counted" : `round ${round}`}: CPU per call (warm-up calls included), µs: ` +
+      `${round === 0 ? "warm-up round, not counted" : `round ${round}`}: CPU per call over the round's ` +
+        `${WARMUP_MS + DURATION_MS} ms (its ${WARMUP_MS} ms warm-up included), µs: ` +
         `${MIDDLES.map((kind) => `${SERVER_NAMES[kind]} ${cpu[kind].toFixed(0)}`).join(", ")}: ` +
         `gateway ${ratio.gateway.toFixed(2)}× bare, floor ${ratio.floor.toFixed(2)}× bare, Fastify floor ` +
         `${ratio.framework.toFixed(2)}× bare; p50: ${each(p50)}; late / unsent calls: ${each((r) => `${r.late} / ${r.unsent}`)}`,
