@@ -13,6 +13,7 @@ import { KubeApi } from "../controller/k8s/kube-api.js";
 import { LocalController } from "../controller/reconcile.js";
 import { StateFileInvalid } from "../controller/state-file.js";
 import { GatewayClient } from "../gateway/client.js";
+import { stopWhenParentGone } from "../process/parent-watch.js";
 import { CliError } from "./cli-error.js";
 import {
   CONTROLLER_FLAGS,
@@ -59,6 +60,8 @@ async function untilSignal(): Promise<NodeJS.Signals> {
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", () => resolve("SIGINT"));
     process.once("SIGTERM", () => resolve("SIGTERM"));
+    // A controller under a stopped npx (npm's shell dies without passing the SIGTERM on) stops the same way.
+    stopWhenParentGone();
   });
   const force = () => process.exit(130);
   process.once("SIGINT", force);

@@ -16,6 +16,7 @@ import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { buildEngineServer } from "../engine/server/app.js";
 import { type EngineServeConfig, EngineServeConfigSchema } from "../engine/server/config.js";
 import { closeWithGrace } from "../http/server-timeouts.js";
+import { stopWhenParentGone } from "../process/parent-watch.js";
 import { CliError } from "./cli-error.js";
 import { decimalInteger } from "./common-flags.js";
 import { resolveKey } from "./key-source.js";
@@ -117,6 +118,8 @@ async function serve(
   };
   process.once("SIGINT", () => void stop());
   process.once("SIGTERM", () => void stop());
+  // An engine child of `arclight train` whose parent was killed outright, or one under a stopped npx, stops the same way.
+  stopWhenParentGone();
 }
 
 /** Registers `arclight engine serve`. */

@@ -67,7 +67,8 @@ export async function runGateway(config: Readonly<GatewayConfig>): Promise<void>
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", () => resolve("SIGINT"));
     process.once("SIGTERM", () => resolve("SIGTERM"));
-    // A gateway child of `arclight train` / `demo` whose parent was killed outright stops the same way.
+    // A gateway child of `arclight train` / `demo` whose parent was killed outright, or one under a stopped npx, stops
+    // the same way.
     stopWhenParentGone();
   });
   logger.info({ component: "gateway", signal }, "shutting down: draining in-flight requests");
