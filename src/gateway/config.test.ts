@@ -10,6 +10,9 @@ describe("GatewayConfigSchema", () => {
     expect(() => gatewayConfig({ store: "postgres:db" })).toThrow();
     expect(gatewayConfig({ store: "postgresql://u@h:5432/db" }).store).toBe("postgresql://u@h:5432/db");
     expect(() => gatewayConfig({ body_limit_bytes: 0 })).toThrow();
+    // A name no registration can take (POST /api/models allows 1,000 characters).
+    expect(() => gatewayConfig({ model_name: "m".repeat(1001) })).toThrow(/model_name/);
+    expect(gatewayConfig({ model_name: "m".repeat(1000) }).model_name).toHaveLength(1000);
   });
 
   it("maps onto the proxy's options, seconds to ms", () => {

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { DEFAULT_HEADERS_TIMEOUT_SECONDS, DEFAULT_REQUEST_TIMEOUT_SECONDS } from "../http/server-timeouts.js";
 import { invalidAgentEntry } from "../protocol/agent-match.js";
+import { MAX_MODEL_NAME_CHARS } from "../protocol/model.js";
 import { type ProxyOptions, resolveProxyOptions } from "./proxy/options.js";
 
 /** Default request body limit: 32 MiB. */
@@ -44,6 +45,7 @@ export const GatewayConfigSchema = z.strictObject({
     .describe("largest request body accepted, in bytes (larger → 413)"),
   model_name: z
     .string()
+    .max(MAX_MODEL_NAME_CHARS)
     .default("")
     .describe(
       "model name the proxy sends upstream and looks endpoints up by (POST /api/models); empty keeps the agent's",

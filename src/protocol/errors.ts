@@ -1,5 +1,6 @@
 /** @module The errors that reach the wire: each has a stable `code` and the HTTP `status` the gateway answers with. */
 
+import { MAX_MODEL_NAME_CHARS } from "./model.js";
 import { quoteStart } from "./text.js";
 
 /**
@@ -123,12 +124,17 @@ export class ValidationFailed extends ArclightError {
  * message says how to fix it, for whoever reads the agent's log.
  */
 export class NoEndpoint extends ArclightError {
+  /** @param model - the model name looked up (the agent's, or the gateway's `model_name`); quoted by its start when long */
   constructor(model: string) {
+    const fix =
+      model.length > MAX_MODEL_NAME_CHARS
+        ? `no model name over ${MAX_MODEL_NAME_CHARS} characters can be registered: check the model the agent asks for`
+        : `register an endpoint with POST /api/models [{"model": ${JSON.stringify(model)}, "endpoint": ` +
+          `"http://HOST:PORT/v1"}]`;
     super(
       "no_endpoint",
       503,
-      `No endpoint is registered for model ${model}: register an endpoint with POST /api/models ` +
-        `[{"model": ${JSON.stringify(model)}, "endpoint": "http://HOST:PORT/v1"}], or start the gateway with ` +
+      `No endpoint is registered for model ${quoteStart(model, 200)}: ${fix}, or start the gateway with ` +
         "--model-name set to a registered model",
     );
   }

@@ -16,7 +16,7 @@ export const ToolParserSchema = z.enum(["hermes", "none"]);
 /** A tito tool-call parser name. */
 export type ToolParserName = z.infer<typeof ToolParserSchema>;
 
-/** Longest model name, characters: a served model name is a repo id or a path (errors quote it whole). */
+/** Longest model name, characters: a served model name is a repo id or a path (a 503 `no_endpoint` quotes it). */
 export const MAX_MODEL_NAME_CHARS = 1000;
 /** Longest endpoint URL, characters. */
 export const MAX_ENDPOINT_CHARS = 2048;

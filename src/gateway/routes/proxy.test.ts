@@ -93,6 +93,22 @@ describe("proxy routing and errors", () => {
         "registered model",
     });
   });
+
+  it("keeps the 503 small for an agent's model name of a million characters, and a 404 for a long path", async () => {
+    const { h, rid } = await setup({ modelName: "" });
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest({ model: "q".repeat(1_000_000) }));
+    expect(answer.status).toBe(503);
+    const detail = (answer.json as { detail: string }).detail;
+    expect(detail).toBe(
+      `No endpoint is registered for model ${"q".repeat(200)}… (1000000 characters): no model name over 1000 ` +
+        "characters can be registered: check the model the agent asks for, or start the gateway with --model-name " +
+        "set to a registered model",
+    );
+    const missing = await agentCall(h, rid, `${"z".repeat(14_000)}`, chatRequest());
+    expect(missing.status).toBe(404);
+    expect((missing.json as { detail: string }).detail).toMatch(/^No proxy route POST \/proxy\/rollout\/.*z… \(\d+ characters\)$/);
+    expect(JSON.stringify(missing.json).length).toBeLessThan(400);
+  });
 });
 
 describe("upstream body", () => {

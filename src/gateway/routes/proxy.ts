@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
+import { pathForDetail } from "../../http/error-handler.js";
 import {
   BadRequest,
   currentAttemptOf,
@@ -190,7 +191,7 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
     calls.post(`${PREFIX}/anthropic/v1/messages`, routeOptions, handle("chat", translateAnthropicCall));
   });
   app.all(`${PREFIX}/*`, async (request) => {
-    throw new NotFound(`No proxy route ${request.method} ${request.url.split("?", 1)[0]}`);
+    throw new NotFound(`No proxy route ${request.method} ${pathForDetail(request.url)}`);
   });
 
   registerPauseRoutes(app, pause);
