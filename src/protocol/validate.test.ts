@@ -44,10 +44,25 @@ describe("parseOrThrow", () => {
     } catch (e) {
       rows = e as ValidationFailed;
     }
-    expect(rows!.issues).toHaveLength(50);
+    expect(rows!.issues.length).toBeGreaterThan(40); // as many as 8,000 characters of msg and loc take
+    expect(rows!.issues.length).toBeLessThanOrEqual(50);
     expect(rows!.issues[0]!.loc).toEqual([`${"k".repeat(100)}… (5001 characters)`]);
     expect(rows!.message).toMatch(/; and 490 more issue\(s\)$/);
     expect(JSON.stringify(rows!.issues).length).toBeLessThan(20_000);
+    // A hundred items, each with twelve long unknown keys: every cap above holds, and the whole stays small too.
+    const Items = z.array(z.strictObject({ input: z.number() }));
+    const items = Array.from({ length: 100 }, (_, i) =>
+      Object.fromEntries([["input", 1], ...Array.from({ length: 12 }, (_, k) => [`${"u".repeat(150)}${i}-${k}`, 1])]),
+    );
+    let wide: ValidationFailed | undefined;
+    try {
+      parseOrThrow(Items, items, "rollout create", ["body"]);
+    } catch (e) {
+      wide = e as ValidationFailed;
+    }
+    expect(JSON.stringify({ detail: wide!.issues }).length).toBeLessThan(10_000);
+    expect(wide!.message.length).toBeLessThan(2_100);
+    expect(wide!.message).toMatch(/; and \d+ more issue\(s\)$/);
   });
 
   it("returns the parsed value when it is valid", () => {

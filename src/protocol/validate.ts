@@ -10,6 +10,10 @@ const MAX_NAMES = 10;
 /** Most issues a failure carries (a body can hold any number of bad entries); the message names the first few. */
 const MAX_ISSUES = 50;
 const MAX_ISSUES_IN_MESSAGE = 10;
+/** Characters of `msg` and `loc` the issues after the first may add up to; the rest are counted, not listed. */
+const MAX_ISSUE_CHARS = 8000;
+/** Longest message (the summary of the first issues). */
+const MAX_MESSAGE_CHARS = 2000;
 
 /**
  * Parses `value` with `schema`.
@@ -18,9 +22,10 @@ const MAX_ISSUES_IN_MESSAGE = 10;
  * @param what - what is being parsed, for the message, e.g. "rollout create"
  * @param locPrefix - prepended to each issue's `loc`, e.g. `["body"]` for FastAPI-shaped details
  * @returns the parsed value (defaults applied)
- * @throws {ValidationFailed} listing the issues (at most 50; the message names the first 10 and counts the rest),
- *   e.g. `rollout create: config.timeout_seconds: Too small`; field names over 100 characters are quoted by their
- *   start and length, and at most 10 unknown fields are named
+ * @throws {ValidationFailed} listing the issues (at most 50, and past the first only while their `msg` and `loc`
+ *   add up to 8,000 characters; the message, at most 2,000 characters, names the first 10 and counts the rest), e.g.
+ *   `rollout create: config.timeout_seconds: Too small`; field names over 100 characters are quoted by their start
+ *   and length, and at most 10 unknown fields are named
  */
 export function parseOrThrow<S extends z.ZodType>(
   schema: S,
@@ -31,17 +36,22 @@ export function parseOrThrow<S extends z.ZodType>(
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const all = result.error.issues;
-  const issues: ValidationIssue[] = all.slice(0, MAX_ISSUES).map((issue) => ({
-    loc: [...locPrefix, ...issue.path.map(locPart)],
-    msg: messageOf(issue),
-    type: issue.code,
-  }));
-  const summary = issues
-    .slice(0, MAX_ISSUES_IN_MESSAGE)
-    .map((i) => `${i.loc.slice(locPrefix.length).join(".") || "(root)"}: ${i.msg}`)
-    .join("; ");
-  const more = all.length > MAX_ISSUES_IN_MESSAGE ? `; and ${all.length - MAX_ISSUES_IN_MESSAGE} more issue(s)` : "";
-  throw new ValidationFailed(`${what}: ${summary}${more}`, issues);
+  const issues: ValidationIssue[] = [];
+  let chars = 0;
+  for (const issue of all.slice(0, MAX_ISSUES)) {
+    const listed: ValidationIssue = {
+      loc: [...locPrefix, ...issue.path.map(locPart)],
+      msg: messageOf(issue),
+      type: issue.code,
+    };
+    chars += listed.msg.length + listed.loc.reduce<number>((sum, part) => sum + String(part).length + 3, 0);
+    if (issues.length > 0 && chars > MAX_ISSUE_CHARS) break;
+    issues.push(listed);
+  }
+  const named = issues.slice(0, MAX_ISSUES_IN_MESSAGE);
+  const summary = named.map((i) => `${i.loc.slice(locPrefix.length).join(".") || "(root)"}: ${i.msg}`).join("; ");
+  const more = all.length > named.length ? `; and ${all.length - named.length} more issue(s)` : "";
+  throw new ValidationFailed(`${what}: ${quoteStart(summary, MAX_MESSAGE_CHARS)}${more}`, issues);
 }
 
 /** A path element as `loc` shows it: a field name longer than {@link MAX_NAME_CHARS} by its start and length. */
