@@ -39,7 +39,13 @@ describe("registering a tito model", () => {
     gw = await startTestGateway();
     const res = await register([{ model: "p", endpoint: "http://h:8000/v1", mode: "tito", tokenizer: "/nonexistent" }]);
     expect(res.status).toBe(400);
-    expect(res.json.detail).toMatch(/cannot read tokenizer\.json \(\/nonexistent\/tokenizer\.json\)/);
+    expect(res.json.detail).toMatch(/cannot read tokenizer\.json \(\/nonexistent\/tokenizer\.json\): ENOENT$/);
+    // A 4,000-character folder is quoted once, by its start.
+    const long = await register([
+      { model: "p", endpoint: "http://h:8000/v1", mode: "tito", tokenizer: `/${"d".repeat(4000)}` },
+    ]);
+    expect(long.status).toBe(400);
+    expect(JSON.stringify(long.json).length).toBeLessThan(600);
   });
 
   it("refuses a folder without a chat template (400)", async () => {

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Template } from "@huggingface/jinja";
 import { HfTokenizer } from "../../../engine/remote/hf-tokenizer.js";
-import { BadRequest } from "../../../protocol/index.js";
+import { BadRequest, quoteStart } from "../../../protocol/index.js";
 
 /** What `tito` needs of a model: its tokenizer, its chat template and its end-of-turn token. */
 export interface TitoTokenizer {
@@ -27,10 +27,12 @@ function readJson(path: string, what: string): Record<string, unknown> {
   try {
     value = JSON.parse(readFileSync(path, "utf8"));
   } catch (err) {
-    throw new BadRequest(`tito tokenizer: cannot read ${what} (${path}): ${(err as Error).message}`);
+    // A system error's message repeats the path: its code says the same in a word (ENOENT, EACCES, EISDIR).
+    const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new BadRequest(`tito tokenizer: cannot read ${what} (${quoteStart(path, 300)}): ${reason}`);
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw new BadRequest(`tito tokenizer: ${what} (${path}) is not a JSON object`);
+    throw new BadRequest(`tito tokenizer: ${what} (${quoteStart(path, 300)}) is not a JSON object`);
   }
   return value as Record<string, unknown>;
 }
