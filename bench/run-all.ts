@@ -1,10 +1,12 @@
 /**
  * @module `npm run bench`: runs benchmarks in bench/ in turn, each in its own process, printing its figures.
  *
- * `npm run bench` runs every one; `npm run bench -- NAME [ARGS...] [NAME [ARGS...]]` runs the named ones (a name is a
- * file's name without `.ts`, matched exactly), each given the arguments that follow its name up to the next name
- * (e.g. `npm run bench -- proxy --paired 800 --rounds 6`). An unknown name, or an argument before any name, is refused
- * with the list of names and exit code 2. Exit code 1 when a benchmark fails.
+ * `npm run bench` runs every one; `npm run bench -- NAME [NAME ...]` runs the named ones (a name is a file's name
+ * without `.ts`, matched exactly); `npm run bench -- NAME ARGS...` runs one, given the arguments after its name (e.g.
+ * `npm run bench -- proxy --paired 800 --rounds 6`). Arguments go with one benchmark only, so a flag's value that
+ * happens to be a benchmark's name (`--profile engine`) is never taken for one. An unknown name, an argument before
+ * any name, or arguments after several names are refused with the list of names and exit code 2; `--help` prints the
+ * usage. Exit code 1 when a benchmark fails.
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
@@ -19,29 +21,38 @@ export interface BenchRun {
 
 /**
  * Reads `npm run bench -- …`'s arguments.
- * @param argv - the arguments after the script
+ * @param argv - the arguments after the script (not `--help`, which `main` answers)
  * @param names - every benchmark's name
  * @returns the runs in the order named; every benchmark (no arguments) when argv is empty
- * @throws {Error} an argument before any name (a misspelt name, or a flag meant for a benchmark), with the names
+ * @throws {Error} an argument before any name (a misspelt name, or a flag meant for a benchmark), or arguments after
+ *   more than one name; the message lists the names
  */
 export function parseBenchArgs(argv: readonly string[], names: readonly string[]): BenchRun[] {
   if (argv.length === 0) return names.map((name) => ({ name, args: [] }));
-  if (argv[0] === "--help" || argv[0] === "-h") throw new Error(usage(names));
-  const runs: BenchRun[] = [];
-  for (const arg of argv) {
-    if (names.includes(arg)) runs.push({ name: arg, args: [] });
-    else if (runs.length > 0) runs[runs.length - 1]!.args.push(arg);
-    else {
-      const what = arg.startsWith("-") ? `the flag ${arg} comes before any benchmark's name` : `no benchmark ${arg}`;
-      throw new Error(`npm run bench: ${what}\n${usage(names)}`);
-    }
+  const first = argv[0]!;
+  if (!names.includes(first)) {
+    const what = first.startsWith("-")
+      ? `the flag ${first} comes before any benchmark's name`
+      : `no benchmark ${first}`;
+    throw new Error(`npm run bench: ${what}\n${usage(names)}`);
   }
-  return runs;
+  const leading = argv.findIndex((arg) => !names.includes(arg));
+  if (leading === -1) return argv.map((name) => ({ name, args: [] }));
+  if (leading > 1) {
+    const stray = argv[leading]!;
+    const what = stray.startsWith("-")
+      ? `arguments go with one benchmark: give one name, then its arguments (${stray} follows ${leading} names)`
+      : `no benchmark ${stray}`;
+    throw new Error(`npm run bench: ${what}\n${usage(names)}`);
+  }
+  return [{ name: first, args: argv.slice(1) }];
 }
 
 function usage(names: readonly string[]): string {
   return [
-    "usage: npm run bench [-- NAME [ARGS...] ...]   (no NAME: every benchmark)",
+    "usage: npm run bench                        every benchmark",
+    "       npm run bench -- NAME [NAME ...]     the named ones",
+    "       npm run bench -- NAME ARGS...        one, with its arguments (e.g. proxy --help)",
     `benchmarks: ${names.join(", ")}`,
   ].join("\n");
 }
@@ -52,9 +63,14 @@ function main(): void {
     .filter((f) => f.endsWith(".ts") && f !== "run-all.ts")
     .map((f) => f.slice(0, -".ts".length))
     .sort();
+  const argv = process.argv.slice(2);
+  if (argv[0] === "--help" || argv[0] === "-h") {
+    console.log(usage(names));
+    return;
+  }
   let runs: BenchRun[];
   try {
-    runs = parseBenchArgs(process.argv.slice(2), names);
+    runs = parseBenchArgs(argv, names);
   } catch (err) {
     console.error((err as Error).message);
     process.exit(2);
