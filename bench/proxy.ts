@@ -133,6 +133,8 @@ async function runWorker(): Promise<void> {
   const send = (message: unknown): void => void process.send!(message);
   // Stopped by the parent or a Ctrl-C: exit through the exit handlers (the capture store removes its temp folder).
   for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(0));
+  // The bench killed outright (SIGKILL) can stop nobody: its IPC channel closing is the sign to go.
+  process.once("disconnect", () => process.exit(0));
   if (role === "bare" || role === "capture") return runBarePassThrough(send, role === "capture");
   if (role === "framework") return runFastifyFloor(send);
   if (role === "upstream") {
