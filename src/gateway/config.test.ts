@@ -13,6 +13,10 @@ describe("GatewayConfigSchema", () => {
     // A name no registration can take (POST /api/models allows 1,000 characters).
     expect(() => gatewayConfig({ model_name: "m".repeat(1001) })).toThrow(/model_name/);
     expect(gatewayConfig({ model_name: "m".repeat(1000) }).model_name).toHaveLength(1000);
+    // HTTP trims header values: a key with whitespace at either end could never be presented.
+    for (const key of ["sekret\n", " ", " sekret"]) expect(() => gatewayConfig({ key })).toThrow(/key.*whitespace/s);
+    expect(() => gatewayConfig({ dashboard_key: "view\n" })).toThrow(/whitespace/);
+    expect(gatewayConfig({ key: "a b" }).key).toBe("a b");
   });
 
   it("maps onto the proxy's options, seconds to ms", () => {

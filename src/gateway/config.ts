@@ -11,12 +11,20 @@ export const DEFAULT_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
 /** Pino log levels the gateway accepts. */
 export const LogLevelSchema = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 
+/**
+ * Why a key with whitespace at either end is refused: HTTP trims a header value, so no client could present it (a
+ * newline left by `echo key > file` in ARCLIGHT_KEY made every request 401, and a key of spaces too).
+ */
+const PRESENTABLE_KEY =
+  "starts or ends with whitespace (a trailing newline?); no client can present it, since HTTP trims header values";
+
 /** Gateway configuration (YAML keys, env and flags all map onto these names). Unknown keys fail. */
 export const GatewayConfigSchema = z.strictObject({
   host: z.string().min(1).default("127.0.0.1").describe("interface to listen on"),
   port: z.number().int().min(0).max(65535).default(8080).describe("TCP port; 0 picks a free one"),
   key: z
     .string()
+    .refine((key) => key.trim() === key, PRESENTABLE_KEY)
     .default("")
     .describe(
       "admin key (Bearer or x-api-key) on every route but /healthz; agents get per-attempt tokens signed with it; empty disables auth. Env ARCLIGHT_KEY/AGL_KEY, or --key-file / ARCLIGHT_KEY_FILE",
@@ -116,6 +124,7 @@ export const GatewayConfigSchema = z.strictObject({
   dashboard: z.boolean().default(true).describe("serve the browser dashboard at /ui and its /api/runs routes"),
   dashboard_key: z
     .string()
+    .refine((key) => key.trim() === key, PRESENTABLE_KEY)
     .default("")
     .describe("read-only key for the dashboard login (the gateway key also logs in); empty: only the gateway key"),
   runs_dir: z
