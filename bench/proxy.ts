@@ -693,8 +693,11 @@ async function gatewayConfigFlag(): Promise<string> {
   const { GatewayConfigSchema } = await import("../src/gateway/config.js");
   const checked = GatewayConfigSchema.safeParse(value);
   const has = (key: string): boolean => Object.hasOwn(value as object, key);
-  if (["key", "model_name", "port"].some(has))
-    throw new Error("--gateway-config: key, model_name and port are the bench's");
+  const ours = ["key", "model_name", "port", "host", "store"].filter(has);
+  if (ours.length > 0)
+    throw new Error(
+      `--gateway-config: ${ours.join(", ")}: key, model_name, port, host and store are the bench's (--store picks the store)`,
+    );
   if (!checked.success)
     throw new Error(
       `--gateway-config: ${checked.error.issues.map((e) => (e.path.length ? `${e.path.join(".")}: ` : "") + e.message).join("; ")}`,
@@ -747,17 +750,19 @@ async function main(): Promise<void> {
     );
   }
   const storeKind = storeFlag();
-  checkBuild();
   const rounds = roundsFlag();
   const paired = flagValue("--paired") !== undefined;
   const callRate = rateFlag(paired ? "--paired" : "--rate");
   const profileDir = flagValue("--profile");
-  // Before any server starts: a folder that cannot be made fails here, not after the measured rounds.
-  if (profileDir !== undefined) checkProfileDir(profileDir);
   BODY = requestBody();
   process.env.BENCH_GATEWAY = gatewayFlag();
   process.env.BENCH_GATEWAY_CONFIG = await gatewayConfigFlag();
+  // Every flag's value is checked first (a bad one is named even in a tree whose build is stale), then the build.
+  checkBuild();
   UPSTREAM_BODY = await upstreamBody(process.env.BENCH_GATEWAY_CONFIG);
+  // Before any server starts, and after every other check (a bad flag leaves no folder made): a folder that cannot be
+  // made fails here, not after the measured rounds.
+  if (profileDir !== undefined) checkProfileDir(profileDir);
   const dir = storeKind === "sqlite" ? mkdtempSync(join(tmpdir(), "arclight-bench-proxy-")) : undefined;
   // Ctrl-C or a kill: stop every server (each removes its own temp folder on the way out) and this run's folder.
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
