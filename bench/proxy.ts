@@ -631,8 +631,8 @@ async function openLoad(target: Target, concurrency: number, rate: number, warmU
   // servers keep up.
   if (latenciesMs.length === 0 && !warmUp) {
     throw new Error(
-      `at ${rate} calls/s, ${urlOf(0)} was sent ${sent} of the schedule's ${total} calls, none of them after the ` +
-        "warm-up: the servers cannot take this rate; give a lower one",
+      `at ${rate} calls/s it was sent ${sent} of the schedule's ${total} calls, none of them after the warm-up: ` +
+        `it cannot take this rate on this machine now (load average ${loadavg()[0]!.toFixed(2)}); give a lower one`,
     );
   }
   // The window is the schedule's measured part, or longer when the answers came after its end.
@@ -1007,7 +1007,9 @@ async function compare(
         middle: kind === "direct" ? 0 : await cpuMicros(target.middle),
       });
       const before = await snapshot();
-      const run = await load(target, CONCURRENCY, callRate);
+      const run = await load(target, CONCURRENCY, callRate).catch((err: unknown) => {
+        throw new Error(`round ${round + 1}, ${kind}: ${(err as Error).message}`);
+      });
       const after = await snapshot();
       const cpu = {
         loadgen: (after.loadgen - before.loadgen) / run.allRequests,
@@ -1106,7 +1108,15 @@ async function comparePaired(
     run.latenciesMs.length === 0 ? "none measured" : `${percentile(run.latenciesMs, 50).toFixed(3)} ms`;
   for (let round = 0; round <= rounds; round++) {
     const before = await Promise.all(MIDDLES.map((kind) => cpuMicros(kinds[kind].middle)));
-    const runs = await Promise.all(MIDDLES.map((kind) => openLoad(kinds[kind], CONCURRENCY, callRate, round === 0)));
+    const runs = await Promise.all(
+      MIDDLES.map((kind) =>
+        openLoad(kinds[kind], CONCURRENCY, callRate, round === 0).catch((err: unknown) => {
+          const where = round === 0 ? "the warm-up round" : `round ${round}`;
+          const who = kind === "bare" ? "bare pass-through" : SERVER_NAMES[kind];
+          throw new Error(`${where}, the ${who}: ${(err as Error).message}`);
+        }),
+      ),
+    );
     const after = await Promise.all(MIDDLES.map((kind) => cpuMicros(kinds[kind].middle)));
     const cpu = Object.fromEntries(
       MIDDLES.map((kind, i) => [kind, (after[i]! - before[i]!) / runs[i]!.allRequests]),
