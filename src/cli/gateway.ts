@@ -16,12 +16,12 @@ import { CliError } from "./cli-error.js";
 import { type GatewayFlags, loadGatewayConfig } from "./gateway-config.js";
 import { warnKeyOnArgv } from "./key-source.js";
 
-/** Opens the configured store, turning failures into a CLI error naming `--store`. */
+/** Opens the configured store, turning failures into a CLI error naming the store (from --store, ARCLIGHT_STORE or the config file). */
 async function openConfiguredStore(spec: string, lockWaitSeconds: number): Promise<Store> {
   try {
     return await openStore(spec, { lockWaitMs: lockWaitSeconds * 1000 });
   } catch (err) {
-    throw new CliError(`--store ${redact(spec)}: ${(err as Error).message}`);
+    throw new CliError(`store ${redact(spec)}: ${(err as Error).message}`);
   }
 }
 
@@ -45,7 +45,7 @@ export async function runGateway(config: Readonly<GatewayConfig>): Promise<void>
     if (store instanceof PostgresStore) sharedPause = await store.sharedPause();
   } catch (err) {
     await store.close();
-    throw new CliError(`--store ${redact(config.store)}: ${(err as Error).message}`);
+    throw new CliError(`store ${redact(config.store)}: ${(err as Error).message}`);
   }
   const app = buildApp({ store, config, logger, sharedPause });
   if (config.key === "") {
