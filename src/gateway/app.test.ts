@@ -151,7 +151,10 @@ describe("errors are JSON {detail}", () => {
     const gw = await start({ body_limit_bytes: 1024 });
     const res = await gw.call("POST", "/api/rollouts", [{ input: "x".repeat(2000) }]);
     expect(res.status).toBe(413);
-    expect(typeof ((await res.json()) as { detail: unknown }).detail).toBe("string");
+    expect(await res.json()).toEqual({
+      detail: "Request body is too large: the limit is 1024 bytes",
+      code: "fst_err_ctp_body_too_large",
+    });
     expect(await gw.store.listRollouts()).toEqual([]);
     expect((await gw.call("POST", "/api/rollouts", [{ input: "x".repeat(500) }])).status).toBe(201);
   });

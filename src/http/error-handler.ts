@@ -94,6 +94,9 @@ function unsupportedMediaType(request: FastifyRequest): string {
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const { status, body } = toErrorResponse(err);
   if (body.code === "fst_err_ctp_invalid_media_type") body.detail = unsupportedMediaType(request);
+  else if (body.code === "fst_err_ctp_body_too_large") {
+    body.detail = `Request body is too large: the limit is ${request.routeOptions.bodyLimit} bytes`;
+  }
   // A retryable error (503 store busy, 429) tells the client when to come back, as a header and in the body.
   const retryAfter = (body as { retry_after_seconds?: unknown }).retry_after_seconds;
   if (typeof retryAfter === "number") void reply.header("retry-after", String(Math.ceil(retryAfter)));
