@@ -42,7 +42,7 @@ export function proxyFields(
 ): Record<string, unknown> {
   const model = options.modelName !== "" ? options.modelName : body.model;
   if (typeof model !== "string" || model === "") {
-    throw new BadRequest("Request body needs a string `model` (no model name is configured on the gateway)");
+    throw new BadRequest("Request body needs a non-empty string `model` (no model name is configured on the gateway)");
   }
   if (mode === "train" && typeof body.n === "number" && body.n > 1) {
     // The rollout's reward belongs to the one continuation the agent went on with; the other choices' outcomes are
