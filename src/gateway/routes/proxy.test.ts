@@ -106,7 +106,9 @@ describe("proxy routing and errors", () => {
     );
     const missing = await agentCall(h, rid, `${"z".repeat(14_000)}`, chatRequest());
     expect(missing.status).toBe(404);
-    expect((missing.json as { detail: string }).detail).toMatch(/^No proxy route POST \/proxy\/rollout\/.*z… \(\d+ characters\)$/);
+    expect((missing.json as { detail: string }).detail).toMatch(
+      /^No proxy route POST \/proxy\/rollout\/.*z… \(\d+ characters\)$/,
+    );
     expect(JSON.stringify(missing.json).length).toBeLessThan(400);
   });
 });
