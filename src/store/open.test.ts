@@ -29,6 +29,12 @@ describe("openStore", () => {
     await again.close();
   });
 
+  it("says why SQLite cannot open a folder given as the file", async () => {
+    await expect(openStore(`sqlite:${dir}`)).rejects.toThrow(
+      `cannot open SQLite store ${dir}: unable to open database file (it is a folder: give a file path inside it)`,
+    );
+  });
+
   it("rejects an unknown spec or an empty path, naming the spec and what is accepted", async () => {
     await expect(openStore("mysql://x")).rejects.toThrow(StoreOpenError);
     await expect(openStore("mysql://x")).rejects.toThrow(

@@ -1,3 +1,4 @@
+import { accessSync, constants, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
@@ -67,8 +68,32 @@ export interface SqliteStoreOptions {
 }
 
 const DEFAULT_BUSY_TIMEOUT_MS = 10;
+
 /** Busy timeout while opening: migrations run once, before the gateway serves anything. */
 const OPEN_BUSY_TIMEOUT_MS = 10_000;
+
+/**
+ * Why SQLite could not open `path`, where its own message does not say (`unable to open database file` for a folder
+ * or a folder it may not write in; `database is locked` after the open's wait).
+ * @returns the hint, starting with " (", or "" when there is nothing to add
+ */
+function openHint(path: string, reason: string): string {
+  if (reason === "database is locked") {
+    return ` (another process held its write lock for the ${OPEN_BUSY_TIMEOUT_MS / 1000} s this open waits)`;
+  }
+  if (reason !== "unable to open database file") return "";
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (stat?.isDirectory()) return " (it is a folder: give a file path inside it)";
+  const [target, access] = stat ? [path, constants.R_OK | constants.W_OK] : [dirname(path), constants.W_OK];
+  try {
+    accessSync(target, access);
+  } catch {
+    return stat
+      ? " (no permission to read and write the file)"
+      : ` (no permission to create a file in ${dirname(path)})`;
+  }
+  return "";
+}
 
 /** True for SQLite's "database is locked" (another connection holds the write lock). */
 function isBusy(err: unknown): boolean {
@@ -181,7 +206,7 @@ export class SqliteStore implements Store {
     } catch (err) {
       db?.close();
       const reason = err instanceof Error ? err.message : String(err);
-      throw new StoreOpenError(`cannot open SQLite store ${path}: ${reason}`, { cause: err });
+      throw new StoreOpenError(`cannot open SQLite store ${path}: ${reason}${openHint(path, reason)}`, { cause: err });
     }
   }
 
