@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DEFAULT_BODY_LIMIT_BYTES } from "../gateway/config.js";
 import { CliError } from "./cli-error.js";
 import { loadGatewayConfig } from "./gateway-config.js";
+import { warnKeyOnArgv } from "./key-source.js";
 
 let dir: string;
 beforeEach(() => {
@@ -127,5 +128,14 @@ describe("loadGatewayConfig", () => {
       message = (err as Error).message;
     }
     expect(message).not.toContain("12345");
+  });
+
+  it("refuses an empty ARCLIGHT_KEY beside ARCLIGHT_KEY_FILE (auth would be off), and --key beside --key-file", () => {
+    const file = yamlFile("");
+    expect(() => loadGatewayConfig({}, { ARCLIGHT_KEY: "", ARCLIGHT_KEY_FILE: file })).toThrow(
+      "env ARCLIGHT_KEY is empty and ARCLIGHT_KEY_FILE is set: unset ARCLIGHT_KEY to use the file",
+    );
+    expect(loadGatewayConfig({}, { ARCLIGHT_KEY: "" }).key).toBe("");
+    expect(() => warnKeyOnArgv("gateway", { key: "k", keyFile: file })).toThrow(/--key and --key-file both given/);
   });
 });

@@ -30,8 +30,14 @@ export function readKeyFile(path: string, source: string): string {
   return key;
 }
 
-/** Prints one warning line when `--key` was given on the command line. */
+/**
+ * Prints one warning line when `--key` was given on the command line.
+ * @throws {CliError} both `--key` and `--key-file` were given (the file would win, the warning would mislead)
+ */
 export function warnKeyOnArgv(command: string, flags: KeyFlags): void {
+  if (flags.key !== undefined && flags.keyFile !== undefined) {
+    throw new CliError("--key and --key-file both given: give one of them (prefer --key-file; --key shows in ps)");
+  }
   if (flags.key === undefined || flags.key === "") return;
   console.error(
     `arclight ${command}: warning: --key is visible to every user of this machine (ps); ` +

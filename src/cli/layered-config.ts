@@ -98,6 +98,10 @@ export function resolveLayeredConfig<S extends z.ZodObject>(input: LayeredConfig
   const merged: Record<string, unknown> = configPath ? readConfigFile(configPath, input.what) : {};
   const source = new Map<string, string>(Object.keys(merged).map((k) => [k, `--config ${configPath}: key ${k}`]));
   const envKey = env.ARCLIGHT_KEY !== undefined ? "ARCLIGHT_KEY" : env.AGL_KEY !== undefined ? "AGL_KEY" : undefined;
+  if (envKey && env[envKey] === "" && env.ARCLIGHT_KEY_FILE) {
+    // An empty key turns auth off: not what someone who also named a key file meant.
+    throw new CliError(`env ${envKey} is empty and ARCLIGHT_KEY_FILE is set: unset ${envKey} to use the file`);
+  }
   if (envKey) {
     merged.key = env[envKey];
     source.set("key", `env ${envKey}`);
