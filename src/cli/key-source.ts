@@ -52,15 +52,18 @@ export function warnKeyOnArgv(command: string, flags: KeyFlags): void {
  * @param flags - its `--key` / `--key-file`
  * @param env - the process environment
  * @returns the key, "" when none is given
- * @throws {CliError} for an unreadable or empty key file
+ * @throws {CliError} for an unreadable or empty key file, `--key` beside `--key-file`, or an empty env key beside
+ *   `ARCLIGHT_KEY_FILE`
  */
 export function resolveKey(command: string, flags: KeyFlags, env: NodeJS.ProcessEnv): string {
+  warnKeyOnArgv(command, flags);
   if (flags.keyFile !== undefined) return readKeyFile(flags.keyFile, "--key-file");
-  if (flags.key !== undefined) {
-    warnKeyOnArgv(command, flags);
-    return flags.key;
-  }
+  if (flags.key !== undefined) return flags.key;
   const fromEnv = env.ARCLIGHT_KEY ?? env.AGL_KEY;
+  if (fromEnv === "" && env.ARCLIGHT_KEY_FILE) {
+    const name = env.ARCLIGHT_KEY !== undefined ? "ARCLIGHT_KEY" : "AGL_KEY";
+    throw new CliError(`env ${name} is empty and ARCLIGHT_KEY_FILE is set: unset ${name} to use the file`);
+  }
   if (fromEnv !== undefined) return fromEnv;
   return env.ARCLIGHT_KEY_FILE ? readKeyFile(env.ARCLIGHT_KEY_FILE, "ARCLIGHT_KEY_FILE") : "";
 }
