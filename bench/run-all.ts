@@ -9,7 +9,7 @@
  * usage. Exit code 1 when a benchmark fails.
  */
 import { spawnSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -23,11 +23,16 @@ export interface BenchRun {
  * Reads `npm run bench -- …`'s arguments.
  * @param argv - the arguments after the script (not `--help`, which `main` answers)
  * @param names - every benchmark's name
+ * @param readsArgs - whether a benchmark reads its command line (arguments to one that does not are refused)
  * @returns the runs in the order named; every benchmark (no arguments) when argv is empty
  * @throws {Error} an argument before any name (a misspelt name, or a flag meant for a benchmark), or arguments after
- *   more than one name; the message lists the names
+ *   more than one name, or arguments to a benchmark that reads none; the message lists the names
  */
-export function parseBenchArgs(argv: readonly string[], names: readonly string[]): BenchRun[] {
+export function parseBenchArgs(
+  argv: readonly string[],
+  names: readonly string[],
+  readsArgs: (name: string) => boolean = () => true,
+): BenchRun[] {
   if (argv.length === 0) return names.map((name) => ({ name, args: [] }));
   const first = argv[0]!;
   if (!names.includes(first)) {
@@ -44,6 +49,12 @@ export function parseBenchArgs(argv: readonly string[], names: readonly string[]
       ? `arguments go with one benchmark: give one name, then its arguments (${stray} follows ${leading} names)`
       : `no benchmark ${stray}`;
     throw new Error(`npm run bench: ${what}\n${usage(names)}`);
+  }
+  if (!readsArgs(first)) {
+    throw new Error(
+      `npm run bench: bench/${first}.ts takes no arguments (${argv[1]}…); its settings, if any, are environment ` +
+        "variables named in its header",
+    );
   }
   return [{ name: first, args: argv.slice(1) }];
 }
@@ -70,7 +81,10 @@ function main(): void {
   }
   let runs: BenchRun[];
   try {
-    runs = parseBenchArgs(argv, names);
+    // A benchmark that never reads process.argv would run as if its arguments were not there.
+    const readsArgs = (name: string): boolean =>
+      readFileSync(join(here, `${name}.ts`), "utf8").includes("process.argv");
+    runs = parseBenchArgs(argv, names, readsArgs);
   } catch (err) {
     console.error((err as Error).message);
     process.exit(2);

@@ -26,6 +26,10 @@ describe("npm run bench arguments", () => {
     expect(parseBenchArgs(["proxy", "--profile", "engine"], NAMES)).toEqual([
       { name: "proxy", args: ["--profile", "engine"] },
     ]);
+    // A benchmark that reads no arguments is not run as if they were not there.
+    expect(() => parseBenchArgs(["engine", "--help"], NAMES, (name) => name === "proxy")).toThrow(
+      /bench\/engine\.ts takes no arguments \(--help…\)/,
+    );
   });
 
   it("refuses a name that is only a prefix, a misspelt name, a flag before any name, and arguments after two names", () => {
@@ -47,6 +51,9 @@ describe("npm run bench arguments", () => {
     expect(result.stderr).toContain("npm run bench: no benchmark no-such-bench");
     expect(result.stderr).toMatch(/benchmarks: .*\bproxy\b/);
     expect(result.stdout).not.toContain("=== bench/");
+    const noArgs = spawnSync(process.execPath, ["--import", "tsx", script, "engine", "--help"], { encoding: "utf8" });
+    expect(noArgs.status).toBe(2);
+    expect(noArgs.stderr).toContain("bench/engine.ts takes no arguments");
     const help = spawnSync(process.execPath, ["--import", "tsx", script, "--help"], { encoding: "utf8" });
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^usage: npm run bench/);
