@@ -1,7 +1,8 @@
 /**
  * Import directions of src/ (STYLE.md §1, §11): nothing outside `cli/` imports `cli/`; `engine/` never imports
- * `gateway/`; `store/` imports only `protocol/` (besides itself, Node and packages); the engine server stands on the
- * engine interfaces, not on an implementation; and the module graph has no cycle. Every `import`, `export … from` and
+ * `gateway/`; `store/` imports only `protocol/` and `fs/` (besides itself, Node and packages); `fs/` imports no other
+ * folder; the engine server stands on the engine interfaces, not on an implementation; and the module graph has no
+ * cycle. Every `import`, `export … from` and
  * `import("…")` of a relative path counts, type-only ones too (a type cycle is still a design cycle). Test files are
  * left out: a test may build any real component it needs. A failure names the file, the import, and for a cycle the
  * whole cycle.
@@ -103,9 +104,18 @@ describe("import directions of src/", () => {
     ).toEqual([]);
   });
 
-  it("store/ imports only store/ and protocol/", () => {
-    const allowed = (to: string) => ["store", "protocol"].includes(topFolder(to));
+  it("store/ imports only store/, protocol/ and fs/", () => {
+    const allowed = (to: string) => ["store", "protocol", "fs"].includes(topFolder(to));
     expect(violations((from) => topFolder(from) === "store", allowed)).toEqual([]);
+  });
+
+  it("fs/ (file-system helpers any layer may use) imports nothing of arclight's outside fs/", () => {
+    expect(
+      violations(
+        (from) => topFolder(from) === "fs",
+        (to) => topFolder(to) === "fs",
+      ),
+    ).toEqual([]);
   });
 
   it("the engine server imports no engine implementation (only the engine/*.ts interfaces)", () => {

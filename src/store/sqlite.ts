@@ -1,3 +1,8 @@
+/**
+ * @module SQLite `Store` on better-sqlite3: the embedded default. WAL journal, `synchronous=NORMAL` by default, every
+ * multi-row write in one `BEGIN IMMEDIATE` transaction, so several processes may share one file. Event appends are
+ * group-committed: those called in the same event-loop turn share one transaction (see `group-commit.ts`).
+ */
 import { accessSync, constants, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { performance } from "node:perf_hooks";
