@@ -5,6 +5,7 @@
 import { performance } from "node:perf_hooks";
 import type { FastifyReply } from "fastify";
 import { NoEndpoint } from "../../protocol/index.js";
+import { quoteStart } from "../../protocol/text.js";
 import { routedOptions } from "./agent-route.js";
 import { DrainDeadline } from "./call-abort.js";
 import type { CallRecord, CaptureReason, ProxyEndpointKind } from "./capture.js";
@@ -171,6 +172,9 @@ async function relayBody(
   const isObject = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed);
   const ok = is2xx && isObject;
   const captureReasons: CaptureReason[] = is2xx && !isObject ? ["response_not_object"] : [];
+  // An error answer with no body (some load balancers and unroutable hosts answer so) gets a detail naming the
+  // upstream, so the agent can tell it from the gateway's own answers and the event says what happened.
+  const emptyError = !is2xx && text.length === 0 ? emptyErrorBody(base.model, answer.statusCode) : undefined;
   // Fields named, not `{ ...base, more }`: properties written after a leading spread are slow on Node 20 (docs/benchmarks.md, "Object spread").
   const record: CallRecord = {
     kind: base.kind,
@@ -178,7 +182,10 @@ async function relayBody(
     request: base.request,
     endpoint: answer.endpoint,
     response: ok ? (parsed as Record<string, unknown>) : null,
-    error: ok ? null : (parsed ?? { message: text.slice(0, 4096) }),
+    error: ok
+      ? null
+      : (parsed ??
+        (emptyError ? { message: emptyError.detail, code: emptyError.code } : { message: text.slice(0, 4096) })),
     latencyMs: performance.now() - base.startedAt,
     httpStatus: answer.statusCode,
     retryCount: answer.retryCount,
@@ -194,15 +201,34 @@ async function relayBody(
   if (call.translation) {
     const translated = ok
       ? call.translation.body(parsed as Record<string, unknown>)
-      : call.translation.error(answer.statusCode, parsed);
+      : call.translation.error(answer.statusCode, parsed ?? emptyError);
     void withRetryAfter(reply, answer)
       .status(answer.statusCode)
       .header("content-type", "application/json")
       .send(translated);
     return;
   }
+  if (emptyError) {
+    void withRetryAfter(reply, answer)
+      .status(answer.statusCode)
+      .header("content-type", "application/json")
+      .send(emptyError);
+    return;
+  }
   void withRetryAfter(reply, answer)
     .status(answer.statusCode)
     .header("content-type", answer.contentType || "application/json")
     .send(answer.body);
+}
+
+/**
+ * The body the agent gets in place of an upstream's empty error answer: the gateway's error shape (`detail`, `code`).
+ * @param model - the call's model (the detail names the model, never the endpoint's address: docs/security.md)
+ * @param status - the upstream's HTTP status, relayed unchanged
+ */
+function emptyErrorBody(model: string, status: number): { detail: string; code: string } {
+  return {
+    detail: `Upstream of model ${quoteStart(model, 200)} answered ${status} with an empty body`,
+    code: "upstream_empty_body",
+  };
 }

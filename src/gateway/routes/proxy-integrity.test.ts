@@ -83,4 +83,38 @@ describe("capture integrity", () => {
     expect(event.capture_incomplete).toBe(true);
     expect(event.capture_incomplete_reasons).toEqual(["response_not_object"]);
   });
+
+  // Before: relayed as 404 `application/json` with no body, which the agent could not tell from a wrong gateway route.
+  it("answers an upstream's empty error answer with a detail naming the model, and records it", async () => {
+    const endpoint = await scriptedUpstream((_req, res) => {
+      res.writeHead(404);
+      res.end();
+    });
+    const { h, rid } = await harness(endpoint);
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(answer.status).toBe(404);
+    expect(answer.headers.get("content-type")).toContain("application/json");
+    expect(answer.json).toEqual({
+      detail: "Upstream of model policy answered 404 with an empty body",
+      code: "upstream_empty_body",
+    });
+    const event = await onlyEvent(h, rid);
+    expect(event.status).toBe("error");
+    expect(event.error).toEqual({
+      message: "Upstream of model policy answered 404 with an empty body",
+      code: "upstream_empty_body",
+    });
+  });
+
+  it("still relays an upstream's error answer that has a body byte for byte", async () => {
+    const endpoint = await scriptedUpstream((_req, res) => {
+      res.writeHead(400, { "content-type": "text/plain" });
+      res.end("context too long");
+    });
+    const { h, rid } = await harness(endpoint);
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect(answer.status).toBe(400);
+    expect(answer.headers.get("content-type")).toContain("text/plain");
+    expect(answer.text).toBe("context too long");
+  });
 });
