@@ -54,8 +54,11 @@ export function gelu(x: tf.Tensor): tf.Tensor {
   return tf.mul(x, tf.sigmoid(twiceInner));
 }
 
+/** ε added to the variance by every layer norm of the GPT. */
+export const LAYER_NORM_EPSILON = 1e-5;
+
 /**
- * Layer normalisation over the last axis with learned gain and bias (ε = 1e-5).
+ * Layer normalisation over the last axis with learned gain and bias (ε = {@link LAYER_NORM_EPSILON}).
  * @param x - [N, C]
  * @param gain - [C]
  * @param bias - [C]
@@ -66,7 +69,7 @@ export function layerNorm(x: tf.Tensor2D, gain: tf.Tensor, bias: tf.Tensor): tf.
   // tf.moments would compute x − mean a second time (and add a cast and a reshape): same numbers, four more ops.
   const centered = tf.sub(x, tf.mean(x, -1, true)); // [N, C]
   const variance = tf.mean(tf.square(centered), -1, true); // [N, 1]
-  const normed = tf.mul(centered, tf.rsqrt(tf.add(variance, 1e-5)));
+  const normed = tf.mul(centered, tf.rsqrt(tf.add(variance, LAYER_NORM_EPSILON)));
   return tf.add(tf.mul(normed, gain), bias) as tf.Tensor2D;
 }
 

@@ -1,5 +1,5 @@
 /**
- * @module Tests of the fused training ops: GELU and `x @ w + b` match the tfjs-op reference forward and backward
+ * @module Tests of the fused training ops: GELU, `x @ w + b` and layer norm match the tfjs-op reference forward and backward
  * (and GELU's gradient matches a float64 finite difference), free every intermediate, and the GPT trained through
  * them gives the reference path's logits and gradients.
  */
@@ -8,10 +8,10 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { initWasmBackend } from "./backend.js";
 import type { ModelConfig } from "./config.js";
 import { Gpt } from "./model.js";
-import { gelu, linear } from "./ops.js";
+import { gelu, layerNorm, linear } from "./ops.js";
 import { paramSpecs } from "./params.js";
 import { Rng } from "./rng.js";
-import { geluFused, linearBias } from "./wasm-fused.js";
+import { geluFused, layerNormFused, linearBias } from "./wasm-fused.js";
 
 /** Largest |a − b| relative to the largest |b| (1 when b is all zeros). */
 function relativeError(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -72,16 +72,45 @@ describe("fused training ops", () => {
     });
   });
 
-  it("a forward and backward pass through both ops leaves no tensor behind", () => {
+  it("layer norm forward and all three gradients equal the nine-op reference", () => {
+    // Rows with an offset and a spread that differ, one nearly constant (σ close to √ε), width not a multiple of 4.
+    const x = tf.tidy(() =>
+      tf.add(
+        tf.mul(tf.randomNormal([37, 22], 0, 1, "float32", 6), tf.linspace(0.001, 5, 37).reshape([37, 1])),
+        tf.linspace(-20, 20, 37).reshape([37, 1]),
+      ),
+    ) as tf.Tensor2D;
+    const gain = tf.randomNormal([22], 1, 0.5, "float32", 7) as tf.Tensor1D;
+    const bias = tf.randomNormal([22], 0, 1, "float32", 8) as tf.Tensor1D;
+    const dy = tf.randomNormal([37, 22], 0, 1, "float32", 9);
+    const loss =
+      (f: (x: tf.Tensor2D, g: tf.Tensor, b: tf.Tensor) => tf.Tensor) => (xs: tf.Tensor, gs: tf.Tensor, bs: tf.Tensor) =>
+        tf.sum(tf.mul(f(xs as tf.Tensor2D, gs, bs), dy));
+    expect(relativeError(layerNormFused(x, gain, bias).dataSync(), layerNorm(x, gain, bias).dataSync())).toBeLessThan(
+      1e-6,
+    );
+    const fused = tf.grads(loss(layerNormFused))([x, gain, bias]);
+    const reference = tf.grads(loss(layerNorm))([x, gain, bias]);
+    expect(fused.map((g) => g.shape)).toEqual([[37, 22], [22], [22]]);
+    fused.forEach((g, i) => {
+      expect(relativeError(g.dataSync(), reference[i]!.dataSync())).toBeLessThan(1e-4);
+    });
+  });
+
+  it("a forward and backward pass through the fused ops leaves no tensor behind", () => {
     const x = tf.randomNormal([16, 8]);
     const w = tf.randomNormal([8, 12]);
     const b = tf.zeros([12]);
+    const gain = tf.ones([12]);
     const before = tf.memory().numTensors;
     const grads = tf.tidy(() =>
-      tf.grads((xs: tf.Tensor, ws: tf.Tensor) => tf.sum(geluFused(linearBias(xs, ws, b))))([x, w]),
+      tf.grads((xs: tf.Tensor, ws: tf.Tensor) => tf.sum(layerNormFused(geluFused(linearBias(xs, ws, b)), gain, b)))([
+        x,
+        w,
+      ]),
     );
     expect(tf.memory().numTensors).toBe(before + 2);
-    tf.dispose([...grads, x, w, b]);
+    tf.dispose([...grads, x, w, b, gain]);
   });
 
   it("the GPT's fused training path gives the reference path's logits and weight gradients", () => {
