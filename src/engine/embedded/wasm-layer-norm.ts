@@ -6,6 +6,7 @@
  * summed in float32 4 lanes at a time), so values differ from the tfjs ops only by float32 rounding.
  */
 import * as tf from "@tensorflow/tfjs";
+import { LAYER_NORM_EPSILON } from "./ops.js";
 import { decodeKernelsOn } from "./wasm-decode.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this kernel uses. */
@@ -16,9 +17,6 @@ interface WasmBackendInternals {
 
 /** Name of the kernel registered by {@link installLayerNormKernel}. */
 export const LAYER_NORM_KERNEL = "ArclightLayerNorm";
-
-/** ε added to the variance, as in {@link layerNorm}. */
-const EPSILON = 1e-5;
 
 /** Registers {@link LAYER_NORM_KERNEL} on the wasm backend; idempotent. */
 export function installLayerNormKernel(): void {
@@ -32,7 +30,7 @@ export function installLayerNormKernel(): void {
       const [rows, width] = x.shape as [number, number];
       const out = backend.makeOutput([rows, width], "float32");
       const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
-      decodeKernelsOn(backend).layerNorm(at(x), at(gain), at(bias), at(out), rows, width, EPSILON);
+      decodeKernelsOn(backend).layerNorm(at(x), at(gain), at(bias), at(out), rows, width, LAYER_NORM_EPSILON);
       return out;
     },
   });
