@@ -155,8 +155,10 @@ interface CallBase {
 }
 
 /**
- * A whole (non-stream, or non-2xx) answer: recorded, then sent to the agent byte for byte with its status. A 2xx whose
- * body is not a JSON object (an array, a number, not JSON) is recorded as an error with incomplete capture.
+ * A whole (non-stream, or non-2xx) answer: recorded, then sent to the agent byte for byte with its status, except an
+ * answer that is none: a 2xx whose body is not a JSON object (an array, a number, HTML, nothing) is recorded as an
+ * error with incomplete capture and answered 502, and an error answer with no body gets a detail (see
+ * {@link substituteAnswer}).
  * @throws {StoreUnavailable} the event could not be committed (nothing is sent; the route answers 503)
  */
 async function relayBody(
@@ -172,9 +174,7 @@ async function relayBody(
   const isObject = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed);
   const ok = is2xx && isObject;
   const captureReasons: CaptureReason[] = is2xx && !isObject ? ["response_not_object"] : [];
-  // An error answer with no body (some load balancers and unroutable hosts answer so) gets a detail naming the
-  // upstream, so the agent can tell it from the gateway's own answers and the event says what happened.
-  const emptyError = !is2xx && text.length === 0 ? emptyErrorBody(base.model, answer.statusCode) : undefined;
+  const substitute = ok ? undefined : substituteAnswer(base.model, answer, text, is2xx);
   // Fields named, not `{ ...base, more }`: properties written after a leading spread are slow on Node 20 (docs/benchmarks.md, "Object spread").
   const record: CallRecord = {
     kind: base.kind,
@@ -182,10 +182,7 @@ async function relayBody(
     request: base.request,
     endpoint: answer.endpoint,
     response: ok ? (parsed as Record<string, unknown>) : null,
-    error: ok
-      ? null
-      : (parsed ??
-        (emptyError ? { message: emptyError.detail, code: emptyError.code } : { message: text.slice(0, 4096) })),
+    error: ok ? null : substitute ? substitute.error : (parsed ?? { message: text.slice(0, 4096) }),
     latencyMs: performance.now() - base.startedAt,
     httpStatus: answer.statusCode,
     retryCount: answer.retryCount,
@@ -198,21 +195,18 @@ async function relayBody(
     response: parsed,
     responseText: text,
   });
+  const status = substitute?.status ?? answer.statusCode;
   if (call.translation) {
+    // The translated error's message: the upstream's JSON, the detail that replaces it, or its text.
+    const upstreamError = substitute?.body ?? parsed ?? { detail: text.slice(0, 4096) };
     const translated = ok
       ? call.translation.body(parsed as Record<string, unknown>)
-      : call.translation.error(answer.statusCode, parsed ?? emptyError);
-    void withRetryAfter(reply, answer)
-      .status(answer.statusCode)
-      .header("content-type", "application/json")
-      .send(translated);
+      : call.translation.error(status, upstreamError);
+    void withRetryAfter(reply, answer).status(status).header("content-type", "application/json").send(translated);
     return;
   }
-  if (emptyError) {
-    void withRetryAfter(reply, answer)
-      .status(answer.statusCode)
-      .header("content-type", "application/json")
-      .send(emptyError);
+  if (substitute) {
+    void withRetryAfter(reply, answer).status(status).header("content-type", "application/json").send(substitute.body);
     return;
   }
   void withRetryAfter(reply, answer)
@@ -221,14 +215,38 @@ async function relayBody(
     .send(answer.body);
 }
 
+/** What the agent gets in place of an upstream answer that is none, and what the event records as its error. */
+interface SubstituteAnswer {
+  status: number;
+  /** The gateway's error shape. */
+  body: { detail: string; code: string };
+  error: { message: string; code: string };
+}
+
 /**
- * The body the agent gets in place of an upstream's empty error answer: the gateway's error shape (`detail`, `code`).
- * @param model - the call's model (the detail names the model, never the endpoint's address: docs/security.md)
- * @param status - the upstream's HTTP status, relayed unchanged
+ * The answer that replaces an upstream's unusable one, or undefined when the upstream's goes to the agent as it is.
+ * - A 2xx whose body is not a JSON object: 502 `upstream_bad_answer` (no client reads it as an answer; relaying the
+ *   2xx told the agent it had succeeded while the event said error).
+ * - An error status with an empty (or whitespace) body: that status, `upstream_empty_body` (the agent could not tell
+ *   it from the gateway's own answers).
+ * The detail names the model, never the endpoint's address (docs/security.md).
+ * @param model - the call's model
+ * @param answer - the upstream's answer
+ * @param text - its body as text
+ * @param is2xx - whether its status is 2xx
  */
-function emptyErrorBody(model: string, status: number): { detail: string; code: string } {
-  return {
-    detail: `Upstream of model ${quoteStart(model, 200)} answered ${status} with an empty body`,
-    code: "upstream_empty_body",
-  };
+function substituteAnswer(
+  model: string,
+  answer: UpstreamAnswer,
+  text: string,
+  is2xx: boolean,
+): SubstituteAnswer | undefined {
+  const empty = text.trim() === "";
+  if (!is2xx && !empty) return undefined;
+  const what = empty
+    ? "an empty body"
+    : `a body that is not a JSON object (${quoteStart(answer.contentType, 100) || "no content-type"})`;
+  const detail = `Upstream of model ${quoteStart(model, 200)} answered ${answer.statusCode} with ${what}`;
+  const code = is2xx ? "upstream_bad_answer" : "upstream_empty_body";
+  return { status: is2xx ? 502 : answer.statusCode, body: { detail, code }, error: { message: detail, code } };
 }

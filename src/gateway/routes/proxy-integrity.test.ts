@@ -68,15 +68,19 @@ describe("capture integrity", () => {
     expect(event.capture_incomplete_reasons).toContain("stream_chunk_malformed");
   });
 
-  // Before: a 200 whose body was a JSON array was recorded `status: ok`.
-  it("records a 200 answer whose body is a JSON array as an error with incomplete capture", async () => {
+  // Before: a 200 whose body was a JSON array was recorded `status: ok`; until session 16 the agent still got the 200.
+  it("records a 200 answer whose body is a JSON array as an error with incomplete capture, and answers 502", async () => {
     const endpoint = await scriptedUpstream((_req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
       res.end("[1, 2, 3]");
     });
     const { h, rid } = await harness(endpoint);
     const answer = await agentCall(h, rid, "chat/completions", chatRequest());
-    expect(answer.status).toBe(200);
+    expect(answer.status).toBe(502);
+    expect(answer.json).toEqual({
+      detail: "Upstream of model policy answered 200 with a body that is not a JSON object (application/json)",
+      code: "upstream_bad_answer",
+    });
     const event = await onlyEvent(h, rid);
     expect(event.status).toBe("error");
     expect(event.response).toBeNull();
@@ -116,5 +120,51 @@ describe("capture integrity", () => {
     expect(answer.status).toBe(400);
     expect(answer.headers.get("content-type")).toContain("text/plain");
     expect(answer.text).toBe("context too long");
+  });
+
+  // Before: the agent got the 200 (an empty body, or HTML) while the event said error; the translated routes sent
+  // their error shape with status 200.
+  it.each([
+    ["an empty body", "", undefined, "an empty body"],
+    ["HTML", "<html>login</html>", "text/html", "a body that is not a JSON object (text/html)"],
+  ])("answers 502 for an upstream 200 with %s, on chat and the Responses route", async (_what, body, type, said) => {
+    const endpoint = await scriptedUpstream((_req, res) => {
+      res.writeHead(200, type ? { "content-type": type } : {});
+      res.end(body);
+    });
+    const { h, rid } = await harness(endpoint);
+    const detail = `Upstream of model policy answered 200 with ${said}`;
+    const chat = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect([chat.status, chat.json]).toEqual([502, { detail, code: "upstream_bad_answer" }]);
+    const responses = await agentCall(h, rid, "responses", { model: "policy", input: "hi" });
+    expect(responses.status).toBe(502);
+    expect((responses.json as { error: { message: string } }).error.message).toBe(detail);
+    const events = await h.store.listEvents(rid, { eventType: "model_request" });
+    expect(events.map((e) => (e.data as ModelRequestData).error)).toEqual([
+      { message: detail, code: "upstream_bad_answer" },
+      { message: detail, code: "upstream_bad_answer" },
+    ]);
+  });
+
+  it("takes a whitespace-only error body for an empty one", async () => {
+    const endpoint = await scriptedUpstream((_req, res) => {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end("  \n");
+    });
+    const { h, rid } = await harness(endpoint);
+    const answer = await agentCall(h, rid, "chat/completions", chatRequest());
+    expect([answer.status, (answer.json as { code?: string }).code]).toEqual([404, "upstream_empty_body"]);
+  });
+
+  // Before: the Responses and Messages routes answered "upstream answered 400", dropping the upstream's reason.
+  it("gives the Responses route the upstream's plain-text error as its message", async () => {
+    const endpoint = await scriptedUpstream((_req, res) => {
+      res.writeHead(400, { "content-type": "text/plain" });
+      res.end("context length exceeded: 9999 > 4096");
+    });
+    const { h, rid } = await harness(endpoint);
+    const answer = await agentCall(h, rid, "responses", { model: "policy", input: "hi" });
+    expect(answer.status).toBe(400);
+    expect((answer.json as { error: { message: string } }).error.message).toBe("context length exceeded: 9999 > 4096");
   });
 });

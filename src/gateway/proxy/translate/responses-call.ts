@@ -6,13 +6,16 @@ import type { ResponseHistory } from "./response-history.js";
 import { responsesToChat } from "./responses-request.js";
 import { assistantMessage, type ChatAnswer, chatAnswerOf, ResponsesIds, responseObject } from "./responses-response.js";
 import { ResponsesStreamWriter } from "./responses-stream.js";
-import type { Json, TranslatedCall } from "./translation.js";
+import { type Json, type TranslatedCall, upstreamErrorMessage } from "./translation.js";
 
-/** vLLM's error body is already OpenAI's `{error: {message, type, param, code}}`; anything else is wrapped so. */
+/**
+ * vLLM's error body is already OpenAI's `{error: {message, type, param, code}}`; anything else is wrapped so, its
+ * message read as `translation.ts`'s {@link upstreamErrorMessage} reads it.
+ */
 function openaiError(status: number, upstream: unknown): Json {
   const error = (upstream as { error?: unknown } | undefined)?.error;
   if (typeof error === "object" && error !== null) return upstream as Json;
-  const message = `upstream answered ${status}`;
+  const message = upstreamErrorMessage(status, upstream);
   return {
     error: { message, type: status >= 500 ? "server_error" : "invalid_request_error", param: null, code: status },
   };

@@ -63,7 +63,7 @@ export function isJson(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The message of vLLM's `{error: {message}}` body, else a generic line with the status. */
+/** The message of vLLM's `{error: {message}}` body, else a `detail` (FastAPI's, or the text or detail the proxy put in place of a body that is not JSON), else a generic line with the status. */
 export function upstreamErrorMessage(status: number, upstream: unknown): string {
   const error = isJson(upstream) ? upstream.error : undefined;
   if (isJson(error) && typeof error.message === "string") return error.message;
