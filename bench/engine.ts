@@ -27,11 +27,44 @@ const PROMPT_LEN = 16;
 const TORCH_THREADS = 2;
 /** PyTorch runs at the issue's 2 threads and at 1 (the embedded engine runs on one thread). */
 const TORCH_THREAD_COUNTS = [TORCH_THREADS, 1];
-const { values: flags } = parseArgs({
-  options: { "micro-batch": { type: "string", default: "8" }, rounds: { type: "string", default: "5" } },
-});
-const MICRO_BATCH = Number(flags["micro-batch"]);
-const ROUNDS = Number(flags.rounds);
+const USAGE = `usage: npx tsx bench/engine.ts [--micro-batch N] [--rounds N]   (or npm run bench -- engine [FLAG VALUE ...])
+  --micro-batch N   rows per forward/backward pass of the B32 train step (default 8; 32: the whole batch in one pass)
+  --rounds N        measured rounds of every figure, medians printed (default 5)
+env ARCLIGHT_PYTHON  a Python with torch for the PyTorch columns (default .venv/bin/python)`;
+
+/** The command line's flags, or exit 2 with the usage (exit 0 for `--help`). */
+function readFlags(): { microBatch: number; rounds: number } {
+  let values: { "micro-batch": string; rounds: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      options: {
+        "micro-batch": { type: "string", default: "8" },
+        rounds: { type: "string", default: "5" },
+        help: { type: "boolean" },
+      },
+    }) as { values: typeof values });
+  } catch (err) {
+    console.error(`bench/engine.ts: ${(err as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const positive = (flag: string, text: string, max: number): number => {
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 1 || n > max) {
+      console.error(`bench/engine.ts: --${flag} must be an integer from 1 to ${max}, got ${JSON.stringify(text)}`);
+      process.exit(2);
+    }
+    return n;
+  };
+  return {
+    microBatch: positive("micro-batch", values["micro-batch"], BATCH),
+    rounds: positive("rounds", values.rounds, 1000),
+  };
+}
+const { microBatch: MICRO_BATCH, rounds: ROUNDS } = readFlags();
 
 function peakRssMiB(): number {
   const match = readFileSync("/proc/self/status", "utf8").match(/VmHWM:\s+(\d+)/);
@@ -100,6 +133,22 @@ async function torchRounds(
     into[i]!.push(fromTorch(await fn(torch)));
   }
 }
+/**
+ * Prints a NOT VALID line when PyTorch ran slower on {@link TORCH_THREADS} threads than on one: its second thread
+ * waited for a busy core (another job on the machine), so every ratio against the 2-thread column reads as met
+ * without meaning it (a loaded run measured 2,094 tok/s at 2 threads against 7,185 at 1).
+ * @param what - the figure's name
+ * @param rates - PyTorch's tokens/s in {@link TORCH_THREAD_COUNTS} order; empty when PyTorch was not measured
+ */
+function warnIfThreadsCollapsed(what: string, rates: number[]): void {
+  const [two, one] = rates;
+  if (two === undefined || one === undefined || two >= one) return;
+  console.log(
+    `NOT VALID (${what}): PyTorch ran slower on ${TORCH_THREADS} threads (${two.toFixed(0)} tok/s) than on 1 (${one.toFixed(0)}): ` +
+      `the machine is busy, so ratios against ${TORCH_THREADS} threads mean nothing; run it again with nothing else running`,
+  );
+}
+
 /** Best GFLOP/s of tfjs-wasm on one [n, k] @ [k, m] float32 product: best of 5 timings of `reps` products each. */
 function tfjsMatmulGflops(n: number, k: number, m: number, reps: number): number {
   return tf.tidy(() => {
@@ -165,14 +214,17 @@ console.log(
   `train matmul work ${(stepFlops / 1e9).toFixed(1)} GFLOP per step: ${achieved.toFixed(1)} GFLOP/s = ${((100 * achieved) / tfjsGflops).toFixed(0)}% of the embedded matmul peak`,
 );
 if (typeof torch === "string") console.log(`train PyTorch: not measured (${torch})`);
+const torchTrainRates: number[] = [];
 for (const [i, threads] of TORCH_THREAD_COUNTS.entries()) {
   if (typeof torch === "string") break;
   const torchRate = line(`train B${BATCH}×T${SEQ_LEN} PyTorch ${threads} thread(s)`, torchTrain[i]!, trainTokens);
+  torchTrainRates.push(torchRate);
   const target = threads === TORCH_THREADS ? " | target >= 0.50" : "";
   console.log(
     `train ratio embedded/PyTorch ${threads} thread(s): ${(embeddedTrainRate / torchRate).toFixed(2)}${target}`,
   );
 }
+warnIfThreadsCollapsed("train", torchTrainRates);
 
 console.log(`peak RSS after training: ${peakRssMiB()} MiB`);
 
@@ -281,6 +333,8 @@ if (typeof torch !== "string") {
     `train ratio embedded ${TORCH_THREADS} threads/PyTorch ${TORCH_THREADS} threads: ` +
       `${(parallelRate / torchRate).toFixed(2)} | target >= 0.50`,
   );
+  const oneThreadRate = (trainTokens * 1000) / median(torchTrain2[1]!.map((r) => r.wallMs));
+  warnIfThreadsCollapsed(`train on ${TORCH_THREADS} threads`, [torchRate, oneThreadRate]);
   // The most a step could reach if all its matmul work ran at the embedded peak on every thread.
   const trainBound = trainTokens / (stepFlops / (TORCH_THREADS * tfjsGflops * 1e9));
   console.log(
