@@ -168,10 +168,11 @@ describe("errors are JSON {detail}", () => {
         body: "input=1",
       });
       expect(res.status, path).toBe(415);
-      expect(await res.json()).toEqual({
-        detail: 'Unsupported Media Type: content-type "application/x-www-form-urlencoded"; send application/json',
-        code: "fst_err_ctp_invalid_media_type",
-      });
+      const detail = 'Unsupported Media Type: content-type "application/x-www-form-urlencoded"; send application/json';
+      const code = "fst_err_ctp_invalid_media_type";
+      // The proxy's answers also carry OpenAI's error object, the only part OpenAI clients read.
+      const openai = { error: { message: detail, type: "invalid_request_error", param: null, code } };
+      expect(await res.json()).toEqual(path.startsWith("/proxy/") ? { detail, code, ...openai } : { detail, code });
     }
     // OTLP reads protobuf too, and says so; a content-type thousands of characters long is quoted by its start.
     const res = await fetch(`${gw.url}/v1/traces`, {

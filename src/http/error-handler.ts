@@ -1,5 +1,6 @@
 /**
- * @module The single error handler of arclight's HTTP servers (gateway and engine server): every error becomes JSON `{ detail }` with the right status.
+ * @module The single error handler of arclight's HTTP servers (gateway and engine server): every error becomes JSON `{ detail }` with the right status
+ * (on the LLM proxy's routes, with OpenAI's `error` object beside it).
  * `ArclightError` → its status + `{detail, code}` and its extra `fields`; validation → 422 with FastAPI-shaped `detail` items;
  * Fastify client errors (bad JSON, body too large) → their 4xx; anything else → 500, logged with its stack.
  */
@@ -90,8 +91,53 @@ function unsupportedMediaType(request: FastifyRequest): string {
   return `Unsupported Media Type: ${what}; send ${read.length > 0 ? read.join(" or ") : "application/json"}`;
 }
 
+/** OpenAI's error object, as OpenAI-compatible servers (OpenAI, vLLM) send it under `error`. */
+export interface OpenaiErrorObject {
+  message: string;
+  /** OpenAI's error type for the status, e.g. `invalid_request_error`, `not_found_error`, `server_error`. */
+  type: string;
+  param: null;
+  /** The error body's `code`. */
+  code: string;
+}
+
+/** OpenAI's error `type` by HTTP status; other 4xx are `invalid_request_error`, 5xx `server_error`. */
+const OPENAI_ERROR_TYPES: Readonly<Record<number, string>> = {
+  401: "authentication_error",
+  403: "permission_error",
+  404: "not_found_error",
+  409: "conflict_error",
+  429: "rate_limit_error",
+};
+
+/**
+ * `body` with OpenAI's error object added beside `detail` and `code`. OpenAI's SDKs read only `error.message` from an
+ * error answer: without it the `openai` client reports `502 status code (no body)` and the detail is lost.
+ * @param status - the answer's HTTP status
+ * @param body - the gateway's error body; a non-string `detail` (422 items) becomes the message as JSON
+ * @returns a new body: `body`'s fields plus `error`
+ * @see https://platform.openai.com/docs/guides/error-codes (the error object's fields)
+ */
+export function withOpenaiError<B extends ErrorBody>(status: number, body: B): B & { error: OpenaiErrorObject } {
+  const message = typeof body.detail === "string" ? body.detail : clipped(JSON.stringify(body.detail));
+  const type = OPENAI_ERROR_TYPES[status] ?? (status >= 500 ? "server_error" : "invalid_request_error");
+  return Object.assign({}, body, { error: { message, type, param: null, code: body.code } });
+}
+
 /** Fastify `setErrorHandler` callback: answers with {@link toErrorResponse}, logging 5xx with their stack. */
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  answerError(err, request, reply, false);
+}
+
+/**
+ * {@link errorHandler} for routes that OpenAI clients call (the gateway's LLM proxy): the body also carries OpenAI's
+ * error object ({@link withOpenaiError}), so those clients show the detail.
+ */
+export function openaiClientErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  answerError(err, request, reply, true);
+}
+
+function answerError(err: unknown, request: FastifyRequest, reply: FastifyReply, openaiShape: boolean): void {
   const { status, body } = toErrorResponse(err);
   if (body.code === "fst_err_ctp_invalid_media_type") body.detail = unsupportedMediaType(request);
   else if (body.code === "fst_err_ctp_body_too_large") {
@@ -102,5 +148,5 @@ export function errorHandler(err: unknown, request: FastifyRequest, reply: Fasti
   if (typeof retryAfter === "number") void reply.header("retry-after", String(Math.ceil(retryAfter)));
   if (status >= 500) request.log.error({ err }, "request failed");
   else request.log.info({ status, code: body.code }, "request rejected");
-  void reply.status(status).send(body);
+  void reply.status(status).send(openaiShape ? withOpenaiError(status, body) : body);
 }

@@ -4,6 +4,7 @@
  */
 import { performance } from "node:perf_hooks";
 import type { FastifyReply } from "fastify";
+import { withOpenaiError } from "../../http/error-handler.js";
 import { NoEndpoint } from "../../protocol/index.js";
 import { quoteStart } from "../../protocol/text.js";
 import { routedOptions } from "./agent-route.js";
@@ -206,7 +207,8 @@ async function relayBody(
     return;
   }
   if (substitute) {
-    void withRetryAfter(reply, answer).status(status).header("content-type", "application/json").send(substitute.body);
+    const body = withOpenaiError(status, substitute.body);
+    void withRetryAfter(reply, answer).status(status).header("content-type", "application/json").send(body);
     return;
   }
   void withRetryAfter(reply, answer)
@@ -218,7 +220,7 @@ async function relayBody(
 /** What the agent gets in place of an upstream answer that is none, and what the event records as its error. */
 interface SubstituteAnswer {
   status: number;
-  /** The gateway's error shape. */
+  /** The gateway's error shape (the plain routes add OpenAI's `error` object to it). */
   body: { detail: string; code: string };
   error: { message: string; code: string };
 }

@@ -29,6 +29,11 @@ async function onlyEvent(h: ProxyHarness, rid: string): Promise<ModelRequestData
   return events[0]!.data as ModelRequestData;
 }
 
+/** The proxy's error body: the gateway's `detail` and `code`, and OpenAI's `error` object with the same message. */
+function proxyError(detail: string, code: string, type: string): Record<string, unknown> {
+  return { detail, code, error: { message: detail, type, param: null, code } };
+}
+
 const HEAD = { id: "chatcmpl-1", object: "chat.completion.chunk", created: 1, model: "policy" };
 const ROLE = { ...HEAD, prompt_token_ids: [1, 2], choices: [{ index: 0, delta: { role: "assistant", content: "" } }] };
 const TOKEN = (text: string, id: number, finish: string | null = null) => ({
@@ -77,10 +82,13 @@ describe("capture integrity", () => {
     const { h, rid } = await harness(endpoint);
     const answer = await agentCall(h, rid, "chat/completions", chatRequest());
     expect(answer.status).toBe(502);
-    expect(answer.json).toEqual({
-      detail: "Upstream of model policy answered 200 with a body that is not a JSON object (application/json)",
-      code: "upstream_bad_answer",
-    });
+    expect(answer.json).toEqual(
+      proxyError(
+        "Upstream of model policy answered 200 with a body that is not a JSON object (application/json)",
+        "upstream_bad_answer",
+        "server_error",
+      ),
+    );
     const event = await onlyEvent(h, rid);
     expect(event.status).toBe("error");
     expect(event.response).toBeNull();
@@ -98,10 +106,9 @@ describe("capture integrity", () => {
     const answer = await agentCall(h, rid, "chat/completions", chatRequest());
     expect(answer.status).toBe(404);
     expect(answer.headers.get("content-type")).toContain("application/json");
-    expect(answer.json).toEqual({
-      detail: "Upstream of model policy answered 404 with an empty body",
-      code: "upstream_empty_body",
-    });
+    expect(answer.json).toEqual(
+      proxyError("Upstream of model policy answered 404 with an empty body", "upstream_empty_body", "not_found_error"),
+    );
     const event = await onlyEvent(h, rid);
     expect(event.status).toBe("error");
     expect(event.error).toEqual({
@@ -135,7 +142,7 @@ describe("capture integrity", () => {
     const { h, rid } = await harness(endpoint);
     const detail = `Upstream of model policy answered 200 with ${said}`;
     const chat = await agentCall(h, rid, "chat/completions", chatRequest());
-    expect([chat.status, chat.json]).toEqual([502, { detail, code: "upstream_bad_answer" }]);
+    expect([chat.status, chat.json]).toEqual([502, proxyError(detail, "upstream_bad_answer", "server_error")]);
     const responses = await agentCall(h, rid, "responses", { model: "policy", input: "hi" });
     expect(responses.status).toBe(502);
     expect((responses.json as { error: { message: string } }).error.message).toBe(detail);

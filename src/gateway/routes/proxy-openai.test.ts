@@ -68,6 +68,22 @@ describe("proxy driven by the openai npm client", () => {
     await expect(call).rejects.toBeInstanceOf(OpenAI.RateLimitError);
   });
 
+  // Before: the gateway's errors were `{detail, code}` alone, which the client reported as "503 status code (no body)".
+  it("shows the gateway's detail in the client's error message", async () => {
+    // No model name configured: the agent's model is looked up as it asks, and none is registered under this one.
+    const h = await startProxyHarness({ options: { modelName: "" } });
+    cleanups.push(() => h.close());
+    const client = new OpenAI({ baseURL: h.openaiBase(await h.newRollout()), apiKey: h.key, maxRetries: 0 });
+    const call = client.chat.completions.create({ model: "unregistered", messages: [{ role: "user", content: "hi" }] });
+    const err = await call.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((err as Error).message).toMatch(/^503 No endpoint is registered for model unregistered/);
+    expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe("no_endpoint");
+  });
+
   it("lists the configured model name at GET …/openai/v1/models, as the openai client reads it", async () => {
     const { client } = await setup("unused");
     const page = await client.models.list();

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { pathForDetail } from "../../http/error-handler.js";
+import { openaiClientErrorHandler, pathForDetail } from "../../http/error-handler.js";
 import {
   BadRequest,
   currentAttemptOf,
@@ -125,6 +125,8 @@ function proxyContext(store: ProxyRoutesOptions["store"], options: ProxyRoutesOp
  *   {@link BadRequest} body not a JSON object (400); `NoEndpoint` (503); `UpstreamFailed` (502); `UpstreamTimeout` (504)
  */
 export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, { store, options, pause }) => {
+  // Agents call these routes through OpenAI clients, which read an error's message only from OpenAI's `error` object.
+  app.setErrorHandler(openaiClientErrorHandler);
   pause.onLeaseExpired((reason) => app.log.warn({ reason }, "proxy pause lease expired; proxy resumed"));
   const ctx = proxyContext(store, options);
   closeWithApp(app, ctx, pause);
