@@ -222,7 +222,8 @@ interface SubstituteAnswer {
   status: number;
   /** The gateway's error shape (the plain routes add OpenAI's `error` object to it). */
   body: { detail: string; code: string };
-  error: { message: string; code: string };
+  /** The event's `error`: the detail and code, and the start of what the upstream sent, when it sent anything. */
+  error: { message: string; code: string; upstream_body?: string };
 }
 
 /**
@@ -250,5 +251,6 @@ function substituteAnswer(
     : `a body that is not a JSON object (${quoteStart(answer.contentType, 100) || "no content-type"})`;
   const detail = `Upstream of model ${quoteStart(model, 200)} answered ${answer.statusCode} with ${what}`;
   const code = is2xx ? "upstream_bad_answer" : "upstream_empty_body";
-  return { status: is2xx ? 502 : answer.statusCode, body: { detail, code }, error: { message: detail, code } };
+  const error = empty ? { message: detail, code } : { message: detail, code, upstream_body: text.slice(0, 4096) };
+  return { status: is2xx ? 502 : answer.statusCode, body: { detail, code }, error };
 }

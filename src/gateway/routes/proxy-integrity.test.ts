@@ -147,10 +147,12 @@ describe("capture integrity", () => {
     expect(responses.status).toBe(502);
     expect((responses.json as { error: { message: string } }).error.message).toBe(detail);
     const events = await h.store.listEvents(rid, { eventType: "model_request" });
-    expect(events.map((e) => (e.data as ModelRequestData).error)).toEqual([
-      { message: detail, code: "upstream_bad_answer" },
-      { message: detail, code: "upstream_bad_answer" },
-    ]);
+    // What came back is kept (its first 4,096 characters) for whoever reads the event.
+    const recorded =
+      body === ""
+        ? { message: detail, code: "upstream_bad_answer" }
+        : { message: detail, code: "upstream_bad_answer", upstream_body: body };
+    expect(events.map((e) => (e.data as ModelRequestData).error)).toEqual([recorded, recorded]);
   });
 
   it("takes a whitespace-only error body for an empty one", async () => {
