@@ -176,6 +176,14 @@ async function relayBody(
   const ok = is2xx && isObject;
   const captureReasons: CaptureReason[] = is2xx && !isObject ? ["response_not_object"] : [];
   const substitute = ok ? undefined : substituteAnswer(base.model, answer, text, is2xx);
+  if (substitute) {
+    // An operator sees it at the default level, as a failed upstream call is; the log names the endpoint.
+    const { statusCode: upstreamStatus, endpoint } = answer;
+    call.log.warn(
+      { upstreamStatus, endpoint: endpoint.endpoint, code: substitute.body.code },
+      "upstream answer unusable",
+    );
+  }
   // Fields named, not `{ ...base, more }`: properties written after a leading spread are slow on Node 20 (docs/benchmarks.md, "Object spread").
   const record: CallRecord = {
     kind: base.kind,
