@@ -204,25 +204,21 @@ async function relayBody(
     response: parsed,
     responseText: text,
   });
+  if (!call.translation && !substitute) {
+    void withRetryAfter(reply, answer)
+      .status(answer.statusCode)
+      .header("content-type", answer.contentType || "application/json")
+      .send(answer.body);
+    return;
+  }
   const status = substitute?.status ?? answer.statusCode;
-  if (call.translation) {
-    // The translated error's message: the upstream's JSON, the detail that replaces it, or its text.
-    const upstreamError = substitute?.body ?? parsed ?? { detail: text.slice(0, 4096) };
-    const translated = ok
+  // A translated error's message: the upstream's JSON error, the detail that replaces an unusable answer, or its text.
+  const body = !call.translation
+    ? withOpenaiError(status, substitute!.body)
+    : ok
       ? call.translation.body(parsed as Record<string, unknown>)
-      : call.translation.error(status, upstreamError);
-    void withRetryAfter(reply, answer).status(status).header("content-type", "application/json").send(translated);
-    return;
-  }
-  if (substitute) {
-    const body = withOpenaiError(status, substitute.body);
-    void withRetryAfter(reply, answer).status(status).header("content-type", "application/json").send(body);
-    return;
-  }
-  void withRetryAfter(reply, answer)
-    .status(answer.statusCode)
-    .header("content-type", answer.contentType || "application/json")
-    .send(answer.body);
+      : call.translation.error(status, substitute?.body ?? parsed ?? { detail: text.slice(0, 4096) });
+  void withRetryAfter(reply, answer).status(status).header("content-type", "application/json").send(body);
 }
 
 /** What the agent gets in place of an upstream answer that is none, and what the event records as its error. */
