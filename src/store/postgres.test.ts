@@ -134,10 +134,12 @@ describe.skipIf(skipWithoutPostgres())("PostgresStore", () => {
       let done = false;
       void finishing.then(() => (done = true));
       while (!done || seen.length < ids.length) {
+        // Taken before the read: an empty page ends the loop only if every finish had committed when it was read.
+        const allCommitted = done;
         const page = await (seen.length % 2 ? a : b).listTerminal(cursor, 7);
         seen.push(...page.items.map((item) => item.rollout_id));
         cursor = page.next_after;
-        if (done && page.items.length === 0) break;
+        if (allCommitted && page.items.length === 0) break;
       }
       expect(seen.sort()).toEqual([...ids].sort());
     });
