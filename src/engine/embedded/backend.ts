@@ -4,6 +4,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-wasm";
+import { installBackwardKernels } from "./wasm-backward.js";
 import { installDecodeKernels } from "./wasm-decode.js";
 import { installLeanKernels } from "./wasm-kernels.js";
 import { installLayerNormKernel } from "./wasm-layer-norm.js";
@@ -34,6 +35,7 @@ export function initWasmBackend(): Promise<void> {
     installAffineKernel();
     installLayerNormKernel();
     installDecodeKernels();
+    installBackwardKernels();
     await tf.setBackend("wasm");
     await tf.ready();
     assertWasmBackend();

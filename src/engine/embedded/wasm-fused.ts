@@ -1,43 +1,51 @@
 /**
  * @module Fused, differentiable ops for training on tfjs's wasm backend, each one tape entry with a hand-written
- * gradient in place of a chain of small ops: GELU (its input and σ(2u) kept for the backward pass instead of six
- * intermediates), `x @ w + b` (wasm's fused matmul + bias, one dispatch, no pre-bias product kept) and layer norm
- * (the normalised rows and their 1/σ kept; a backward pass of 11 ops instead of the ~30 that autodiff records for
- * the nine forward ops, two of which fill an all-ones [N, C] tensor in JavaScript). Keeping fewer
- * intermediates is what bounds the wasm heap during a train step: tfjs keeps every recorded op's inputs until the
- * backward pass ends, and the heap never shrinks once grown.
+ * gradient in place of a chain of small ops: GELU (its input and σ(2u) kept instead of six intermediates, its
+ * backward pass one wasm dispatch), `x @ w + b` (wasm's fused matmul + bias, one dispatch, no pre-bias product
+ * kept) and layer norm (the normalised rows and their 1/σ kept; a backward pass of 11 ops instead of the ~30 that
+ * autodiff records for the nine forward ops, two of which fill an all-ones [N, C] tensor in JavaScript). Bias and
+ * gain gradients are column sums in one pass (`wasm-backward.ts`) instead of a transpose and a reduction. Keeping
+ * fewer intermediates is what bounds the wasm heap during a train step: tfjs keeps every recorded op's inputs until
+ * the backward pass ends, and the heap never shrinks once grown.
  */
 import * as tf from "@tensorflow/tfjs";
 import { GELU_CUBE, GELU_LINEAR, LAYER_NORM_EPSILON } from "./ops.js";
+import { columnSum, geluGrad } from "./wasm-backward.js";
 import { affine } from "./wasm-matmul.js";
 
 /**
  * GELU (tanh approximation) as one op with its gradient: the same function as `ops.ts`'s {@link gelu}, within
- * float32 rounding.
+ * float32 rounding. x and σ(2u) are kept for the backward pass instead of the six intermediates of `gelu`; on the
+ * wasm backend the backward pass is one dispatch (`wasm-backward.ts`'s {@link geluGrad}). The forward pass stays on
+ * tfjs ops: XNNPACK's sigmoid is faster than the `gelu` kernel of `wasm/decode.wat` at training sizes.
  * @param x - float32, any shape
  * @returns same shape
  * @see Hendrycks & Gimpel, "Gaussian Error Linear Units (GELUs)", arXiv:1606.08415
  */
 export const geluFused = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[]) => {
   const [x, save] = inputs as [tf.Tensor, tf.GradSaveFunc];
-  // wasm's vectorised ops beat a scalar JS loop over the heap here (fwd + bwd over [1016, 512]: ~14 ms vs ~22 ms
-  // of CPU); what the fusion buys is the tape: x and σ(2u) are kept, not the six intermediates of `gelu`.
   const s = tf.tidy(() => tf.sigmoid(tf.mul(x, tf.add(tf.mul(tf.mul(x, x), GELU_CUBE), GELU_LINEAR)))); // σ(2u)
   save([x, s]);
   return {
     value: tf.mul(x, s),
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
       const [xs, ss] = saved as [tf.Tensor, tf.Tensor];
-      // dx = dy·(s + x·s·(1 − s)·(2u)′), (2u)′ = 3·GELU_CUBE·x² + GELU_LINEAR; the tidy frees the temporaries now,
-      // not when the whole backward pass ends.
-      return tf.tidy(() => {
-        const slope = tf.add(tf.mul(tf.mul(xs, xs), 3 * GELU_CUBE), GELU_LINEAR);
-        const sigmoidGrad = tf.mul(ss, tf.sub(1, ss));
-        return tf.mul(dy, tf.add(ss, tf.mul(tf.mul(xs, sigmoidGrad), slope)));
-      });
+      return geluGrad(xs, ss, dy) ?? geluGradOps(xs, ss, dy);
     },
   };
 }) as (x: tf.Tensor) => tf.Tensor;
+
+/**
+ * GELU's input gradient in tfjs ops: dx = dy·(s + x·s·(1 − s)·(2u)′) with s = σ(2u) and
+ * (2u)′ = 3·GELU_CUBE·x² + GELU_LINEAR. The tidy frees the temporaries now, not when the whole backward pass ends.
+ */
+function geluGradOps(x: tf.Tensor, s: tf.Tensor, dy: tf.Tensor): tf.Tensor {
+  return tf.tidy(() => {
+    const slope = tf.add(tf.mul(tf.mul(x, x), 3 * GELU_CUBE), GELU_LINEAR);
+    const sigmoidGrad = tf.mul(s, tf.sub(1, s));
+    return tf.mul(dy, tf.add(s, tf.mul(tf.mul(x, sigmoidGrad), slope)));
+  });
+}
 
 /**
  * `x @ w + b` as one op with its gradient: the forward pass is wasm's fused matmul + bias (one dispatch, and no
@@ -59,7 +67,7 @@ export const linearBias = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc
       return tf.tidy(() => [
         tf.matMul(dy as tf.Tensor2D, tf.transpose(ws)),
         tf.matMul(tf.transpose(xs), dy as tf.Tensor2D),
-        tf.sum(dy, 0),
+        columnSum(dy as tf.Tensor2D),
       ]);
     },
   };
@@ -92,7 +100,7 @@ export const layerNormFused = tf.customGrad((...inputs: (tf.Tensor | tf.GradSave
         const meanD = tf.mean(d, -1, true); // [N, 1]
         const meanDxHat = tf.mean(tf.mul(d, xHat), -1, true); // [N, 1]
         const dx = tf.mul(tf.sub(tf.sub(d, meanD), tf.mul(xHat, meanDxHat)), r);
-        return [dx, tf.sum(tf.mul(dy, xHat), 0), tf.sum(dy, 0)];
+        return [dx, columnSum(tf.mul(dy, xHat) as tf.Tensor2D), columnSum(dy as tf.Tensor2D)];
       });
     },
   };

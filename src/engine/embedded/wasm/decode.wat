@@ -1,4 +1,5 @@
-;; Forward-only kernels of the decode step, over tfjs's wasm heap (imported as env.memory). Source of decode.wasm.ts:
+;; Kernels over tfjs's wasm heap (imported as env.memory): the decode step's forward-only ones, then two for training's
+;; backward pass (`columnSum`, `geluGrad`, run by wasm-backward.ts). Source of decode.wasm.ts:
 ;; regenerate it with `npx tsx scripts/build-wasm.ts` (a test fails while it is out of date). Pointers are byte offsets
 ;; into the heap; values are float32; vector loops run 4 lanes (v128) at a time.
 (module
@@ -362,4 +363,54 @@
       (local.set $x (i32.add (local.get $x) (i32.const 4)))
       (local.set $delta (i32.add (local.get $delta) (i32.const 4)))
       (br $tail))))
+
+  ;; The gradient of `gelu` above from its input x and s = σ(2u) as the forward pass kept them:
+  ;; dx = dy·(s + x·s·(1 − s)·(3·cube·x² + linear)), n floats (a multiple of 4) of x, s and dy to dx. No e^x here:
+  ;; tfjs's sigmoid (XNNPACK) computes s faster than `gelu`'s exp4 would.
+  (func (export "geluGrad") (param $x i32) (param $s i32) (param $dy i32) (param $dx i32) (param $n i32)
+    (param $cube f32) (param $linear f32)
+    (local $end i32) (local $v v128) (local $sv v128) (local $slope v128)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+    (block $done (loop $lanes
+      (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+      (local.set $v (v128.load (local.get $x)))
+      (local.set $sv (v128.load (local.get $s)))
+      (local.set $slope (f32x4.add
+        (f32x4.mul (f32x4.mul (local.get $v) (local.get $v)) (f32x4.splat (f32.mul (local.get $cube) (f32.const 3))))
+        (f32x4.splat (local.get $linear))))
+      (v128.store (local.get $dx) (f32x4.mul (v128.load (local.get $dy)) (f32x4.add (local.get $sv)
+        (f32x4.mul (f32x4.mul (f32x4.mul (local.get $v) (local.get $sv))
+          (f32x4.sub (f32x4.splat (f32.const 1)) (local.get $sv))) (local.get $slope)))))
+      (local.set $x (i32.add (local.get $x) (i32.const 16)))
+      (local.set $s (i32.add (local.get $s) (i32.const 16)))
+      (local.set $dy (i32.add (local.get $dy) (i32.const 16)))
+      (local.set $dx (i32.add (local.get $dx) (i32.const 16)))
+      (br $lanes))))
+
+  ;; Column sums: out[j] = Σ_r x[r·width + j], rows × width floats at x, width floats to out, rows added in order
+  ;; 4 columns at a time (the width's remainder, if any, one at a time).
+  (func (export "columnSum") (param $x i32) (param $out i32) (param $rows i32) (param $width i32)
+    (local $rowBytes i32) (local $vectorBytes i32) (local $r i32) (local $d i32)
+    (local.set $rowBytes (i32.shl (local.get $width) (i32.const 2)))
+    (local.set $vectorBytes (i32.shl (i32.and (local.get $width) (i32.const -4)) (i32.const 2)))
+    (memory.fill (local.get $out) (i32.const 0) (local.get $rowBytes))
+    (local.set $r (i32.const 0))
+    (block $rowsDone (loop $eachRow
+      (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+      (local.set $d (i32.const 0))
+      (block $vectorDone (loop $lanes
+        (br_if $vectorDone (i32.ge_u (local.get $d) (local.get $vectorBytes)))
+        (v128.store (i32.add (local.get $out) (local.get $d)) (f32x4.add
+          (v128.load (i32.add (local.get $out) (local.get $d))) (v128.load (i32.add (local.get $x) (local.get $d)))))
+        (local.set $d (i32.add (local.get $d) (i32.const 16)))
+        (br $lanes)))
+      (block $tailDone (loop $tail
+        (br_if $tailDone (i32.ge_u (local.get $d) (local.get $rowBytes)))
+        (f32.store (i32.add (local.get $out) (local.get $d)) (f32.add
+          (f32.load (i32.add (local.get $out) (local.get $d))) (f32.load (i32.add (local.get $x) (local.get $d)))))
+        (local.set $d (i32.add (local.get $d) (i32.const 4)))
+        (br $tail)))
+      (local.set $x (i32.add (local.get $x) (local.get $rowBytes)))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $eachRow))))
 )
