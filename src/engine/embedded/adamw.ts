@@ -5,6 +5,7 @@
  * @see Kingma & Ba, "Adam: A Method for Stochastic Optimization", arXiv:1412.6980
  */
 import * as tf from "@tensorflow/tfjs";
+import { adamwUpdate } from "./wasm-adamw.js";
 
 /** Constants of the optimiser that do not change between steps. */
 export interface AdamWConstants {
@@ -61,22 +62,32 @@ export class AdamW {
       m: tf.Variable;
       v: tf.Variable;
       next: [tf.Tensor, tf.Tensor, tf.Tensor];
+      finite: boolean;
     }[] = [];
     for (const { name, variable, decay } of params) {
       const g = grads.get(name);
       if (!g) continue;
       const m = this.moment(this.m, name, variable);
       const v = this.moment(this.v, name, variable);
+      const decayFactor = decay && weightDecay > 0 ? 1 - learningRate * weightDecay : 1;
+      const scalars = { beta1, beta2, correction1, correction2, epsilon, learningRate, decayFactor };
+      // One wasm dispatch when it takes these tensors (the same values bit for bit), else the tfjs ops.
+      const fused = adamwUpdate(variable, g, m, v, scalars);
+      if (fused) {
+        const [nextW, nextM, nextV] = fused.next;
+        updates.push({ variable, m, v, next: [nextM, nextV, nextW], finite: fused.finite });
+        continue;
+      }
       const next = tf.tidy(() => {
         const nextM = tf.add(tf.mul(m, beta1), tf.mul(g, 1 - beta1));
         const nextV = tf.add(tf.mul(v, beta2), tf.mul(tf.square(g), 1 - beta2));
         const adaptive = tf.div(tf.div(nextM, correction1), tf.add(tf.sqrt(tf.div(nextV, correction2)), epsilon));
-        const decayed = decay && weightDecay > 0 ? tf.mul(variable, 1 - learningRate * weightDecay) : variable;
+        const decayed = decayFactor !== 1 ? tf.mul(variable, decayFactor) : variable;
         return [nextM, nextV, tf.sub(decayed, tf.mul(adaptive, learningRate))] as [tf.Tensor, tf.Tensor, tf.Tensor];
       });
-      updates.push({ variable, m, v, next });
+      updates.push({ variable, m, v, next, finite: next.every(allFinite) });
     }
-    const finite = updates.every(({ next }) => next.every(allFinite));
+    const finite = updates.every((update) => update.finite);
     for (const { variable, m, v, next } of updates) {
       if (finite) {
         m.assign(next[0]);

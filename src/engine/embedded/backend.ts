@@ -4,6 +4,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-wasm";
+import { installAdamwKernel } from "./wasm-adamw.js";
 import { installBackwardKernels } from "./wasm-backward.js";
 import { installDecodeKernels } from "./wasm-decode.js";
 import { installLeanKernels } from "./wasm-kernels.js";
@@ -36,6 +37,7 @@ export function initWasmBackend(): Promise<void> {
     installLayerNormKernel();
     installDecodeKernels();
     installBackwardKernels();
+    installAdamwKernel();
     await tf.setBackend("wasm");
     await tf.ready();
     assertWasmBackend();

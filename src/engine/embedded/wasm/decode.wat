@@ -1,5 +1,6 @@
 ;; Kernels over tfjs's wasm heap (imported as env.memory): the decode step's forward-only ones, then two for training's
-;; backward pass (`columnSum`, `geluGrad`, run by wasm-backward.ts). Source of decode.wasm.ts:
+;; backward pass (`columnSum`, `geluGrad`, run by wasm-backward.ts) and the AdamW update (`adamw`, run by adamw.ts).
+;; Source of decode.wasm.ts:
 ;; regenerate it with `npx tsx scripts/build-wasm.ts` (a test fails while it is out of date). Pointers are byte offsets
 ;; into the heap; values are float32; vector loops run 4 lanes (v128) at a time.
 (module
@@ -413,4 +414,40 @@
       (local.set $x (i32.add (local.get $x) (local.get $rowBytes)))
       (local.set $r (i32.add (local.get $r) (i32.const 1)))
       (br $eachRow))))
+
+  ;; One AdamW update of n floats (a multiple of 4), every product in the order adamw.ts's tfjs ops compute it:
+  ;; m' = m·β1 + g·(1−β1); v' = v·β2 + g²·(1−β2); w' = w·decay − ((m'/c1) / (√(v'/c2) + ε))·lr, to outW, outM, outV.
+  ;; Returns 1 when every value written is finite, else 0 (x − x is NaN exactly for a NaN or an infinite x).
+  (func (export "adamw")
+    (param $w i32) (param $g i32) (param $m i32) (param $v i32) (param $outW i32) (param $outM i32) (param $outV i32)
+    (param $n i32) (param $beta1 f32) (param $oneMinusBeta1 f32) (param $beta2 f32) (param $oneMinusBeta2 f32)
+    (param $c1 f32) (param $c2 f32) (param $eps f32) (param $lr f32) (param $decay f32) (result i32)
+    (local $end i32) (local $gv v128) (local $nm v128) (local $nv v128) (local $nw v128) (local $bad v128)
+    (local.set $end (i32.add (local.get $w) (i32.shl (local.get $n) (i32.const 2))))
+    (block $done (loop $lanes
+      (br_if $done (i32.ge_u (local.get $w) (local.get $end)))
+      (local.set $gv (v128.load (local.get $g)))
+      (local.set $nm (f32x4.add (f32x4.mul (v128.load (local.get $m)) (f32x4.splat (local.get $beta1)))
+        (f32x4.mul (local.get $gv) (f32x4.splat (local.get $oneMinusBeta1)))))
+      (local.set $nv (f32x4.add (f32x4.mul (v128.load (local.get $v)) (f32x4.splat (local.get $beta2)))
+        (f32x4.mul (f32x4.mul (local.get $gv) (local.get $gv)) (f32x4.splat (local.get $oneMinusBeta2)))))
+      (local.set $nw (f32x4.sub (f32x4.mul (v128.load (local.get $w)) (f32x4.splat (local.get $decay)))
+        (f32x4.mul (f32x4.div (f32x4.div (local.get $nm) (f32x4.splat (local.get $c1)))
+          (f32x4.add (f32x4.sqrt (f32x4.div (local.get $nv) (f32x4.splat (local.get $c2)))) (f32x4.splat (local.get $eps))))
+          (f32x4.splat (local.get $lr)))))
+      (v128.store (local.get $outM) (local.get $nm))
+      (v128.store (local.get $outV) (local.get $nv))
+      (v128.store (local.get $outW) (local.get $nw))
+      (local.set $nm (f32x4.add (f32x4.add (f32x4.sub (local.get $nm) (local.get $nm))
+        (f32x4.sub (local.get $nv) (local.get $nv))) (f32x4.sub (local.get $nw) (local.get $nw))))
+      (local.set $bad (v128.or (local.get $bad) (f32x4.ne (local.get $nm) (local.get $nm))))
+      (local.set $w (i32.add (local.get $w) (i32.const 16)))
+      (local.set $g (i32.add (local.get $g) (i32.const 16)))
+      (local.set $m (i32.add (local.get $m) (i32.const 16)))
+      (local.set $v (i32.add (local.get $v) (i32.const 16)))
+      (local.set $outW (i32.add (local.get $outW) (i32.const 16)))
+      (local.set $outM (i32.add (local.get $outM) (i32.const 16)))
+      (local.set $outV (i32.add (local.get $outV) (i32.const 16)))
+      (br $lanes)))
+    (i32.eqz (v128.any_true (local.get $bad))))
 )

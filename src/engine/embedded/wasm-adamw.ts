@@ -1,0 +1,106 @@
+/**
+ * @module The AdamW update of one weight as one dispatch on tfjs's wasm backend (`adamw` of `wasm/decode.wat`,
+ * WebAssembly SIMD), in place of the fifteen tfjs ops of `adamw.ts` and the three finiteness checks (two ops and a
+ * read each) on their results. Every product is computed in the same order and float32 precision as those ops, so
+ * the values are the same bit for bit. The update runs on the main thread while a gradient worker waits for the next
+ * step, so its dispatches cost the whole step's time on every thread.
+ */
+import * as tf from "@tensorflow/tfjs";
+import { decodeKernelsOn } from "./wasm-decode.js";
+
+/** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this kernel uses. */
+interface WasmBackendInternals {
+  wasm: { HEAP32: Int32Array };
+  dataIdMap: { get(dataId: object): { memoryOffset: number } };
+  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+}
+
+/** The `adamw` export of `decode.wat` (pointers are byte offsets into the heap; returns 1 when all finite). */
+type AdamwExport = (
+  w: number,
+  g: number,
+  m: number,
+  v: number,
+  outW: number,
+  outM: number,
+  outV: number,
+  size: number,
+  ...scalars: number[]
+) => number;
+
+/** Name of the kernel registered by {@link installAdamwKernel}. */
+export const ADAMW_KERNEL = "ArclightAdamW";
+
+/** The scalars of one update, as `adamw.ts` computes them for a step. */
+export interface AdamwScalars {
+  beta1: number;
+  beta2: number;
+  /** 1 − β1ᵗ */
+  correction1: number;
+  /** 1 − β2ᵗ */
+  correction2: number;
+  epsilon: number;
+  learningRate: number;
+  /** The factor on the weight before the step: 1 − lr·λ with decay, else 1. */
+  decayFactor: number;
+}
+
+/** Registers {@link ADAMW_KERNEL} on the wasm backend; idempotent. */
+export function installAdamwKernel(): void {
+  if (tf.getKernel(ADAMW_KERNEL, "wasm")) return;
+  tf.registerKernel({
+    kernelName: ADAMW_KERNEL,
+    backendName: "wasm",
+    kernelFunc: (args) => {
+      const { w, g, m, v } = args.inputs as Record<"w" | "g" | "m" | "v", tf.TensorInfo>;
+      const s = args.attrs as unknown as AdamwScalars;
+      const backend = args.backend as unknown as WasmBackendInternals;
+      const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
+      const [outW, outM, outV] = [0, 1, 2].map(() => backend.makeOutput(w.shape, "float32")) as [
+        tf.TensorInfo,
+        tf.TensorInfo,
+        tf.TensorInfo,
+      ];
+      const finite = backend.makeOutput([1], "int32");
+      const adamw = (decodeKernelsOn(backend) as unknown as { adamw: AdamwExport }).adamw;
+      const ok = adamw(
+        ...[at(w), at(g), at(m), at(v), at(outW), at(outM), at(outV), tf.util.sizeFromShape(w.shape)],
+        ...[s.beta1, 1 - s.beta1, s.beta2, 1 - s.beta2, s.correction1, s.correction2, s.epsilon, s.learningRate],
+        s.decayFactor,
+      );
+      backend.wasm.HEAP32[at(finite) / 4] = ok;
+      return [outW, outM, outV, finite];
+    },
+  });
+}
+
+/**
+ * One AdamW update of a weight through {@link ADAMW_KERNEL} when the wasm backend is active, all four tensors are
+ * float32 of one shape and the size is a multiple of 4; `undefined` otherwise (the caller then uses tfjs ops).
+ * @param w - the weight
+ * @param g - its gradient (already clipped)
+ * @param m - its first moment
+ * @param v - its second moment
+ * @param scalars - the step's betas, bias corrections, ε, learning rate and decay factor
+ * @returns the new weight, first and second moment (the caller owns them) and whether all three are finite
+ * @see Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019, arXiv:1711.05101 (Algorithm 2)
+ */
+export function adamwUpdate(
+  w: tf.Tensor,
+  g: tf.Tensor,
+  m: tf.Tensor,
+  v: tf.Tensor,
+  scalars: AdamwScalars,
+): { next: [w: tf.Tensor, m: tf.Tensor, v: tf.Tensor]; finite: boolean } | undefined {
+  const fits =
+    tf.getBackend() === "wasm" &&
+    w.size % 4 === 0 &&
+    [w, g, m, v].every((t) => t.dtype === "float32" && tf.util.arraysEqual(t.shape, w.shape));
+  if (!fits) return undefined;
+  const [nextW, nextM, nextV, finite] = tf
+    .engine()
+    .runKernel(ADAMW_KERNEL, { w, g, m, v }, scalars as unknown as tf.NamedAttrMap) as tf.Tensor[];
+  const ok = finite!.dataSync()[0] === 1;
+  finite!.dispose();
+  return { next: [nextW!, nextM!, nextV!], finite: ok };
+}
