@@ -9,7 +9,7 @@ import { DecodeStepRunner } from "./decode-step.js";
 import { causalBias, gelu, layerNorm, linear } from "./ops.js";
 import { type BlockParams, buildParams, type GptParams, paramSpecs } from "./params.js";
 import { causalAttention, geluInference, geluKernelFits } from "./wasm-decode.js";
-import { geluFused, layerNormFused, linearBias } from "./wasm-fused.js";
+import { embedFused, geluFused, layerNormFused, linearBias } from "./wasm-fused.js";
 import { layerNormInference } from "./wasm-layer-norm.js";
 import { affine } from "./wasm-matmul.js";
 
@@ -138,8 +138,8 @@ export class Gpt {
   }
 
   /**
-   * Full causal forward pass (differentiable unless `inference`; token embedding as oneHot × matmul because wasm has no `gather`
-   * gradient).
+   * Full causal forward pass (differentiable unless `inference`). The token embedding is a gather for inference, a
+   * gather with a scatter-add gradient for training (`embedFused`) and a one-hot × matmul on the reference path.
    * @param tokenIds_B_T - int32 [B, T], T <= context
    * @param options - KV for prefill; forward-only kernels
    * @returns logits [B*T, V] and, if asked, the KV of every layer
@@ -151,9 +151,12 @@ export class Gpt {
     const [batch, seqLen] = tokenIds_B_T.shape;
     const { vocab, d_model: c } = this.config;
     const flat = tf.reshape(tokenIds_B_T, [batch * seqLen]) as tf.Tensor1D; // [B*T]
-    const tokens = inference
-      ? tf.gather(this.params.tokenEmbedding, flat) // [B*T, C]
-      : linear(tf.oneHot(flat, vocab).toFloat() as tf.Tensor2D, this.params.tokenEmbedding); // [B*T, C]
+    const tokens = // [B*T, C]
+      path === "inference"
+        ? tf.gather(this.params.tokenEmbedding, flat)
+        : path === "fused"
+          ? embedFused(flat, this.params.tokenEmbedding as tf.Tensor2D)
+          : linear(tf.oneHot(flat, vocab).toFloat() as tf.Tensor2D, this.params.tokenEmbedding);
     const positions = tf.slice(this.params.positionEmbedding, [0, 0], [seqLen, c]); // [T, C]
     let x = tf.reshape(tf.add(tf.reshape(tokens, [batch, seqLen, c]), positions), [batch * seqLen, c]) as tf.Tensor2D;
     const kv: LayerKv[] = [];

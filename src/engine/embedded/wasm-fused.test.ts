@@ -11,7 +11,7 @@ import { Gpt } from "./model.js";
 import { gelu, layerNorm, linear } from "./ops.js";
 import { paramSpecs } from "./params.js";
 import { Rng } from "./rng.js";
-import { geluFused, layerNormFused, linearBias } from "./wasm-fused.js";
+import { embedFused, geluFused, layerNormFused, linearBias } from "./wasm-fused.js";
 
 /** Largest |a − b| relative to the largest |b| (1 when b is all zeros). */
 function relativeError(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -142,5 +142,24 @@ describe("fused training ops", () => {
       expect(relativeError(g, reference.grads[variable.name]!.dataSync()), variable.name).toBeLessThan(1e-4);
     }
     model.dispose();
+  });
+  it("the embedding gathers rows and its gradient scatter-adds into them, as the one-hot product does", () => {
+    const table = tf.randomNormal([11, 6], 0, 1, "float32", 12) as tf.Tensor2D;
+    const dy = tf.randomNormal([9, 6], 0, 1, "float32", 13);
+    const loss = (pick: (t: tf.Tensor) => tf.Tensor) => (t: tf.Tensor) => tf.sum(tf.mul(pick(t), dy));
+    // Repeated ids accumulate; an id outside [0, 11) picks zeros and gets no gradient, as a one-hot row does.
+    for (const values of [
+      [3, 0, 10, 3, 3, 7, 0, 1, 2],
+      [3, 0, 10, 3, 11, 7, -1, 1, 2],
+    ]) {
+      const ids = tf.tensor1d(values, "int32");
+      const reference = (t: tf.Tensor) => linear(tf.oneHot(ids, 11).toFloat() as tf.Tensor2D, t as tf.Tensor2D);
+      expect(embedFused(ids, table).dataSync()).toEqual(reference(table).dataSync());
+      const before = tf.memory().numTensors;
+      const fused = tf.grad(loss((t) => embedFused(ids, t as tf.Tensor2D)))(table);
+      expect(tf.memory().numTensors).toBe(before + 1);
+      expect(fused.shape).toEqual([11, 6]);
+      expect(relativeError(fused.dataSync(), tf.grad(loss(reference))(table).dataSync())).toBeLessThan(1e-6);
+    }
   });
 });

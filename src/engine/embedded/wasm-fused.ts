@@ -105,3 +105,37 @@ export const layerNormFused = tf.customGrad((...inputs: (tf.Tensor | tf.GradSave
     },
   };
 }) as (x: tf.Tensor, gain: tf.Tensor, bias: tf.Tensor) => tf.Tensor2D;
+
+/**
+ * Token embedding for training: rows of `table` picked by `ids` (a gather, one dispatch), with the table's gradient
+ * as a scatter-add of the output gradient's rows into the rows of their ids. The same values as the reference's
+ * one-hot [N, V] × table product and its gradient (whose backward pass multiplies a transposed [V, N] one-hot by the
+ * gradient), within float32 summation order. wasm has no gradient for `gather`, hence this op.
+ * @param ids - int32 [N], each in [0, V) (an id outside it picks zeros and gets no gradient, as a one-hot row would)
+ * @param table - float32 [V, C]
+ * @returns [N, C]; differentiable with respect to `table` only
+ */
+export function embedFused(ids: tf.Tensor1D, table: tf.Tensor2D): tf.Tensor2D {
+  const [vocab, width] = table.shape;
+  const picked = new Int32Array(ids.dataSync());
+  const inRange = picked.every((id) => id >= 0 && id < vocab);
+  const embed = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [weights] = inputs as [tf.Tensor2D];
+    return {
+      value: inRange ? tf.gather(weights, ids) : tf.matMul(tf.oneHot(ids, vocab).toFloat(), weights),
+      gradFunc: (dy: tf.Tensor) => {
+        const rows = dy.dataSync();
+        const grad = new Float32Array(vocab * width);
+        for (let i = 0; i < picked.length; i++) {
+          const id = picked[i]!;
+          if (id < 0 || id >= vocab) continue;
+          const from = i * width;
+          const to = id * width;
+          for (let c = 0; c < width; c++) grad[to + c]! += rows[from + c]!;
+        }
+        return tf.tensor2d(grad, [vocab, width], "float32");
+      },
+    };
+  }) as (table: tf.Tensor) => tf.Tensor2D;
+  return embed(table);
+}
