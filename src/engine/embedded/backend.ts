@@ -7,6 +7,7 @@ import "@tensorflow/tfjs-backend-wasm";
 import { installAdamwKernel } from "./wasm-adamw.js";
 import { installBackwardKernels } from "./wasm-backward.js";
 import { installDecodeKernels } from "./wasm-decode.js";
+import { installExpKernel } from "./wasm-exp.js";
 import { installLeanKernels } from "./wasm-kernels.js";
 import { installLayerNormKernel } from "./wasm-layer-norm.js";
 import { installAffineKernel, installBatchedXnnMatMul } from "./wasm-matmul.js";
@@ -38,6 +39,7 @@ export function initWasmBackend(): Promise<void> {
     installDecodeKernels();
     installBackwardKernels();
     installAdamwKernel();
+    installExpKernel();
     await tf.setBackend("wasm");
     await tf.ready();
     assertWasmBackend();

@@ -1,8 +1,8 @@
 ;; Kernels over tfjs's wasm heap (imported as env.memory): the decode step's forward-only ones, then two for training's
-;; backward pass (`columnSum`, `geluGrad`, run by wasm-backward.ts) and the AdamW update (`adamw`, run by adamw.ts).
-;; Source of decode.wasm.ts:
-;; regenerate it with `npx tsx scripts/build-wasm.ts` (a test fails while it is out of date). Pointers are byte offsets
-;; into the heap; values are float32; vector loops run 4 lanes (v128) at a time.
+;; backward pass (`columnSum`, `geluGrad`, run by wasm-backward.ts), the AdamW update (`adamw`, run by
+;; wasm-adamw.ts) and e^x (`exp`, tfjs's `Exp`, run by wasm-exp.ts). Source of decode.wasm.ts: regenerate it with
+;; `npx tsx scripts/build-wasm.ts` (a test fails while it is out of date). Pointers are byte offsets into the heap;
+;; values are float32; vector loops run 4 lanes (v128) at a time.
 (module
   (import "env" "memory" (memory 1))
 
@@ -450,4 +450,29 @@
       (local.set $outV (i32.add (local.get $outV) (i32.const 16)))
       (br $lanes)))
     (i32.eqz (v128.any_true (local.get $bad))))
+
+  ;; e^x of n floats from x to out (tfjs's `Exp`, run by wasm-exp.ts), 4 lanes at a time through $exp4 and the
+  ;; remainder one lane at a time through the same polynomial. Unlike $exp4 alone, lanes above ln(FLT_MAX) give +∞
+  ;; (as expf does) instead of the largest float.
+  (func (export "exp") (param $x i32) (param $out i32) (param $n i32)
+    (local $end i32) (local $vectorEnd i32) (local $v v128)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+    (local.set $vectorEnd (i32.add (local.get $x) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+    (block $done (loop $lanes
+      (br_if $done (i32.ge_u (local.get $x) (local.get $vectorEnd)))
+      (v128.store (local.get $out) (call $expOrInf (v128.load (local.get $x))))
+      (local.set $x (i32.add (local.get $x) (i32.const 16)))
+      (local.set $out (i32.add (local.get $out) (i32.const 16)))
+      (br $lanes)))
+    (block $tailDone (loop $tail
+      (br_if $tailDone (i32.ge_u (local.get $x) (local.get $end)))
+      (f32.store (local.get $out) (f32x4.extract_lane 0 (call $expOrInf (f32x4.splat (f32.load (local.get $x))))))
+      (local.set $x (i32.add (local.get $x) (i32.const 4)))
+      (local.set $out (i32.add (local.get $out) (i32.const 4)))
+      (br $tail))))
+
+  ;; $exp4, with +∞ for lanes above ln(FLT_MAX) = 88.7228.
+  (func $expOrInf (param $x v128) (result v128)
+    (v128.bitselect (f32x4.splat (f32.const inf)) (call $exp4 (local.get $x))
+      (f32x4.gt (local.get $x) (f32x4.splat (f32.const 88.72284)))))
 )
