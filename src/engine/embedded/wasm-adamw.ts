@@ -6,7 +6,7 @@
  * step, so its dispatches cost the whole step's time on every thread.
  */
 import * as tf from "@tensorflow/tfjs";
-import { decodeKernelsOn } from "./wasm-decode.js";
+import { decodeKernelsOn, registerWasmKernel } from "./wasm-decode.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this kernel uses. */
 interface WasmBackendInternals {
@@ -47,30 +47,24 @@ export interface AdamwScalars {
 
 /** Registers {@link ADAMW_KERNEL} on the wasm backend; idempotent. */
 export function installAdamwKernel(): void {
-  if (tf.getKernel(ADAMW_KERNEL, "wasm")) return;
-  tf.registerKernel({
-    kernelName: ADAMW_KERNEL,
-    backendName: "wasm",
-    kernelFunc: (args) => {
-      const { w, g, m, v } = args.inputs as Record<"w" | "g" | "m" | "v", tf.TensorInfo>;
-      const s = args.attrs as unknown as AdamwScalars;
-      const backend = args.backend as unknown as WasmBackendInternals;
-      const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
-      const [outW, outM, outV] = [0, 1, 2].map(() => backend.makeOutput(w.shape, "float32")) as [
-        tf.TensorInfo,
-        tf.TensorInfo,
-        tf.TensorInfo,
-      ];
-      const finite = backend.makeOutput([1], "int32");
-      const adamw = (decodeKernelsOn(backend) as unknown as { adamw: AdamwExport }).adamw;
-      const ok = adamw(
-        ...[at(w), at(g), at(m), at(v), at(outW), at(outM), at(outV), tf.util.sizeFromShape(w.shape)],
-        ...[s.beta1, 1 - s.beta1, s.beta2, 1 - s.beta2, s.correction1, s.correction2, s.epsilon, s.learningRate],
-        s.decayFactor,
-      );
-      backend.wasm.HEAP32[at(finite) / 4] = ok;
-      return [outW, outM, outV, finite];
-    },
+  registerWasmKernel<WasmBackendInternals>(ADAMW_KERNEL, (inputs, attrs, backend) => {
+    const { w, g, m, v } = inputs as Record<"w" | "g" | "m" | "v", tf.TensorInfo>;
+    const s = attrs as unknown as AdamwScalars;
+    const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
+    const [outW, outM, outV] = [0, 1, 2].map(() => backend.makeOutput(w.shape, "float32")) as [
+      tf.TensorInfo,
+      tf.TensorInfo,
+      tf.TensorInfo,
+    ];
+    const finite = backend.makeOutput([1], "int32");
+    const adamw = (decodeKernelsOn(backend) as unknown as { adamw: AdamwExport }).adamw;
+    const ok = adamw(
+      ...[at(w), at(g), at(m), at(v), at(outW), at(outM), at(outV), tf.util.sizeFromShape(w.shape)],
+      ...[s.beta1, 1 - s.beta1, s.beta2, 1 - s.beta2, s.correction1, s.correction2, s.epsilon, s.learningRate],
+      s.decayFactor,
+    );
+    backend.wasm.HEAP32[at(finite) / 4] = ok;
+    return [outW, outM, outV, finite];
   });
 }
 

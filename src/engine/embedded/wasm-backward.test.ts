@@ -5,21 +5,11 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
+import { relativeError } from "../../testing/relative-error.js";
 import { initWasmBackend } from "./backend.js";
 import { GELU_CUBE, GELU_LINEAR, gelu } from "./ops.js";
 import { columnSum, geluGrad } from "./wasm-backward.js";
 import { geluFused } from "./wasm-fused.js";
-
-/** Largest |a − b| relative to the largest |b| (1 when b is all zeros). */
-function relativeError(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < b.length; i++) {
-    diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
-    scale = Math.max(scale, Math.abs(b[i]!));
-  }
-  return diff / (scale || 1);
-}
 
 /** σ(2u) of x, as `geluFused`'s forward pass computes it. */
 const sigmoid2u = (x: tf.Tensor): tf.Tensor =>

@@ -10,7 +10,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { GELU_CUBE, GELU_LINEAR } from "./ops.js";
-import { decodeKernelsOn } from "./wasm-decode.js";
+import { decodeKernelsOn, registerWasmKernel } from "./wasm-decode.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) these kernels use. */
 interface WasmBackendInternals {
@@ -24,42 +24,31 @@ interface BackwardExports {
   geluGrad(x: number, s: number, dy: number, dx: number, size: number, cube: number, linear: number): void;
 }
 
+/** The module's exports these kernels call, on `backend`'s heap. */
+const backwardExports = (backend: WasmBackendInternals): BackwardExports =>
+  decodeKernelsOn(backend) as unknown as BackwardExports;
+
 /** Name of the column-sum kernel registered by {@link installBackwardKernels}. */
 export const COLUMN_SUM_KERNEL = "ArclightColumnSum";
 /** Name of the GELU-gradient kernel registered by {@link installBackwardKernels}. */
 export const GELU_GRAD_KERNEL = "ArclightGeluGrad";
 
-/** Registers `kernelFunc` as the wasm backend's kernel `name` unless one is registered. */
-function register(
-  name: string,
-  kernelFunc: (inputs: tf.NamedTensorInfoMap, backend: WasmBackendInternals, exports: BackwardExports) => tf.TensorInfo,
-): void {
-  if (tf.getKernel(name, "wasm")) return;
-  tf.registerKernel({
-    kernelName: name,
-    backendName: "wasm",
-    kernelFunc: (args) => {
-      const backend = args.backend as unknown as WasmBackendInternals;
-      return kernelFunc(args.inputs, backend, decodeKernelsOn(backend) as unknown as BackwardExports);
-    },
-  });
-}
-
 /** Registers {@link COLUMN_SUM_KERNEL} and {@link GELU_GRAD_KERNEL} on the wasm backend; idempotent. */
 export function installBackwardKernels(): void {
-  register(COLUMN_SUM_KERNEL, (inputs, backend, exports) => {
+  registerWasmKernel<WasmBackendInternals>(COLUMN_SUM_KERNEL, (inputs, _attrs, backend) => {
     const x = inputs.x as tf.TensorInfo;
     const [rows, width] = x.shape as [number, number];
     const out = backend.makeOutput([width], "float32");
     const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
-    exports.columnSum(at(x), at(out), rows, width);
+    backwardExports(backend).columnSum(at(x), at(out), rows, width);
     return out;
   });
-  register(GELU_GRAD_KERNEL, (inputs, backend, exports) => {
+  registerWasmKernel<WasmBackendInternals>(GELU_GRAD_KERNEL, (inputs, _attrs, backend) => {
     const { x, s, dy } = inputs as { x: tf.TensorInfo; s: tf.TensorInfo; dy: tf.TensorInfo };
     const dx = backend.makeOutput(x.shape, "float32");
     const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
-    exports.geluGrad(at(x), at(s), at(dy), at(dx), tf.util.sizeFromShape(x.shape), GELU_CUBE, GELU_LINEAR);
+    const size = tf.util.sizeFromShape(x.shape);
+    backwardExports(backend).geluGrad(at(x), at(s), at(dy), at(dx), size, GELU_CUBE, GELU_LINEAR);
     return dx;
   });
 }

@@ -118,22 +118,24 @@ function withScratch(backend: WasmBackendInternals, floats: number, use: (offset
 }
 
 /**
- * Registers `kernelFunc` as the wasm backend's kernel `name` unless one is registered; it gets the op's inputs, attrs
- * and the backend's internals.
+ * Registers `kernelFunc` as the wasm backend's kernel `name` unless one is registered (so it is idempotent); it gets
+ * the op's inputs, attrs and the backend, typed as the parts of tfjs-backend-wasm's internals the caller uses.
+ * @param name - the kernel's name, as `tf.engine().runKernel` is called with it
+ * @param kernelFunc - the kernel: inputs, attrs and backend in, output tensor info(s) out
  */
-function registerWasmKernel(
+export function registerWasmKernel<Backend = WasmBackendInternals>(
   name: string,
   kernelFunc: (
     inputs: tf.NamedTensorInfoMap,
     attrs: tf.NamedAttrMap,
-    backend: WasmBackendInternals,
+    backend: Backend,
   ) => tf.TensorInfo | tf.TensorInfo[],
 ): void {
   if (tf.getKernel(name, "wasm")) return;
   tf.registerKernel({
     kernelName: name,
     backendName: "wasm",
-    kernelFunc: (args) => kernelFunc(args.inputs, args.attrs ?? {}, args.backend as unknown as WasmBackendInternals),
+    kernelFunc: (args) => kernelFunc(args.inputs, args.attrs ?? {}, args.backend as unknown as Backend),
   });
 }
 

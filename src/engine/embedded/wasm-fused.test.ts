@@ -5,6 +5,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
+import { relativeError } from "../../testing/relative-error.js";
 import { initWasmBackend } from "./backend.js";
 import type { ModelConfig } from "./config.js";
 import { Gpt } from "./model.js";
@@ -12,17 +13,6 @@ import { gelu, layerNorm, linear } from "./ops.js";
 import { paramSpecs } from "./params.js";
 import { Rng } from "./rng.js";
 import { embedFused, geluFused, layerNormFused, linearBias } from "./wasm-fused.js";
-
-/** Largest |a − b| relative to the largest |b| (1 when b is all zeros). */
-function relativeError(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < b.length; i++) {
-    diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
-    scale = Math.max(scale, Math.abs(b[i]!));
-  }
-  return diff / (scale || 1);
-}
 
 /** GELU in float64: x·σ(2u), u = √(2/π)·(x + 0.044715·x³). */
 const gelu64 = (x: number): number => x / (1 + Math.exp(-2 * Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));

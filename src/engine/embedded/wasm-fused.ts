@@ -117,7 +117,7 @@ export const layerNormFused = tf.customGrad((...inputs: (tf.Tensor | tf.GradSave
  */
 export function embedFused(ids: tf.Tensor1D, table: tf.Tensor2D): tf.Tensor2D {
   const [vocab, width] = table.shape;
-  const picked = new Int32Array(ids.dataSync());
+  const picked = ids.dataSync() as Int32Array; // a copy out of the heap
   const inRange = picked.every((id) => id >= 0 && id < vocab);
   const embed = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [weights] = inputs as [tf.Tensor2D];

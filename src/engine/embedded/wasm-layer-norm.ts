@@ -7,7 +7,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { LAYER_NORM_EPSILON } from "./ops.js";
-import { decodeKernelsOn } from "./wasm-decode.js";
+import { decodeKernelsOn, registerWasmKernel } from "./wasm-decode.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this kernel uses. */
 interface WasmBackendInternals {
@@ -20,19 +20,13 @@ export const LAYER_NORM_KERNEL = "ArclightLayerNorm";
 
 /** Registers {@link LAYER_NORM_KERNEL} on the wasm backend; idempotent. */
 export function installLayerNormKernel(): void {
-  if (tf.getKernel(LAYER_NORM_KERNEL, "wasm")) return;
-  tf.registerKernel({
-    kernelName: LAYER_NORM_KERNEL,
-    backendName: "wasm",
-    kernelFunc: (args) => {
-      const { x, gain, bias } = args.inputs as { x: tf.TensorInfo; gain: tf.TensorInfo; bias: tf.TensorInfo };
-      const backend = args.backend as unknown as WasmBackendInternals;
-      const [rows, width] = x.shape as [number, number];
-      const out = backend.makeOutput([rows, width], "float32");
-      const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
-      decodeKernelsOn(backend).layerNorm(at(x), at(gain), at(bias), at(out), rows, width, LAYER_NORM_EPSILON);
-      return out;
-    },
+  registerWasmKernel<WasmBackendInternals>(LAYER_NORM_KERNEL, (inputs, _attrs, backend) => {
+    const { x, gain, bias } = inputs as { x: tf.TensorInfo; gain: tf.TensorInfo; bias: tf.TensorInfo };
+    const [rows, width] = x.shape as [number, number];
+    const out = backend.makeOutput([rows, width], "float32");
+    const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
+    decodeKernelsOn(backend).layerNorm(at(x), at(gain), at(bias), at(out), rows, width, LAYER_NORM_EPSILON);
+    return out;
   });
 }
 
