@@ -205,9 +205,11 @@ const embeddedTrainRate = line(
   embeddedTrain,
   trainTokens,
 );
-// Matmul FLOPs of a step: forward 2·(matrix weights)·tokens, backward twice that; attention QKᵀ and PV the same way.
+// Matmul FLOPs of a step: forward 2·(matrix weights)·tokens, backward twice that; attention QKᵀ and PV the same way,
+// over the T(T+1)/2 visible (query, key) pairs that the attention kernels compute (wasm-attention.ts), not all T×T.
 const matrixParams = engine.model.parameterCount() - SEQ_LEN * 128; // all but the position table (a gather)
-const attentionFlops = 4 * 2 * 2 * BATCH * (SEQ_LEN - 1) ** 2 * 128; // 4 layers × (QKᵀ + PV), full T×T
+const visiblePairs = (SEQ_LEN * (SEQ_LEN - 1)) / 2; // T' = SEQ_LEN − 1 positions: T'(T'+1)/2
+const attentionFlops = 4 * 2 * 2 * BATCH * visiblePairs * 128; // 4 layers × (QKᵀ + PV) × 2 flops × C
 const stepFlops = 3 * (2 * matrixParams * trainTokens + attentionFlops);
 const achieved = stepFlops / median(embeddedTrain.map((r) => r.wallMs)) / 1e6;
 console.log(

@@ -5,6 +5,7 @@
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-wasm";
 import { installAdamwKernel } from "./wasm-adamw.js";
+import { installAttentionKernels } from "./wasm-attention.js";
 import { installBackwardKernels } from "./wasm-backward.js";
 import { installDecodeKernels } from "./wasm-decode.js";
 import { installExpKernel } from "./wasm-exp.js";
@@ -38,6 +39,7 @@ export function initWasmBackend(): Promise<void> {
     installLayerNormKernel();
     installDecodeKernels();
     installBackwardKernels();
+    installAttentionKernels();
     installAdamwKernel();
     installExpKernel();
     await tf.setBackend("wasm");

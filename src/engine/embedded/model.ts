@@ -8,6 +8,7 @@ import type { ModelConfig } from "./config.js";
 import { DecodeStepRunner } from "./decode-step.js";
 import { causalBias, gelu, layerNorm, linear } from "./ops.js";
 import { type BlockParams, buildParams, type GptParams, paramSpecs } from "./params.js";
+import { attentionFused, attentionKernelFits } from "./wasm-attention.js";
 import { causalAttention, geluInference, geluKernelFits } from "./wasm-decode.js";
 import { embedFused, geluFused, layerNormFused, linearBias } from "./wasm-fused.js";
 import { layerNormInference } from "./wasm-layer-norm.js";
@@ -36,8 +37,9 @@ export interface ForwardOptions {
    */
   inference?: boolean;
   /**
-   * Training through the unfused tfjs ops (GELU as six ops, matmul then bias add) instead of the fused kernels of
-   * `wasm-fused.ts`: the numerics reference that tests and benches compare the fused path with.
+   * Training through the unfused tfjs ops (GELU as six ops, matmul then bias add, attention as split heads, products,
+   * mask and softmax) instead of the fused kernels of `wasm-fused.ts` and `wasm-attention.ts`: the numerics reference
+   * that tests and benches compare the fused path with.
    */
   reference?: boolean;
 }
@@ -140,6 +142,8 @@ export class Gpt {
   /**
    * Full causal forward pass (differentiable unless `inference`). The token embedding is a gather for inference, a
    * gather with a scatter-add gradient for training (`embedFused`) and a one-hot × matmul on the reference path.
+   * Attention is one kernel for inference (`causalAttention`) and one op with its gradient for training
+   * (`attentionFused`, when its kernels take the head size and no KV is asked for), tfjs ops otherwise.
    * @param tokenIds_B_T - int32 [B, T], T <= context
    * @param options - KV for prefill; forward-only kernels
    * @returns logits [B*T, V] and, if asked, the KV of every layer
@@ -161,14 +165,18 @@ export class Gpt {
     let x = tf.reshape(tf.add(tf.reshape(tokens, [batch, seqLen, c]), positions), [batch * seqLen, c]) as tf.Tensor2D;
     const kv: LayerKv[] = [];
     const mask = inference ? undefined : this.causalMask(seqLen);
-    const layer = (input: tf.Tensor2D, block: BlockParams): { x: tf.Tensor2D; k: tf.Tensor4D; v: tf.Tensor4D } => {
+    const layer = (input: tf.Tensor2D, block: BlockParams): { x: tf.Tensor2D; k?: tf.Tensor4D; v?: tf.Tensor4D } => {
       const h = norm(input, block.ln1Gain, block.ln1Bias, path);
+      const qkv = project(h, block.qkvWeight, block.qkvBias, path); // [B*T, 3C]
       if (inference) {
-        const qkv = project(h, block.qkvWeight, block.qkvBias, path); // [B*T, 3C]
         const { y, k, v } = causalAttention(qkv, batch, seqLen, this.config.n_heads); // [B*T, C]; [B, H, T, C/H]
         return { x: this.residual(input, y, block, path), k, v };
       }
-      const [q, k, v] = this.splitHeads(h, block, batch, seqLen, path); // each [B, H, T, C/H]
+      if (path === "fused" && !returnKv && attentionKernelFits(qkv, this.config.n_heads)) {
+        const y = attentionFused(qkv, batch, seqLen, this.config.n_heads); // [B*T, C]
+        return { x: this.residual(input, y, block, path) };
+      }
+      const [q, k, v] = this.splitHeads(qkv, batch, seqLen); // each [B, H, T, C/H]
       const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), this.scale()), mask!); // [B, H, T, T]
       const y = tf.matMul(tf.softmax(scores), v); // [B, H, T, C/H]
       const merged = tf.reshape(tf.transpose(y, [0, 2, 1, 3]), [batch * seqLen, c]) as tf.Tensor2D; // [B*T, C]
@@ -180,8 +188,8 @@ export class Gpt {
       const out = inference ? tf.tidy(() => layer(x, block)) : layer(x, block);
       if (inference) x.dispose();
       x = out.x;
-      if (returnKv) kv.push({ k: out.k, v: out.v });
-      else if (inference) tf.dispose([out.k, out.v]);
+      if (returnKv) kv.push({ k: out.k!, v: out.v! });
+      else if (inference) tf.dispose([out.k!, out.v!]);
     }
     return { logits: this.head(x, path), kv };
   }
@@ -236,17 +244,10 @@ export class Gpt {
     this.masks.clear();
   }
 
-  /** q, k, v of a [B*T, C] input, each [B, H, T, C/H]. */
-  private splitHeads(
-    h: tf.Tensor2D,
-    block: BlockParams,
-    batch: number,
-    seqLen: number,
-    path: Path,
-  ): [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D] {
+  /** q, k, v of a [B*T, 3C] projection, each [B, H, T, C/H]. */
+  private splitHeads(qkv: tf.Tensor2D, batch: number, seqLen: number): [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D] {
     const heads = this.config.n_heads;
     const headDim = this.config.d_model / heads;
-    const qkv = project(h, block.qkvWeight, block.qkvBias, path); // [B*T, 3C]
     const [q, k, v] = tf.split(qkv, 3, 1).map(
       (t) => tf.transpose(tf.reshape(t, [batch, seqLen, heads, headDim]), [0, 2, 1, 3]) as tf.Tensor4D, // [B, H, T, C/H]
     );

@@ -8,7 +8,7 @@
  *   scale, bias, softmax) took ~0.45 ms a layer at 16 rows × 48 columns; it takes ~0.05 ms.
  * - `attendCausal` ({@link causalAttention}): a full inference pass's attention (prefill, scoring) in one dispatch
  *   instead of transposes and per-head XNNPACK products with their causal mask and softmax (scoring 32×128:
- *   ~390 → ~350 ms).
+ *   ~390 → ~350 ms). Training runs it too, keeping its softmax for the backward pass (`wasm-attention.ts`).
  * - `gelu` ({@link geluInference}): GELU in one dispatch instead of six.
  * - `layerNorm` (run by `wasm-layer-norm.ts`'s kernel), `embed` and `addInPlace` (run by `decode-step.ts`).
  * e^x is Cephes' `expf` polynomial, so values differ from tfjs's ops by float32 rounding.
@@ -59,6 +59,7 @@ export interface DecodeExports {
     v: number,
     y: number,
     probs: number,
+    pOut: number,
     batch: number,
     seqLen: number,
     heads: number,
@@ -181,6 +182,7 @@ export function installDecodeKernels(): void {
         offset(backend, v),
         offset(backend, y),
         scratch,
+        0,
         batch,
         seqLen,
         heads,

@@ -1,5 +1,6 @@
-;; Kernels over tfjs's wasm heap (imported as env.memory): the decode step's forward-only ones, then two for training's
-;; backward pass (`columnSum`, `geluGrad`, run by wasm-backward.ts), the AdamW update (`adamw`, run by
+;; Kernels over tfjs's wasm heap (imported as env.memory): the decode step's forward-only ones (`attendCausal` also runs
+;; training's attention, keeping its softmax for `attendCausalGrad`; both run by wasm-attention.ts), then two for
+;; training's backward pass (`columnSum`, `geluGrad`, run by wasm-backward.ts), the AdamW update (`adamw`, run by
 ;; wasm-adamw.ts) and e^x (`exp`, tfjs's `Exp`, run by wasm-exp.ts). Source of decode.wasm.ts: regenerate it with
 ;; `npx tsx scripts/build-wasm.ts` (a test fails while it is out of date). Pointers are byte offsets into the heap;
 ;; values are float32; vector loops run 4 lanes (v128) at a time.
@@ -36,15 +37,50 @@
     (param $scale f32) (param $scratch i32) (param $out i32)
     (local $headBytes i32) (local $vectorBytes i32) (local $rounded i32) (local $splats i32) (local $l i32)
     (local $kp i32) (local $d i32) (local $p i32) (local $acc v128) (local $s f32) (local $max f32) (local $sum f32)
-    (local $inv f32)
+    (local $inv f32) (local $acc1 v128) (local $acc2 v128) (local $acc3 v128) (local $maxV v128) (local $qv v128)
     (local.set $headBytes (i32.shl (local.get $headDim) (i32.const 2)))
     (local.set $vectorBytes (i32.shl (i32.and (local.get $headDim) (i32.const -4)) (i32.const 2)))
     (local.set $rounded (i32.and (i32.add (local.get $width) (i32.const 3)) (i32.const -4)))
     (local.set $splats (i32.add (local.get $scratch) (i32.shl (local.get $rounded) (i32.const 2))))
-    ;; scores and their max
-    (local.set $max (f32.const -inf))
+    ;; scores and their max: four columns at a time when the head size is a multiple of 4 (four independent sums,
+    ;; reduced together), then the rest one at a time
+    (local.set $maxV (f32x4.splat (f32.const -inf)))
     (local.set $kp (local.get $keys))
     (local.set $l (i32.const 0))
+    (if (i32.eq (local.get $vectorBytes) (local.get $headBytes)) (then
+      (block $quadsScored (loop $scoreQuad
+        (br_if $quadsScored (i32.gt_u (i32.add (local.get $l) (i32.const 4)) (local.get $width)))
+        (local.set $acc (f32x4.splat (f32.const 0)))
+        (local.set $acc1 (local.get $acc))
+        (local.set $acc2 (local.get $acc))
+        (local.set $acc3 (local.get $acc))
+        (local.set $d (i32.const 0))
+        (block $quadDotted (loop $quadDot
+          (br_if $quadDotted (i32.ge_u (local.get $d) (local.get $headBytes)))
+          (local.set $qv (v128.load (i32.add (local.get $q) (local.get $d))))
+          (local.set $p (i32.add (local.get $kp) (local.get $d)))
+          (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $qv) (v128.load (local.get $p)))))
+          (local.set $p (i32.add (local.get $p) (local.get $headBytes)))
+          (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $qv) (v128.load (local.get $p)))))
+          (local.set $p (i32.add (local.get $p) (local.get $headBytes)))
+          (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (local.get $qv) (v128.load (local.get $p)))))
+          (local.set $p (i32.add (local.get $p) (local.get $headBytes)))
+          (local.set $acc3 (f32x4.add (local.get $acc3) (f32x4.mul (local.get $qv) (v128.load (local.get $p)))))
+          (local.set $d (i32.add (local.get $d) (i32.const 16)))
+          (br $quadDot)))
+        (local.set $acc (f32x4.mul (call $sum4x4 (local.get $acc) (local.get $acc1) (local.get $acc2) (local.get $acc3))
+          (f32x4.splat (local.get $scale))))
+        (if (local.get $bias) (then
+          (local.set $acc (f32x4.add (local.get $acc)
+            (v128.load (i32.add (local.get $bias) (i32.shl (local.get $l) (i32.const 2))))))))
+        (v128.store (i32.add (local.get $scratch) (i32.shl (local.get $l) (i32.const 2))) (local.get $acc))
+        (local.set $maxV (f32x4.max (local.get $maxV) (local.get $acc)))
+        (local.set $kp (i32.add (local.get $kp) (i32.shl (local.get $headBytes) (i32.const 2))))
+        (local.set $l (i32.add (local.get $l) (i32.const 4)))
+        (br $scoreQuad)))))
+    (local.set $max (f32.max
+      (f32.max (f32x4.extract_lane 0 (local.get $maxV)) (f32x4.extract_lane 1 (local.get $maxV)))
+      (f32.max (f32x4.extract_lane 2 (local.get $maxV)) (f32x4.extract_lane 3 (local.get $maxV)))))
     (block $scored (loop $score
       (br_if $scored (i32.ge_u (local.get $l) (local.get $width)))
       (local.set $acc (f32x4.splat (f32.const 0)))
@@ -100,9 +136,26 @@
     (block $lanesDone (loop $lanes
       (br_if $lanesDone (i32.ge_u (local.get $d) (local.get $vectorBytes)))
       (local.set $acc (f32x4.splat (f32.const 0)))
+      (local.set $acc1 (local.get $acc))
+      (local.set $acc2 (local.get $acc))
+      (local.set $acc3 (local.get $acc))
       (local.set $kp (i32.add (local.get $values) (local.get $d)))
       (local.set $p (local.get $splats))
       (local.set $l (i32.const 0))
+      ;; four columns at a time into four independent sums, then the rest one at a time
+      (block $quadsWeighed (loop $weighQuad
+        (br_if $quadsWeighed (i32.gt_u (i32.add (local.get $l) (i32.const 4)) (local.get $width)))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $p)) (v128.load (local.get $kp)))))
+        (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
+        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (v128.load offset=16 (local.get $p)) (v128.load (local.get $kp)))))
+        (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
+        (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (v128.load offset=32 (local.get $p)) (v128.load (local.get $kp)))))
+        (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
+        (local.set $acc3 (f32x4.add (local.get $acc3) (f32x4.mul (v128.load offset=48 (local.get $p)) (v128.load (local.get $kp)))))
+        (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
+        (local.set $p (i32.add (local.get $p) (i32.const 64)))
+        (local.set $l (i32.add (local.get $l) (i32.const 4)))
+        (br $weighQuad)))
       (block $weighed (loop $weigh
         (br_if $weighed (i32.ge_u (local.get $l) (local.get $width)))
         (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $p)) (v128.load (local.get $kp)))))
@@ -110,7 +163,8 @@
         (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
         (local.set $l (i32.add (local.get $l) (i32.const 1)))
         (br $weigh)))
-      (v128.store (i32.add (local.get $out) (local.get $d)) (local.get $acc))
+      (v128.store (i32.add (local.get $out) (local.get $d))
+        (f32x4.add (f32x4.add (local.get $acc) (local.get $acc1)) (f32x4.add (local.get $acc2) (local.get $acc3))))
       (local.set $d (i32.add (local.get $d) (i32.const 16)))
       (br $lanes)))
     ;; the head size's remainder, one float at a time
@@ -271,16 +325,19 @@
         (br $tail3)))
       (local.set $r (i32.add (local.get $r) (i32.const 1)))
       (br $eachRow))))
-;; Causal attention over whole rows (a prefill or a scoring pass), every row, head and position. C = heads·headDim.
+;; Causal attention over whole rows (a prefill, a scoring pass or training's forward pass), every row, head and
+  ;; position. C = heads·headDim.
   ;;   qkv   [batch·seqLen, 3C]              each position's query | key | value
   ;;   k, v  [batch, heads, seqLen, hd]      out: the keys and values, as the decode loop's cache holds them
   ;;   y     [batch·seqLen, C]               out: softmax(q·kᵀ·scale) over positions 0..t, times v, heads side by side
   ;;   probs [5 × (seqLen rounded up to 4)]  scratch (see $attendOne)
+  ;;   pOut  [batch, heads, seqLen, seqLen]  out unless 0: the softmax, row t over columns 0..t and 0 after (training
+  ;;                                         keeps it for attendCausalGrad)
   (func (export "attendCausal")
-    (param $qkv i32) (param $k i32) (param $v i32) (param $y i32) (param $probs i32)
+    (param $qkv i32) (param $k i32) (param $v i32) (param $y i32) (param $probs i32) (param $pOut i32)
     (param $batch i32) (param $seqLen i32) (param $heads i32) (param $headDim i32) (param $scale f32)
     (local $c i32) (local $headBytes i32) (local $rowBytes i32) (local $b i32) (local $h i32) (local $t i32)
-    (local $keys i32) (local $values i32) (local $q i32)
+    (local $keys i32) (local $values i32) (local $q i32) (local $pRow i32) (local $splats i32) (local $l i32)
     (local.set $c (i32.mul (local.get $heads) (local.get $headDim)))
     (local.set $headBytes (i32.shl (local.get $headDim) (i32.const 2)))
     (local.set $rowBytes (i32.mul (local.get $c) (i32.const 12)))
@@ -318,12 +375,244 @@
             (i32.add (local.get $y) (i32.add
               (i32.mul (i32.add (i32.mul (local.get $b) (local.get $seqLen)) (local.get $t)) (i32.shl (local.get $c) (i32.const 2)))
               (i32.mul (local.get $h) (local.get $headBytes)))))
+          ;; the softmax of this position, from $attendOne's splats (after its t + 1 scores, rounded up to 4), then zeros
+          (if (local.get $pOut) (then
+            (local.set $pRow (i32.add (local.get $pOut) (i32.shl (i32.mul (local.get $seqLen)
+              (i32.add (i32.mul (i32.add (i32.mul (local.get $b) (local.get $heads)) (local.get $h)) (local.get $seqLen))
+                (local.get $t))) (i32.const 2))))
+            (local.set $splats (i32.add (local.get $probs)
+              (i32.shl (i32.and (i32.add (local.get $t) (i32.const 4)) (i32.const -4)) (i32.const 2))))
+            (local.set $l (i32.const 0))
+            (block $copied (loop $copy
+              (br_if $copied (i32.gt_u (local.get $l) (local.get $t)))
+              (f32.store (i32.add (local.get $pRow) (i32.shl (local.get $l) (i32.const 2)))
+                (f32.load (i32.add (local.get $splats) (i32.shl (local.get $l) (i32.const 4)))))
+              (local.set $l (i32.add (local.get $l) (i32.const 1)))
+              (br $copy)))
+            (memory.fill (i32.add (local.get $pRow) (i32.shl (local.get $l) (i32.const 2))) (i32.const 0)
+              (i32.shl (i32.sub (local.get $seqLen) (local.get $l)) (i32.const 2)))))
           (local.set $t (i32.add (local.get $t) (i32.const 1)))
           (br $eachPosition)))
         (local.set $h (i32.add (local.get $h) (i32.const 1)))
         (br $eachHead)))
       (local.set $b (i32.add (local.get $b) (i32.const 1)))
       (br $eachRow))))
+;; The four lane sums of a0..a3 as one vector: [Σ a0, Σ a1, Σ a2, Σ a3] (a 4×4 transpose by shuffles, then adds).
+  (func $sum4x4 (param $a0 v128) (param $a1 v128) (param $a2 v128) (param $a3 v128) (result v128)
+    (local $s01 v128) (local $s23 v128)
+    ;; (a0₀+a0₂, a1₀+a1₂, a0₁+a0₃, a1₁+a1₃), and the same of a2, a3
+    (local.set $s01 (f32x4.add
+      (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $a0) (local.get $a1))
+      (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $a0) (local.get $a1))))
+    (local.set $s23 (f32x4.add
+      (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $a2) (local.get $a3))
+      (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $a2) (local.get $a3))))
+    (f32x4.add
+      (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $s01) (local.get $s23))
+      (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $s01) (local.get $s23))))
+
+  ;; The gradient of attendCausal (training's backward pass) for every row and head, from what its forward pass kept:
+  ;; the queries (qkv), keys and values (k, v as attendCausal wrote them) and the softmax P (its pOut). With s the
+  ;; scale and g = dL/dy of one position and head: dP_j = g·v_j and dS_j = P_j·(dP_j − Σ_l P_l·dP_l) over the
+  ;; columns j = 0..t of position t: dq = s·Σ_j dS_j·k_j, dk_j += s·dS_j·q and dv_j += P_j·g. The dot products and
+  ;; dq's sum run four columns at a time into four independent partial sums. headDim is a multiple of 4.
+  ;;   dy      [batch·seqLen, C]    dL/dy
+  ;;   dqkv    [batch·seqLen, 3C]   out: dL/dqkv, every value written
+  ;;   scratch dP and dS of one position (seqLen rounded up to 4, each), then dk and dv of one head ([seqLen, hd] each)
+  (func (export "attendCausalGrad")
+    (param $qkv i32) (param $k i32) (param $v i32) (param $p i32) (param $dy i32) (param $dqkv i32) (param $scratch i32)
+    (param $batch i32) (param $seqLen i32) (param $heads i32) (param $headDim i32) (param $scale f32)
+    (local $c i32) (local $headBytes i32) (local $qkvRowBytes i32) (local $rowBytes i32) (local $squareRow i32)
+    (local $b i32) (local $h i32) (local $i i32) (local $j i32) (local $d i32) (local $keys i32) (local $values i32)
+    (local $dp i32) (local $ds i32) (local $pHead i32) (local $q i32) (local $g i32) (local $pRow i32) (local $dsRow i32)
+    (local $out i32) (local $kp i32) (local $x4 i32) (local $sp i32)
+    (local $acc v128) (local $acc1 v128) (local $acc2 v128) (local $acc3 v128) (local $acc4 v128) (local $gv v128)
+    (local $sv v128) (local $pv v128) (local $dk i32) (local $dv i32)
+    (local $x f32) (local $rowDot f32) (local $headBytes2 i32) (local $headBytes3 i32)
+    (local.set $c (i32.mul (local.get $heads) (local.get $headDim)))
+    (local.set $headBytes (i32.shl (local.get $headDim) (i32.const 2)))
+    (local.set $headBytes2 (i32.shl (local.get $headBytes) (i32.const 1)))
+    (local.set $headBytes3 (i32.add (local.get $headBytes2) (local.get $headBytes)))
+    (local.set $rowBytes (i32.shl (local.get $c) (i32.const 2)))
+    (local.set $qkvRowBytes (i32.mul (local.get $rowBytes) (i32.const 3)))
+    (local.set $squareRow (i32.shl (local.get $seqLen) (i32.const 2)))
+    (local.set $dp (local.get $scratch))
+    (local.set $ds (i32.add (local.get $dp)
+      (i32.shl (i32.and (i32.add (local.get $seqLen) (i32.const 3)) (i32.const -4)) (i32.const 2))))
+    (local.set $dk (i32.add (local.get $ds) (i32.sub (local.get $ds) (local.get $dp))))
+    (local.set $dv (i32.add (local.get $dk) (i32.mul (local.get $seqLen) (local.get $headBytes))))
+    (local.set $b (i32.const 0))
+    (block $batchDone (loop $eachRow
+      (br_if $batchDone (i32.ge_u (local.get $b) (local.get $batch)))
+      (local.set $h (i32.const 0))
+      (block $headsDone (loop $eachHead
+        (br_if $headsDone (i32.ge_u (local.get $h) (local.get $heads)))
+        (local.set $keys (i32.add (local.get $k) (i32.mul (local.get $headBytes)
+          (i32.mul (i32.add (i32.mul (local.get $b) (local.get $heads)) (local.get $h)) (local.get $seqLen)))))
+        (local.set $values (i32.add (local.get $v) (i32.sub (local.get $keys) (local.get $k))))
+        (memory.fill (local.get $dk) (i32.const 0) (i32.shl (i32.mul (local.get $seqLen) (local.get $headBytes)) (i32.const 1)))
+        (local.set $pHead (i32.add (local.get $p) (i32.mul (local.get $squareRow)
+          (i32.mul (i32.add (i32.mul (local.get $b) (local.get $heads)) (local.get $h)) (local.get $seqLen)))))
+        ;; position by position: dP, dS and dq
+        (local.set $i (i32.const 0))
+        (block $positionsDone (loop $eachPosition
+          (br_if $positionsDone (i32.ge_u (local.get $i) (local.get $seqLen)))
+          (local.set $q (i32.add (i32.add (local.get $qkv)
+            (i32.mul (i32.add (i32.mul (local.get $b) (local.get $seqLen)) (local.get $i)) (local.get $qkvRowBytes)))
+            (i32.mul (local.get $h) (local.get $headBytes))))
+          (local.set $g (i32.add (i32.add (local.get $dy)
+            (i32.mul (i32.add (i32.mul (local.get $b) (local.get $seqLen)) (local.get $i)) (local.get $rowBytes)))
+            (i32.mul (local.get $h) (local.get $headBytes))))
+          (local.set $pRow (i32.add (local.get $pHead) (i32.mul (local.get $i) (local.get $squareRow))))
+          (local.set $dsRow (local.get $ds))
+          ;; dP_j = g·v_j, and Σ_j P_j·dP_j: four columns at a time (reduced together), then the rest one at a time
+          (local.set $acc4 (f32x4.splat (f32.const 0)))
+          (local.set $kp (local.get $values))
+          (local.set $j (i32.const 0))
+          (block $quadsDone (loop $eachQuad
+            (br_if $quadsDone (i32.gt_u (i32.add (local.get $j) (i32.const 3)) (local.get $i)))
+            (local.set $acc (f32x4.splat (f32.const 0)))
+            (local.set $acc1 (local.get $acc))
+            (local.set $acc2 (local.get $acc))
+            (local.set $acc3 (local.get $acc))
+            (local.set $d (i32.const 0))
+            (block $quadDotted (loop $quadDot
+              (br_if $quadDotted (i32.ge_u (local.get $d) (local.get $headBytes)))
+              (local.set $gv (v128.load (i32.add (local.get $g) (local.get $d))))
+              (local.set $x4 (i32.add (local.get $kp) (local.get $d)))
+              (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $gv) (v128.load (local.get $x4)))))
+              (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $gv)
+                (v128.load (i32.add (local.get $x4) (local.get $headBytes))))))
+              (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (local.get $gv)
+                (v128.load (i32.add (local.get $x4) (local.get $headBytes2))))))
+              (local.set $acc3 (f32x4.add (local.get $acc3) (f32x4.mul (local.get $gv)
+                (v128.load (i32.add (local.get $x4) (local.get $headBytes3))))))
+              (local.set $d (i32.add (local.get $d) (i32.const 16)))
+              (br $quadDot)))
+            (local.set $acc (call $sum4x4 (local.get $acc) (local.get $acc1) (local.get $acc2) (local.get $acc3)))
+            (v128.store (i32.add (local.get $dp) (i32.shl (local.get $j) (i32.const 2))) (local.get $acc))
+            (local.set $acc4 (f32x4.add (local.get $acc4) (f32x4.mul (local.get $acc)
+              (v128.load (i32.add (local.get $pRow) (i32.shl (local.get $j) (i32.const 2)))))))
+            (local.set $kp (i32.add (local.get $kp) (i32.shl (local.get $headBytes) (i32.const 2))))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $eachQuad)))
+          (local.set $rowDot (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $acc4)) (f32x4.extract_lane 1 (local.get $acc4)))
+            (f32.add (f32x4.extract_lane 2 (local.get $acc4)) (f32x4.extract_lane 3 (local.get $acc4)))))
+          (block $dotsDone (loop $eachDot
+            (br_if $dotsDone (i32.gt_u (local.get $j) (local.get $i)))
+            (local.set $acc (f32x4.splat (f32.const 0)))
+            (local.set $d (i32.const 0))
+            (block $dotted (loop $dot
+              (br_if $dotted (i32.ge_u (local.get $d) (local.get $headBytes)))
+              (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul
+                (v128.load (i32.add (local.get $g) (local.get $d))) (v128.load (i32.add (local.get $kp) (local.get $d))))))
+              (local.set $d (i32.add (local.get $d) (i32.const 16)))
+              (br $dot)))
+            (local.set $x (f32.add
+              (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
+              (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
+            (f32.store (i32.add (local.get $dp) (i32.shl (local.get $j) (i32.const 2))) (local.get $x))
+            (local.set $rowDot (f32.add (local.get $rowDot)
+              (f32.mul (f32.load (i32.add (local.get $pRow) (i32.shl (local.get $j) (i32.const 2)))) (local.get $x))))
+            (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
+            (local.set $j (i32.add (local.get $j) (i32.const 1)))
+            (br $eachDot)))
+          ;; dS_j = P_j·(dP_j − Σ_l P_l·dP_l), kept for dq; dk_j += dS_j·q and dv_j += P_j·g, 4 lanes at a time
+          (local.set $kp (local.get $dk))
+          (local.set $x4 (local.get $dv))
+          (local.set $j (i32.const 0))
+          (block $accumulated (loop $accumulate
+            (br_if $accumulated (i32.gt_u (local.get $j) (local.get $i)))
+            (local.set $x (f32.load (i32.add (local.get $pRow) (i32.shl (local.get $j) (i32.const 2)))))
+            (local.set $pv (f32x4.splat (local.get $x)))
+            (local.set $x (f32.mul (local.get $x)
+              (f32.sub (f32.load (i32.add (local.get $dp) (i32.shl (local.get $j) (i32.const 2)))) (local.get $rowDot))))
+            (f32.store (i32.add (local.get $dsRow) (i32.shl (local.get $j) (i32.const 2))) (local.get $x))
+            (local.set $sv (f32x4.splat (local.get $x)))
+            (local.set $d (i32.const 0))
+            (block $lanesDone (loop $lanes
+              (br_if $lanesDone (i32.ge_u (local.get $d) (local.get $headBytes)))
+              (v128.store (i32.add (local.get $kp) (local.get $d)) (f32x4.add
+                (v128.load (i32.add (local.get $kp) (local.get $d)))
+                (f32x4.mul (local.get $sv) (v128.load (i32.add (local.get $q) (local.get $d))))))
+              (v128.store (i32.add (local.get $x4) (local.get $d)) (f32x4.add
+                (v128.load (i32.add (local.get $x4) (local.get $d)))
+                (f32x4.mul (local.get $pv) (v128.load (i32.add (local.get $g) (local.get $d))))))
+              (local.set $d (i32.add (local.get $d) (i32.const 16)))
+              (br $lanes)))
+            (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
+            (local.set $x4 (i32.add (local.get $x4) (local.get $headBytes)))
+            (local.set $j (i32.add (local.get $j) (i32.const 1)))
+            (br $accumulate)))
+          ;; dq = s·Σ_j dS_j·k_j, 4 lanes at a time
+          (local.set $out (i32.add (local.get $dqkv) (i32.sub (local.get $q) (local.get $qkv))))
+          (local.set $d (i32.const 0))
+          (block $dqDone (loop $dqLanes
+            (br_if $dqDone (i32.ge_u (local.get $d) (local.get $headBytes)))
+            (local.set $acc (f32x4.splat (f32.const 0)))
+            (local.set $acc1 (local.get $acc))
+            (local.set $acc2 (local.get $acc))
+            (local.set $acc3 (local.get $acc))
+            (local.set $kp (i32.add (local.get $keys) (local.get $d)))
+            (local.set $sp (local.get $dsRow))
+            (local.set $j (i32.const 0))
+            (block $quadsWeighed (loop $weighQuad
+              (br_if $quadsWeighed (i32.gt_u (i32.add (local.get $j) (i32.const 3)) (local.get $i)))
+              (local.set $acc (f32x4.add (local.get $acc)
+                (f32x4.mul (v128.load32_splat (local.get $sp)) (v128.load (local.get $kp)))))
+              (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (v128.load32_splat offset=4 (local.get $sp))
+                (v128.load (i32.add (local.get $kp) (local.get $headBytes))))))
+              (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (v128.load32_splat offset=8 (local.get $sp))
+                (v128.load (i32.add (local.get $kp) (local.get $headBytes2))))))
+              (local.set $acc3 (f32x4.add (local.get $acc3) (f32x4.mul (v128.load32_splat offset=12 (local.get $sp))
+                (v128.load (i32.add (local.get $kp) (local.get $headBytes3))))))
+              (local.set $sp (i32.add (local.get $sp) (i32.const 16)))
+              (local.set $kp (i32.add (local.get $kp) (i32.shl (local.get $headBytes) (i32.const 2))))
+              (local.set $j (i32.add (local.get $j) (i32.const 4)))
+              (br $weighQuad)))
+            (block $weighed (loop $weigh
+              (br_if $weighed (i32.gt_u (local.get $j) (local.get $i)))
+              (local.set $acc (f32x4.add (local.get $acc)
+                (f32x4.mul (v128.load32_splat (local.get $sp)) (v128.load (local.get $kp)))))
+              (local.set $sp (i32.add (local.get $sp) (i32.const 4)))
+              (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
+              (local.set $j (i32.add (local.get $j) (i32.const 1)))
+              (br $weigh)))
+            (v128.store (i32.add (local.get $out) (local.get $d)) (f32x4.mul
+              (f32x4.add (f32x4.add (local.get $acc) (local.get $acc1)) (f32x4.add (local.get $acc2) (local.get $acc3)))
+              (f32x4.splat (local.get $scale))))
+            (local.set $d (i32.add (local.get $d) (i32.const 16)))
+            (br $dqLanes)))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $eachPosition)))
+        ;; this head's s·dk and dv into dqkv, beside each position's dq
+        (local.set $i (i32.const 0))
+        (local.set $kp (local.get $dk))
+        (local.set $x4 (local.get $dv))
+        (block $writtenDone (loop $write
+          (br_if $writtenDone (i32.ge_u (local.get $i) (local.get $seqLen)))
+          (local.set $out (i32.add (i32.add (local.get $dqkv)
+            (i32.mul (i32.add (i32.mul (local.get $b) (local.get $seqLen)) (local.get $i)) (local.get $qkvRowBytes)))
+            (i32.add (i32.mul (local.get $h) (local.get $headBytes)) (local.get $rowBytes))))
+          (local.set $d (i32.const 0))
+          (block $rowDone (loop $lanesOut
+            (br_if $rowDone (i32.ge_u (local.get $d) (local.get $headBytes)))
+            (v128.store (i32.add (local.get $out) (local.get $d))
+              (f32x4.mul (v128.load (i32.add (local.get $kp) (local.get $d))) (f32x4.splat (local.get $scale))))
+            (v128.store (i32.add (i32.add (local.get $out) (local.get $rowBytes)) (local.get $d))
+              (v128.load (i32.add (local.get $x4) (local.get $d))))
+            (local.set $d (i32.add (local.get $d) (i32.const 16)))
+            (br $lanesOut)))
+          (local.set $kp (i32.add (local.get $kp) (local.get $headBytes)))
+          (local.set $x4 (i32.add (local.get $x4) (local.get $headBytes)))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $write)))
+        (local.set $h (i32.add (local.get $h) (i32.const 1)))
+        (br $eachHead)))
+      (local.set $b (i32.add (local.get $b) (i32.const 1)))
+      (br $eachRow))))
+
 ;; Token plus position embedding of each row: out[r] = wte[tokens[r]] + wpe[positions[r]], width floats a row.
   (func (export "embed")
     (param $wte i32) (param $wpe i32) (param $tokens i32) (param $positions i32) (param $out i32) (param $rows i32)

@@ -1,0 +1,181 @@
+/**
+ * @module Causal self-attention for training on tfjs's wasm backend as one differentiable op ({@link attentionFused}):
+ * the forward pass is `wasm/decode.wat`'s `attendCausal` (the kernel inference's prefill runs) keeping its softmax,
+ * the backward pass its `attendCausalGrad`, both straight from and to the [N, 3C] projection with heads side by side.
+ * They replace the tfjs ops of the reference path (split, three reshapes and transposes, a batched q·kᵀ, scale, the
+ * causal mask, softmax, a batched product with v, a transpose back) and the ~20 ops autodiff records for their
+ * gradient. The kernels skip the masked half of every [T, T] product, which XNNPACK computes and then masks.
+ * Values differ from the tfjs ops by float32 rounding (summation order, Cephes' `expf` polynomial).
+ */
+import * as tf from "@tensorflow/tfjs";
+import { decodeKernelsOn, registerWasmKernel } from "./wasm-decode.js";
+
+/** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) these kernels use. */
+interface WasmBackendInternals {
+  dataIdMap: { get(dataId: object): { memoryOffset: number } };
+  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  disposeData(dataId: object): void;
+}
+
+/** The exports of `decode.wat` these kernels call (pointers are byte offsets into the heap). */
+interface AttentionExports {
+  attendCausal(
+    qkv: number,
+    k: number,
+    v: number,
+    y: number,
+    scratch: number,
+    pOut: number,
+    batch: number,
+    seqLen: number,
+    heads: number,
+    headDim: number,
+    scale: number,
+  ): void;
+  attendCausalGrad(
+    qkv: number,
+    k: number,
+    v: number,
+    p: number,
+    dy: number,
+    dqkv: number,
+    scratch: number,
+    batch: number,
+    seqLen: number,
+    heads: number,
+    headDim: number,
+    scale: number,
+  ): void;
+}
+
+/** Name of the forward kernel registered by {@link installAttentionKernels}: outputs y, k, v and the softmax. */
+export const ATTENTION_FORWARD_KERNEL = "ArclightAttentionForward";
+/** Name of the backward kernel registered by {@link installAttentionKernels}: outputs dL/dqkv. */
+export const ATTENTION_BACKWARD_KERNEL = "ArclightAttentionBackward";
+
+/** Shape attributes of both kernels. */
+interface AttentionAttrs {
+  batch: number;
+  seqLen: number;
+  heads: number;
+}
+
+/** Runs `use` with a heap scratch buffer of `floats` floats (its byte offset), freed afterwards. */
+function withScratch(backend: WasmBackendInternals, floats: number, use: (offset: number) => void): void {
+  const scratch = backend.makeOutput([floats], "float32");
+  try {
+    use(backend.dataIdMap.get(scratch.dataId).memoryOffset);
+  } finally {
+    backend.disposeData(scratch.dataId);
+  }
+}
+
+/** Floats of scratch for `seqLen` positions: the scores rounded up to 4, then each probability splat (4 floats). */
+const roundedTo4 = (n: number): number => Math.ceil(n / 4) * 4;
+
+/** Registers {@link ATTENTION_FORWARD_KERNEL} and {@link ATTENTION_BACKWARD_KERNEL} on the wasm backend; idempotent. */
+export function installAttentionKernels(): void {
+  registerWasmKernel<WasmBackendInternals>(ATTENTION_FORWARD_KERNEL, (inputs, attrs, backend) => {
+    const qkv = inputs.qkv as tf.TensorInfo;
+    const { batch, seqLen, heads } = attrs as unknown as AttentionAttrs;
+    const headDim = (qkv.shape[1] as number) / (3 * heads);
+    const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
+    const y = backend.makeOutput([batch * seqLen, heads * headDim], "float32");
+    const k = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
+    const v = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
+    const p = backend.makeOutput([batch, heads, seqLen, seqLen], "float32");
+    withScratch(backend, 5 * roundedTo4(seqLen), (scratch) =>
+      (decodeKernelsOn(backend) as unknown as AttentionExports).attendCausal(
+        at(qkv),
+        at(k),
+        at(v),
+        at(y),
+        scratch,
+        at(p),
+        batch,
+        seqLen,
+        heads,
+        headDim,
+        1 / Math.sqrt(headDim),
+      ),
+    );
+    return [y, k, v, p];
+  });
+  registerWasmKernel<WasmBackendInternals>(ATTENTION_BACKWARD_KERNEL, (inputs, attrs, backend) => {
+    const { qkv, k, v, p, dy } = inputs as Record<"qkv" | "k" | "v" | "p" | "dy", tf.TensorInfo>;
+    const { batch, seqLen, heads } = attrs as unknown as AttentionAttrs;
+    const headDim = (qkv.shape[1] as number) / (3 * heads);
+    const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
+    const dqkv = backend.makeOutput(qkv.shape, "float32");
+    // dP and dS of one position, then dk and dv of one head
+    const floats = 2 * roundedTo4(seqLen) + 2 * seqLen * headDim;
+    withScratch(backend, floats, (scratch) =>
+      (decodeKernelsOn(backend) as unknown as AttentionExports).attendCausalGrad(
+        at(qkv),
+        at(k),
+        at(v),
+        at(p),
+        at(dy),
+        at(dqkv),
+        scratch,
+        batch,
+        seqLen,
+        heads,
+        headDim,
+        1 / Math.sqrt(headDim),
+      ),
+    );
+    return dqkv;
+  });
+}
+
+/**
+ * Whether {@link attentionFused} takes these shapes: the wasm backend is active, the input is float32 and the head
+ * size is a multiple of 4 (the kernels' vector loops run 4 floats at a time with no remainder).
+ * @param qkv - the [B*T, 3C] projection
+ * @param heads - attention heads H (C = H × headDim)
+ */
+export function attentionKernelFits(qkv: tf.Tensor2D, heads: number): boolean {
+  const width = qkv.shape[1];
+  return (
+    tf.getBackend() === "wasm" &&
+    qkv.dtype === "float32" &&
+    width % (3 * heads) === 0 &&
+    (width / (3 * heads)) % 4 === 0
+  );
+}
+
+/**
+ * Causal self-attention with its gradient, straight from the [B*T, 3C] projection: y = softmax(q·kᵀ/√headDim +
+ * causal mask)·v for every row and head, heads side by side, as the reference path's tfjs ops compute it within
+ * float32 rounding. Keeps the keys, values (each [B, H, T, headDim]) and softmax ([B, H, T, T]) for the backward
+ * pass, which writes dL/dqkv in one dispatch. Call {@link installAttentionKernels} first (as `initWasmBackend` does)
+ * and check {@link attentionKernelFits}.
+ * @param qkv - float32 [B*T, 3C]: each position's query | key | value, heads side by side in each
+ * @param batch - rows B
+ * @param seqLen - positions T of each row
+ * @param heads - heads H
+ * @returns y [B*T, C]
+ * @throws {RangeError} when qkv is not [batch × seqLen, 3 × heads × headDim]
+ * @see Vaswani et al., "Attention Is All You Need", arXiv:1706.03762
+ */
+export function attentionFused(qkv: tf.Tensor2D, batch: number, seqLen: number, heads: number): tf.Tensor2D {
+  if (qkv.shape[0] !== batch * seqLen || qkv.shape[1] % (3 * heads) !== 0)
+    throw new RangeError(`attention: qkv [${qkv.shape}] does not fit ${batch} rows × ${seqLen} × ${heads} heads`);
+  const attrs = { batch, seqLen, heads };
+  const attend = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [x, save] = inputs as [tf.Tensor2D, tf.GradSaveFunc];
+    const [y, k, v, p] = tf.engine().runKernel(ATTENTION_FORWARD_KERNEL, { qkv: x }, { ...attrs }) as tf.Tensor[];
+    save([x, k!, v!, p!]);
+    return {
+      value: y!,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [xs, ks, vs, ps] = saved as [tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor];
+        return tf
+          .engine()
+          .runKernel(ATTENTION_BACKWARD_KERNEL, { qkv: xs, k: ks, v: vs, p: ps, dy }, { ...attrs }) as tf.Tensor;
+      },
+    };
+  }) as (qkv: tf.Tensor) => tf.Tensor2D;
+  return attend(qkv);
+}
