@@ -8,7 +8,7 @@
  * Values differ from the tfjs ops by float32 rounding (summation order, Cephes' `expf` polynomial).
  */
 import * as tf from "@tensorflow/tfjs";
-import { decodeKernelsOn, registerWasmKernel } from "./wasm-decode.js";
+import { attendScratchFloats, decodeKernelsOn, registerWasmKernel, withScratch } from "./wasm-decode.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) these kernels use. */
 interface WasmBackendInternals {
@@ -60,17 +60,7 @@ interface AttentionAttrs {
   heads: number;
 }
 
-/** Runs `use` with a heap scratch buffer of `floats` floats (its byte offset), freed afterwards. */
-function withScratch(backend: WasmBackendInternals, floats: number, use: (offset: number) => void): void {
-  const scratch = backend.makeOutput([floats], "float32");
-  try {
-    use(backend.dataIdMap.get(scratch.dataId).memoryOffset);
-  } finally {
-    backend.disposeData(scratch.dataId);
-  }
-}
-
-/** Floats of scratch for `seqLen` positions: the scores rounded up to 4, then each probability splat (4 floats). */
+/** `n` rounded up to a multiple of 4 (the kernels' vectors hold 4 floats). */
 const roundedTo4 = (n: number): number => Math.ceil(n / 4) * 4;
 
 /** Registers {@link ATTENTION_FORWARD_KERNEL} and {@link ATTENTION_BACKWARD_KERNEL} on the wasm backend; idempotent. */
@@ -84,7 +74,7 @@ export function installAttentionKernels(): void {
     const k = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
     const v = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
     const p = backend.makeOutput([batch, heads, seqLen, seqLen], "float32");
-    withScratch(backend, 5 * roundedTo4(seqLen), (scratch) =>
+    withScratch(backend, attendScratchFloats(seqLen), (scratch) =>
       (decodeKernelsOn(backend) as unknown as AttentionExports).attendCausal(
         at(qkv),
         at(k),

@@ -108,11 +108,20 @@ export function attendScratchFloats(width: number): number {
   return 5 * Math.ceil(width / 4) * 4;
 }
 
-/** Runs `use` with a heap scratch buffer of `floats` floats (its byte offset), freed afterwards. */
-function withScratch(backend: WasmBackendInternals, floats: number, use: (offset: number) => void): void {
+/**
+ * Runs `use` with a heap scratch buffer of `floats` floats, freed afterwards (also when `use` throws).
+ * @param backend - tfjs's wasm backend, as a kernel function receives it
+ * @param floats - the buffer's size in float32 values
+ * @param use - gets the buffer's byte offset in the heap
+ */
+export function withScratch(
+  backend: Pick<WasmBackendInternals, "dataIdMap" | "makeOutput" | "disposeData">,
+  floats: number,
+  use: (offset: number) => void,
+): void {
   const scratch = backend.makeOutput([floats], "float32");
   try {
-    use(offset(backend, scratch));
+    use(backend.dataIdMap.get(scratch.dataId).memoryOffset);
   } finally {
     backend.disposeData(scratch.dataId);
   }
