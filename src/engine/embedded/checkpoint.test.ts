@@ -5,8 +5,10 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointInvalid } from "../checkpoint-error.js";
 import type { LossConfig, OptimizerConfig, TrainRow } from "../engine.js";
-import { readCheckpoint } from "./checkpoint.js";
+import { ADAMW_DEFAULTS } from "./adamw.js";
+import { readCheckpoint, writeCheckpoint } from "./checkpoint.js";
 import { EmbeddedEngine } from "./engine.js";
+import { paramSpecs } from "./params.js";
 import { Rng } from "./rng.js";
 import { decodeSafeTensors, encodeSafeTensors } from "./safetensors.js";
 
@@ -116,6 +118,37 @@ describe("checkpoints", () => {
     expect(serving.policyVersion).toBe(1);
     const probe = [[7, 7, 7, 7]];
     expect(await serving.logprobs(probe)).toEqual(await trained.logprobs(probe));
+  });
+
+  it("refuses a vocab other than the byte tokenizer's 261 ids and a context below 2, from a config and from a checkpoint", async () => {
+    for (const vocab of [300, 100])
+      await expect(EmbeddedEngine.create({ config: { ...config, vocab }, seed: 1 })).rejects.toThrow(
+        new RangeError(
+          `model config: vocab must be 261 (the byte tokenizer's ids: 256 bytes and 5 special tokens), got ${vocab}`,
+        ),
+      );
+    await expect(EmbeddedEngine.create({ config: { ...config, context: 1 }, seed: 1 })).rejects.toThrow(/context/);
+    // A checkpoint whose weights fit its own config.json (vocab 300), so only the tokenizer can refuse it.
+    const wide = { ...config, vocab: 300 };
+    const weights = new Map(
+      paramSpecs(wide).map((spec) => [
+        spec.name,
+        { shape: spec.shape, data: new Float32Array(spec.shape.reduce((a, b) => a * b, 1)) },
+      ]),
+    );
+    const dir = await tempDir();
+    await writeCheckpoint(dir, {
+      config: wide,
+      policyVersion: 0,
+      weights,
+      optimizer: { step: 0, constants: ADAMW_DEFAULTS, moments: new Map() },
+    });
+    await expect(readCheckpoint(dir)).resolves.toMatchObject({ config: wide });
+    await expect(EmbeddedEngine.load(dir)).rejects.toMatchObject({
+      name: "CheckpointInvalid",
+      kind: "invalid",
+      reason: "config.json: vocab must be 261 (the byte tokenizer's ids: 256 bytes and 5 special tokens), got 300",
+    });
   });
 
   it("refuses a checkpoint of another shape and a directory without one", async () => {

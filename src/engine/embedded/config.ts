@@ -15,8 +15,11 @@ export const ModelConfigSchema = z
     n_layers: z.number().int().positive(),
     /** Attention heads (H); head width is d_model / n_heads. */
     n_heads: z.number().int().positive(),
-    /** Maximum sequence length (tokens), i.e. rows of the learned position table. */
-    context: z.number().int().positive(),
+    /**
+     * Maximum sequence length (tokens), i.e. rows of the learned position table; at least 2 (a prompt token and one
+     * predicted token).
+     */
+    context: z.number().int().min(2),
   })
   .strict()
   .refine((c) => c.d_model % c.n_heads === 0, { message: "d_model must be a multiple of n_heads" });
@@ -44,7 +47,7 @@ export type ModelPreset = keyof typeof MODEL_PRESETS;
  * Validates a model config.
  * @param value - parsed JSON or a literal config
  * @returns the config
- * @throws {z.ZodError} when a field is missing, not a positive integer, or d_model % n_heads != 0
+ * @throws {z.ZodError} when a field is missing, not a positive integer (context: below 2), or d_model % n_heads != 0
  */
 export function parseModelConfig(value: unknown): ModelConfig {
   return ModelConfigSchema.parse(value);

@@ -29,7 +29,7 @@ import { ParallelTrainer } from "./parallel-train.js";
 import { initialValues, type PositionInit } from "./params.js";
 import type { SafeTensor } from "./safetensors.js";
 import { scoreTokens } from "./score.js";
-import { ByteTokenizer } from "./tokenizer.js";
+import { BYTE_VOCAB_SIZE, ByteTokenizer } from "./tokenizer.js";
 import { trainStep } from "./train.js";
 
 /** How to build a fresh engine. */
@@ -80,6 +80,17 @@ export class EngineDisposed extends Error {
   }
 }
 
+/**
+ * Why a model config cannot run behind the engine's byte tokenizer: its `vocab` must be the tokenizer's id count, or
+ * decoding a sampled id fails (a larger vocab) and every chat prompt's special ids fall outside it (a smaller one).
+ * @returns the problem, or `undefined` when the config fits
+ */
+function tokenizerMismatch(config: ModelConfig): string | undefined {
+  return config.vocab === BYTE_VOCAB_SIZE
+    ? undefined
+    : `vocab must be ${BYTE_VOCAB_SIZE} (the byte tokenizer's ids: 256 bytes and ${BYTE_VOCAB_SIZE - 256} special tokens), got ${config.vocab}`;
+}
+
 /** The embedded CPU engine. Build with {@link EmbeddedEngine.create} or {@link EmbeddedEngine.load}. */
 export class EmbeddedEngine implements Engine {
   /** The byte tokenizer prompts are encoded with. */
@@ -118,7 +129,8 @@ export class EmbeddedEngine implements Engine {
    * @param options - config or preset name, seed, batch sizes
    * @returns the engine, on the wasm backend
    * @throws {z.ZodError} for an invalid config
-   * @throws {RangeError} for a `trainThreads` or `decodeThreads` that is not an integer from 1 to 64
+   * @throws {RangeError} for a `vocab` other than the byte tokenizer's ({@link BYTE_VOCAB_SIZE}), or a `trainThreads`
+   * or `decodeThreads` that is not an integer from 1 to 64
    * @throws {WasmBackendUnavailable} when tfjs cannot run on wasm
    */
   static async create(options: EmbeddedEngineOptions): Promise<EmbeddedEngine> {
@@ -126,6 +138,8 @@ export class EmbeddedEngine implements Engine {
     const config = parseModelConfig(
       typeof options.config === "string" ? MODEL_PRESETS[options.config] : options.config,
     );
+    const vocabProblem = tokenizerMismatch(config);
+    if (vocabProblem) throw new RangeError(`model config: ${vocabProblem}`);
     return new EmbeddedEngine(new Gpt(config, initialValues(config, options.seed ?? 0, options.positionInit)), options);
   }
 
@@ -135,7 +149,8 @@ export class EmbeddedEngine implements Engine {
    * @param options - batch sizes
    * @returns the engine with the checkpoint's weights and optimiser state
    * @throws {CheckpointInvalid} `missing` when nothing exists at `dir`; `invalid` when it is not a checkpoint
-   * directory or its config, weights or optimiser state are malformed or do not fit each other
+   * directory, its config, weights or optimiser state are malformed or do not fit each other, or its `vocab` is not
+   * the byte tokenizer's
    * @throws {WasmBackendUnavailable} when tfjs cannot run on wasm
    */
   static async load(
@@ -144,6 +159,8 @@ export class EmbeddedEngine implements Engine {
   ): Promise<EmbeddedEngine> {
     await initWasmBackend();
     const checkpoint = await readCheckpoint(dir);
+    const vocabProblem = tokenizerMismatch(checkpoint.config);
+    if (vocabProblem) throw new CheckpointInvalid(dir, "invalid", `config.json: ${vocabProblem}`);
     const values = new Map([...checkpoint.weights].map(([name, t]) => [name, t.data]));
     const engine = new EmbeddedEngine(new Gpt(checkpoint.config, values), options, checkpoint.policyVersion);
     engine.restoreOptimizer(checkpoint.optimizer);

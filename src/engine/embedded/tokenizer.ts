@@ -12,13 +12,16 @@ export type SpecialToken = (typeof SPECIAL_TOKENS)[number];
 /** Id of the first special token; every id below it is a byte. */
 export const FIRST_SPECIAL_ID = 256;
 
+/** Number of ids of the byte tokenizer (256 bytes + the special tokens): the `vocab` every embedded engine has. */
+export const BYTE_VOCAB_SIZE = FIRST_SPECIAL_ID + SPECIAL_TOKENS.length;
+
 /**
  * Byte-level tokenizer. Encoding is UTF-8 bytes, so any string round-trips exactly, emoji and CJK included; a single
  * id may be an incomplete UTF-8 piece, which is why callers must keep token ids and never re-tokenise text.
  */
 export class ByteTokenizer implements Tokenizer {
   /** Number of ids: 256 bytes + the special tokens. */
-  readonly vocabSize = FIRST_SPECIAL_ID + SPECIAL_TOKENS.length;
+  readonly vocabSize = BYTE_VOCAB_SIZE;
   /** `<|endoftext|>`: end of a plain completion. */
   readonly eosId = this.specialId("<|endoftext|>");
   /** `<|im_start|>`: opens a chat turn. */
