@@ -1,5 +1,5 @@
 /**
- * @module Public API of the engine: the `Engine`, `Tokenizer` and `ChatTemplate` interfaces, the embedded CPU engine,
+ * @module Public API of the engine (`arclight/engine`): the `Engine`, `Tokenizer` and `ChatTemplate` interfaces, the embedded CPU engine,
  * its tokenizer, chat template and config.
  */
 
@@ -22,7 +22,13 @@ export {
 /** The embedded CPU engine (tfjs-wasm). */
 export { EmbeddedEngine, type EmbeddedEngineOptions } from "./embedded/engine.js";
 /** The byte-level tokenizer with the chat template's special tokens. */
-export { ByteTokenizer, FIRST_SPECIAL_ID, SPECIAL_TOKENS, type SpecialToken } from "./embedded/tokenizer.js";
+export {
+  BYTE_VOCAB_SIZE,
+  ByteTokenizer,
+  FIRST_SPECIAL_ID,
+  SPECIAL_TOKENS,
+  type SpecialToken,
+} from "./embedded/tokenizer.js";
 /** The `Engine` interface every engine implements, with its request, result and training types. */
 export * from "./engine.js";
 /** The `Tokenizer` interface an engine provides. */
