@@ -6,7 +6,7 @@
  * step, so its dispatches cost the whole step's time on every thread.
  */
 import * as tf from "@tensorflow/tfjs";
-import { decodeKernelsOn, registerWasmKernel } from "./wasm-decode.js";
+import { decodeKernelsOn, heapOffset, registerWasmKernel } from "./wasm-decode.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this kernel uses. */
 interface WasmBackendInternals {
@@ -14,19 +14,6 @@ interface WasmBackendInternals {
   dataIdMap: { get(dataId: object): { memoryOffset: number } };
   makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
 }
-
-/** The `adamw` export of `decode.wat` (pointers are byte offsets into the heap; returns 1 when all finite). */
-type AdamwExport = (
-  w: number,
-  g: number,
-  m: number,
-  v: number,
-  outW: number,
-  outM: number,
-  outV: number,
-  size: number,
-  ...scalars: number[]
-) => number;
 
 /** Name of the kernel registered by {@link installAdamwKernel}. */
 export const ADAMW_KERNEL = "ArclightAdamW";
@@ -50,15 +37,14 @@ export function installAdamwKernel(): void {
   registerWasmKernel<WasmBackendInternals>(ADAMW_KERNEL, (inputs, attrs, backend) => {
     const { w, g, m, v } = inputs as Record<"w" | "g" | "m" | "v", tf.TensorInfo>;
     const s = attrs as unknown as AdamwScalars;
-    const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
+    const at = (t: tf.TensorInfo): number => heapOffset(backend, t);
     const [outW, outM, outV] = [0, 1, 2].map(() => backend.makeOutput(w.shape, "float32")) as [
       tf.TensorInfo,
       tf.TensorInfo,
       tf.TensorInfo,
     ];
     const finite = backend.makeOutput([1], "int32");
-    const adamw = (decodeKernelsOn(backend) as unknown as { adamw: AdamwExport }).adamw;
-    const ok = adamw(
+    const ok = decodeKernelsOn(backend).adamw(
       ...[at(w), at(g), at(m), at(v), at(outW), at(outM), at(outV), tf.util.sizeFromShape(w.shape)],
       ...[s.beta1, 1 - s.beta1, s.beta2, 1 - s.beta2, s.correction1, s.correction2, s.epsilon, s.learningRate],
       s.decayFactor,

@@ -10,7 +10,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { relativeError } from "../../testing/relative-error.js";
 import { initWasmBackend } from "./backend.js";
 import { causalBias } from "./ops.js";
-import { ATTENTION_FORWARD_KERNEL, attentionFused, attentionKernelFits } from "./wasm-attention.js";
+import { attentionFused, attentionKernelFits } from "./wasm-attention.js";
+import { CAUSAL_ATTENTION_KERNEL } from "./wasm-decode.js";
 
 /** The reference path's attention (model.ts without the kernels): y [B*T, C] from qkv [B*T, 3C]. */
 function referenceAttention(qkv: tf.Tensor2D, batch: number, seqLen: number, heads: number): tf.Tensor2D {
@@ -130,7 +131,9 @@ describe("fused causal attention for training", () => {
     const [batch, seqLen, c, heads] = [2, 7, 16, 2];
     tf.tidy(() => tf.fill([4096], 7).dataSync()); // leave non-zero floats in freed heap memory
     const qkv = tf.randomNormal([batch * seqLen, 3 * c], 0, 1, "float32", 9) as tf.Tensor2D;
-    const outputs = tf.engine().runKernel(ATTENTION_FORWARD_KERNEL, { qkv }, { batch, seqLen, heads }) as tf.Tensor[];
+    const outputs = tf
+      .engine()
+      .runKernel(CAUSAL_ATTENTION_KERNEL, { qkv }, { batch, seqLen, heads, keepSoftmax: true }) as tf.Tensor[];
     const p = outputs[3]!;
     expect(p.shape).toEqual([batch, heads, seqLen, seqLen]);
     const headDim = c / heads;

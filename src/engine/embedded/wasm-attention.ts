@@ -8,99 +8,42 @@
  * Values differ from the tfjs ops by float32 rounding (summation order, Cephes' `expf` polynomial).
  */
 import * as tf from "@tensorflow/tfjs";
-import { attendScratchFloats, decodeKernelsOn, registerWasmKernel, withScratch } from "./wasm-decode.js";
+import {
+  CAUSAL_ATTENTION_KERNEL,
+  decodeKernelsOn,
+  heapOffset,
+  registerWasmKernel,
+  withScratch,
+} from "./wasm-decode.js";
 
-/** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) these kernels use. */
+/** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) the backward kernel uses. */
 interface WasmBackendInternals {
   dataIdMap: { get(dataId: object): { memoryOffset: number } };
   makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
   disposeData(dataId: object): void;
 }
 
-/** The exports of `decode.wat` these kernels call (pointers are byte offsets into the heap). */
-interface AttentionExports {
-  attendCausal(
-    qkv: number,
-    k: number,
-    v: number,
-    y: number,
-    scratch: number,
-    pOut: number,
-    batch: number,
-    seqLen: number,
-    heads: number,
-    headDim: number,
-    scale: number,
-  ): void;
-  attendCausalGrad(
-    qkv: number,
-    k: number,
-    v: number,
-    p: number,
-    dy: number,
-    dqkv: number,
-    scratch: number,
-    batch: number,
-    seqLen: number,
-    heads: number,
-    headDim: number,
-    scale: number,
-  ): void;
-}
-
-/** Name of the forward kernel registered by {@link installAttentionKernels}: outputs y, k, v and the softmax. */
-export const ATTENTION_FORWARD_KERNEL = "ArclightAttentionForward";
 /** Name of the backward kernel registered by {@link installAttentionKernels}: outputs dL/dqkv. */
 export const ATTENTION_BACKWARD_KERNEL = "ArclightAttentionBackward";
-
-/** Shape attributes of both kernels. */
-interface AttentionAttrs {
-  batch: number;
-  seqLen: number;
-  heads: number;
-}
 
 /** `n` rounded up to a multiple of 4 (the kernels' vectors hold 4 floats). */
 const roundedTo4 = (n: number): number => Math.ceil(n / 4) * 4;
 
-/** Registers {@link ATTENTION_FORWARD_KERNEL} and {@link ATTENTION_BACKWARD_KERNEL} on the wasm backend; idempotent. */
+/**
+ * Registers {@link ATTENTION_BACKWARD_KERNEL} on the wasm backend; idempotent. The forward pass is `wasm-decode.ts`'s
+ * {@link CAUSAL_ATTENTION_KERNEL} with `keepSoftmax`.
+ */
 export function installAttentionKernels(): void {
-  registerWasmKernel<WasmBackendInternals>(ATTENTION_FORWARD_KERNEL, (inputs, attrs, backend) => {
-    const qkv = inputs.qkv as tf.TensorInfo;
-    const { batch, seqLen, heads } = attrs as unknown as AttentionAttrs;
-    const headDim = (qkv.shape[1] as number) / (3 * heads);
-    const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
-    const y = backend.makeOutput([batch * seqLen, heads * headDim], "float32");
-    const k = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
-    const v = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
-    const p = backend.makeOutput([batch, heads, seqLen, seqLen], "float32");
-    withScratch(backend, attendScratchFloats(seqLen), (scratch) =>
-      (decodeKernelsOn(backend) as unknown as AttentionExports).attendCausal(
-        at(qkv),
-        at(k),
-        at(v),
-        at(y),
-        scratch,
-        at(p),
-        batch,
-        seqLen,
-        heads,
-        headDim,
-        1 / Math.sqrt(headDim),
-      ),
-    );
-    return [y, k, v, p];
-  });
   registerWasmKernel<WasmBackendInternals>(ATTENTION_BACKWARD_KERNEL, (inputs, attrs, backend) => {
     const { qkv, k, v, p, dy } = inputs as Record<"qkv" | "k" | "v" | "p" | "dy", tf.TensorInfo>;
-    const { batch, seqLen, heads } = attrs as unknown as AttentionAttrs;
+    const { batch, seqLen, heads } = attrs as { batch: number; seqLen: number; heads: number };
     const headDim = (qkv.shape[1] as number) / (3 * heads);
-    const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
+    const at = (t: tf.TensorInfo): number => heapOffset(backend, t);
     const dqkv = backend.makeOutput(qkv.shape, "float32");
     // dP and dS of one position, then dk and dv of one head
     const floats = 2 * roundedTo4(seqLen) + 2 * seqLen * headDim;
     withScratch(backend, floats, (scratch) =>
-      (decodeKernelsOn(backend) as unknown as AttentionExports).attendCausalGrad(
+      decodeKernelsOn(backend).attendCausalGrad(
         at(qkv),
         at(k),
         at(v),
@@ -155,7 +98,9 @@ export function attentionFused(qkv: tf.Tensor2D, batch: number, seqLen: number, 
   const attrs = { batch, seqLen, heads };
   const attend = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [x, save] = inputs as [tf.Tensor2D, tf.GradSaveFunc];
-    const [y, k, v, p] = tf.engine().runKernel(ATTENTION_FORWARD_KERNEL, { qkv: x }, { ...attrs }) as tf.Tensor[];
+    const [y, k, v, p] = tf
+      .engine()
+      .runKernel(CAUSAL_ATTENTION_KERNEL, { qkv: x }, { ...attrs, keepSoftmax: true }) as tf.Tensor[];
     save([x, k!, v!, p!]);
     return {
       value: y!,

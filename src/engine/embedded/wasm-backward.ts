@@ -10,23 +10,13 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { GELU_CUBE, GELU_LINEAR } from "./ops.js";
-import { decodeKernelsOn, registerWasmKernel } from "./wasm-decode.js";
+import { decodeKernelsOn, heapOffset, registerWasmKernel } from "./wasm-decode.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) these kernels use. */
 interface WasmBackendInternals {
   dataIdMap: { get(dataId: object): { memoryOffset: number } };
   makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
 }
-
-/** The exports of `decode.wat` these kernels call (pointers are byte offsets into the heap). */
-interface BackwardExports {
-  columnSum(x: number, out: number, rows: number, width: number): void;
-  geluGrad(x: number, s: number, dy: number, dx: number, size: number, cube: number, linear: number): void;
-}
-
-/** The module's exports these kernels call, on `backend`'s heap. */
-const backwardExports = (backend: WasmBackendInternals): BackwardExports =>
-  decodeKernelsOn(backend) as unknown as BackwardExports;
 
 /** Name of the column-sum kernel registered by {@link installBackwardKernels}. */
 export const COLUMN_SUM_KERNEL = "ArclightColumnSum";
@@ -39,16 +29,16 @@ export function installBackwardKernels(): void {
     const x = inputs.x as tf.TensorInfo;
     const [rows, width] = x.shape as [number, number];
     const out = backend.makeOutput([width], "float32");
-    const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
-    backwardExports(backend).columnSum(at(x), at(out), rows, width);
+    const at = (t: tf.TensorInfo): number => heapOffset(backend, t);
+    decodeKernelsOn(backend).columnSum(at(x), at(out), rows, width);
     return out;
   });
   registerWasmKernel<WasmBackendInternals>(GELU_GRAD_KERNEL, (inputs, _attrs, backend) => {
     const { x, s, dy } = inputs as { x: tf.TensorInfo; s: tf.TensorInfo; dy: tf.TensorInfo };
     const dx = backend.makeOutput(x.shape, "float32");
-    const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
+    const at = (t: tf.TensorInfo): number => heapOffset(backend, t);
     const size = tf.util.sizeFromShape(x.shape);
-    backwardExports(backend).geluGrad(at(x), at(s), at(dy), at(dx), size, GELU_CUBE, GELU_LINEAR);
+    decodeKernelsOn(backend).geluGrad(at(x), at(s), at(dy), at(dx), size, GELU_CUBE, GELU_LINEAR);
     return dx;
   });
 }

@@ -33,7 +33,7 @@ interface WasmBackendInternals {
   disposeData(dataId: object): void;
 }
 
-/** The exports of `decode.wat` (pointers are byte offsets into the heap). */
+/** The exports of `decode.wat`, inference's and training's kernels alike (pointers are byte offsets into the heap). */
 export interface DecodeExports {
   attend(
     qkv: number,
@@ -66,12 +66,52 @@ export interface DecodeExports {
     headDim: number,
     scale: number,
   ): void;
+  columnSum(x: number, out: number, rows: number, width: number): void;
+  geluGrad(x: number, s: number, dy: number, dx: number, size: number, cube: number, linear: number): void;
+  /** Returns 1 when every value written is finite, else 0. */
+  adamw(
+    w: number,
+    g: number,
+    m: number,
+    v: number,
+    outW: number,
+    outM: number,
+    outV: number,
+    size: number,
+    ...scalars: number[]
+  ): number;
+  exp(x: number, out: number, size: number): void;
+  attendCausalGrad(
+    qkv: number,
+    k: number,
+    v: number,
+    p: number,
+    dy: number,
+    dqkv: number,
+    scratch: number,
+    batch: number,
+    seqLen: number,
+    heads: number,
+    headDim: number,
+    scale: number,
+  ): void;
 }
 
 /** Name of the attention kernel registered by {@link installDecodeKernels}. */
 export const DECODE_ATTENTION_KERNEL = "ArclightDecodeAttention";
-/** Name of the causal attention kernel registered by {@link installDecodeKernels}. */
+/**
+ * Name of the causal attention kernel registered by {@link installDecodeKernels}: y, k and v of a [B·T, 3C]
+ * projection, and with `keepSoftmax` also the softmax [B, H, T, T] (zeros above the diagonal) for training.
+ */
 export const CAUSAL_ATTENTION_KERNEL = "ArclightCausalAttention";
+
+/** Attributes of {@link CAUSAL_ATTENTION_KERNEL}: rows B, positions T, heads H, and whether to output the softmax. */
+export interface CausalAttentionAttrs {
+  batch: number;
+  seqLen: number;
+  heads: number;
+  keepSoftmax?: boolean;
+}
 /** Name of the GELU kernel registered by {@link installDecodeKernels}. */
 export const GELU_KERNEL = "ArclightGelu";
 
@@ -80,7 +120,7 @@ const instances = new WeakMap<object, DecodeExports>();
 /**
  * `decode.wat` instantiated over the backend's heap (once per heap).
  * @param backend - tfjs's wasm backend (`tf.backend()` once it is active)
- * @returns the module's exports: `attend`, `gelu`, `layerNorm` (see the `.wat` for their arguments)
+ * @returns the module's exports, every function of `decode.wat` ({@link DecodeExports}; see the `.wat` for their arguments)
  */
 export function decodeKernelsOn(backend: object): DecodeExports {
   const memory = (backend as WasmBackendInternals).wasm.asm.memory;
@@ -93,8 +133,13 @@ export function decodeKernelsOn(backend: object): DecodeExports {
   return found;
 }
 
-/** Byte offset of a tensor's buffer in the heap (growing the heap keeps offsets). */
-function offset(backend: WasmBackendInternals, t: tf.TensorInfo): number {
+/**
+ * Byte offset of a tensor's buffer in the heap (growing the heap keeps offsets).
+ * @param backend - tfjs's wasm backend, as a kernel function receives it
+ * @param t - a tensor on that backend
+ * @returns the pointer a `decode.wat` function takes
+ */
+export function heapOffset(backend: Pick<WasmBackendInternals, "dataIdMap">, t: tf.TensorInfo): number {
   return backend.dataIdMap.get(t.dataId).memoryOffset;
 }
 
@@ -121,7 +166,7 @@ export function withScratch(
 ): void {
   const scratch = backend.makeOutput([floats], "float32");
   try {
-    use(backend.dataIdMap.get(scratch.dataId).memoryOffset);
+    use(heapOffset(backend, scratch));
   } finally {
     backend.disposeData(scratch.dataId);
   }
@@ -161,11 +206,11 @@ export function installDecodeKernels(): void {
     const y = backend.makeOutput([rows, heads * headDim], "float32");
     withScratch(backend, attendScratchFloats(columns + 1), (scratch) =>
       decodeKernelsOn(backend).attend(
-        offset(backend, qkv),
-        offset(backend, k),
-        offset(backend, v),
-        offset(backend, bias),
-        offset(backend, y),
+        heapOffset(backend, qkv),
+        heapOffset(backend, k),
+        heapOffset(backend, v),
+        heapOffset(backend, bias),
+        heapOffset(backend, y),
         scratch,
         rows,
         heads,
@@ -179,19 +224,20 @@ export function installDecodeKernels(): void {
   });
   registerWasmKernel(CAUSAL_ATTENTION_KERNEL, (inputs, attrs, backend) => {
     const qkv = inputs.qkv as tf.TensorInfo;
-    const { batch, seqLen, heads } = attrs as { batch: number; seqLen: number; heads: number };
+    const { batch, seqLen, heads, keepSoftmax } = attrs as unknown as CausalAttentionAttrs;
     const headDim = (qkv.shape[1] as number) / (3 * heads);
     const y = backend.makeOutput([batch * seqLen, heads * headDim], "float32");
     const k = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
     const v = backend.makeOutput([batch, heads, seqLen, headDim], "float32");
+    const p = keepSoftmax ? backend.makeOutput([batch, heads, seqLen, seqLen], "float32") : undefined;
     withScratch(backend, attendScratchFloats(seqLen), (scratch) =>
       decodeKernelsOn(backend).attendCausal(
-        offset(backend, qkv),
-        offset(backend, k),
-        offset(backend, v),
-        offset(backend, y),
+        heapOffset(backend, qkv),
+        heapOffset(backend, k),
+        heapOffset(backend, v),
+        heapOffset(backend, y),
         scratch,
-        0,
+        p ? heapOffset(backend, p) : 0,
         batch,
         seqLen,
         heads,
@@ -199,13 +245,13 @@ export function installDecodeKernels(): void {
         1 / Math.sqrt(headDim),
       ),
     );
-    return [y, k, v];
+    return p ? [y, k, v, p] : [y, k, v];
   });
   registerWasmKernel(GELU_KERNEL, (inputs, _attrs, backend) => {
     const x = inputs.x as tf.TensorInfo;
     const out = backend.makeOutput(x.shape, "float32");
     const size = tf.util.sizeFromShape(x.shape);
-    decodeKernelsOn(backend).gelu(offset(backend, x), offset(backend, out), size, GELU_CUBE, GELU_LINEAR);
+    decodeKernelsOn(backend).gelu(heapOffset(backend, x), heapOffset(backend, out), size, GELU_CUBE, GELU_LINEAR);
     return out;
   });
 }

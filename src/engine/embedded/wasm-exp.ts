@@ -6,7 +6,7 @@
  * ln(FLT_MAX); below −86, where floats turn subnormal, within 2e-38 of e^x (0 from about −87 down); NaN for NaN.
  */
 import * as tf from "@tensorflow/tfjs";
-import { decodeKernelsOn } from "./wasm-decode.js";
+import { decodeKernelsOn, heapOffset } from "./wasm-decode.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this kernel uses. */
 interface WasmBackendInternals {
@@ -28,9 +28,7 @@ export function installExpKernel(): void {
     if (x.dtype !== "float32") return original.kernelFunc(args) as tf.TensorInfo;
     const backend = args.backend as unknown as WasmBackendInternals;
     const out = backend.makeOutput(x.shape, "float32");
-    const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
-    const { exp } = decodeKernelsOn(backend) as unknown as { exp(x: number, out: number, size: number): void };
-    exp(at(x), at(out), tf.util.sizeFromShape(x.shape));
+    decodeKernelsOn(backend).exp(heapOffset(backend, x), heapOffset(backend, out), tf.util.sizeFromShape(x.shape));
     return out;
   };
   Object.defineProperty(kernelFunc, SIMD_EXP, { value: true });

@@ -7,7 +7,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { LAYER_NORM_EPSILON } from "./ops.js";
-import { decodeKernelsOn, registerWasmKernel } from "./wasm-decode.js";
+import { decodeKernelsOn, heapOffset, registerWasmKernel } from "./wasm-decode.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this kernel uses. */
 interface WasmBackendInternals {
@@ -24,7 +24,7 @@ export function installLayerNormKernel(): void {
     const { x, gain, bias } = inputs as { x: tf.TensorInfo; gain: tf.TensorInfo; bias: tf.TensorInfo };
     const [rows, width] = x.shape as [number, number];
     const out = backend.makeOutput([rows, width], "float32");
-    const at = (t: tf.TensorInfo): number => backend.dataIdMap.get(t.dataId).memoryOffset;
+    const at = (t: tf.TensorInfo): number => heapOffset(backend, t);
     decodeKernelsOn(backend).layerNorm(at(x), at(gain), at(bias), at(out), rows, width, LAYER_NORM_EPSILON);
     return out;
   });
