@@ -169,7 +169,7 @@ export function registerEval(program: Command): void {
     .description("Evaluate an embedded-engine checkpoint: run the agent once per input (greedy) and print the reward")
     .argument(
       "<checkpoint>",
-      "checkpoint directory (config.json + model.safetensors), e.g. runs/demo/checkpoints/step-000010/engine",
+      "checkpoint directory (config.json + model.safetensors), e.g. runs/demo/checkpoints/step-000008/engine",
     )
     .requiredOption("--data <file>", "JSONL file of inputs, e.g. examples/calculator/data/val.jsonl")
     .option("--limit <n>", "only the first N inputs")

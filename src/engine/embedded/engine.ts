@@ -91,6 +91,21 @@ function tokenizerMismatch(config: ModelConfig): string | undefined {
     : `vocab must be ${BYTE_VOCAB_SIZE} (the byte tokenizer's ids: 256 bytes and ${BYTE_VOCAB_SIZE - 256} special tokens), got ${config.vocab}`;
 }
 
+/**
+ * Refuses sampling settings the sampler cannot honour: a temperature that is not a finite number ≥ 0, a top-p outside
+ * (0, 1], a top-k or max-tokens that is not a whole number ≥ 0.
+ * @throws {RangeError} naming the setting and its value
+ */
+function checkSampling(sampling: GenerationRequest["sampling"]): void {
+  const { temperature, topP, topK, maxTokens } = sampling;
+  const bad = (name: string, value: number, expected: string): RangeError =>
+    new RangeError(`sampling ${name} must be ${expected}, got ${value}`);
+  if (!(Number.isFinite(temperature) && temperature >= 0)) throw bad("temperature", temperature, "a number >= 0");
+  if (!(topP > 0 && topP <= 1)) throw bad("topP", topP, "in (0, 1]");
+  if (!(Number.isInteger(topK) && topK >= 0)) throw bad("topK", topK, "an integer >= 0");
+  if (!(Number.isInteger(maxTokens) && maxTokens >= 0)) throw bad("maxTokens", maxTokens, "an integer >= 0");
+}
+
 /** The embedded CPU engine. Build with {@link EmbeddedEngine.create} or {@link EmbeddedEngine.load}. */
 export class EmbeddedEngine implements Engine {
   /** The byte tokenizer prompts are encoded with. */
@@ -192,7 +207,10 @@ export class EmbeddedEngine implements Engine {
    */
   async generate(requests: GenerationRequest[], options?: GenerateOptions): Promise<GenerationResult[]> {
     this.checkOpen();
-    for (const request of requests) this.checkPrompt(request.promptTokenIds);
+    for (const request of requests) {
+      this.checkPrompt(request.promptTokenIds);
+      checkSampling(request.sampling);
+    }
     // A worker that failed is replaced; the new one takes calls once it has loaded the current weights.
     this.decodeThreads = this.decodeThreads.map((thread) => (thread.failed ? this.startDecodeThread() : thread));
     const local = this.batcher.load;

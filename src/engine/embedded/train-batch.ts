@@ -28,12 +28,18 @@ export interface PackedBatch {
  * Checks every row, and that optional per-token arrays are given for all rows or none.
  * @param rows - the step's rows (at least one)
  * @param maxLength - longest allowed row (tokens)
+ * @param vocab - ids allowed: 0..vocab−1
  * @param loss - loss config
  * @throws {RangeError} naming the row and field that is wrong
  */
-export function checkRows(rows: TrainRow[], maxLength: number, loss: LossConfig): void {
+export function checkRows(rows: TrainRow[], maxLength: number, vocab: number, loss: LossConfig): void {
   if (rows.length === 0) throw new RangeError("trainStep needs at least one row");
-  for (const [i, row] of rows.entries()) checkRow(row, i, maxLength, loss);
+  for (const [i, row] of rows.entries()) {
+    checkRow(row, i, maxLength, loss);
+    const id = row.tokenIds.find((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
+    if (id !== undefined)
+      throw new RangeError(`train row ${i}: token id ${id} is outside the vocabulary [0, ${vocab})`);
+  }
   for (const field of ["oldLogprobs", "refLogprobs", "isWeights"] as const) {
     const given = rows.filter((r) => r[field] !== undefined).length;
     if (given !== 0 && given !== rows.length)

@@ -56,7 +56,7 @@ export function trainStep(
  * @throws {RangeError} for malformed rows or a step without any masked token
  */
 export function stepDenominator(model: Gpt, rows: TrainRow[], loss: LossConfig): number {
-  checkRows(rows, model.config.context, loss);
+  checkRows(rows, model.config.context, model.config.vocab, loss);
   const denominator = lossDenominator(rows, loss);
   if (!(denominator > 0)) throw new RangeError("trainStep: no masked token carries weight (Σ lossMask·weight is 0)");
   return denominator;
