@@ -16,6 +16,7 @@ import { parseArgs } from "node:util";
 import * as tf from "@tensorflow/tfjs";
 import { EmbeddedEngine } from "../src/engine/embedded/engine.js";
 import { Rng } from "../src/engine/embedded/rng.js";
+import { gemmAvailable } from "../src/engine/embedded/wasm-gemm.js";
 import type { GenerationRequest, TrainRow } from "../src/engine/engine.js";
 import { testPython } from "../src/testing/python.js";
 import { TorchReference } from "./engine/torch-reference.js";
@@ -30,7 +31,8 @@ const TORCH_THREAD_COUNTS = [TORCH_THREADS, 1];
 const USAGE = `usage: npx tsx bench/engine.ts [--micro-batch N] [--rounds N]   (or npm run bench -- engine [FLAG VALUE ...])
   --micro-batch N   rows per forward/backward pass of the B32 train step (default 8; 32: the whole batch in one pass)
   --rounds N        measured rounds of every figure, medians printed (default 5)
-env ARCLIGHT_PYTHON  a Python with torch for the PyTorch columns (default .venv/bin/python)`;
+env ARCLIGHT_PYTHON  a Python with torch for the PyTorch columns (default .venv/bin/python)
+env ARCLIGHT_WASM_FMA=0  the embedded engine's matrix products on XNNPACK instead of its fused multiply-add kernel`;
 
 /** The command line's flags, or exit 2 with the usage (exit 0 for `--help`). */
 function readFlags(): { microBatch: number; rounds: number } {
@@ -103,10 +105,13 @@ const rng = new Rng(123);
 const randomIds = (n: number): number[] => Array.from({ length: n }, () => Math.floor(rng.nextFloat() * 256));
 
 const engine = await EmbeddedEngine.create({ config: "bench", seed: 1 });
+/** Which kernel runs the embedded engine's matrix products (see src/engine/embedded/wasm-gemm.ts). */
+const MATMUL_KERNEL = gemmAvailable() ? "wasm SIMD with fused multiply-add" : "XNNPACK, wasm SIMD";
 const torch = await TorchReference.start(testPython(), engine.model.config, TORCH_THREADS);
 console.log(
   JSON.stringify({
     backend: tf.getBackend(),
+    matmul: MATMUL_KERNEL,
     cores: availableParallelism(),
     loadavg1m: Number(loadavg()[0]!.toFixed(2)),
     node: process.version,
@@ -173,7 +178,7 @@ const [pn, pk, pm] = [BATCH * (SEQ_LEN - 1), 128, 512];
 const tfjsGflops = tfjsMatmulGflops(pn, pk, pm, 1);
 const torchGflops = typeof torch === "string" ? Number.NaN : await torch.matmulGflops(pn, pk, pm);
 console.log(
-  `matmul [${pn},${pk}]x[${pk},${pm}] peak: embedded (wasm SIMD, 1 thread) ${tfjsGflops.toFixed(1)} GFLOP/s | PyTorch (${TORCH_THREADS} threads) ${torchGflops.toFixed(1)} GFLOP/s | ratio ${(tfjsGflops / torchGflops).toFixed(2)}`,
+  `matmul [${pn},${pk}]x[${pk},${pm}] peak: embedded (${MATMUL_KERNEL}, 1 thread) ${tfjsGflops.toFixed(1)} GFLOP/s | PyTorch (${TORCH_THREADS} threads) ${torchGflops.toFixed(1)} GFLOP/s | ratio ${(tfjsGflops / torchGflops).toFixed(2)}`,
 );
 
 // 1. Train: one AdamW step over 32 rows of 128 tokens (127 predicted positions each), SFT loss on every position.
@@ -301,7 +306,7 @@ if (typeof torch !== "string") {
   decodeTorch = await torch.matmulGflops(16, 128, 512);
 }
 console.log(
-  `decode-shape matmul [16,128]x[128,512] peak: embedded (wasm SIMD, 1 thread) ${decodeTfjs.toFixed(1)} GFLOP/s | PyTorch (${TORCH_THREADS} threads) ${decodeTorch.toFixed(1)} GFLOP/s | ratio ${(decodeTfjs / decodeTorch).toFixed(2)}`,
+  `decode-shape matmul [16,128]x[128,512] peak: embedded (${MATMUL_KERNEL}, 1 thread) ${decodeTfjs.toFixed(1)} GFLOP/s | PyTorch (${TORCH_THREADS} threads) ${decodeTorch.toFixed(1)} GFLOP/s | ratio ${(decodeTfjs / decodeTorch).toFixed(2)}`,
 );
 // The most sampling could reach if decoding were nothing but its weight products at that peak: 2·(matrix weights)
 // FLOPs per token (attention over ≤ 80 cached positions adds under 2% here).

@@ -13,13 +13,18 @@ const dir = fileURLToPath(new URL("../src/engine/embedded/wasm/", import.meta.ur
 /**
  * The TypeScript module text for one `.wat` source.
  * @param name - file name of the source, e.g. `decode.wat`
- * @param source - its WebAssembly text (SIMD and bulk-memory instructions allowed)
+ * @param source - its WebAssembly text (SIMD, relaxed SIMD and bulk-memory instructions allowed)
  * @returns the module's text: a header and `export const WASM_BASE64 = "…"`
  * @throws {Error} on a syntax or validation error in the source
  */
 export async function assemble(name: string, source: string): Promise<string> {
   const tools = await wabt();
-  const module = tools.parseWat(name, source, { simd: true, bulk_memory: true, sat_float_to_int: true });
+  const module = tools.parseWat(name, source, {
+    simd: true,
+    relaxed_simd: true,
+    bulk_memory: true,
+    sat_float_to_int: true,
+  });
   try {
     module.validate();
     const bytes = Buffer.from(module.toBinary({}).buffer);

@@ -1,8 +1,9 @@
 /**
  * @module One decode step of the GPT run straight on tfjs's wasm heap, without tfjs tensors: the rows' activations
- * live in buffers this module allocates once (and grows), the matrix products call the wasm backend's XNNPACK
- * `_FusedMatMul` entry directly on the weights' buffers, and everything else is `wasm/decode.wat` (embedding, layer
- * norm, attention over the KV cache, GELU, residual adds). The same kernels in the same order as the tfjs-op path,
+ * live in buffers this module allocates once (and grows), the matrix products run `wasm/gemm.wat` on packed copies
+ * of the weights (where relaxed SIMD is available; else the wasm backend's XNNPACK `_FusedMatMul` entry, directly
+ * on the weights' buffers), and everything else is `wasm/decode.wat` (embedding, layer norm, attention over the KV
+ * cache, GELU, residual adds). The same kernels in the same order as the tfjs-op path,
  * so the numbers are the same; what goes is tfjs's per-op bookkeeping (a tensor object, a scope entry, a kernel
  * look-up and a heap allocation per op, some 45 ops a step), about a fifth of a step at 8 rows.
  */
@@ -10,6 +11,7 @@ import * as tf from "@tensorflow/tfjs";
 import { GELU_CUBE, GELU_LINEAR } from "./ops.js";
 import type { GptParams } from "./params.js";
 import { attendScratchFloats, type DecodeExports, decodeKernelsOn } from "./wasm-decode.js";
+import { type GemmExports, gemmAvailable, gemmKernelsOn, packedFloats } from "./wasm-gemm.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this module uses. */
 interface WasmBackendInternals {
@@ -18,7 +20,7 @@ interface WasmBackendInternals {
     HEAP32: Int32Array;
     _malloc(bytes: number): number;
     _free(offset: number): void;
-    asm: { _FusedMatMul: (...args: number[]) => void };
+    asm: { _FusedMatMul: (...args: number[]) => void; memory: object };
     tfjs: { registerTensor(id: number, size: number, memoryOffset: number): void; disposeData(id: number): void };
   };
   dataIdMap: { get(dataId: object): { id: number; memoryOffset: number } };
@@ -67,6 +69,13 @@ export class DecodeStepRunner {
   private readonly shapes: number;
   /** The attention kernel's scratch (see `attendScratchFloats`). */
   private readonly probs: Scratch = { offset: 0, floats: 0 };
+  /** `gemm.wat` where relaxed SIMD is available (else the products run on XNNPACK). */
+  private readonly gemm: GemmExports | undefined;
+  /**
+   * Each weight packed for `gemm.wat` with its bias, kept while the weight's buffer is the one packed (an update
+   * assigns a new buffer, and the next step packs it again).
+   */
+  private readonly packs = new Map<tf.Tensor, { weight: object; bias: object | undefined; offset: number }>();
 
   /**
    * @param params - the model's weights (read at each step, so updates apply)
@@ -80,6 +89,7 @@ export class DecodeStepRunner {
     this.kernels = decodeKernelsOn(this.backend);
     this.shape = shape;
     this.shapes = this.backend.wasm._malloc(24);
+    this.gemm = gemmAvailable() ? gemmKernelsOn(this.backend) : undefined;
   }
 
   /**
@@ -156,6 +166,8 @@ export class DecodeStepRunner {
     this.freeRows();
     for (const scratch of [this.bias, this.probs]) if (scratch.floats > 0) this.backend.wasm._free(scratch.offset);
     this.backend.wasm._free(this.shapes);
+    for (const pack of this.packs.values()) this.backend.wasm._free(pack.offset);
+    this.packs.clear();
   }
 
   /** h = layerNorm(x) over `rows` rows. */
@@ -164,9 +176,13 @@ export class DecodeStepRunner {
     this.kernels.layerNorm(x, at(gain), at(bias), this.buffers!.h.offset, rows, this.shape.c, EPSILON);
   }
 
-  /** out = input @ w (+ b) through XNNPACK, input [rows, K], w [K, N]. */
+  /** out = input @ w (+ b), input [rows, K], w [K, N]: `gemm.wat` on the packed weight, else XNNPACK. */
   private affine(input: HeapBuffer, w: tf.Tensor, b: tf.Tensor | undefined, out: HeapBuffer, rows: number): void {
     const [inner, cols] = w.shape as [number, number];
+    if (this.gemm) {
+      this.gemm.gemm(input.offset, inner * 4, 4, this.packed(w, b), out.offset, rows, inner, cols);
+      return;
+    }
     const heap = this.backend.wasm.HEAP32;
     const s = this.shapes / 4;
     heap[s] = 1;
@@ -192,6 +208,19 @@ export class DecodeStepRunner {
       0,
       out.id,
     );
+  }
+
+  /** Byte offset of `w` and `b` packed for `gemm.wat`, packed again when either's buffer changed. */
+  private packed(w: tf.Tensor, b: tf.Tensor | undefined): number {
+    let pack = this.packs.get(w);
+    if (pack && pack.weight === w.dataId && pack.bias === b?.dataId) return pack.offset;
+    const [inner, cols] = w.shape as [number, number];
+    pack ??= { weight: w.dataId, bias: b?.dataId, offset: this.backend.wasm._malloc(packedFloats(inner, cols) * 4) };
+    Object.assign(pack, { weight: w.dataId, bias: b?.dataId });
+    this.packs.set(w, pack);
+    const at = (t: tf.Tensor): number => this.backend.dataIdMap.get(t.dataId).memoryOffset;
+    this.gemm!.pack(at(w), cols * 4, 4, b ? at(b) : 0, pack.offset, inner, cols);
+    return pack.offset;
   }
 
   /** The activation buffers, (re)allocated for at least `rows` rows. */

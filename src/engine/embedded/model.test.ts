@@ -140,4 +140,42 @@ describe("Gpt.decodeStep over the batch KV cache", () => {
       model.dispose();
     });
   }
+
+  it("reads weights assigned between steps (the matrix products' packed weights are packed again)", () => {
+    const cfg = config(2);
+    const model = new Gpt(cfg, initialValues(cfg, 3));
+    const prompt = [1, 2, 3, 4, 5];
+    const lastLogits = (): number[] =>
+      tf.tidy(() => {
+        const { logits } = model.forward(tf.tensor2d(prompt, [1, prompt.length], "int32"), { inference: true });
+        return Array.from(logits.dataSync().slice((prompt.length - 1) * cfg.vocab));
+      });
+    const decoded = (): number[] => {
+      const cache = new BatchKvCache();
+      const { kv } = model.forward(tf.tensor2d(prompt.slice(0, -1), [1, prompt.length - 1], "int32"), {
+        inference: true,
+        returnKv: true,
+      });
+      cache.addRows(kv, [prompt.length - 1]);
+      cache.reserveColumn();
+      const logits = model.decodeStep(
+        Int32Array.of(prompt.at(-1)!),
+        Int32Array.of(prompt.length - 1),
+        cache.kv,
+        cache.filled,
+        cache.stepBias(),
+      );
+      cache.clear();
+      return Array.from(logits);
+    };
+    const before = decoded();
+    const maxDiff = (a: number[], b: number[]): number => Math.max(...a.map((v, i) => Math.abs(v - b[i]!)));
+    expect(maxDiff(before, lastLogits())).toBeLessThan(1e-4);
+    // new values for every weight, as a trained policy arriving from a worker would bring
+    model.assignWeights([...initialValues(cfg, 4)].map(([name, w]) => [name, w.map((x) => x * 3)] as const));
+    const after = decoded();
+    expect(maxDiff(after, before)).toBeGreaterThan(1e-2);
+    expect(maxDiff(after, lastLogits())).toBeLessThan(1e-4);
+    model.dispose();
+  });
 });

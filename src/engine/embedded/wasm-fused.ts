@@ -1,7 +1,7 @@
 /**
  * @module Fused, differentiable ops for training on tfjs's wasm backend, each one tape entry with a hand-written
  * gradient in place of a chain of small ops: GELU (its input and σ(2u) kept instead of six intermediates, its
- * backward pass one wasm dispatch), `x @ w + b` (wasm's fused matmul + bias, one dispatch, no pre-bias product
+ * backward pass one wasm dispatch), `x @ w + b` (matmul + bias in one dispatch, no pre-bias product
  * kept) and layer norm (the normalised rows and their 1/σ kept; a backward pass of 11 ops instead of the ~30 that
  * autodiff records for the nine forward ops, two of which fill an all-ones [N, C] tensor in JavaScript). Bias and
  * gain gradients are column sums in one pass (`wasm-backward.ts`) instead of a transpose and a reduction. Keeping
@@ -48,9 +48,11 @@ function geluGradOps(x: tf.Tensor, s: tf.Tensor, dy: tf.Tensor): tf.Tensor {
 }
 
 /**
- * `x @ w + b` as one op with its gradient: the forward pass is wasm's fused matmul + bias (one dispatch, and no
- * pre-bias product on the tape); the backward pass transposes explicitly so both products stay on XNNPACK, as
- * `ops.ts`'s `linear` does. Call `installAffineKernel` first (as `initWasmBackend` does).
+ * `x @ w + b` as one op with its gradient: the forward pass is the matmul + bias of `installAffineKernel` (one
+ * dispatch, and no pre-bias product on the tape); the backward pass's two products carry transpose flags, which
+ * `wasm-matmul.ts`'s `BatchMatMul` reads through strides on the fused multiply-add kernel (`wasm-gemm.ts`) or, where
+ * that is off, turns into explicit transposes for XNNPACK. Call `installAffineKernel` first (as `initWasmBackend`
+ * does).
  * @param x - [N, K]
  * @param w - [K, M]
  * @param b - [M]
@@ -65,8 +67,8 @@ export const linearBias = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc
       const [xs, ws] = saved as [tf.Tensor2D, tf.Tensor2D];
       // dL/dx = dy @ wᵀ: [N, M] @ [M, K]; dL/dw = xᵀ @ dy: [K, N] @ [N, M]; dL/db = Σ_rows dy: [M]
       return tf.tidy(() => [
-        tf.matMul(dy as tf.Tensor2D, tf.transpose(ws)),
-        tf.matMul(tf.transpose(xs), dy as tf.Tensor2D),
+        tf.matMul(dy as tf.Tensor2D, ws, false, true),
+        tf.matMul(xs, dy as tf.Tensor2D, true, false),
         columnSum(dy as tf.Tensor2D),
       ]);
     },

@@ -1,18 +1,24 @@
 /**
  * @module A `BatchMatMul` kernel for tfjs's wasm backend that runs every batch entry of a batched (or transposed)
- * matmul on the fast XNNPACK path. The stock kernel takes that path only for one unbatched, untransposed product
- * and otherwise falls back to a scalar triple loop (~1 GMAC/s here, ~10× slower than XNNPACK): attention's
- * [B·H, T, C/H] products and every matmul gradient (which tfjs writes with transpose flags) land there.
+ * matmul on a fast path. The stock kernel takes XNNPACK only for one unbatched, untransposed product and otherwise
+ * falls back to a scalar triple loop (~1 GMAC/s here, ~10× slower than XNNPACK): attention's [B·H, T, C/H] products
+ * and every matmul gradient (which tfjs writes with transpose flags) land there.
  *
- * How: transposed operands are transposed once, explicitly, by the wasm `Transpose` kernel; then for each batch
- * entry the kernel registers zero-copy views (a wasm tensor id pointing inside the operand's heap buffer) of that
- * entry's A, B and output, runs the stock kernel on those [1, M, K] × [1, K, N] views, and drops the views without
- * freeing their memory. Dropping a B view also deletes the XNNPACK operator the stock kernel built (and cached) for
- * it. Only numerics of float summation order change.
+ * How, where relaxed SIMD is available (`wasm-gemm.ts`'s `gemmAvailable`, the default on Node 20 and later): every
+ * product, plain or not, runs on the fused multiply-add kernel of `wasm/gemm.wat`, which reads transposed operands
+ * through their strides and each batch entry in place, and packs a broadcast B once.
  *
- * Also here: a forward-only `x @ w + b` kernel ({@link affine}) that reaches wasm's fused matmul in one dispatch.
+ * Otherwise, on XNNPACK: transposed operands are transposed once, explicitly, by the wasm `Transpose` kernel; then
+ * for each batch entry the kernel registers zero-copy views (a wasm tensor id pointing inside the operand's heap
+ * buffer) of that entry's A, B and output, runs the stock kernel on those [1, M, K] × [1, K, N] views, and drops the
+ * views without freeing their memory. Dropping a B view also deletes the XNNPACK operator the stock kernel built (and
+ * cached) for it.
+ *
+ * Either way only numerics of float rounding and summation order change. Also here: a forward-only `x @ w + b`
+ * kernel ({@link affine}) in one dispatch (the same two paths).
  */
 import * as tf from "@tensorflow/tfjs";
+import { type GemmBackend, type GemmOperand, gemm, gemmAvailable, gemmPacked } from "./wasm-gemm.js";
 
 /** The parts of tfjs-backend-wasm's `BackendWasm` (4.22) this kernel uses. */
 interface WasmBackendInternals {
@@ -51,6 +57,7 @@ export function installBatchedXnnMatMul(): void {
     const plain = plan.batch === 1 && !transposeA && !transposeB;
     const partialBroadcast = plan.batchA !== plan.batchB && plan.batchA !== 1 && plan.batchB !== 1;
     const unsupported = partialBroadcast || a.dtype !== "float32" || b.dtype !== "float32";
+    if (!unsupported && gemmAvailable()) return multiplyWithGemm(args, plan, transposeA, transposeB);
     if (plain || unsupported || plan.rows < MIN_ROWS_FOR_XNNPACK) return original.kernelFunc(args) as tf.TensorInfo;
     const temps: tf.TensorInfo[] = [];
     const a3 = operand(args, a, [plan.batchA, plan.rows, plan.inner], transposeA, temps);
@@ -64,6 +71,41 @@ export function installBatchedXnnMatMul(): void {
   Object.defineProperty(kernelFunc, BATCHED, { value: true });
   tf.unregisterKernel("BatchMatMul", "wasm");
   tf.registerKernel({ ...original, kernelFunc });
+}
+
+/**
+ * The product on `wasm/gemm.wat` (fused multiply-adds): every batch entry in place, transposed operands read through
+ * their strides (no transposed copy), a broadcast B packed once.
+ */
+function multiplyWithGemm(
+  args: Parameters<tf.KernelFunc>[0],
+  plan: ProductPlan,
+  transposeA: boolean,
+  transposeB: boolean,
+): tf.TensorInfo {
+  const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
+  const backend = args.backend as unknown as WasmBackendInternals & GemmBackend;
+  const out = backend.makeOutput(plan.outShape, "float32");
+  const dims = { m: plan.rows, k: plan.inner, n: plan.cols };
+  const aBytes = plan.rows * plan.inner * 4;
+  const bBytes = plan.inner * plan.cols * 4;
+  const outBytes = plan.rows * plan.cols * 4;
+  const entryOf = (i: number): GemmOperand => ({
+    tensor: a,
+    byteOffset: plan.batchA === 1 ? 0 : i * aBytes,
+    transposed: transposeA,
+  });
+  if (plan.batchB === 1) {
+    gemmPacked(backend, { tensor: b, transposed: transposeB }, undefined, dims, (run) => {
+      for (let i = 0; i < plan.batch; i++) run(entryOf(i), out, i * outBytes);
+    });
+  } else {
+    for (let i = 0; i < plan.batch; i++) {
+      const bEntry = { tensor: b, byteOffset: i * bBytes, transposed: transposeB };
+      gemm(backend, entryOf(i), bEntry, undefined, out, dims, i * outBytes);
+    }
+  }
+  return out;
 }
 
 /**
@@ -136,9 +178,10 @@ function multiplyEntries(
 export const AFFINE_KERNEL = "ArclightAffine";
 
 /**
- * Registers {@link AFFINE_KERNEL}: x [N, K] @ w [K, M] (+ bias [M]) → [N, M] in one dispatch of wasm's fused
- * XNNPACK matmul. `tf.fused.matMul` does the same through three reshapes, a custom-gradient scope and a final
- * reshape — five tfjs dispatches, which weigh on a decode step of a small model. Forward only (no gradient).
+ * Registers {@link AFFINE_KERNEL}: x [N, K] @ w [K, M] (+ bias [M]) → [N, M] in one dispatch of `wasm-gemm.ts`'s
+ * kernel, or where that is off, of wasm's fused XNNPACK matmul. `tf.fused.matMul` does the same through three
+ * reshapes, a custom-gradient scope and a final reshape — five tfjs dispatches, which weigh on a decode step of a
+ * small model. Forward only (no gradient).
  */
 export function installAffineKernel(): void {
   if (tf.getKernel(AFFINE_KERNEL, "wasm")) return;
@@ -148,7 +191,15 @@ export function installAffineKernel(): void {
     backendName: "wasm",
     kernelFunc: (args) => {
       const { x, w, bias } = args.inputs as { x: tf.TensorInfo; w: tf.TensorInfo; bias?: tf.TensorInfo };
-      const backend = args.backend as unknown as WasmBackendInternals;
+      const backend = args.backend as unknown as WasmBackendInternals & GemmBackend;
+      if (gemmAvailable()) {
+        const [rows, inner] = x.shape as [number, number];
+        const cols = w.shape[1]!;
+        const out = backend.makeOutput([rows, cols], "float32");
+        const dims = { m: rows, k: inner, n: cols };
+        gemm(backend, { tensor: x, transposed: false }, { tensor: w, transposed: false }, bias, out, dims);
+        return out;
+      }
       raw ??= backend.wasm.cwrap("_FusedMatMul", null, [
         ...["number", "array", "number", "number", "array", "number"],
         ...["number", "number", "number", "number", "number", "number", "number"],
