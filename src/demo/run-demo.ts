@@ -301,6 +301,7 @@ function warmStartConfig(run: DemoRun): Readonly<SftConfig> {
       steps: budget.sftSteps,
       batch_size: budget.sftBatchSize,
       learning_rate: budget.sftLearningRate,
+      lr_decay_steps: budget.sftLrDecaySteps,
       weight_decay: 0,
       max_grad_norm: 1,
       micro_batch_size: 16,

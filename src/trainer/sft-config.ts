@@ -66,6 +66,12 @@ export const SftStepsSchema = z.strictObject({
   steps: z.number().int().min(1).default(100).describe("Optimiser steps"),
   batch_size: z.number().int().min(1).default(8).describe("Rows per step, drawn from a seeded shuffle (rows)"),
   learning_rate: z.number().gt(0).default(1e-3).describe("AdamW learning rate"),
+  lr_decay_steps: z
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .describe("Decay the learning rate linearly towards 0 over the last this many steps (0: constant)"),
   weight_decay: z.number().min(0).default(0).describe("AdamW decoupled weight decay"),
   max_grad_norm: z.number().min(0).default(1).describe("Global gradient-norm clip; 0 disables it"),
   micro_batch_size: z.number().int().min(1).default(16).describe("Rows per micro-batch (gradient accumulation)"),

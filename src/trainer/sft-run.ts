@@ -123,6 +123,7 @@ export async function runSft(options: SftRunOptions): Promise<SftSummary> {
     steps: config.sft.steps,
     batchSize: config.sft.batch_size,
     learningRate: config.sft.learning_rate,
+    decaySteps: config.sft.lr_decay_steps,
     weightDecay: config.sft.weight_decay,
     maxGradNorm: config.sft.max_grad_norm,
     microBatchSize: config.sft.micro_batch_size,

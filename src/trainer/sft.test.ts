@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import type { TrainRow } from "../engine/engine.js";
-import { heldOutLoss, splitHeldOut, warmStart } from "./sft.js";
+import { decayedLearningRate, heldOutLoss, splitHeldOut, warmStart } from "./sft.js";
 
 const config = { vocab: 261, d_model: 16, n_layers: 1, n_heads: 2, context: 16 };
 const rows: TrainRow[] = [0, 1, 2, 3].map((k) => {
@@ -16,6 +16,29 @@ describe("warmStart", () => {
     expect(metrics).toHaveLength(30);
     expect(metrics.at(-1)?.loss).toBeLessThan((metrics[0]?.loss ?? 0) / 2);
     engine.dispose();
+  });
+
+  it("decays the learning rate linearly over the last decaySteps steps (the engine gets each step's rate)", async () => {
+    const engine = await EmbeddedEngine.create({ config, seed: 1 });
+    const rates: number[] = [];
+    const recording = new Proxy(engine, {
+      get(target, key, receiver) {
+        if (key !== "trainStep") return Reflect.get(target, key, receiver);
+        return (batch: TrainRow[], loss: never, optimizer: { learningRate: number }) => {
+          rates.push(optimizer.learningRate);
+          return target.trainStep(batch, loss, optimizer as never);
+        };
+      },
+    });
+    await warmStart(recording, rows, { steps: 6, batchSize: 2, learningRate: 0.01, decaySteps: 4, seed: 0 });
+    expect(rates.map((r) => Number(r.toFixed(6)))).toEqual([0.01, 0.01, 0.01, 0.0075, 0.005, 0.0025]);
+    engine.dispose();
+  });
+
+  it("decayedLearningRate: constant without decay steps; with more decay steps than steps, decays from the first", () => {
+    expect([1, 2, 3].map((s) => decayedLearningRate({ steps: 3, learningRate: 1 }, s))).toEqual([1, 1, 1]);
+    const all = [1, 2].map((s) => decayedLearningRate({ steps: 2, learningRate: 1, decaySteps: 10 }, s));
+    expect(all).toEqual([1, 0.5]);
   });
 
   it("stops between steps once its signal is aborted, even when nothing else yields to the event loop", async () => {

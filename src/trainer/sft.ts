@@ -65,6 +65,11 @@ export interface WarmStartOptions {
   /** Rows per step. */
   batchSize: number;
   learningRate: number;
+  /**
+   * Steps at the end over which the learning rate falls linearly: step `steps - d + i` (i = 1 … d) uses
+   * `learningRate · (d - i + 1) / d`, so the last step uses `learningRate / d`. Default 0: constant.
+   */
+  decaySteps?: number;
   /** AdamW decoupled weight decay; default 0. */
   weightDecay?: number;
   /** Global gradient-norm clip, 0 disables it; default 1. */
@@ -98,7 +103,6 @@ export async function warmStart(
   let order: number[] = [];
   const metrics: TrainMetrics[] = [];
   const optimizer = {
-    learningRate: options.learningRate,
     weightDecay: options.weightDecay ?? 0,
     maxGradNorm: options.maxGradNorm ?? 1,
     microBatchSize: options.microBatchSize ?? 16,
@@ -112,11 +116,27 @@ export async function warmStart(
       if (order.length === 0) order = shuffled(rows.length, random);
       batch.push(rows[order.pop() as number] as TrainRow);
     }
-    const m = await engine.trainStep(batch, { kind: "sft", aggregation: "token-mean" }, optimizer);
+    const learningRate = decayedLearningRate(options, step);
+    const m = await engine.trainStep(batch, { kind: "sft", aggregation: "token-mean" }, { ...optimizer, learningRate });
     metrics.push(m);
     options.onStep?.(step, m);
   }
   return metrics;
+}
+
+/**
+ * The learning rate of one warm-start step: constant, then falling linearly over the last `decaySteps` steps.
+ * @param options - steps, learning rate and decay steps (more decay steps than steps: decays from the first)
+ * @param step - 1 … steps
+ * @returns the learning rate, > 0
+ */
+export function decayedLearningRate(
+  options: Pick<WarmStartOptions, "steps" | "learningRate" | "decaySteps">,
+  step: number,
+): number {
+  const decay = Math.min(options.decaySteps ?? 0, options.steps);
+  const left = options.steps - step + 1; // steps left, this one included
+  return left > decay ? options.learningRate : (options.learningRate * left) / decay;
 }
 
 /**
