@@ -71,7 +71,10 @@ export const SftStepsSchema = z.strictObject({
     .int()
     .min(0)
     .default(0)
-    .describe("Decay the learning rate linearly towards 0 over the last this many steps (0: constant)"),
+    .describe(
+      "Lower the learning rate linearly over the last N steps: the k-th from last runs at learning_rate·k/N " +
+        "(0: constant; N above steps: from the first step)",
+    ),
   weight_decay: z.number().min(0).default(0).describe("AdamW decoupled weight decay"),
   max_grad_norm: z.number().min(0).default(1).describe("Global gradient-norm clip; 0 disables it"),
   micro_batch_size: z.number().int().min(1).default(16).describe("Rows per micro-batch (gradient accumulation)"),
