@@ -20,6 +20,7 @@ import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
 import { clientErrorHandler } from "./parser-errors.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
 import { PauseController } from "./proxy/pause.js";
+import { ProxyService } from "./proxy/proxy-service.js";
 import { requestGate } from "./request-gate.js";
 import { GatewayLogController, requestForLog, requestId } from "./request-log.js";
 import { RolloutLeases, watchLeases } from "./rollout-leases.js";
@@ -155,11 +156,8 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config, metrics });
   void app.register(metricsRoutes, { registry: metrics.registry });
   void app.register(otlpRoutes, { store, bodyLimitBytes: config.body_limit_bytes, metrics });
-  void app.register(proxyRoutes, {
-    store,
-    options: proxyOptionsOf(config),
-    pause: new PauseController(options.sharedPause),
-  });
+  const proxy = new ProxyService(store, proxyOptionsOf(config), new PauseController(options.sharedPause), logger);
+  void app.register(proxyRoutes, { service: proxy });
   if (config.dashboard) void app.register(dashboardRoutes, { store, config, metrics, sessions, uiDir: options.uiDir });
   const leases = new RolloutLeases();
   void app.register(leaseRoutes, { store, leases });

@@ -3,9 +3,9 @@
  * ones still running `drainTimeoutMs` after the proxy paused (a trickling upstream must not hold a weight update
  * forever), and {@link startCall}, which every model call (chat, completions, tito) runs under.
  */
-import type { FastifyReply } from "fastify";
 import { CallAbort, CallDeadline, DrainDeadline } from "./call-abort.js";
 import type { PauseController } from "./pause.js";
+import type { AgentReply } from "./proxy-call.js";
 
 /** The abort switches of the calls in flight. */
 export class InflightCalls {
@@ -79,7 +79,7 @@ export interface RunningCall {
  * @param reply - the agent's reply (its raw response's `close` means the agent left, or the answer was sent)
  * @param totalMs - the call's total deadline (`upstreamTotalTimeoutMs`), ms
  */
-export function startCall(inflight: InflightCalls, reply: FastifyReply, totalMs: number): RunningCall {
+export function startCall(inflight: InflightCalls, reply: AgentReply, totalMs: number): RunningCall {
   const signal = new CallAbort();
   const onClose = (): void => signal.abort();
   reply.raw.once("close", onClose);

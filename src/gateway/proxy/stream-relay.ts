@@ -8,11 +8,10 @@
 import { once } from "node:events";
 import { performance } from "node:perf_hooks";
 import { PassThrough } from "node:stream";
-import type { FastifyReply } from "fastify";
 import type { ArclightError } from "../../protocol/index.js";
 import { proxyAbortError } from "./call-abort.js";
 import type { CaptureReason, ProxyEndpointKind } from "./capture.js";
-import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
+import type { AgentReply, ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
 import { recordCall } from "./record-call.js";
 import { SSE_DONE, SseParser, sseEvent } from "./sse.js";
 import { StreamAssembler } from "./stream-assembler.js";
@@ -49,7 +48,7 @@ function streamErrorEvent(message: string, code: number, withDone: boolean): str
 }
 
 /** Starts the SSE answer to the agent with the upstream's status; the returned stream is its body. */
-function openAgentStream(call: ProxyCall, status: number, reply: FastifyReply): PassThrough {
+function openAgentStream(call: ProxyCall, status: number, reply: AgentReply): PassThrough {
   const out = new PassThrough();
   // A write after the agent hung up fails here; the upstream side is aborted by the reply's "close" and recorded.
   out.on("error", (err) => call.log.debug({ err }, "agent stream closed"));
@@ -128,7 +127,7 @@ export async function relayStream(
   ctx: ProxyContext,
   call: TrackedCall,
   answer: UpstreamAnswer,
-  reply: FastifyReply,
+  reply: AgentReply,
   base: StreamCallBase,
 ): Promise<void> {
   const out = openAgentStream(call, answer.statusCode, reply);

@@ -9,6 +9,7 @@ import { MemoryStore } from "../../store/memory.js";
 import type { Store } from "../../store/store.js";
 import { type ProxyOptionsInput, resolveProxyOptions } from "../proxy/options.js";
 import { PauseController } from "../proxy/pause.js";
+import { ProxyService } from "../proxy/proxy-service.js";
 import { requestGate } from "../request-gate.js";
 import { proxyRoutes } from "../routes/proxy.js";
 
@@ -49,7 +50,8 @@ export async function startProxyHarness(
   const app = Fastify({ logger: false });
   app.setErrorHandler(errorHandler);
   app.addHook("onRequest", requestGate(key));
-  await app.register(proxyRoutes, { store, options, pause });
+  const service = new ProxyService(store, options, pause, app.log);
+  await app.register(proxyRoutes, { service });
   const baseUrl = await app.listen({ host: "127.0.0.1", port: 0 });
   let counter = 0;
   return {

@@ -5,11 +5,10 @@
  * whose ids are exactly those the upstream received and produced, with a `tito` field saying how the prompt was built.
  */
 import { performance } from "node:perf_hooks";
-import type { FastifyReply } from "fastify";
 import { BadRequest, type Model, type ToolParserName } from "../../../protocol/index.js";
 import type { CallRecord } from "../capture.js";
 import { startCall } from "../inflight-calls.js";
-import type { ProxyCall, ProxyContext, TrackedCall } from "../proxy-call.js";
+import type { AgentReply, ProxyCall, ProxyContext, TrackedCall } from "../proxy-call.js";
 import { recordCall } from "../record-call.js";
 import { upstreamRequestIds } from "../request-ids.js";
 import { proxyFields } from "../rewrite.js";
@@ -82,7 +81,7 @@ export async function forwardTitoCall(
   ctx: ProxyContext,
   call: ProxyCall,
   endpoints: readonly Model[],
-  reply: FastifyReply,
+  reply: AgentReply,
 ): Promise<void> {
   const startedAt = performance.now();
   const model = endpoints[0]!;
@@ -155,7 +154,7 @@ interface Answering {
   answer: UpstreamAnswer;
   parser: ToolParserName;
   folder: TitoTokenizer;
-  reply: FastifyReply;
+  reply: AgentReply;
   base: { kind: "completions"; model: string; request: Json; requestText: string; startedAt: number };
 }
 
@@ -195,7 +194,7 @@ async function answerAgent(ctx: ProxyContext, a: Answering): Promise<void> {
 }
 
 /** The answer as SSE: chat chunks, or the translated API's events. */
-function sendStream(call: ProxyCall, chatBody: Json, reply: FastifyReply): void {
+function sendStream(call: ProxyCall, chatBody: Json, reply: AgentReply): void {
   const options = call.body.value.stream_options;
   const includeUsage = isJson(options) && options.include_usage === true;
   const chunks = chatChunks(chatBody, includeUsage || call.translation !== undefined);
