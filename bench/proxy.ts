@@ -207,7 +207,7 @@ async function startAppGateway(
   );
   const rollouts = await store.createRollouts(creates);
   const logger = gatewayLogger(config.log_level, "/dev/null");
-  const app = buildApp({ store, config, logger });
+  const app = buildApp({ store, config, logger, proxyLane: process.env.BENCH_PROXY_LANE !== "off" });
   const baseUrl = await app.listen({ host: "127.0.0.1", port: 0 });
   const keys = rollouts.map((rollout) => agentKeyFor(config.key, rollout, currentAttemptOf(rollout.status)));
   const rids = rollouts.map((r) => r.rollout_id);
@@ -223,7 +223,8 @@ async function startHarnessGateway(
   store: BenchStore | undefined,
 ): Promise<{ info: GatewayInfo; store: BenchStore }> {
   const { startProxyHarness } = await import("../src/gateway/testing/proxy-harness.js");
-  const h = await startProxyHarness({ models, ...(store ? { store } : {}) });
+  const lane = process.env.BENCH_PROXY_LANE !== "off";
+  const h = await startProxyHarness({ models, lane, ...(store ? { store } : {}) });
   const rids = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => h.newRollout(`ro-bench-${i}`)));
   return { info: { base: h.openaiBase("ROLLOUT"), rids, keys: rids.map(() => h.key) }, store: h.store };
 }
@@ -661,7 +662,15 @@ function gatewayFlag(): "app" | "harness" {
   return value;
 }
 
+/** The `--proxy-lane` flag: `on` (default: the gateway's direct path for model calls) or `off` (every call through Fastify). */
+function proxyLaneFlag(): "on" | "off" {
+  const value = flagValue("--proxy-lane") ?? "on";
+  if (value !== "on" && value !== "off") throw new Error(`--proxy-lane must be on or off, got ${value}`);
+  return value;
+}
+
 const FLAGS = new Set([
+  "--proxy-lane",
   "--store",
   "--body",
   "--rounds",
@@ -733,6 +742,7 @@ const USAGE = `usage: npx tsx bench/proxy.ts [FLAG VALUE ...]   (or npm run benc
   --body small|large    the chat body (default small; large: 24 turns, ~24 kB)
   --gateway app|harness the gateway as arclight gateway runs it (default), or the proxy test harness
   --gateway-config JSON gateway configuration keys for --gateway app, e.g. '{"log_level":"warn"}'
+  --proxy-lane on|off   on (default): model calls take the gateway's direct path (proxy-lane.ts); off: all through Fastify
   --profile DIR         one more round with every server profiling itself; profiles and a table in DIR
 env BENCH_DURATION_MS   each run's measured time, ms (default 5000)`;
 
@@ -757,6 +767,7 @@ async function main(): Promise<void> {
   BODY = requestBody();
   process.env.BENCH_GATEWAY = gatewayFlag();
   process.env.BENCH_GATEWAY_CONFIG = await gatewayConfigFlag();
+  process.env.BENCH_PROXY_LANE = proxyLaneFlag();
   // Every flag's value is checked first (a bad one is named even in a tree whose build is stale), then the build.
   checkBuild();
   UPSTREAM_BODY = await upstreamBody(process.env.BENCH_GATEWAY_CONFIG);
@@ -968,7 +979,7 @@ async function stopServers(servers: Servers): Promise<void> {
 function setupTail(store: string): string {
   const config = process.env.BENCH_GATEWAY_CONFIG === "{}" ? "" : ` ${process.env.BENCH_GATEWAY_CONFIG}`;
   return (
-    `gateway: ${process.env.BENCH_GATEWAY}${config}; store: ${store}; request body ${BODY.length} bytes (to the ` +
+    `gateway: ${process.env.BENCH_GATEWAY}${config}, direct path ${process.env.BENCH_PROXY_LANE}; store: ${store}; request body ${BODY.length} bytes (to the ` +
     `upstream and the pass-throughs: the gateway's upstream body, ${UPSTREAM_BODY.length} bytes); node ${process.version}`
   );
 }

@@ -15,12 +15,13 @@ import type { DashboardAuth } from "./auth.js";
 import { type GatewayConfig, proxyOptionsOf } from "./config.js";
 import { DashboardSessions } from "./dashboard/sessions.js";
 import { frameworkErrorHandler } from "./framework-errors.js";
-import { installJsonParser } from "./json-body.js";
+import { fastifyJsonParse, installJsonParser } from "./json-body.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
 import { clientErrorHandler } from "./parser-errors.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
 import { PauseController } from "./proxy/pause.js";
 import { ProxyService } from "./proxy/proxy-service.js";
+import { type LaneSlot, laneServerFactory, ProxyLane } from "./proxy-lane.js";
 import { requestGate } from "./request-gate.js";
 import { GatewayLogController, requestForLog, requestId } from "./request-log.js";
 import { RolloutLeases, watchLeases } from "./rollout-leases.js";
@@ -58,6 +59,11 @@ export interface BuildAppOptions {
   logger?: FastifyBaseLogger;
   /** Folder of the built dashboard; default this package's `dist/ui`. */
   uiDir?: string;
+  /**
+   * Serve well-formed model calls on the direct path (`proxy-lane.ts`) before Fastify routes them; default true.
+   * False sends every call through the Fastify route (the answers are the same; tests and benches compare the two).
+   */
+  proxyLane?: boolean;
 }
 
 /** Rollout id named by a request path: `/api/rollouts/{id}[/...]` (not `/terminal`) or `/proxy/rollout/{rid}/...`. */
@@ -86,8 +92,9 @@ function bindRolloutId(app: FastifyInstance): void {
 /**
  * Once `close()` has begun, answers carry `Connection: close`, so a keep-alive client whose request was in flight
  * does not hold the server open after its answer (Node only closes connections that are idle when close starts).
+ * @returns whether close has begun (the proxy's direct path reads it)
  */
-function closeConnectionsWhenClosing(app: FastifyInstance): void {
+function closeConnectionsWhenClosing(app: FastifyInstance): () => boolean {
   let closing = false;
   app.addHook("preClose", async () => {
     closing = true;
@@ -97,6 +104,7 @@ function closeConnectionsWhenClosing(app: FastifyInstance): void {
     if (closing) reply.header("connection", "close");
     done(null, payload);
   });
+  return () => closing;
 }
 
 /**
@@ -129,7 +137,9 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   );
   const metrics = createGatewayMetrics(store);
   const logController = new GatewayLogController();
+  const slot: LaneSlot = {};
   const app = Fastify({
+    serverFactory: laneServerFactory(slot),
     loggerInstance: logger,
     bodyLimit: config.body_limit_bytes,
     genReqId: (req) => requestId(req.headers["x-request-id"]),
@@ -151,13 +161,27 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   const sessions = new DashboardSessions({ gatewayKey: config.key, dashboardKey: config.dashboard_key });
   app.addHook("onRequest", requestGate(config.key, config.dashboard ? dashboardAuth(sessions) : undefined));
   bindRolloutId(app);
-  closeConnectionsWhenClosing(app);
+  const isClosing = closeConnectionsWhenClosing(app);
   installMetricsHooks(app, metrics);
   for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config, metrics });
   void app.register(metricsRoutes, { registry: metrics.registry });
   void app.register(otlpRoutes, { store, bodyLimitBytes: config.body_limit_bytes, metrics });
-  const proxy = new ProxyService(store, proxyOptionsOf(config), new PauseController(options.sharedPause), logger);
+  const proxyOptions = proxyOptionsOf(config);
+  const proxy = new ProxyService(store, proxyOptions, new PauseController(options.sharedPause), logger);
   void app.register(proxyRoutes, { service: proxy });
+  if (options.proxyLane !== false) {
+    const { bodyLimitBytes } = proxyOptions;
+    const parseJson = fastifyJsonParse(app);
+    slot.lane = new ProxyLane({
+      service: proxy,
+      key: config.key,
+      bodyLimitBytes,
+      log: app.log,
+      parseJson,
+      metrics,
+      isClosing,
+    });
+  }
   if (config.dashboard) void app.register(dashboardRoutes, { store, config, metrics, sessions, uiDir: options.uiDir });
   const leases = new RolloutLeases();
   void app.register(leaseRoutes, { store, leases });

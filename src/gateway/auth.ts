@@ -5,6 +5,7 @@
  * start). With the dashboard on, its login page and assets are public and a dashboard session cookie may read
  * (GET/HEAD) any route. What each caller may do is decided by `access.ts`.
  */
+import type { IncomingHttpHeaders } from "node:http";
 import type { FastifyRequest } from "fastify";
 import { keyMatcher, presentedKeyOf } from "../http/api-key.js";
 import { type AgentTokenClaims, AgentTokenVerifier, isAgentToken } from "../protocol/agent-token.js";
@@ -63,6 +64,24 @@ const PUBLIC: Principal = Object.freeze({ kind: "public" });
 const DASHBOARD: Principal = Object.freeze({ kind: "dashboard" });
 
 /**
+ * Builds the check of a request's credential alone (no public paths, no dashboard sessions): the principal of the key
+ * or token its headers present. The gateway's direct proxy path uses it (`proxy-lane.ts`); {@link makeAuthCheck}
+ * builds on it.
+ * @param key - the gateway's admin key; empty disables auth (every request is admin)
+ * @returns a synchronous check: the principal, or undefined when the headers present no key
+ * @throws {Unauthorized} from the check, for a wrong key or a forged or expired agent token (HTTP 401)
+ */
+export function makeCredentialCheck(key: string): (headers: IncomingHttpHeaders) => Principal | undefined {
+  if (key === "") return () => ADMIN;
+  const isAdminKey = keyMatcher(key);
+  const tokens = new AgentTokenVerifier(key);
+  return (headers) => {
+    const given = presentedKeyOf(headers);
+    return given === undefined ? undefined : principalOfKey(tokens, isAdminKey, given);
+  };
+}
+
+/**
  * Builds the check that finds each request's {@link Principal} and rejects requests without a valid key; run it
  * first thing for every request (`request-gate.ts`). Agent tokens are verified once and then
  * remembered (`AgentTokenVerifier`); the admin key is compared in constant time on every call.
@@ -73,8 +92,7 @@ const DASHBOARD: Principal = Object.freeze({ kind: "dashboard" });
  */
 export function makeAuthCheck(key: string, dashboard?: DashboardAuth): (request: FastifyRequest) => void {
   if (key === "") return (request) => void principals.set(request, ADMIN);
-  const isAdminKey = keyMatcher(key);
-  const tokens = new AgentTokenVerifier(key);
+  const credential = makeCredentialCheck(key);
   return (request) => {
     const url = request.url;
     const query = url.indexOf("?");
@@ -83,9 +101,9 @@ export function makeAuthCheck(key: string, dashboard?: DashboardAuth): (request:
       principals.set(request, PUBLIC);
       return;
     }
-    const given = presentedKeyOf(request.headers);
-    if (given !== undefined) {
-      principals.set(request, principalOfKey(tokens, isAdminKey, given));
+    const principal = credential(request.headers);
+    if (principal !== undefined) {
+      principals.set(request, principal);
       return;
     }
     const reads = request.method === "GET" || request.method === "HEAD";

@@ -13,25 +13,69 @@ export interface JsonBodyText {
 }
 
 /**
- * Replaces the `application/json` parser of `app` (and the plugins below it). An empty body counts as no body. A body
- * nested deeper than {@link MAX_JSON_DEPTH} levels is refused (400) before parsing, so nothing stores a value that
- * `JSON.stringify` cannot walk.
+ * A JSON parser: the value of a JSON text.
+ * @throws the parser's error for invalid JSON or a poisoned prototype
+ */
+export type JsonParse = (text: string) => unknown;
+
+/**
+ * Fastify's own JSON parser as a {@link JsonParse}: prototype-poisoning-safe (`__proto__` refused, `constructor`
+ * ignored), with Fastify's errors.
+ * @param app - any Fastify instance
+ * @throws {Error} from the returned parser, should Fastify's parser ever stop answering synchronously
+ */
+export function fastifyJsonParse(app: FastifyInstance): JsonParse {
+  const parser = app.getDefaultJsonParser("error", "ignore");
+  return (text) => {
+    let answered = false;
+    let error: Error | null = null;
+    let value: unknown;
+    parser(undefined as never, text, (err, parsed) => {
+      answered = true;
+      error = err;
+      value = parsed;
+    });
+    if (!answered) throw new Error("Fastify's JSON parser did not answer synchronously");
+    if (error) throw error;
+    return value;
+  };
+}
+
+/**
+ * A JSON body's text and value, as the gateway reads every JSON body. An empty (or whitespace) body is no body.
+ * @param parse - the JSON parser ({@link fastifyJsonParse})
+ * @param text - the body as received
+ * @returns the text with its value; undefined for an empty body
+ * @throws {BadRequest} invalid JSON, or nesting deeper than {@link MAX_JSON_DEPTH} levels (checked before parsing)
+ */
+export function parseJsonText(parse: JsonParse, text: string): JsonBodyText | undefined {
+  if (text.trim() === "") return undefined;
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH))
+    throw new BadRequest(`JSON body nested deeper than ${MAX_JSON_DEPTH} levels`);
+  try {
+    return { text, value: parse(text) };
+  } catch (err) {
+    throw new BadRequest(`Invalid JSON body: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Replaces the `application/json` parser of `app` (and the plugins below it) with {@link parseJsonText}'s rules: an
+ * empty body counts as no body, and a body nested deeper than {@link MAX_JSON_DEPTH} levels is refused (400) before
+ * parsing, so nothing stores a value that `JSON.stringify` cannot walk.
  * @param app - the Fastify instance or plugin scope
  * @param keepText - true: `request.body` is a {@link JsonBodyText}; false: the parsed value
  * @throws {BadRequest} (through Fastify, as 400) for invalid JSON or too deep a nesting
  */
 export function installJsonParser(app: FastifyInstance, keepText = false): void {
-  const parseJson = app.getDefaultJsonParser("error", "ignore");
+  const parse = fastifyJsonParse(app);
   app.removeContentTypeParser("application/json");
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
-    const text = body as string;
-    if (text.trim() === "") return done(null, undefined);
-    if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
-      return done(new BadRequest(`JSON body nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
+    try {
+      const parsed = parseJsonText(parse, body as string);
+      done(null, keepText ? parsed : parsed?.value);
+    } catch (err) {
+      done(err as Error, undefined);
     }
-    parseJson(request, text, (err, value) => {
-      if (err) done(new BadRequest(`Invalid JSON body: ${err.message}`), undefined);
-      else done(null, keepText ? ({ text, value } satisfies JsonBodyText) : value);
-    });
   });
 }

@@ -3,9 +3,10 @@
  * ones still running `drainTimeoutMs` after the proxy paused (a trickling upstream must not hold a weight update
  * forever), and {@link startCall}, which every model call (chat, completions, tito) runs under.
  */
+
+import type { AgentReply } from "./agent-reply.js";
 import { CallAbort, CallDeadline, DrainDeadline } from "./call-abort.js";
 import type { PauseController } from "./pause.js";
-import type { AgentReply } from "./proxy-call.js";
 
 /** The abort switches of the calls in flight. */
 export class InflightCalls {

@@ -1,6 +1,4 @@
 /** @module The types of one proxied call and of what every call shares, used by the forwarder, relay and recorder. */
-import type { ServerResponse } from "node:http";
-import type { Readable } from "node:stream";
 import type { FastifyBaseLogger } from "fastify";
 import type { Store } from "../../store/store.js";
 import type { CallIdentity } from "./agent-identity.js";
@@ -57,21 +55,3 @@ export type TrackedCall = ProxyCall & {
   requestIds: { agent_request_id?: string; upstream_request_id: string };
   signal: CallAbort;
 };
-
-/**
- * The answer to the agent, as the proxy writes it: Fastify's reply on the Fastify route, `RawReply` (`raw-reply.ts`)
- * on the gateway's direct path (`gateway/proxy-lane.ts`). Headers set before `send` go out with it.
- */
-export interface AgentReply {
-  /** Sets the status code. */
-  status(code: number): AgentReply;
-  /** Sets one header (names case-insensitive). */
-  header(name: string, value: string): AgentReply;
-  /**
-   * Sends the answer: a Buffer or string as it is (with `content-length`), a stream piped as it comes, any other
-   * value (`null` included) as JSON (`application/json; charset=utf-8` unless a content-type was set).
-   */
-  send(payload: Buffer | string | Readable | object | null): AgentReply;
-  /** The Node response; its `close` event means the agent left or the answer was sent. */
-  readonly raw: ServerResponse;
-}

@@ -18,6 +18,7 @@ import {
 import type { Store } from "../../store/store.js";
 import type { JsonBodyText } from "../json-body.js";
 import { callIdentity } from "./agent-identity.js";
+import type { AgentReply } from "./agent-reply.js";
 import { agentRouter } from "./agent-route.js";
 import type { ProxyEndpointKind } from "./capture.js";
 import { EndpointPicker } from "./endpoint-picker.js";
@@ -26,7 +27,7 @@ import { InflightCalls, watchDrain } from "./inflight-calls.js";
 import { ProxyLookups } from "./lookups.js";
 import type { ProxyOptions } from "./options.js";
 import type { PauseController } from "./pause.js";
-import type { AgentReply, ProxyContext } from "./proxy-call.js";
+import type { ProxyContext } from "./proxy-call.js";
 import { agentRequestId } from "./request-ids.js";
 import type { ProxyMode } from "./rewrite.js";
 import { TokenizerFolders } from "./tito/tokenizer-folder.js";

@@ -7,9 +7,11 @@ import { errorHandler } from "../../http/error-handler.js";
 import { type ModelInput, RolloutCreateSchema } from "../../protocol/index.js";
 import { MemoryStore } from "../../store/memory.js";
 import type { Store } from "../../store/store.js";
+import { fastifyJsonParse } from "../json-body.js";
 import { type ProxyOptionsInput, resolveProxyOptions } from "../proxy/options.js";
 import { PauseController } from "../proxy/pause.js";
 import { ProxyService } from "../proxy/proxy-service.js";
+import { type LaneSlot, laneServerFactory, ProxyLane } from "../proxy-lane.js";
 import { requestGate } from "../request-gate.js";
 import { proxyRoutes } from "../routes/proxy.js";
 
@@ -30,10 +32,11 @@ export interface ProxyHarness {
 
 /**
  * Starts the harness.
- * @param setup - proxy options, registered endpoints, store (memory by default), API key ("test-key" by default)
+ * @param setup - proxy options, registered endpoints, store (memory by default), API key ("test-key" by default), and
+ *   `lane: false` to send every call through the Fastify route instead of the direct path (`proxy-lane.ts`)
  */
 export async function startProxyHarness(
-  setup: { options?: ProxyOptionsInput; models?: ModelInput[]; store?: Store; key?: string } = {},
+  setup: { options?: ProxyOptionsInput; models?: ModelInput[]; store?: Store; key?: string; lane?: boolean } = {},
 ): Promise<ProxyHarness> {
   const store = setup.store ?? new MemoryStore();
   const key = setup.key ?? "test-key";
@@ -47,11 +50,21 @@ export async function startProxyHarness(
     await store.upsertModels(setup.models.map((m) => ({ version: 0, ...m })));
   }
   const pause = new PauseController();
-  const app = Fastify({ logger: false });
+  const slot: LaneSlot = {};
+  const app = Fastify({ logger: false, serverFactory: laneServerFactory(slot) });
   app.setErrorHandler(errorHandler);
   app.addHook("onRequest", requestGate(key));
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
   const service = new ProxyService(store, options, pause, app.log);
   await app.register(proxyRoutes, { service });
+  if (setup.lane !== false) {
+    const { bodyLimitBytes } = options;
+    const parseJson = fastifyJsonParse(app);
+    slot.lane = new ProxyLane({ service, key, bodyLimitBytes, log: app.log, parseJson, isClosing: () => closing });
+  }
   const baseUrl = await app.listen({ host: "127.0.0.1", port: 0 });
   let counter = 0;
   return {

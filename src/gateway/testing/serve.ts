@@ -2,7 +2,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { MemoryStore } from "../../store/memory.js";
 import type { Store } from "../../store/store.js";
-import { buildApp } from "../app.js";
+import { type BuildAppOptions, buildApp } from "../app.js";
 import { type GatewayConfigInput, gatewayConfig } from "../config.js";
 
 /** A running test gateway. */
@@ -22,21 +22,23 @@ export interface TestGateway {
  * @param config - config overrides; `key` defaults to "test-key"
  * @param store - the store to serve; a fresh MemoryStore when absent
  * @param logger - root logger; silent when absent
+ * @param app - further app options (`proxyLane: false` sends every model call through the Fastify route)
  */
 export async function startTestGateway(
   config: GatewayConfigInput = {},
   store?: Store,
   logger?: FastifyBaseLogger,
+  app?: Pick<BuildAppOptions, "proxyLane">,
 ): Promise<TestGateway> {
   const usedStore = store ?? new MemoryStore();
   const frozen = gatewayConfig({ key: "test-key", ...config });
-  const app = buildApp({ store: usedStore, config: frozen, logger });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  const address = app.server.address();
+  const server = buildApp({ ...app, store: usedStore, config: frozen, logger });
+  await server.listen({ host: "127.0.0.1", port: 0 });
+  const address = server.server.address();
   if (address === null || typeof address === "string") throw new Error("gateway did not bind a TCP port");
   const url = `http://127.0.0.1:${address.port}`;
   return {
-    app,
+    app: server,
     store: usedStore,
     url,
     call(method, path, body, headers = {}) {
@@ -49,7 +51,7 @@ export async function startTestGateway(
       });
     },
     async close(options = {}) {
-      await app.close();
+      await server.close();
       if (!options.keepStore) await usedStore.close();
     },
   };

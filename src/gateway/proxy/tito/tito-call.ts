@@ -6,9 +6,10 @@
  */
 import { performance } from "node:perf_hooks";
 import { BadRequest, type Model, type ToolParserName } from "../../../protocol/index.js";
+import type { AgentReply } from "../agent-reply.js";
 import type { CallRecord } from "../capture.js";
 import { startCall } from "../inflight-calls.js";
-import type { AgentReply, ProxyCall, ProxyContext, TrackedCall } from "../proxy-call.js";
+import type { ProxyCall, ProxyContext, TrackedCall } from "../proxy-call.js";
 import { recordCall } from "../record-call.js";
 import { upstreamRequestIds } from "../request-ids.js";
 import { proxyFields } from "../rewrite.js";
