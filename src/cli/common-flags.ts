@@ -86,7 +86,10 @@ export function readDataFile(what: string, path: string): DataItem[] {
   try {
     return readJsonl(path);
   } catch (err) {
-    throw new CliError(`${what} ${path}: ${(err as Error).message}`);
+    // A system error (ENOENT, EISDIR, EACCES) in the words the other file flags use, not Node's text.
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason = code === undefined ? (err as Error).message : `cannot read the file (${code})`;
+    throw new CliError(`${what} ${path}: ${reason}`);
   }
 }
 

@@ -171,7 +171,7 @@ export function registerEval(program: Command): void {
       "<checkpoint>",
       "checkpoint directory (config.json + model.safetensors), e.g. runs/demo/checkpoints/step-000008/engine",
     )
-    .requiredOption("--data <file>", "JSONL file of inputs, e.g. examples/calculator/data/val.jsonl")
+    .requiredOption("--data <file>", "JSONL file of inputs (required), e.g. examples/calculator/data/val.jsonl")
     .option("--limit <n>", "only the first N inputs")
     .option(
       "--config <file>",
