@@ -7,7 +7,7 @@ import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { assemble } from "../../../scripts/build-wasm.js";
 import { initWasmBackend } from "./backend.js";
-import { type GemmBackend, gemm, gemmAvailable } from "./wasm-gemm.js";
+import { type GemmBackend, gemm, gemmAvailable, gemmSwitch } from "./wasm-gemm.js";
 
 /** C = op(A)·op(B) + bias in float64, from the stored (possibly transposed) operands. */
 function reference(
@@ -114,5 +114,18 @@ describe("gemm.wat (fused multiply-add matrix product)", () => {
       one.dispose();
     }
     tf.dispose([a, b, bias]);
+  });
+});
+
+describe("ARCLIGHT_WASM_FMA", () => {
+  it("turns the kernel off with 0, false, off or no, leaves it on when unset, 1, true, on or yes", () => {
+    for (const value of ["0", "false", "OFF", " no "]) expect(gemmSwitch(value), value).toBe(false);
+    for (const value of [undefined, "", "1", "true", "On", "yes"]) expect(gemmSwitch(value), String(value)).toBe(true);
+  });
+
+  it("refuses any other value, naming the variable", () => {
+    expect(() => gemmSwitch("2")).toThrow(
+      new RangeError('ARCLIGHT_WASM_FMA="2": expected 0 or 1 (also off/on, false/true, no/yes)'),
+    );
   });
 });

@@ -9,7 +9,7 @@
  * `--experimental-wasm-relaxed-simd`, which {@link gemmAvailable} sets with `v8.setFlagsFromString` the first time it
  * is asked, before compiling this module (the flag changes what V8 accepts when it validates a module; tfjs's own
  * module does not use relaxed SIMD and is not affected). Where the module still does not validate, or where
- * `ARCLIGHT_WASM_FMA=0` is set, {@link gemmAvailable} answers false and callers keep XNNPACK.
+ * `ARCLIGHT_WASM_FMA=0` (or `off`, `false`, `no`) is set, {@link gemmAvailable} answers false and callers keep XNNPACK.
  *
  * Numerics: relaxed_madd rounds once per multiply-add where the CPU has FMA and twice where it has not (both allowed
  * by the WebAssembly spec), so results differ from XNNPACK's in float32 rounding only; products sum k in order.
@@ -60,17 +60,31 @@ export function packedFloats(k: number, n: number): number {
 /** The environment variable that turns the kernel off (`0`), for comparisons with XNNPACK. */
 export const GEMM_ENV = "ARCLIGHT_WASM_FMA";
 
+/**
+ * Reads {@link GEMM_ENV}'s value.
+ * @param value - the variable as set; unset or empty means on
+ * @returns false for `0`, `false`, `off` or `no`; true for `1`, `true`, `on` or `yes` (any case)
+ * @throws {RangeError} naming the variable for any other value, so a typo does not silently leave the kernel on
+ */
+export function gemmSwitch(value: string | undefined): boolean {
+  const word = (value ?? "").trim().toLowerCase();
+  if (word === "" || word === "1" || word === "true" || word === "on" || word === "yes") return true;
+  if (word === "0" || word === "false" || word === "off" || word === "no") return false;
+  throw new RangeError(`${GEMM_ENV}=${JSON.stringify(value)}: expected 0 or 1 (also off/on, false/true, no/yes)`);
+}
+
 let available: boolean | undefined;
 let bytes: Uint8Array | undefined;
 
 /**
  * Whether {@link gemm} can run here: the module validates (relaxed SIMD available, after setting V8's flag for it
- * where that is needed) and `ARCLIGHT_WASM_FMA` is not `0`. Decided once per process.
+ * where that is needed) and `ARCLIGHT_WASM_FMA` does not turn it off ({@link gemmSwitch}). Decided once per process.
  * @returns true when the fused multiply-add kernel is used
+ * @throws {RangeError} `ARCLIGHT_WASM_FMA` has a value {@link gemmSwitch} does not know
  */
 export function gemmAvailable(): boolean {
   if (available !== undefined) return available;
-  if (process.env[GEMM_ENV] === "0") {
+  if (!gemmSwitch(process.env[GEMM_ENV])) {
     available = false;
     return available;
   }
