@@ -44,11 +44,13 @@ export function fastifyJsonParse(app: FastifyInstance): JsonParse {
 /**
  * A JSON body's text and value, as the gateway reads every JSON body. An empty (or whitespace) body is no body.
  * @param parse - the JSON parser ({@link fastifyJsonParse})
- * @param text - the body as received
+ * @param raw - the body as received; a leading byte order mark is dropped
  * @returns the text with its value; undefined for an empty body
  * @throws {BadRequest} invalid JSON, or nesting deeper than {@link MAX_JSON_DEPTH} levels (checked before parsing)
  */
-export function parseJsonText(parse: JsonParse, text: string): JsonBodyText | undefined {
+export function parseJsonText(parse: JsonParse, raw: string): JsonBodyText | undefined {
+  // A leading byte order mark is not JSON (RFC 8259 §8.1 lets a reader ignore it); the text kept is without it.
+  const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   if (text.trim() === "") return undefined;
   if (jsonDepthExceeds(text, MAX_JSON_DEPTH))
     throw new BadRequest(`JSON body nested deeper than ${MAX_JSON_DEPTH} levels`);

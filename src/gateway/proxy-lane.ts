@@ -179,7 +179,8 @@ export class ProxyLane {
         method: "POST",
         url: taken.url,
         headers: req.headers,
-        host: req.headers.host,
+        // Fastify's `request.host`: the Host header, or empty (an HTTP/1.0 request may send none).
+        host: req.headers.host || "",
         ip: req.socket.remoteAddress,
         socket: req.socket,
       };
