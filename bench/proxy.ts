@@ -669,7 +669,24 @@ function proxyLaneFlag(): "on" | "off" {
   return value;
 }
 
+/**
+ * The `--versus` flag (`--paired` only): what the fourth server is. `fastify` (default): the Fastify floor. `gateway`:
+ * a second gateway whose direct path is set the other way from `--proxy-lane`, so the two are compared in one run.
+ */
+function versusFlag(): "fastify" | "gateway" {
+  const value = flagValue("--versus") ?? "fastify";
+  if (value !== "fastify" && value !== "gateway") throw new Error(`--versus must be fastify or gateway, got ${value}`);
+  return value;
+}
+
+/** How the printed figures name the fourth server (`--versus`). */
+function fourthName(): string {
+  if (process.env.BENCH_VERSUS !== "gateway") return "Fastify floor";
+  return `gateway with the direct path ${process.env.BENCH_PROXY_LANE === "off" ? "on" : "off"}`;
+}
+
 const FLAGS = new Set([
+  "--versus",
   "--proxy-lane",
   "--store",
   "--body",
@@ -728,6 +745,7 @@ function checkArgs(args: readonly string[]): void {
   }
   if (seen.has("--rate") && seen.has("--paired"))
     throw new Error("--paired RATE sets the rate: give --rate or --paired");
+  if (seen.has("--versus") && !seen.has("--paired")) throw new Error("--versus applies to --paired runs only");
   if (seen.has("--gateway-config") && args[args.indexOf("--gateway") + 1] === "harness") {
     throw new Error("--gateway-config applies to --gateway app only");
   }
@@ -743,6 +761,8 @@ const USAGE = `usage: npx tsx bench/proxy.ts [FLAG VALUE ...]   (or npm run benc
   --gateway app|harness the gateway as arclight gateway runs it (default), or the proxy test harness
   --gateway-config JSON gateway configuration keys for --gateway app, e.g. '{"log_level":"warn"}'
   --proxy-lane on|off   on (default): model calls take the gateway's direct path (proxy-lane.ts); off: all through Fastify
+  --versus fastify|gateway  with --paired: the fourth server is the Fastify floor (default) or a second gateway with
+                        the direct path the other way from --proxy-lane
   --profile DIR         one more round with every server profiling itself; profiles and a table in DIR
 env BENCH_DURATION_MS   each run's measured time, ms (default 5000)`;
 
@@ -768,6 +788,7 @@ async function main(): Promise<void> {
   process.env.BENCH_GATEWAY = gatewayFlag();
   process.env.BENCH_GATEWAY_CONFIG = await gatewayConfigFlag();
   process.env.BENCH_PROXY_LANE = proxyLaneFlag();
+  process.env.BENCH_VERSUS = versusFlag();
   // Every flag's value is checked first (a bad one is named even in a tree whose build is stale), then the build.
   checkBuild();
   UPSTREAM_BODY = await upstreamBody(process.env.BENCH_GATEWAY_CONFIG);
@@ -858,6 +879,11 @@ const SERVER_NAMES: Record<Middle, string> = {
   proxied: "gateway",
 };
 
+/** {@link SERVER_NAMES}, with the fourth server named by `--versus`. */
+function serverName(kind: Middle): string {
+  return kind === "framework" ? fourthName() : SERVER_NAMES[kind];
+}
+
 /**
  * `--profile DIR`: one more round of bare, bare + capture, Fastify floor and proxied runs, not counted in the figures
  * above, with each server profiling itself during its run (`profiling/cpu-profile.ts`); the profiles go to
@@ -877,7 +903,7 @@ async function profileRound(
     const path = join(dir, `${kind}.cpuprofile`);
     await ask(middle, { profileStop: path });
     const profile = JSON.parse(readFileSync(path, "utf8")) as CpuProfile;
-    return { name: SERVER_NAMES[kind], time: attribute(profile), calls: allRequests };
+    return { name: serverName(kind), time: attribute(profile), calls: allRequests };
   };
   const loadOf = (kind: Middle) => (): Promise<Run> => load(kinds[kind], CONCURRENCY, callRate);
   const servers: ProfiledServer[] = [];
@@ -929,7 +955,16 @@ async function startServers(storeEnv: Record<string, string>): Promise<Servers> 
   const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl, ...storeEnv });
   const bare = await startWorker({ BENCH_ROLE: "bare", BENCH_UPSTREAM_URL: upstreamUrl });
   const capture = await startWorker({ BENCH_ROLE: "capture", BENCH_UPSTREAM_URL: upstreamUrl });
-  const framework = await startWorker({ BENCH_ROLE: "framework", BENCH_UPSTREAM_URL: upstreamUrl });
+  const versus = process.env.BENCH_VERSUS === "gateway";
+  const framework = versus
+    ? await startWorker({
+        BENCH_ROLE: "gateway",
+        BENCH_UPSTREAM_URL: upstreamUrl,
+        BENCH_PROXY_LANE: process.env.BENCH_PROXY_LANE === "off" ? "on" : "off",
+        ...(storeEnv.BENCH_SQLITE_PATH ? { BENCH_SQLITE_PATH: `${storeEnv.BENCH_SQLITE_PATH}-versus` } : {}),
+      })
+    : await startWorker({ BENCH_ROLE: "framework", BENCH_UPSTREAM_URL: upstreamUrl });
+  const second = framework.info as unknown as GatewayInfo;
   const { base, rids, keys, store } = gateway.info as unknown as GatewayInfo & { store: string };
   const none = (): Record<string, string> => ({});
   const kinds = {
@@ -951,13 +986,20 @@ async function startServers(storeEnv: Record<string, string>): Promise<Servers> 
       headers: (c: number) => ({ "x-bench-rollout": `ro-bench-${c}` }),
       body: UPSTREAM_BODY,
     },
-    framework: {
-      middle: framework.worker,
-      url: (c: number): string =>
-        `${framework.info.url as string}/proxy/rollout/ro-bench-${c}/attempt/0/mode/train/openai/v1/chat/completions`,
-      headers: none,
-      body: UPSTREAM_BODY,
-    },
+    framework: versus
+      ? {
+          middle: framework.worker,
+          url: (c: number): string => `${second.base.replace("ROLLOUT", second.rids[c]!)}/chat/completions`,
+          headers: (c: number): Record<string, string> => ({ authorization: `Bearer ${second.keys[c]!}` }),
+          body: BODY,
+        }
+      : {
+          middle: framework.worker,
+          url: (c: number): string =>
+            `${framework.info.url as string}/proxy/rollout/ro-bench-${c}/attempt/0/mode/train/openai/v1/chat/completions`,
+          headers: none,
+          body: UPSTREAM_BODY,
+        },
     proxied: {
       middle: gateway.worker,
       url: (c: number): string => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`,
@@ -1104,7 +1146,7 @@ async function comparePaired(
   console.log(
     `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ${rounds} round` +
       `${rounds === 1 ? "" : "s"} of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up, in each the bare pass-through, ` +
-      `bare + capture, the Fastify floor and the gateway served at the same time, each offered ${callRate} calls/s open-loop (at most ` +
+      `bare + capture, the ${fourthName()} and the gateway served at the same time, each offered ${callRate} calls/s open-loop (at most ` +
       `${CONCURRENCY} in flight); non-stream chat calls; the floor always commits to its own SQLite file; ` +
       setupTail(servers.store),
   );
@@ -1123,7 +1165,7 @@ async function comparePaired(
       MIDDLES.map((kind) =>
         openLoad(kinds[kind], CONCURRENCY, callRate, round === 0).catch((err: unknown) => {
           const where = round === 0 ? "the warm-up round" : `round ${round}`;
-          const who = kind === "bare" ? "bare pass-through" : SERVER_NAMES[kind];
+          const who = kind === "bare" ? "bare pass-through" : serverName(kind);
           throw new Error(`${where}, the ${who}: ${(err as Error).message}`);
         }),
       ),
@@ -1134,15 +1176,15 @@ async function comparePaired(
     ) as Record<Middle, number>;
     const ratio = pairedRatios(cpu);
     if (round > 0) ratios.push(ratio);
-    const fellBehind = MIDDLES.filter((_, i) => runs[i]!.unsent > scheduled / 100).map((kind) => SERVER_NAMES[kind]);
+    const fellBehind = MIDDLES.filter((_, i) => runs[i]!.unsent > scheduled / 100).map((kind) => serverName(kind));
     if (round > 0 && fellBehind.length > 0) behind.push(`round ${round} (${fellBehind.join(", ")})`);
     const each = (f: (run: Run) => string): string =>
-      MIDDLES.map((kind, i) => `${SERVER_NAMES[kind]} ${f(runs[i]!)}`).join(", ");
+      MIDDLES.map((kind, i) => `${serverName(kind)} ${f(runs[i]!)}`).join(", ");
     console.log(
       `${round === 0 ? "warm-up round, not counted" : `round ${round}`}: CPU per call over the round's ` +
         `${WARMUP_MS + DURATION_MS} ms (its ${WARMUP_MS} ms warm-up included), µs: ` +
-        `${MIDDLES.map((kind) => `${SERVER_NAMES[kind]} ${cpu[kind].toFixed(0)}`).join(", ")}: ` +
-        `gateway ${ratio.gateway.toFixed(2)}× bare, floor ${ratio.floor.toFixed(2)}× bare, Fastify floor ` +
+        `${MIDDLES.map((kind) => `${serverName(kind)} ${cpu[kind].toFixed(0)}`).join(", ")}: ` +
+        `gateway ${ratio.gateway.toFixed(2)}× bare, floor ${ratio.floor.toFixed(2)}× bare, ${fourthName()} ` +
         `${ratio.framework.toFixed(2)}× bare; p50: ${each(p50)}; late / unsent calls: ${each((r) => `${r.late} / ${r.unsent}`)}`,
     );
   }
@@ -1150,8 +1192,8 @@ async function comparePaired(
   console.log(
     `gateway CPU per call vs bare pass-through at ${callRate} calls/s each, median of ${rounds} paired ` +
       `round${rounds === 1 ? "" : "s"}: ${med("gateway")}× (target <= 2×); floor (bare + durable capture): ` +
-      `${med("floor")}× bare; Fastify floor (the floor inside Fastify as the gateway configures it): ` +
-      `${med("framework")}× bare; gateway / floor: ${med("ofFloor")}×; gateway / Fastify floor: ` +
+      `${med("floor")}× bare; ${fourthName()}${process.env.BENCH_VERSUS === "gateway" ? "" : " (the floor inside Fastify as the gateway configures it)"}: ` +
+      `${med("framework")}× bare; gateway / floor: ${med("ofFloor")}×; gateway / ${fourthName()}: ` +
       `${med("ofFramework")}× (medians of the per-round ratios). The ratios grow with the rate (at a few calls/s each ` +
       "call's wake-ups, the same for every server, are most of its cost): compare them at one rate, one the servers " +
       "keep up with (late calls few, none unsent)",
