@@ -91,7 +91,7 @@ export function createGatewayMetrics(store: Store): GatewayMetrics {
  */
 export function installMetricsHooks(app: FastifyInstance, metrics: GatewayMetrics): void {
   app.addHook("onError", async (request, _reply, error) => {
-    if (error instanceof StaleAttempt) metrics.staleWrites.inc({ route: request.routeOptions.url ?? "unmatched" });
+    countStaleWrite(metrics, error, request.routeOptions.url ?? "unmatched");
   });
   // Callback style, not async: every request passes here, and an async hook costs a promise each.
   app.addHook("onResponse", (request, reply, done) => {
@@ -108,7 +108,40 @@ export function installMetricsHooks(app: FastifyInstance, metrics: GatewayMetric
  * @param reply - its reply, already sent
  */
 export function countAnswer(metrics: GatewayMetrics, request: FastifyRequest, reply: FastifyReply): void {
-  const route = request.routeOptions.url ?? "unmatched";
-  metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });
-  metrics.latency.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+  countRouteAnswer(
+    metrics,
+    request.method,
+    request.routeOptions.url ?? "unmatched",
+    reply.statusCode,
+    reply.elapsedTime,
+  );
+}
+
+/**
+ * Counts one sent answer, for any way a request came in (Fastify's hooks, the proxy's direct path).
+ * @param metrics - the app's metrics
+ * @param method - the request's method
+ * @param route - its route pattern, e.g. `/api/rollouts/:id`
+ * @param status - the answer's status code
+ * @param elapsedMs - from request received to answer sent, ms
+ */
+export function countRouteAnswer(
+  metrics: GatewayMetrics,
+  method: string,
+  route: string,
+  status: number,
+  elapsedMs: number,
+): void {
+  metrics.requests.inc({ method, route, status: String(status) });
+  metrics.latency.observe({ method, route }, elapsedMs / 1000);
+}
+
+/**
+ * Counts a write refused as a stale attempt in `arclight_stale_attempt_writes_total`; any other error is not counted.
+ * @param metrics - the app's metrics
+ * @param error - what the request failed with
+ * @param route - the request's route pattern
+ */
+export function countStaleWrite(metrics: GatewayMetrics, error: unknown, route: string): void {
+  if (error instanceof StaleAttempt) metrics.staleWrites.inc({ route });
 }

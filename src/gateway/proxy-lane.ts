@@ -18,15 +18,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { performance } from "node:perf_hooks";
 import type { FastifyBaseLogger, FastifyServerFactory } from "fastify";
 import { sendErrorAnswer } from "../http/error-handler.js";
-import { StaleAttempt } from "../protocol/index.js";
-import type { Principal } from "./auth.js";
-import { makeCredentialCheck } from "./auth.js";
+import { agentRefusal } from "./access.js";
+import { makeCredentialCheck, type Principal } from "./auth.js";
 import { type JsonBodyText, type JsonParse, parseJsonText } from "./json-body.js";
-import type { GatewayMetrics } from "./metrics.js";
+import { countRouteAnswer, countStaleWrite, type GatewayMetrics } from "./metrics.js";
 import { AGENT_HEADER } from "./proxy/agent-identity.js";
 import { RawReply } from "./proxy/agent-reply.js";
-import { CALL_ENDPOINTS, type CallEndpoint, type ProxyService } from "./proxy/proxy-service.js";
-import { requestId } from "./request-log.js";
+import { CALL_ENDPOINTS, type CallEndpoint, PROXY_ROUTE_PREFIX, type ProxyService } from "./proxy/proxy-service.js";
+import { logRequestEnd, requestId } from "./request-log.js";
 
 /** What {@link ProxyLane} needs from the app it serves beside. */
 export interface ProxyLaneOptions {
@@ -54,7 +53,7 @@ const DIGITS = /^\d{1,12}$/;
 
 /** The route pattern of each endpoint, as Fastify names it in metrics and access checks. */
 const ROUTE_OF = Object.fromEntries(
-  Object.keys(CALL_ENDPOINTS).map((endpoint) => [endpoint, `/proxy/rollout/:rid/attempt/:aid/mode/:mode/${endpoint}`]),
+  Object.keys(CALL_ENDPOINTS).map((endpoint) => [endpoint, `${PROXY_ROUTE_PREFIX}/${endpoint}`]),
 ) as Record<CallEndpoint, string>;
 
 /** A request the path has taken: what it matched, and its accounting. */
@@ -112,10 +111,10 @@ export class ProxyLane {
     } catch {
       return undefined;
     }
-    if (principal === undefined || (principal.kind !== "admin" && principal.kind !== "agent")) return undefined;
-    if (principal.kind === "agent") {
-      const { claims } = principal;
-      if (claims.rollout_id !== rid || claims.attempt_id !== aid || claims.mode !== mode) return undefined;
+    if (principal === undefined) return undefined;
+    const route = ROUTE_OF[endpoint as CallEndpoint];
+    if (principal.kind === "agent" && agentRefusal(principal.claims, "POST", route, { rid, aid, mode }) !== undefined) {
+      return undefined;
     }
     let routed = url;
     if (agent !== undefined) {
@@ -147,7 +146,7 @@ export class ProxyLane {
         reply,
       );
     } catch (err) {
-      if (err instanceof StaleAttempt) this.options.metrics?.staleWrites.inc({ route: ROUTE_OF[taken.endpoint] });
+      if (this.options.metrics) countStaleWrite(this.options.metrics, err, ROUTE_OF[taken.endpoint]);
       if (!reply.sent) sendErrorAnswer(err, log, reply, true);
       else if (!res.writableEnded) {
         log.error({ err }, "request failed after its answer began");
@@ -173,8 +172,7 @@ export class ProxyLane {
       res.off("finish", finished);
       res.off("error", finished);
       const responseTime = performance.now() - started;
-      metrics?.requests.inc({ method: "POST", route, status: String(res.statusCode) });
-      metrics?.latency.observe({ method: "POST", route }, responseTime / 1000);
+      if (metrics) countRouteAnswer(metrics, "POST", route, res.statusCode, responseTime);
       const request = {
         method: "POST",
         url: taken.url,
@@ -184,9 +182,7 @@ export class ProxyLane {
         ip: req.socket.remoteAddress,
         socket: req.socket,
       };
-      const answered = { statusCode: res.statusCode };
-      if (err) log.error({ req: request, res: answered, err, responseTime }, "request errored");
-      else log.info({ req: request, res: answered, responseTime }, "request completed");
+      logRequestEnd(log, err, request, res, responseTime);
     };
     res.on("finish", finished);
     res.on("error", finished);

@@ -48,6 +48,9 @@ export const CALL_ENDPOINTS = {
   "anthropic/v1/messages": { kind: "chat", api: "anthropic" },
 } as const satisfies Record<string, { kind: ProxyEndpointKind; api: string }>;
 
+/** The proxy routes' path pattern up to the endpoint, as Fastify names the routes (metrics, access checks). */
+export const PROXY_ROUTE_PREFIX = "/proxy/rollout/:rid/attempt/:aid/mode/:mode";
+
 /** One of {@link CALL_ENDPOINTS}' paths. */
 export type CallEndpoint = keyof typeof CALL_ENDPOINTS;
 

@@ -14,6 +14,7 @@ import {
   type CallEndpoint,
   type CallParams,
   checkMode,
+  PROXY_ROUTE_PREFIX,
   type ProxyService,
 } from "../proxy/proxy-service.js";
 
@@ -39,7 +40,7 @@ export const PauseRequestSchema = z.strictObject({
     ),
 });
 
-const PREFIX = "/proxy/rollout/:rid/attempt/:aid/mode/:mode";
+const PREFIX = PROXY_ROUTE_PREFIX;
 
 /**
  * The proxy routes: `POST {PREFIX}/openai/v1/chat/completions` and `…/completions`, `POST …/responses` (OpenAI
