@@ -15,7 +15,7 @@ import type { DashboardAuth } from "./auth.js";
 import { type GatewayConfig, proxyOptionsOf } from "./config.js";
 import { DashboardSessions } from "./dashboard/sessions.js";
 import { frameworkErrorHandler } from "./framework-errors.js";
-import { fastifyJsonParse, installJsonParser } from "./json-body.js";
+import { installJsonParser } from "./json-body.js";
 import { createGatewayMetrics, installMetricsHooks } from "./metrics.js";
 import { clientErrorHandler } from "./parser-errors.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
@@ -166,22 +166,10 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config, metrics });
   void app.register(metricsRoutes, { registry: metrics.registry });
   void app.register(otlpRoutes, { store, bodyLimitBytes: config.body_limit_bytes, metrics });
-  const proxyOptions = proxyOptionsOf(config);
-  const proxy = new ProxyService(store, proxyOptions, new PauseController(options.sharedPause), logger);
+  const proxy = new ProxyService(store, proxyOptionsOf(config), new PauseController(options.sharedPause), logger);
   void app.register(proxyRoutes, { service: proxy });
-  if (options.proxyLane !== false) {
-    const { bodyLimitBytes } = proxyOptions;
-    const parseJson = fastifyJsonParse(app);
-    slot.lane = new ProxyLane({
-      service: proxy,
-      key: config.key,
-      bodyLimitBytes,
-      log: app.log,
-      parseJson,
-      metrics,
-      isClosing,
-    });
-  }
+  if (options.proxyLane !== false)
+    slot.lane = new ProxyLane(app, { service: proxy, key: config.key, metrics, isClosing });
   if (config.dashboard) void app.register(dashboardRoutes, { store, config, metrics, sessions, uiDir: options.uiDir });
   const leases = new RolloutLeases();
   void app.register(leaseRoutes, { store, leases });

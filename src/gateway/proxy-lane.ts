@@ -16,28 +16,23 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
-import type { FastifyBaseLogger, FastifyServerFactory } from "fastify";
+import type { FastifyBaseLogger, FastifyInstance, FastifyServerFactory } from "fastify";
 import { sendErrorAnswer } from "../http/error-handler.js";
 import { agentRefusal } from "./access.js";
 import { makeCredentialCheck, type Principal } from "./auth.js";
-import { type JsonBodyText, type JsonParse, parseJsonText } from "./json-body.js";
+import { fastifyJsonParse, type JsonBodyText, type JsonParse, parseJsonText } from "./json-body.js";
 import { countRouteAnswer, countStaleWrite, type GatewayMetrics } from "./metrics.js";
 import { AGENT_HEADER } from "./proxy/agent-identity.js";
 import { RawReply } from "./proxy/agent-reply.js";
 import { CALL_ENDPOINTS, type CallEndpoint, PROXY_ROUTE_PREFIX, type ProxyService } from "./proxy/proxy-service.js";
 import { logRequestEnd, requestId } from "./request-log.js";
 
-/** What {@link ProxyLane} needs from the app it serves beside. */
+/** What {@link ProxyLane} needs beside the app it serves with. */
 export interface ProxyLaneOptions {
+  /** The handler the app's proxy routes use; its options give the body limit. */
   service: ProxyService;
   /** The gateway's admin key; empty: no auth. */
   key: string;
-  /** The proxy routes' body limit, bytes. */
-  bodyLimitBytes: number;
-  /** The app's logger (`app.log`, with its serializers); each request logs through a child with `reqId`, `rolloutId`. */
-  log: FastifyBaseLogger;
-  /** Fastify's JSON parser (`app.getDefaultJsonParser("error", "ignore")`), so both paths parse alike. */
-  parseJson: JsonParse;
   /** The app's metrics; absent: nothing counted (the proxy test harness). */
   metrics?: GatewayMetrics;
   /** True once the app has begun to close: the path then leaves every request to Fastify (503, `connection: close`). */
@@ -70,9 +65,24 @@ interface Taken {
 /** The gateway's direct path for model calls; see the module comment for what it takes. */
 export class ProxyLane {
   private readonly credential: (headers: IncomingMessage["headers"]) => Principal | undefined;
+  /** The app's logger (with its serializers); each request logs through a child with `reqId` and `rolloutId`. */
+  private readonly log: FastifyBaseLogger;
+  /** Fastify's own JSON parser, so both paths parse alike. */
+  private readonly parseJson: JsonParse;
+  private readonly bodyLimitBytes: number;
 
-  constructor(private readonly options: ProxyLaneOptions) {
+  /**
+   * @param app - the Fastify app whose proxy routes this path serves beside (its logger and JSON parser are used)
+   * @param options - the service, key, metrics and closing state
+   */
+  constructor(
+    app: FastifyInstance,
+    private readonly options: ProxyLaneOptions,
+  ) {
     this.credential = makeCredentialCheck(options.key);
+    this.log = app.log;
+    this.parseJson = fastifyJsonParse(app);
+    this.bodyLimitBytes = options.service.ctx.options.bodyLimitBytes;
   }
 
   /**
@@ -84,7 +94,7 @@ export class ProxyLane {
     if (taken === undefined) return false;
     this.answer(req, res, taken).catch((err) => {
       // answer() handles its errors; this is a last guard, so a bug cannot become an unhandled rejection.
-      this.options.log.error({ err }, "proxy direct path failed");
+      this.log.error({ err }, "proxy direct path failed");
       res.destroy();
     });
     return true;
@@ -103,7 +113,7 @@ export class ProxyLane {
     if (type === undefined || !JSON_TYPE.test(type) || headers["transfer-encoding"] !== undefined) return undefined;
     if (declared === undefined || !DIGITS.test(declared)) return undefined;
     const length = Number(declared);
-    if (length > this.options.bodyLimitBytes || this.options.isClosing()) return undefined;
+    if (length > this.bodyLimitBytes || this.options.isClosing()) return undefined;
     const [, rid = "", aid = "", mode = "", agent, endpoint = "", query = ""] = match;
     let principal: Principal | undefined;
     try {
@@ -128,14 +138,14 @@ export class ProxyLane {
   private async answer(req: IncomingMessage, res: ServerResponse, taken: Taken): Promise<void> {
     const started = performance.now();
     const id = requestId(req.headers["x-request-id"]);
-    const log = this.options.log.child({ reqId: id, rolloutId: taken.rid });
+    const log = this.log.child({ reqId: id, rolloutId: taken.rid });
     const reply = new RawReply(res, this.options.isClosing, (err) => log.warn({ err }, "agent stream failed"));
     reply.header("x-request-id", id);
     this.accountFor(req, res, taken, log, started);
     try {
       let body: JsonBodyText | undefined;
       try {
-        body = parseJsonText(this.options.parseJson, await readBody(req, taken.length));
+        body = parseJsonText(this.parseJson, await readBody(req, taken.length));
       } catch (err) {
         // As Fastify after a body it could not read or parse: the client may still be sending.
         reply.header("connection", "close");

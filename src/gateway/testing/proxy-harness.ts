@@ -7,7 +7,6 @@ import { errorHandler } from "../../http/error-handler.js";
 import { type ModelInput, RolloutCreateSchema } from "../../protocol/index.js";
 import { MemoryStore } from "../../store/memory.js";
 import type { Store } from "../../store/store.js";
-import { fastifyJsonParse } from "../json-body.js";
 import { type ProxyOptionsInput, resolveProxyOptions } from "../proxy/options.js";
 import { PauseController } from "../proxy/pause.js";
 import { ProxyService } from "../proxy/proxy-service.js";
@@ -60,11 +59,7 @@ export async function startProxyHarness(
   });
   const service = new ProxyService(store, options, pause, app.log);
   await app.register(proxyRoutes, { service });
-  if (setup.lane !== false) {
-    const { bodyLimitBytes } = options;
-    const parseJson = fastifyJsonParse(app);
-    slot.lane = new ProxyLane({ service, key, bodyLimitBytes, log: app.log, parseJson, isClosing: () => closing });
-  }
+  if (setup.lane !== false) slot.lane = new ProxyLane(app, { service, key, isClosing: () => closing });
   const baseUrl = await app.listen({ host: "127.0.0.1", port: 0 });
   let counter = 0;
   return {
