@@ -35,16 +35,18 @@ export function agentRefusal(
   params: Params,
 ): string | undefined {
   const verb = method === "HEAD" ? "GET" : method;
-  const own = `rollout ${claims.rollout_id} attempt ${claims.attempt_id} (${claims.mode})`;
+  // Built only for a refusal: every agent call passes here, and most are allowed.
+  const own = (): string => `rollout ${claims.rollout_id} attempt ${claims.attempt_id} (${claims.mode})`;
   if (route.startsWith(PROXY_PREFIX)) {
     if (params.rid === claims.rollout_id && params.aid === claims.attempt_id && params.mode === claims.mode) return;
-    return `This agent token is for ${own}; it may not call the proxy of rollout ${params.rid} attempt ${params.aid} (${params.mode})`;
+    return `This agent token is for ${own()}; it may not call the proxy of rollout ${params.rid} attempt ${params.aid} (${params.mode})`;
   }
   if (verb === "POST" && route === "/v1/traces") return;
   if (OWN_ROLLOUT_ROUTES.has(`${verb} ${route}`)) {
-    if (params.id !== claims.rollout_id) return `This agent token is for ${own}; it may not touch rollout ${params.id}`;
+    if (params.id !== claims.rollout_id)
+      return `This agent token is for ${own()}; it may not touch rollout ${params.id}`;
     if (params.aid !== undefined && params.aid !== claims.attempt_id) {
-      return `This agent token is for ${own}; it may not write to attempt ${params.aid}`;
+      return `This agent token is for ${own()}; it may not write to attempt ${params.aid}`;
     }
     return;
   }
