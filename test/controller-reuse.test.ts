@@ -90,6 +90,28 @@ describe("reuse_processes", () => {
     for (const run of runs.filter((r) => r !== first)) expect(run.env.SECRET).toBeUndefined();
   });
 
+  it("handing a rollout to an idle runner spends no spawn token", async () => {
+    h.script("agents.mjs", AGENTS);
+    const out = join(h.dir, "runs.txt");
+    const ids = ["s0", "s1", "s2", "s3", "s4", "s5"];
+    await h.create(ids.map((id) => rolloutOf(id, "record", out)));
+    // Two spawns, then one every 1,000 s: the six runs finish only if the reused runners' runs spend no token.
+    h.controller({ pool_size: 2, reuse_processes: true, spawn_rate_per_second: 0.001, spawn_burst: 2 }).start();
+    const done = await h.waitTerminal(ids, 20_000);
+    expect(done.map((r) => r.status.state)).toEqual(ids.map(() => "succeeded"));
+    expect(new Set(runsIn(out).map((run) => run.pid)).size).toBeLessThanOrEqual(2);
+  });
+
+  it("without reuse_processes a spawn token is spent per rollout", async () => {
+    h.script("agents.mjs", AGENTS);
+    const out = join(h.dir, "runs.txt");
+    await h.create(["t0", "t1", "t2"].map((id) => rolloutOf(id, "record", out)));
+    h.controller({ pool_size: 2, spawn_rate_per_second: 0.001, spawn_burst: 2 }).start();
+    await h.waitTerminal(["t0", "t1"], 20_000);
+    // Queued rollouts start in creation order; the third waits for a token.
+    expect((await h.client.getRollout("t2")).rollout.status.state).toBe("queuing");
+  });
+
   it("without reuse_processes every rollout gets its own process", async () => {
     h.script("agents.mjs", AGENTS);
     const out = join(h.dir, "runs.txt");

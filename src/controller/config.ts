@@ -22,7 +22,11 @@ export const ControllerConfigSchema = z.strictObject({
     ),
   pool_size: z.number().int().min(1).default(8).describe("most agent processes alive at once"),
   poll_interval_seconds: z.number().positive().default(1).describe("seconds between reconcile passes"),
-  spawn_rate_per_second: z.number().positive().default(20).describe("most process spawns per second (token bucket)"),
+  spawn_rate_per_second: z
+    .number()
+    .positive()
+    .default(20)
+    .describe("most process spawns per second (token bucket; a rollout handed to an idle reused runner spends none)"),
   spawn_burst: z.number().int().min(1).default(8).describe("spawns allowed at once before the rate applies"),
   log_tail_bytes: z
     .number()

@@ -330,12 +330,36 @@ export class LocalController {
     // Fetch only as many as can start now: listing the whole queue every pass dominated a pass's cost.
     const limit = Math.min(free, this.config.list_page_size);
     const queuing = await this.client.listRollouts({ states: ["queuing"], limit });
+    // Idle runners this pass has handed out, by target: runs that end meanwhile only add idle runners.
+    const reused = new Map<string, number>();
     for (const rollout of queuing) {
       if (free <= 0 || this.stopping) return;
       if (this.owned.has(rollout.rollout_id) || this.finished.has(rollout.rollout_id)) continue;
-      if (!this.limiter.tryTake()) return;
+      const idleRunner = this.idleRunnerFor(rollout, reused);
+      // Only a new process spends a spawn token: handing a rollout to an idle runner starts none.
+      if (idleRunner === null && !this.limiter.tryTake()) return;
+      if (idleRunner !== null) reused.set(idleRunner, (reused.get(idleRunner) ?? 0) + 1);
       if (await this.startOne(rollout)) free--;
     }
+  }
+
+  /**
+   * The idle runner a start of `rollout` would take (`reuse_processes` with an `agent_class` rollout), counting those
+   * this pass already handed out.
+   * @returns its target's key, or null when the start spawns a process (or fails before spawning)
+   */
+  private idleRunnerFor(rollout: Rollout, reused: ReadonlyMap<string, number>): string | null {
+    if (this.runners === null) return null;
+    let target: { node: string; modulePath: string } | undefined;
+    try {
+      const launch = resolveLaunch(rollout.config.local ?? this.config.local);
+      target = launch.agentClass && { node: launch.file, modulePath: launch.agentClass.modulePath };
+    } catch {
+      return null; // startOne fails it with the reason
+    }
+    if (target === undefined) return null;
+    const key = JSON.stringify([target.node, target.modulePath]);
+    return this.runners.idleCount(target, this.config.cwd) > (reused.get(key) ?? 0) ? key : null;
   }
 
   /** Patches the rollout running, then spawns its process. @returns true when a process was started */

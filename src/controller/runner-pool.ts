@@ -195,6 +195,11 @@ class Runner {
   }
 }
 
+/** Which runners can serve a lease: same node, module and working directory. */
+function runnerKey(target: Pick<RunnerTarget, "node" | "modulePath">, cwd: string | undefined): string {
+  return JSON.stringify([target.node, target.modulePath, cwd ?? ""]);
+}
+
 /**
  * Runners by target, at most `maxRunners` alive. A lease takes an idle runner of its target, else starts one (ending
  * an idle runner of another target when the limit is reached).
@@ -218,7 +223,7 @@ export class RunnerPool {
    * @returns the lease
    */
   lease(target: RunnerTarget, options: LeaseOptions): RunnerLease {
-    const key = JSON.stringify([target.node, target.modulePath, options.cwd ?? ""]);
+    const key = runnerKey(target, options.cwd);
     const runner = this.takeIdle(key) ?? this.start(key, target, options);
     this.busy.add(runner);
     const tail = new LogTail(options.logTailBytes);
@@ -229,6 +234,18 @@ export class RunnerPool {
       return info;
     });
     return { pid: runner.pid, exited, tail, kill: (graceMs) => runner.kill(graceMs) };
+  }
+
+  /**
+   * Idle runners a {@link lease} of `target` in `cwd` would take instead of starting a process (the controller spends
+   * a spawn token only when this is 0).
+   * @param target - node and the agent's module (the export does not matter: one runner serves every export)
+   * @param cwd - the lease's working directory
+   * @returns live idle runners of that target
+   */
+  idleCount(target: Pick<RunnerTarget, "node" | "modulePath">, cwd: string | undefined): number {
+    const key = runnerKey(target, cwd);
+    return this.idle.filter((runner) => runner.key === key && !runner.dead).length;
   }
 
   /** Ends every idle runner; leased runners end after their run (or with their kill). */
