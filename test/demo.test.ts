@@ -192,7 +192,7 @@ describe("arclight demo --quick", () => {
     expect(existsSync(join(workDir, "runs", `.${name}.lock`))).toBe(false);
   }, 120_000);
 
-  it("refuses a bad --train-threads, naming the flag, before it writes anything", async () => {
+  it("refuses a bad --train-threads or --decode-threads, naming the flag, before it writes anything", async () => {
     for (const [args, message] of [
       [["--train-threads", "0"], "--train-threads"],
       [["--train-threads", "two"], "--train-threads"],
@@ -202,6 +202,8 @@ describe("arclight demo --quick", () => {
       [["--seed", "1.5"], "--seed 1.5: expected an integer"],
       [["--train-threads", "65"], "--train-threads 65: at most 64"],
       [["--train-threads", "2", "--engine", "torch"], "--train-threads 2: the embedded engine's setting"],
+      [["--decode-threads", "65"], "--decode-threads 65: at most 64"],
+      [["--decode-threads", "2", "--engine", "torch"], "--decode-threads 2: the embedded engine's setting"],
     ] as const) {
       const result = await cli(["demo", "--quick", "--name", "threads", ...args]);
       expect(result.code).toBe(2);
@@ -209,8 +211,9 @@ describe("arclight demo --quick", () => {
       expect(result.stderr).not.toMatch(/\n\s+at /);
       expect(existsSync(join(workDir, "runs", "threads"))).toBe(false);
     }
-    // Eight CLI starts: 43 s on a machine at load average 2, past 60 s at 6 (fresh-clone CI with a second run beside it).
-  }, 120_000);
+    // Ten CLI starts: eight took 43 s on a machine at load average 2, past 60 s at 6 (fresh-clone CI with a second run
+    // beside it).
+  }, 150_000);
 
   it("with --engine torch takes --train-threads 1, and a Python it cannot use leaves no run folder behind", async () => {
     const args = ["--engine", "torch", "--train-threads", "1", "--python", join(workDir, "no-such-python")];

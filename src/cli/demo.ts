@@ -31,6 +31,7 @@ interface DemoFlags {
   seed: string;
   /** Threads per embedded training step; default min(2, cores). */
   trainThreads?: string;
+  decodeThreads?: string;
   logLevel: string;
 }
 
@@ -165,14 +166,33 @@ function torchOf(flags: DemoFlags): { python: string } | undefined {
         "own threads (leave it out, or 1)",
     );
   }
+  if (flags.decodeThreads !== undefined && positiveInt("--decode-threads", flags.decodeThreads) !== 1) {
+    throw new CliError(
+      `--decode-threads ${flags.decodeThreads}: the embedded engine's setting; --engine torch samples in its ` +
+        "worker (leave it out, or 1)",
+    );
+  }
   if (flags.preset !== undefined)
     throw new CliError("--preset: embedded engine presets only (not with --engine torch)");
   return { python: flags.python };
 }
 
-/** The demo's training threads when `--train-threads` is not given: 2, or 1 on a one-core machine. */
-function defaultTrainThreads(): number {
+/**
+ * The demo's training and decoding threads when `--train-threads` or `--decode-threads` is not given: 2, or 1 on a
+ * one-core machine.
+ */
+function defaultThreads(): number {
   return Math.min(2, availableParallelism());
+}
+
+/**
+ * A thread-count flag of the embedded engine.
+ * @throws {CliError} naming the flag for a non-positive or non-integer value, or one above the engine's limit
+ */
+function threadsFlag(name: string, value: string | undefined): number {
+  const threads = value === undefined ? defaultThreads() : positiveInt(name, value);
+  if (threads > MAX_TRAIN_THREADS) throw new CliError(`${name} ${threads}: at most ${MAX_TRAIN_THREADS}`);
+  return threads;
 }
 
 /** Runs the command. */
@@ -182,17 +202,24 @@ async function demo(flags: DemoFlags): Promise<void> {
   const preset = flags.preset === undefined ? null : presetFlag("--preset", flags.preset);
   const torch = torchOf(flags);
   const seed = integerFlag("--seed", flags.seed);
-  const trainThreads =
-    flags.trainThreads === undefined ? defaultTrainThreads() : positiveInt("--train-threads", flags.trainThreads);
-  if (trainThreads > MAX_TRAIN_THREADS)
-    throw new CliError(`--train-threads ${trainThreads}: at most ${MAX_TRAIN_THREADS}`);
+  const trainThreads = threadsFlag("--train-threads", flags.trainThreads);
+  const decodeThreads = threadsFlag("--decode-threads", flags.decodeThreads);
   const budget = budgetOf(flags);
   const runDir = resolve("runs", flags.name);
   const unlock = lockRunName(runDir, flags.name);
   try {
     prepareRunDir(runDir, flags.name);
     console.log(`arclight demo: run ${flags.name}${flags.quick ? " (quick)" : ""} -> ${runDir}`);
-    const options = { name: flags.name, runDir, budget, preset, ...(torch ? { torch } : {}), seed, trainThreads };
+    const options = {
+      name: flags.name,
+      runDir,
+      budget,
+      preset,
+      ...(torch ? { torch } : {}),
+      seed,
+      trainThreads,
+      decodeThreads,
+    };
     await runStoppable({ ...options, logger: pino({ level }) }, flags.engine);
   } finally {
     unlock();
@@ -244,6 +271,11 @@ export function registerDemo(program: Command): void {
       "--train-threads <n>",
       "threads per embedded training step (default 2 on 2+ cores; 1 reproduces the one-thread runs of " +
         "docs/benchmarks.md)",
+    )
+    .option(
+      "--decode-threads <n>",
+      "threads that decode the rollouts' model calls in the embedded engine (default 2 on 2+ cores; 1 reproduces " +
+        "the one-thread runs of docs/benchmarks.md)",
     )
     .option("--log-level <level>", "pino log level of the components", "warn")
     .action(demo);

@@ -55,6 +55,8 @@ export interface DemoOptions {
   seed: number;
   /** Threads per training step of the embedded engine (`EmbeddedEngineOptions.trainThreads`); default 1. */
   trainThreads?: number;
+  /** Threads that decode in the embedded engine (`EmbeddedEngineOptions.decodeThreads`); default 1. */
+  decodeThreads?: number;
   logger: Logger;
   /** Where the narration goes (default process.stdout). */
   out?: NodeJS.WriteStream;
@@ -117,6 +119,8 @@ async function createDemoEngine(options: DemoOptions, say: (line: string) => voi
     seed: options.seed,
     // The demo's updates (SFT and GRPO) run while no agent does: `arclight demo` gives them 2 threads by default.
     trainThreads: options.trainThreads ?? 1,
+    // Sampling runs while no update does: the same threads can decode the rollouts' calls in parallel.
+    decodeThreads: options.decodeThreads ?? 1,
     ...(options.preset === null ? { positionInit: DEMO_POSITION_INIT } : {}),
   });
 }
