@@ -88,22 +88,17 @@ export interface DemoBudget {
 }
 
 /**
- * The full demo (see docs/benchmarks.md, Demo, for its measured time and result). 8 GRPO steps at learning rate 7e-4
- * with one validation at the end: from the two-thread warm start (0.394), runs of 10 steps validated after every step
- * reached 0.622–0.635 after 8 steps at 7e-4 (four runs) and 0.501–0.653 at 1e-3 (five runs, median 0.619), against
- * medians 0.616 and 0.553 after 5; 8 steps keep the whole demo under 6 minutes on 2 cores, where 10 would not. The
- * warm start's 800 demonstrations and 700 SFT steps stay: on one training thread, 350 SFT steps on 400 of them, or 450
- * on 600, left the policy at 0.20 or 0.28 before RL instead of 0.41; on the demo's two, 700 steps on 600 gave a warm
- * start RL could not improve (0.59 -> 0.60) and 600 steps on 800 one it made worse over 5 steps (0.42 -> 0.45, train
- * reward falling). 32 problems a step (256 rollouts): with the agent processes reused, rollouts cost little, and from
- * the two-thread warm start 5 steps of 32 reached 0.57–0.60 where 5 of 16 reached 0.52–0.58 (docs/benchmarks.md,
- * Demo). The SFT learning rate falls linearly over its last 250 steps: on three seeds, RL then ended higher than
- * from a constant rate (docs/benchmarks.md, Demo).
+ * The full demo (see docs/benchmarks.md, Demo, for its measured time and results). 800 demonstrations and 1,100 SFT
+ * steps, the learning rate falling linearly over the last 250: the policy's remaining errors after RL are mostly
+ * miscopied tool calls, which SFT, not GRPO, reduces; and a warm start that copies better gains more from RL, which
+ * makes it call the tool where the teacher did arithmetic "in its head". 8 GRPO steps of 32 problems x 8 rollouts at
+ * learning rate 7e-4, validating once after the last: twice as many steps, or a learning rate of 1e-3, did not end
+ * higher. Fewer demonstrations or SFT steps left the warm start too weak for RL to lift (docs/benchmarks.md, Demo).
  */
 export const FULL_BUDGET: Readonly<DemoBudget> = Object.freeze({
   demonstrations: 800,
   teacherMentalMathShare: 0.7,
-  sftSteps: 700,
+  sftSteps: 1100,
   sftBatchSize: 8,
   sftLearningRate: 3e-3,
   sftLrDecaySteps: 250,
