@@ -102,6 +102,39 @@ describe("reuse_processes", () => {
     expect(new Set(runsIn(out).map((run) => run.pid)).size).toBeLessThanOrEqual(2);
   });
 
+  it("one pass hands every idle runner a queued rollout, with no token left", async () => {
+    h.script("agents.mjs", AGENTS);
+    const out = join(h.dir, "runs.txt");
+    const c = h.controller({ pool_size: 4, reuse_processes: true, spawn_rate_per_second: 0.001, spawn_burst: 4 });
+    await h.create(["a0", "a1", "a2", "a3"].map((id) => rolloutOf(id, "record", out)));
+    await c.reconcileOnce(); // four runners, the four tokens
+    await h.waitFor("four idle runners", () => (c.liveCount === 0 && runsIn(out).length === 4 ? true : undefined));
+    const second = ["b0", "b1", "b2", "b3"];
+    await h.create(second.map((id) => rolloutOf(id, "record", out)));
+    await c.reconcileOnce();
+    const states = await Promise.all(second.map(async (id) => (await h.client.getRollout(id)).rollout.status.state));
+    expect(states.filter((state) => state === "queuing")).toEqual([]);
+    c.start();
+    await h.waitTerminal(second);
+    expect(new Set(runsIn(out).map((run) => run.pid)).size).toBe(4);
+  });
+
+  it("a queued rollout waiting for a token does not hold back a later one an idle runner can take", async () => {
+    h.script("agents.mjs", AGENTS);
+    const out = join(h.dir, "runs.txt");
+    const c = h.controller({ pool_size: 2, reuse_processes: true, spawn_rate_per_second: 0.001, spawn_burst: 1 });
+    await h.create([rolloutOf("y0", "record", out)]);
+    await c.reconcileOnce(); // the one token
+    await h.waitFor("an idle runner", () => (c.liveCount === 0 && runsIn(out).length === 1 ? true : undefined));
+    const command = { timeout_seconds: 30, local: { command: [process.execPath, "-e", ""] } };
+    await h.create([{ rollout_id: "cmd", input: {}, config: command }, rolloutOf("y1", "record", out)]);
+    await c.reconcileOnce();
+    expect((await h.client.getRollout("cmd")).rollout.status.state).toBe("queuing"); // needs a token
+    expect((await h.client.getRollout("y1")).rollout.status.state).toBe("running");
+    c.start();
+    await h.waitTerminal(["y1"]);
+  });
+
   it("without reuse_processes a spawn token is spent per rollout", async () => {
     h.script("agents.mjs", AGENTS);
     const out = join(h.dir, "runs.txt");

@@ -330,40 +330,36 @@ export class LocalController {
     // Fetch only as many as can start now: listing the whole queue every pass dominated a pass's cost.
     const limit = Math.min(free, this.config.list_page_size);
     const queuing = await this.client.listRollouts({ states: ["queuing"], limit });
-    // Idle runners this pass has handed out, by target: runs that end meanwhile only add idle runners.
-    const reused = new Map<string, number>();
     for (const rollout of queuing) {
       if (free <= 0 || this.stopping) return;
       if (this.owned.has(rollout.rollout_id) || this.finished.has(rollout.rollout_id)) continue;
-      const idleRunner = this.idleRunnerFor(rollout, reused);
-      // Only a new process spends a spawn token: handing a rollout to an idle runner starts none.
-      if (idleRunner === null && !this.limiter.tryTake()) return;
-      if (idleRunner !== null) reused.set(idleRunner, (reused.get(idleRunner) ?? 0) + 1);
-      if (await this.startOne(rollout)) free--;
+      // Only a new process spends a spawn token: a rollout handed to an idle runner starts none. One that needs a
+      // token when none is left waits for a later pass; the rollouts after it may still go to idle runners.
+      const reuses = this.idleRunnerFor(rollout);
+      if (!reuses && !this.limiter.tryTake()) continue;
+      if (await this.startOne(rollout, !reuses)) free--;
+    }
+  }
+
+  /** Whether starting `rollout` would hand it to an idle runner (`reuse_processes`, an `agent_class` rollout). */
+  private idleRunnerFor(rollout: Rollout): boolean {
+    if (this.runners === null) return false;
+    try {
+      const launch = resolveLaunch(rollout.config.local ?? this.config.local);
+      if (launch.agentClass === undefined) return false;
+      const target = { node: launch.file, modulePath: launch.agentClass.modulePath };
+      return this.runners.idleCount(target, this.config.cwd) > 0;
+    } catch {
+      return false; // startOne fails it with the reason
     }
   }
 
   /**
-   * The idle runner a start of `rollout` would take (`reuse_processes` with an `agent_class` rollout), counting those
-   * this pass already handed out.
-   * @returns its target's key, or null when the start spawns a process (or fails before spawning)
+   * Patches the rollout running, then spawns its process (or hands it to an idle runner).
+   * @param tokenTaken - whether a spawn token was taken for it (false: an idle runner was expected)
+   * @returns true when a process was started
    */
-  private idleRunnerFor(rollout: Rollout, reused: ReadonlyMap<string, number>): string | null {
-    if (this.runners === null) return null;
-    let target: { node: string; modulePath: string } | undefined;
-    try {
-      const launch = resolveLaunch(rollout.config.local ?? this.config.local);
-      target = launch.agentClass && { node: launch.file, modulePath: launch.agentClass.modulePath };
-    } catch {
-      return null; // startOne fails it with the reason
-    }
-    if (target === undefined) return null;
-    const key = JSON.stringify([target.node, target.modulePath]);
-    return this.runners.idleCount(target, this.config.cwd) > (reused.get(key) ?? 0) ? key : null;
-  }
-
-  /** Patches the rollout running, then spawns its process. @returns true when a process was started */
-  private async startOne(rollout: Rollout): Promise<boolean> {
+  private async startOne(rollout: Rollout, tokenTaken: boolean): Promise<boolean> {
     const rolloutId = rollout.rollout_id;
     const attemptId = currentAttemptOf(rollout.status);
     const local = rollout.config.local ?? this.config.local;
@@ -397,7 +393,7 @@ export class LocalController {
       const data = { versions: resources.versions };
       await this.client.postEvent(rolloutId, attemptId, { event_type: "resources", data });
     }
-    this.spawnOwned(rollout, attemptId, launch, env);
+    this.spawnOwned(rollout, attemptId, launch, env, tokenTaken);
     return true;
   }
 
@@ -406,6 +402,7 @@ export class LocalController {
     attemptId: string,
     launch: ReturnType<typeof resolveLaunch>,
     env: Record<string, string>,
+    tokenTaken: boolean,
   ): void {
     const rolloutId = rollout.rollout_id;
     const options = {
@@ -418,6 +415,8 @@ export class LocalController {
       this.runners !== null && launch.agentClass !== undefined
         ? this.runners.lease({ node: launch.file, ...launch.agentClass }, options)
         : AgentProcess.spawn(launch, options);
+    // The idle runner expected when this start was counted died meanwhile, so the lease started a process.
+    if (!tokenTaken && "started" in agent && agent.started) this.limiter.charge();
     const record: OwnedProcess = {
       attempt_id: attemptId,
       // A failed spawn has no pid; its record is never saved and never used to signal (killGroup refuses pid < 2).

@@ -116,6 +116,8 @@ export interface LeaseOptions {
  */
 export interface RunnerLease {
   readonly pid: number | undefined;
+  /** True when this lease started a new runner process; false when it took an idle one. */
+  readonly started: boolean;
   readonly exited: Promise<ExitInfo>;
   /** The runner's output while this run had it. */
   readonly tail: LogTail;
@@ -224,7 +226,8 @@ export class RunnerPool {
    */
   lease(target: RunnerTarget, options: LeaseOptions): RunnerLease {
     const key = runnerKey(target, options.cwd);
-    const runner = this.takeIdle(key) ?? this.start(key, target, options);
+    const idle = this.takeIdle(key);
+    const runner = idle ?? this.start(key, target, options);
     this.busy.add(runner);
     const tail = new LogTail(options.logTailBytes);
     const exited = runner.run({ ...options, exportName: target.exportName }, tail).then((info) => {
@@ -233,7 +236,7 @@ export class RunnerPool {
       else runner.kill(0);
       return info;
     });
-    return { pid: runner.pid, exited, tail, kill: (graceMs) => runner.kill(graceMs) };
+    return { pid: runner.pid, started: idle === undefined, exited, tail, kill: (graceMs) => runner.kill(graceMs) };
   }
 
   /**

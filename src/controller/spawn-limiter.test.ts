@@ -24,4 +24,16 @@ describe("SpawnLimiter", () => {
       false,
     ]);
   });
+
+  it("charge() counts a spawn made without a token: the bucket goes into debt and later spawns wait it out", () => {
+    let nowMs = 0;
+    const limiter = new SpawnLimiter(10, 1, () => nowMs);
+    expect(limiter.tryTake()).toBe(true);
+    limiter.charge(); // one token of debt
+    expect(limiter.msUntilNext()).toBe(200);
+    nowMs = 100;
+    expect(limiter.tryTake()).toBe(false);
+    nowMs = 200;
+    expect(limiter.tryTake()).toBe(true);
+  });
 });

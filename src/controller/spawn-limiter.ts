@@ -21,12 +21,25 @@ export class SpawnLimiter {
 
   /** Takes one token. @returns false when the bucket is empty (spawn later) */
   tryTake(): boolean {
-    const nowMs = this.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((nowMs - this.lastMs) / 1000) * this.ratePerSecond);
-    this.lastMs = nowMs;
+    this.refill();
     if (this.tokens < 1) return false;
     this.tokens -= 1;
     return true;
+  }
+
+  /**
+   * Counts a spawn that happened without a token (a reused runner expected idle had died, so its lease started a
+   * process): the bucket goes into debt, so later spawns wait until the rate is kept over time.
+   */
+  charge(): void {
+    this.refill();
+    this.tokens -= 1;
+  }
+
+  private refill(): void {
+    const nowMs = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((nowMs - this.lastMs) / 1000) * this.ratePerSecond);
+    this.lastMs = nowMs;
   }
 
   /** @returns ms until the next token is available (0 when one is) */
