@@ -274,8 +274,8 @@ export function registerDemo(program: Command): void {
     )
     .option(
       "--decode-threads <n>",
-      "threads that decode the rollouts' model calls in the embedded engine (default 2 on 2+ cores; 1 reproduces " +
-        "the one-thread runs of docs/benchmarks.md)",
+      "threads that decode the rollouts' model calls in the embedded engine (default 2 on 2+ cores; 1: slower " +
+        "sampling, one core)",
     )
     .option("--log-level <level>", "pino log level of the components", "warn")
     .action(demo);
