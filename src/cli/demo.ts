@@ -160,17 +160,16 @@ function torchOf(flags: DemoFlags): { python: string } | undefined {
     throw new CliError(`--engine ${flags.engine}: expected embedded or torch`);
   }
   if (flags.engine === "embedded") return undefined;
-  if (flags.trainThreads !== undefined && positiveInt("--train-threads", flags.trainThreads) !== 1) {
-    throw new CliError(
-      `--train-threads ${flags.trainThreads}: the embedded engine's setting; --engine torch trains with PyTorch's ` +
-        "own threads (leave it out, or 1)",
-    );
-  }
-  if (flags.decodeThreads !== undefined && positiveInt("--decode-threads", flags.decodeThreads) !== 1) {
-    throw new CliError(
-      `--decode-threads ${flags.decodeThreads}: the embedded engine's setting; --engine torch samples in its ` +
-        "worker (leave it out, or 1)",
-    );
+  const embeddedOnly = [
+    ["--train-threads", flags.trainThreads, "trains with PyTorch's own threads"],
+    ["--decode-threads", flags.decodeThreads, "samples in its worker"],
+  ] as const;
+  for (const [name, value, torchDoes] of embeddedOnly) {
+    if (value !== undefined && positiveInt(name, value) !== 1) {
+      throw new CliError(
+        `${name} ${value}: the embedded engine's setting; --engine torch ${torchDoes} (leave it out, or 1)`,
+      );
+    }
   }
   if (flags.preset !== undefined)
     throw new CliError("--preset: embedded engine presets only (not with --engine torch)");

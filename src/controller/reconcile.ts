@@ -348,7 +348,7 @@ export class LocalController {
       const launch = resolveLaunch(rollout.config.local ?? this.config.local);
       if (launch.agentClass === undefined) return false;
       const target = { node: launch.file, modulePath: launch.agentClass.modulePath };
-      return this.runners.idleCount(target, this.config.cwd) > 0;
+      return this.runners.hasIdle(target, this.config.cwd);
     } catch {
       return false; // startOne fails it with the reason
     }
@@ -411,12 +411,13 @@ export class LocalController {
       logTailBytes: this.config.log_tail_bytes,
       exitFile: this.exitFileOf(rollout.rollout_id, attemptId),
     };
-    const agent =
+    const lease =
       this.runners !== null && launch.agentClass !== undefined
         ? this.runners.lease({ node: launch.file, ...launch.agentClass }, options)
-        : AgentProcess.spawn(launch, options);
+        : undefined;
+    const agent = lease ?? AgentProcess.spawn(launch, options);
     // The idle runner expected when this start was counted died meanwhile, so the lease started a process.
-    if (!tokenTaken && "started" in agent && agent.started) this.limiter.charge();
+    if (!tokenTaken && lease?.started) this.limiter.charge();
     const record: OwnedProcess = {
       attempt_id: attemptId,
       // A failed spawn has no pid; its record is never saved and never used to signal (killGroup refuses pid < 2).

@@ -240,15 +240,15 @@ export class RunnerPool {
   }
 
   /**
-   * Idle runners a {@link lease} of `target` in `cwd` would take instead of starting a process (the controller spends
-   * a spawn token only when this is 0).
+   * Whether a {@link lease} of `target` in `cwd` now would take an idle runner instead of starting a process (the
+   * controller spends a spawn token only when it would not).
    * @param target - node and the agent's module (the export does not matter: one runner serves every export)
    * @param cwd - the lease's working directory
-   * @returns live idle runners of that target
+   * @returns true when a live idle runner of that target exists
    */
-  idleCount(target: Pick<RunnerTarget, "node" | "modulePath">, cwd: string | undefined): number {
+  hasIdle(target: Pick<RunnerTarget, "node" | "modulePath">, cwd: string | undefined): boolean {
     const key = runnerKey(target, cwd);
-    return this.idle.filter((runner) => runner.key === key && !runner.dead).length;
+    return this.idle.some((runner) => runner.key === key && !runner.dead);
   }
 
   /** Ends every idle runner; leased runners end after their run (or with their kill). */
