@@ -10,7 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { longestDemoRolloutIds } from "../src/demo/rollout-ids.js";
+import { FULL_BUDGET, QUICK_BUDGET } from "../src/demo/settings.js";
 import { type ProcessResult, runProcess } from "../src/testing/run-process.js";
+import { maxRunNameLength } from "../src/trainer/run-name-room.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
 // The CLI runs from a temporary directory, so tsx is named by path, not resolved from the working directory.
@@ -68,11 +71,16 @@ function interruptOnceAgentsRun(rolloutIdPrefix: string) {
   };
 }
 
+/** The longest `--name` a demo with this budget takes, from the ids it builds (the same for any name). */
+const maxNameLength = (budget: typeof QUICK_BUDGET) => maxRunNameLength("x", longestDemoRolloutIds("x", budget));
+
 describe("arclight demo --quick", () => {
   it("records demonstrations, warm-starts, trains, validates and writes metrics, plot and checkpoint", async () => {
-    const result = await cli(["demo", "--quick", "--name", "ci"]);
+    // As long a name as --quick takes: every rollout id the run creates (teacher, validation, GRPO) still fits.
+    const name = "c".repeat(maxNameLength(QUICK_BUDGET));
+    const result = await cli(["demo", "--quick", "--name", name]);
     expect(result.code, result.stderr + result.stdout).toBe(0);
-    const runDir = join(workDir, "runs", "ci");
+    const runDir = join(workDir, "runs", name);
 
     const summary = JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8"));
     // Every teacher demonstration was recorded through the gateway, scored 1 by the agent, and re-rendered to
@@ -123,7 +131,10 @@ describe("arclight demo --quick", () => {
     // The saved warm-start policy reproduces the before-RL figure on the run's own validation problems.
     expect(summary.warmStartDir).toBe(join(runDir, "warm-start"));
     expect(result.stdout).toContain(`warm-start policy (before RL): ${summary.warmStartDir}`);
-    const before = await cli(["eval", summary.warmStartDir, "--data", join(runDir, "val.jsonl")]);
+    // The closing lines give the command that does it, built like the final checkpoint's.
+    const warmEval = /^evaluate the warm start \(the before-RL figure\): npx arclight (eval .*)$/m.exec(result.stdout);
+    expect(warmEval?.[1]).toBe(`eval ${summary.warmStartDir} --data ${join(runDir, "val.jsonl")}`);
+    const before = await cli((warmEval?.[1] ?? "").split(" "));
     expect(before.code, before.stderr).toBe(0);
     expect(before.stdout).toContain(`reward ${summary.before.mean.toFixed(3)}`);
 
@@ -214,6 +225,35 @@ describe("arclight demo --quick", () => {
     // Ten CLI starts: eight took 43 s on a machine at load average 2, past 60 s at 6 (fresh-clone CI with a second run
     // beside it).
   }, 150_000);
+
+  it("refuses a --seed the engine cannot tell apart (negative, past 32 bits), naming --seed, before it writes anything", async () => {
+    // The engine keeps a seed's low 32 bits: -1 would have given the weights of 4294967295, and 4294967296 those of 0.
+    for (const seed of ["-1", "4294967296"]) {
+      const result = await cli(["demo", "--quick", "--name", "seeds", "--seed", seed]);
+      expect(result.code).toBe(2);
+      expect(result.stderr.trim()).toBe(`arclight: --seed ${seed}: expected an integer from 0 to 4294967295`);
+      expect(existsSync(join(workDir, "runs", "seeds"))).toBe(false);
+    }
+  }, 60_000);
+
+  it("refuses a --name too long for the rollout ids it would create, naming --name and its most characters", async () => {
+    // Before: such a name passed the run-name check and the run failed midway (`rollout_id: Too big`), leaving
+    // runs/NAME behind.
+    for (const [args, budget] of [
+      [["--quick"], QUICK_BUDGET],
+      [[], FULL_BUDGET],
+    ] as const) {
+      const max = maxNameLength(budget);
+      const name = "n".repeat(max + 1);
+      const result = await cli(["demo", ...args, "--name", name]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`--name "${"n".repeat(60)}"… (${max + 1} characters): at most ${max} characters`);
+      expect(result.stderr).toContain("-teacher-d"); // the longest suffix: a teacher demonstration's
+      expect(result.stderr.trim().split("\n")).toHaveLength(1);
+      expect(existsSync(join(workDir, "runs", name))).toBe(false);
+      expect(existsSync(join(workDir, "runs", `.${name}.lock`))).toBe(false);
+    }
+  }, 60_000);
 
   it("with --engine torch takes --train-threads 1, and a Python it cannot use leaves no run folder behind", async () => {
     const args = ["--engine", "torch", "--train-threads", "1", "--python", join(workDir, "no-such-python")];

@@ -182,6 +182,24 @@ describe("arclight sft", () => {
     expect(badSteps.code).toBe(2);
     expect(badSteps.stderr).toContain("with --set source.db_path=x.db --set sft.steps=0:");
   });
+
+  it("refuses a name too long for its validation rollouts' ids, naming the key, before it starts anything", async () => {
+    writeFileSync(join(workDir, "val3.jsonl"), '{"question":"1+1","answer":2}\n'.repeat(3));
+    // Three validation inputs: the longest id is NAME-val-before-d2-0, so a name may have 200 - 16 = 184 characters.
+    // Before: a longer one trained, then failed at the first validation rollout.
+    const name = "s".repeat(185);
+    const controller = { command: calculatorAgentCommand(), env_map: { QUESTION: "input.question" } };
+    const config = writeConfig("long.yaml", {
+      name,
+      source: { db_path: "x.db" },
+      validation: { data_path: "val3.jsonl", controller },
+    });
+    const result = await cli(["sft", config]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`"${"s".repeat(60)}"… (185 characters): at most 184 characters`);
+    expect(result.stderr).toContain("(NAME-val-before-d2-0)");
+    expect(existsSync(join(workDir, "runs", name))).toBe(false);
+  });
 });
 
 describe("arclight export", () => {

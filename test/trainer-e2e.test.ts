@@ -237,12 +237,17 @@ describe("trainer end to end", () => {
   it("usage errors are one line starting with arclight:, exit 2 (unknown flag or command, bad YAML, no gateway)", async () => {
     const dir = tempDir("arclight-usage-");
     writeFileSync(join(dir, "bad.yaml"), "name: [\n x");
+    // 1 step x 1 group of 2 rollouts over 2 inputs: the longest rollout id is NAME-e0-d1-1, so a name may have
+    // 200 - 8 = 192 characters; before, a longer one failed at the first POST /api/rollouts.
+    writeCliRun(dir, "r".repeat(193), 1, TEST_AGENT_CONTROLLER);
     const cases = [
       ["train", "--bogus", "x.yaml"],
       ["frob"],
       ["train", "bad.yaml"],
       ["train"],
       ["inspect", "r1", "--gateway-url", "http://127.0.0.1:1"],
+      ["train", "train.yaml"],
+      ["train", "train.yaml", "--set", "name=long", "--engine-seed", "-1"],
     ];
     const answers = await Promise.all(
       cases.map((args) =>
@@ -252,7 +257,7 @@ describe("trainer end to end", () => {
         ),
       ),
     );
-    expect(answers.map((a) => a.code)).toEqual([2, 2, 2, 2, 2]);
+    expect(answers.map((a) => a.code)).toEqual([2, 2, 2, 2, 2, 2, 2]);
     for (const answer of answers) {
       expect(answer.stderr.trim().split("\n")).toHaveLength(1);
       expect(answer.stderr).toMatch(/^arclight: /);
@@ -262,5 +267,11 @@ describe("trainer end to end", () => {
     expect(answers[2]?.stderr).toContain("bad.yaml: invalid YAML (");
     expect(answers[3]?.stderr).toContain("missing required argument 'config'");
     expect(answers[4]?.stderr).toContain("cannot reach the gateway (GET /api/rollouts/r1: connect ECONNREFUSED");
+    expect(answers[5]?.stderr).toContain(
+      `name (train.yaml) "${"r".repeat(60)}"… (193 characters): at most 192 characters with these settings`,
+    );
+    expect(answers[5]?.stderr).toContain("(NAME-e0-d1-1)");
+    expect(answers[6]?.stderr).toContain("--engine-seed -1: expected an integer from 0 to 4294967295");
+    expect(existsSync(join(dir, "runs"))).toBe(false);
   }, 150_000);
 });

@@ -295,6 +295,20 @@ describe("calculator agent", () => {
     expect(events.received.map((r) => r.body.event_id)).toEqual(["reward-r1-a1", "reward-r1-a1"]);
   });
 
+  it("keeps the reward's event_id within the gateway's limit for the longest rollout id, stable across retries", async () => {
+    // Before: `reward-ROLLOUT-ATTEMPT` passed the gateway's event_id limit for a rollout id near the longest the
+    // gateway takes, the post was rejected (422) and the agent exited 1.
+    const rolloutId = "r".repeat(200);
+    const { events, env } = await setup((messages) => teacherReply(messages), [503, 200], {
+      AGL_ROLLOUT_ID: rolloutId,
+    });
+    const result = await runAgent(env);
+    expect(result.code, result.stderr).toBe(0);
+    const [first, retried] = events.received.map((r) => r.body.event_id as string);
+    expect(first).toMatch(/^reward-[0-9a-f]{64}$/);
+    expect(retried).toBe(first);
+  });
+
   it("exits 2 naming a missing variable, before calling the model", async () => {
     const { model, env } = await setup((messages) => teacherReply(messages));
     const { QUESTION: _dropped, ...rest } = env;

@@ -22,7 +22,7 @@
  * (model unreachable, reward not accepted); 2 on a missing or bad environment variable. The same run is the
  * `calculatorRollout` export, for a controller's `agent_class` (the demo runs it so, in reused processes).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
@@ -74,6 +74,19 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   return value;
 }
 
+/** The longest `event_id` the gateway takes (`POST …/events`); a rollout id alone may be nearly that long. */
+const MAX_EVENT_ID_LENGTH = 200;
+
+/**
+ * The reward's `event_id`, the same for every post of one rollout attempt (a retried post stores one event):
+ * `reward-ROLLOUT-ATTEMPT`, or `reward-` and the SHA-256 of the two when that is longer than the gateway takes.
+ */
+function rewardEventId(rolloutId: string, attemptId: string): string {
+  const readable = `reward-${rolloutId}-${attemptId}`;
+  if (readable.length <= MAX_EVENT_ID_LENGTH) return readable;
+  return `reward-${createHash("sha256").update(`${rolloutId}\n${attemptId}`).digest("hex")}`;
+}
+
 /** Reads and checks the environment (see the module table). */
 function readConfig(env: NodeJS.ProcessEnv): AgentConfig {
   const expectedText = required(env, "ANSWER");
@@ -87,7 +100,7 @@ function readConfig(env: NodeJS.ProcessEnv): AgentConfig {
     baseURL: required(env, "AGL_OPENAI_BASE_URL"),
     apiKey: required(env, "AGL_KEY"),
     eventUrl: required(env, "AGL_EVENT_URL"),
-    eventId: rolloutId && attemptId ? `reward-${rolloutId}-${attemptId}` : `reward-${randomUUID()}`,
+    eventId: rolloutId && attemptId ? rewardEventId(rolloutId, attemptId) : `reward-${randomUUID()}`,
     model: env.CALC_MODEL || "policy",
     maxTurns: positiveInt(env, "CALC_MAX_TURNS", 3),
     // No default cap: a fixed max_tokens plus a long second-turn prompt can exceed the tiny policy's 256-token

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CliError } from "./cli-error.js";
-import { checkRunName, readDataFile } from "./common-flags.js";
+import { checkRunName, checkRunNameRoom, readDataFile, seedFlag } from "./common-flags.js";
 
 describe("checkRunName", () => {
   it("takes one path segment of 1 to 200 letters, digits, '.', '_' or '-'", () => {
@@ -41,5 +41,38 @@ describe("readDataFile", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("seedFlag", () => {
+  it("takes the seeds the engine's generator tells apart: 0 to the largest unsigned 32-bit integer", () => {
+    expect(seedFlag("--seed", "0")).toBe(0);
+    expect(seedFlag("--seed", "4294967295")).toBe(4294967295);
+  });
+
+  it("refuses a negative seed, one past 32 bits (it would alias a smaller one) and a non-integer, naming the flag", () => {
+    for (const value of ["-1", "4294967296", "1.5", "0x2", ""]) {
+      expect(() => seedFlag("--engine-seed", value)).toThrow(
+        new CliError(`--engine-seed ${value}: expected an integer from 0 to 4294967295`),
+      );
+    }
+  });
+});
+
+describe("checkRunNameRoom", () => {
+  it("takes a name that leaves room for the longest suffix its rollout ids append", () => {
+    const name = "r".repeat(190);
+    expect(() => checkRunNameRoom("--name", name, [`${name}-e0-d1-1`, `${name}-v10-d2-0`])).not.toThrow();
+  });
+
+  it("refuses a longer one, naming the flag, the most characters and the longest suffix", () => {
+    // "-v10-d2-0" is 9 characters: a name may have 200 - 9 = 191.
+    const name = "r".repeat(192);
+    expect(() => checkRunNameRoom("--name", name, [`${name}-e0-d1-1`, `${name}-v10-d2-0`])).toThrow(
+      new CliError(
+        `--name "${"r".repeat(60)}"… (192 characters): at most 191 characters with these settings: its rollout ids ` +
+          "add up to 9 (NAME-v10-d2-0) and a rollout id has at most 200",
+      ),
+    );
   });
 });

@@ -3,8 +3,11 @@
  * Ctrl-C/SIGTERM (first signal: stop cleanly; second: exit at once).
  */
 import type { ModelPreset } from "../engine/embedded/config.js";
+import { MAX_SEED } from "../engine/embedded/rng.js";
+import { MAX_ROLLOUT_ID_LENGTH } from "../protocol/index.js";
 import { EMBEDDED_PRESETS } from "../run/engine-factory.js";
 import { type DataItem, readJsonl } from "../trainer/data-order.js";
+import { maxRunNameLength } from "../trainer/run-name-room.js";
 import { CliError } from "./cli-error.js";
 
 /** pino's levels, from most to least severe, then `silent`. */
@@ -51,15 +54,18 @@ export function presetFlag(flag: string, value: string): ModelPreset {
 }
 
 /**
- * An integer flag value, in decimal.
+ * A seed flag value: a decimal integer from zero to {@link MAX_SEED}, the seeds the engine's generator tells apart
+ * (a negative or a larger seed would silently give the same weights as one in that range).
  * @param flag - the flag's name, e.g. `--seed`
  * @param value - what the user wrote
- * @returns the integer
- * @throws {CliError} naming the flag
+ * @returns the seed
+ * @throws {CliError} naming the flag and the range
  */
-export function integerFlag(flag: string, value: string): number {
+export function seedFlag(flag: string, value: string): number {
   const n = decimalInteger(value);
-  if (n === undefined) throw new CliError(`${flag} ${value}: expected an integer`);
+  if (n === undefined || n < 0 || n > MAX_SEED) {
+    throw new CliError(`${flag} ${value}: expected an integer from 0 to ${MAX_SEED}`);
+  }
   return n;
 }
 
@@ -107,10 +113,34 @@ export const RUN_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,200}$/;
  */
 export function checkRunName(what: string, name: string): void {
   if (!RUN_NAME.test(name)) {
-    const shown =
-      name.length > 60 ? `${JSON.stringify(name.slice(0, 60))}… (${name.length} characters)` : JSON.stringify(name);
-    throw new CliError(`${what} ${shown}: letters, digits, '.', '_' or '-' only, 1 to 200 of them, not '.' or '..'`);
+    throw new CliError(
+      `${what} ${shownName(name)}: letters, digits, '.', '_' or '-' only, 1 to 200 of them, not '.' or '..'`,
+    );
   }
+}
+
+/** A name as an error message shows it: quoted, a long one cut, with its length. */
+function shownName(name: string): string {
+  return name.length > 60 ? `${JSON.stringify(name.slice(0, 60))}… (${name.length} characters)` : JSON.stringify(name);
+}
+
+/**
+ * Checks that a run name leaves room for the suffixes its rollout ids append (see `maxRunNameLength`), so a long name
+ * is refused before anything starts instead of failing mid-run.
+ * @param what - how the user gave it, e.g. `--name` or `name (in config.yaml)`
+ * @param name - the name, already {@link RUN_NAME}
+ * @param ids - the longest rollout ids the run would create under this name
+ * @throws {CliError} naming `what`, the most characters it may have and the longest id's suffix
+ */
+export function checkRunNameRoom(what: string, name: string, ids: readonly string[]): void {
+  const max = maxRunNameLength(name, ids);
+  if (name.length <= max) return;
+  const longest = ids.reduce((a, b) => (b.length > a.length ? b : a), name);
+  throw new CliError(
+    `${what} ${shownName(name)}: at most ${max} characters with these settings: its rollout ids add up to ` +
+      `${longest.length - name.length} (NAME${longest.slice(name.length)}) and a rollout id has at most ` +
+      `${MAX_ROLLOUT_ID_LENGTH}`,
+  );
 }
 
 /** The abort signal of a command and how to stop listening. */

@@ -9,6 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { processAlive } from "../controller/local.js";
+import { longestDemoRolloutIds } from "../demo/rollout-ids.js";
 import { type DemoOptions, type DemoSummary, runDemo } from "../demo/run-demo.js";
 import { type DemoBudget, FULL_BUDGET, QUICK_BUDGET, TORCH_BUDGET } from "../demo/settings.js";
 import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
@@ -16,7 +17,15 @@ import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { makeDirs } from "../fs/make-dirs.js";
 import { EMBEDDED_PRESETS } from "../run/engine-factory.js";
 import { CliError } from "./cli-error.js";
-import { checkRunName, integerFlag, listenForInterrupt, logLevel, positiveInt, presetFlag } from "./common-flags.js";
+import {
+  checkRunName,
+  checkRunNameRoom,
+  listenForInterrupt,
+  logLevel,
+  positiveInt,
+  presetFlag,
+  seedFlag,
+} from "./common-flags.js";
 
 /** Flags of `arclight demo`. */
 interface DemoFlags {
@@ -129,7 +138,15 @@ function runFiles(runDir: string): string {
     .join(", ");
 }
 
-/** The closing lines: before/after, wall time, where the files are (`arclight eval` reads embedded checkpoints only). */
+/** The command that scores an embedded checkpoint on the run's validation problems (runs/NAME/val.jsonl). */
+function evalCommand(checkpointDir: string, runDir: string): string {
+  return `npx arclight eval ${checkpointDir} --data ${join(runDir, "val.jsonl")}`;
+}
+
+/**
+ * The closing lines: before/after, wall time, where the files are, and how to evaluate the final and the warm-start
+ * checkpoints (`arclight eval` reads embedded checkpoints only).
+ */
 function printSummary(summary: DemoSummary, runDir: string, engine: string): void {
   const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
   const minutes = Math.floor(summary.wallSeconds / 60);
@@ -144,9 +161,11 @@ function printSummary(summary: DemoSummary, runDir: string, engine: string): voi
       engine === "torch"
         ? `final checkpoint: ${summary.checkpointDir} (a Hugging Face folder: serve it with arclight engine serve ` +
           "--engine torch --model DIR; arclight eval reads embedded-engine checkpoints only)"
-        : `final checkpoint: ${summary.checkpointDir} (evaluate it: npx arclight eval ${summary.checkpointDir} ` +
-          `--data ${join(runDir, "val.jsonl")})`,
+        : `final checkpoint: ${summary.checkpointDir} (evaluate it: ${evalCommand(summary.checkpointDir, runDir)})`,
       `warm-start policy (before RL): ${summary.warmStartDir}`,
+      ...(engine === "torch"
+        ? []
+        : [`evaluate the warm start (the before-RL figure): ${evalCommand(summary.warmStartDir, runDir)}`]),
     ].join("\n"),
   );
 }
@@ -200,10 +219,11 @@ async function demo(flags: DemoFlags): Promise<void> {
   const level = logLevel(flags.logLevel);
   const preset = flags.preset === undefined ? null : presetFlag("--preset", flags.preset);
   const torch = torchOf(flags);
-  const seed = integerFlag("--seed", flags.seed);
+  const seed = seedFlag("--seed", flags.seed);
   const trainThreads = threadsFlag("--train-threads", flags.trainThreads);
   const decodeThreads = threadsFlag("--decode-threads", flags.decodeThreads);
   const budget = budgetOf(flags);
+  checkRunNameRoom("--name", flags.name, longestDemoRolloutIds(flags.name, budget));
   const runDir = resolve("runs", flags.name);
   const unlock = lockRunName(runDir, flags.name);
   try {

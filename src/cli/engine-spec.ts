@@ -6,7 +6,7 @@ import type { ModelPreset } from "../engine/embedded/config.js";
 import { EMBEDDED_PRESETS, type EngineSpec } from "../run/engine-factory.js";
 import type { TrainerConfig } from "../trainer/config.js";
 import { CliError } from "./cli-error.js";
-import { integerFlag } from "./common-flags.js";
+import { seedFlag } from "./common-flags.js";
 
 /** Keys of the trainer's engine section that choose the sampler, not the trained engine. */
 type SamplerKey = "sampler" | "vllm_endpoints" | "vllm_sleep";
@@ -34,7 +34,7 @@ export interface EngineFlags {
 export function engineSpecOf(section: TrainedEngineSection, flags: EngineFlags): EngineSpec {
   const kind = flags.engine ?? section.kind;
   if (kind !== "embedded" && kind !== "torch") throw new CliError(`--engine ${kind}: expected embedded or torch`);
-  const seed = integerFlag("--engine-seed", String(flags.engineSeed));
+  const seed = seedFlag("--engine-seed", String(flags.engineSeed));
   if (kind === "torch") {
     const torchFrom = flags.engine === "torch" ? "--engine torch" : "engine.kind torch";
     if (section.train_threads !== 1) {

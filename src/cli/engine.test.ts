@@ -112,4 +112,16 @@ describe("arclight engine serve", () => {
       expect(stderr.trim()).toMatch(message);
     }
   }, 60_000);
+
+  it("refuses a --seed the engine's generator cannot tell apart (negative, past 32 bits), naming the flag", async () => {
+    for (const seed of ["-1", "4294967296"]) {
+      const refused = cli(["engine", "serve", "--model", "new:tiny", "--port", "0", "--seed", seed]);
+      let stderr = "";
+      refused.stderr?.on("data", (data: Buffer) => {
+        stderr += data.toString();
+      });
+      expect((await once(refused, "exit"))[0]).toBe(2);
+      expect(stderr.trim()).toBe(`arclight: --seed ${seed}: expected an integer from 0 to 4294967295`);
+    }
+  }, 60_000);
 });

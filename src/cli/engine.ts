@@ -18,7 +18,7 @@ import { type EngineServeConfig, EngineServeConfigSchema } from "../engine/serve
 import { closeWithGrace } from "../http/server-timeouts.js";
 import { stopWhenParentGone } from "../process/parent-watch.js";
 import { CliError } from "./cli-error.js";
-import { decimalInteger } from "./common-flags.js";
+import { decimalInteger, seedFlag } from "./common-flags.js";
 import { resolveKey } from "./key-source.js";
 
 /** Parses an integer flag. @throws {CliError} naming the flag */
@@ -147,7 +147,7 @@ export function registerEngine(program: Command): void {
     .option("--worker-url <url>", "torch: a running worker (arclight-torch serve) instead of starting one")
     .option("--host <host>", "interface to listen on", "127.0.0.1")
     .option("--port <port>", "TCP port (0 picks a free one)", intFlag("--port"), 8000)
-    .option("--seed <seed>", "weight-init seed of new:<preset> models", intFlag("--seed"), 0)
+    .option("--seed <seed>", "weight-init seed of new:<preset> models", (value: string) => seedFlag("--seed", value), 0)
     .option(
       "--decode-threads <n>",
       "embedded: threads that decode, 1–64 (this one and decode worker threads; docs/engine.md)",

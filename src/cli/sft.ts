@@ -19,11 +19,11 @@ import { type Stack, withStack } from "../run/stack.js";
 import { parseTrainerConfig } from "../trainer/config.js";
 import { readJsonl } from "../trainer/data-order.js";
 import { localControllerSettings } from "../trainer/rollout-groups.js";
-import { runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
+import { rolloutOnceId, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
 import { parseSftConfig, type SftConfig } from "../trainer/sft-config.js";
 import { runSft, type SftRunOptions, type SftSummary, sftCheckpointDir } from "../trainer/sft-run.js";
 import { CliError } from "./cli-error.js";
-import { checkRunName, listenForInterrupt, logLevel } from "./common-flags.js";
+import { checkRunName, checkRunNameRoom, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
 import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
 import { openSourceGateway } from "./source-gateway.js";
@@ -76,6 +76,25 @@ async function sftEngine(config: Readonly<SftConfig>, flags: SftFlags): Promise<
   }
 }
 
+/** Rollout id prefix of the reward validation before or after SFT (ids `PREFIX-dINDEX-0`). */
+function validationPrefix(runName: string, phase: "before" | "after"): string {
+  return `${runName}-val-${phase}`;
+}
+
+/**
+ * With `validation.data_path`, checks that the run's name leaves room for its validation rollouts' ids.
+ * @throws {CliError} naming the file when it cannot be read, or the name when it is too long for the ids
+ */
+function checkValidationIds(configPath: string, config: Readonly<SftConfig>): void {
+  if (config.validation.data_path === null) return;
+  const last = readDataFile("validation.data_path", config.validation.data_path).at(-1);
+  if (last === undefined) return;
+  const ids = (["before", "after"] as const).map((phase) =>
+    rolloutOnceId(validationPrefix(config.name, phase), last.index),
+  );
+  checkRunNameRoom(`name (${configPath})`, config.name, ids);
+}
+
 /** Reward validation on a running stack: one greedy rollout per validation input against the served engine. */
 function rewardValidator(config: Readonly<SftConfig>, stack: Stack, signal: AbortSignal) {
   const items = readJsonl(config.validation.data_path as string);
@@ -90,7 +109,7 @@ function rewardValidator(config: Readonly<SftConfig>, stack: Stack, signal: Abor
     await stack.client.upsertModels(stack.serving.endpoints.map((endpoint) => ({ model: "policy", endpoint })));
     const bar = startPhase(`val ${phase}`, items.length);
     const result = await runRolloutsOnce(stack.client, items, {
-      prefix: `${config.name}-val-${phase}`,
+      prefix: validationPrefix(config.name, phase),
       isTrain: false,
       config: agentConfig,
       policyVersion: stack.engine.policyVersion,
@@ -160,6 +179,7 @@ function report(summary: SftSummary, runDir: string): void {
 async function sft(configPath: string, flags: SftFlags): Promise<void> {
   const config = loadSftConfig(configPath, flags);
   checkRunName(`name (${configPath})`, config.name);
+  checkValidationIds(configPath, config);
   const runDir = resolve("runs", config.name);
   const checkpointDir = sftCheckpointDir(runDir);
   if (existsSync(checkpointDir) || existsSync(join(runDir, "metrics.jsonl"))) {

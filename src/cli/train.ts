@@ -23,10 +23,11 @@ import type { DataItem } from "../trainer/data-order.js";
 import { AllRolloutsFailed, describeFirstFailed } from "../trainer/failure-report.js";
 import { runTraining, type TrainSummary, totalStepsOf } from "../trainer/loop.js";
 import { localControllerSettings } from "../trainer/rollout-groups.js";
+import { longestTrainingRolloutIds } from "../trainer/run-name-room.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { VllmSamplerError } from "../trainer/vllm-serving.js";
 import { CliError } from "./cli-error.js";
-import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
+import { checkRunName, checkRunNameRoom, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
 import { frozenAgentsStack } from "./frozen-agents.js";
 import { valTemperatureArgs } from "./gateway-child-flags.js";
@@ -227,6 +228,7 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
   checkRunDir(runDir, config.name, flags.resume === true);
   const trainData = readDataFile("data.train_path", config.data.train_path);
   const valData = config.data.val_path === null ? null : readDataFile("data.val_path", config.data.val_path);
+  checkRunNameRoom(`name (${configPath})`, config.name, longestTrainingRolloutIds(config, trainData, valData));
   const interrupt = listenForInterrupt("train", "stopping after the current operation (agents, engine, gateway)");
   try {
     const engineLabel = engineLabelOf(engineSpecOf(config.engine, flags), flags.initFrom);

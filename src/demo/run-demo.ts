@@ -14,7 +14,7 @@ import { dashboardUrl } from "../gateway/dashboard/url.js";
 import { type Stack, type StackOptions, withStack } from "../run/stack.js";
 import { engineCheckpointDir, loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import type { TrainerConfig } from "../trainer/config.js";
-import { type DataItem, readJsonl } from "../trainer/data-order.js";
+import type { DataItem } from "../trainer/data-order.js";
 import { runTraining, totalStepsOf } from "../trainer/loop.js";
 import { appendMetrics } from "../trainer/metrics.js";
 import { localControllerSettings } from "../trainer/rollout-groups.js";
@@ -25,6 +25,7 @@ import { runSft } from "../trainer/sft-run.js";
 import { validationRolloutIds } from "../trainer/validation.js";
 import { startPhase } from "./progress.js";
 import { rewardTableReporter } from "./reporter.js";
+import { demoValidationPrefix, teacherPrefix } from "./rollout-ids.js";
 import { readRewardCurves, writeRewardPlots } from "./run-plots.js";
 import {
   calculatorAgentClass,
@@ -32,7 +33,7 @@ import {
   DEMO_POSITION_INIT,
   type DemoBudget,
   demoTrainerConfig,
-  isDemoProblem,
+  readDemoProblems,
   TORCH_DEMO_CONTEXT,
   TORCH_DEMO_MODEL,
   TORCH_TOKENIZER_DIR,
@@ -186,10 +187,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
 /** The demo's train and val problems (symbols form); the val set is also written to runs/NAME/val.jsonl. */
 function demoData(run: DemoRun): { train: DataItem[]; val: DataItem[] } {
   const { config, options } = run;
-  const train = readJsonl(config.data.train_path).filter(isDemoProblem);
-  const val = readJsonl(config.data.val_path as string)
-    .filter(isDemoProblem)
-    .slice(0, options.budget.valProblems);
+  const { train, val } = readDemoProblems(config, options.budget);
   writeJsonl(join(options.runDir, "val.jsonl"), val);
   return { train, val };
 }
@@ -197,7 +195,7 @@ function demoData(run: DemoRun): { train: DataItem[]; val: DataItem[] } {
 /** Validation before RL, recorded as step 0 of metrics.jsonl. */
 async function validationBefore(run: DemoRun, val: readonly DataItem[]): Promise<RewardSummary> {
   run.say(`[4/6] validation before RL: ${val.length} val problems, greedy`);
-  const before = await evaluate(run, val, `${run.options.name}-before`);
+  const before = await evaluate(run, val, demoValidationPrefix(run.options.name, "before"));
   appendMetrics(join(run.options.runDir, "metrics.jsonl"), { step: 0, "val/reward_mean": before.mean });
   return before;
 }
@@ -266,7 +264,7 @@ async function recordDemonstrations(run: DemoRun, items: readonly DataItem[]): P
     await stack.client.upsertModels([{ model: MODEL_NAME, endpoint: teacher.endpoint, version: 0 }]);
     const phase = startPhase("teacher", items.length, run.out);
     const batch = await runRolloutsOnce(stack.client, items, {
-      prefix: teacherPrefix(config),
+      prefix: teacherPrefix(config.name),
       isTrain: true,
       config,
       policyVersion: 0,
@@ -285,11 +283,6 @@ async function recordDemonstrations(run: DemoRun, items: readonly DataItem[]): P
   }
 }
 
-/** Rollout id prefix of the teacher's demonstrations (ids `PREFIX-dINDEX-0`). */
-function teacherPrefix(config: Readonly<TrainerConfig>): string {
-  return `${config.name}-teacher`;
-}
-
 /**
  * The demo's warm start as an `arclight sft` config: the teacher's rollouts of this run with reward 1 (a correct
  * answer), the demo's aggregation, every row trained (none held out), no metrics file of its own.
@@ -299,7 +292,7 @@ function warmStartConfig(run: DemoRun): Readonly<SftConfig> {
   return parseSftConfig({
     name: run.config.name,
     source: { gateway_url: run.stack.gatewayUrl },
-    select: { id_prefix: `${teacherPrefix(run.config)}-d`, min_reward: 1 },
+    select: { id_prefix: `${teacherPrefix(run.config.name)}-d`, min_reward: 1 },
     aggregator: run.config.aggregator,
     sft: {
       steps: budget.sftSteps,
@@ -356,7 +349,7 @@ async function validationAfter(run: DemoRun, items: readonly DataItem[], step: n
   const { config, stack } = run;
   run.say(`[6/6] validation after RL: ${items.length} val problems, greedy`);
   if (config.val_interval === 0 || step % config.val_interval !== 0) {
-    const after = await evaluate(run, items, `${config.name}-after`);
+    const after = await evaluate(run, items, demoValidationPrefix(config.name, "after"));
     appendMetrics(join(run.options.runDir, "metrics.jsonl"), { step, "val/reward_mean": after.mean });
     return after;
   }

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import type { ModelConfig } from "../engine/embedded/config.js";
 import type { PositionInit } from "../engine/embedded/params.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
-import type { DataItem } from "../trainer/data-order.js";
+import { type DataItem, readJsonl } from "../trainer/data-order.js";
 
 /** `examples/calculator/` of this package (the same from src/ under tsx and from dist/). */
 export const CALCULATOR_DIR = fileURLToPath(new URL("../../examples/calculator/", import.meta.url));
@@ -51,6 +51,24 @@ export const DEMO_POSITION_INIT: PositionInit = "sinusoidal";
 export function isDemoProblem(item: DataItem): boolean {
   const input = item.input as { form?: unknown } | null;
   return typeof input === "object" && input !== null && input.form === "symbols";
+}
+
+/**
+ * The demo's train and validation problems: the symbols-form rows ({@link isDemoProblem}) of the config's data files,
+ * validation cut to the budget's `valProblems`.
+ * @param config - the demo's trainer config ({@link demoTrainerConfig}: `data.train_path`, `data.val_path`)
+ * @param budget - `valProblems`
+ * @returns the problems, in file order
+ */
+export function readDemoProblems(
+  config: Readonly<TrainerConfig>,
+  budget: Readonly<DemoBudget>,
+): { train: DataItem[]; val: DataItem[] } {
+  const train = readJsonl(config.data.train_path).filter(isDemoProblem);
+  const val = readJsonl(config.data.val_path as string)
+    .filter(isDemoProblem)
+    .slice(0, budget.valProblems);
+  return { train, val };
 }
 
 /** Budgets of one demo run. */

@@ -92,11 +92,14 @@ export const RolloutSchema = z.strictObject({
 /** A stored rollout. */
 export type Rollout = z.infer<typeof RolloutSchema>;
 
-/** Rollout ids: 1–200 characters of letters, digits, `.`, `_`, `-`, `:` (they appear in URL paths). */
+/** The most characters a rollout id may have (ids appear in URL paths). */
+export const MAX_ROLLOUT_ID_LENGTH = 200;
+
+/** Rollout ids: non-empty, at most {@link MAX_ROLLOUT_ID_LENGTH} letters, digits, `.`, `_`, `-`, `:`. */
 export const RolloutIdSchema = z
   .string()
   .min(1)
-  .max(200)
+  .max(MAX_ROLLOUT_ID_LENGTH)
   .regex(/^[A-Za-z0-9._:-]+$/, "rollout_id may hold only letters, digits, '.', '_', '-', ':'");
 
 /** Body item of `POST /api/rollouts`. A caller-supplied `rollout_id` makes creation idempotent. */

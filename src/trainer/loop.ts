@@ -27,7 +27,7 @@ import { engineAggregation } from "./loss-weights.js";
 import { appendMetrics, meanTrainMetrics, type StepMetrics, stepMetrics, truncateMetricsAfter } from "./metrics.js";
 import { miniBatchIndices } from "./mini-batches.js";
 import { lacksLogprobs, withRecomputedLogprobs } from "./missing-logprobs.js";
-import { type GroupPlan, GroupTracker, planGroup } from "./rollout-groups.js";
+import { type GroupPlan, GroupTracker, planGroup, trainGroupId } from "./rollout-groups.js";
 import type { PolicyServing } from "./serving.js";
 import { toEngineRow } from "./training-row.js";
 import { runValidation } from "./validation.js";
@@ -282,7 +282,7 @@ async function launchGroups(run: LoopRun): Promise<void> {
   const stillNeeded = (run.totalSteps - run.step) * config.train_batch_size;
   while (run.pending.length < Math.min(inFlight, stillNeeded)) {
     const { item, epoch } = run.cursor.next();
-    const base = `${config.name}-e${epoch}-d${item.index}`;
+    const base = trainGroupId(config.name, epoch, item.index);
     const fields = {
       dataIndex: item.index,
       input: item.input,

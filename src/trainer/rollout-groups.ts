@@ -24,6 +24,25 @@ export interface GroupPlan {
 }
 
 /**
+ * The group id of a training input: `NAME-eEPOCH-dINDEX`.
+ * @param runName - the trainer config's `name`
+ * @param epoch - the data epoch the input was drawn in, from 0
+ * @param dataIndex - the input's index in its file
+ */
+export function trainGroupId(runName: string, epoch: number, dataIndex: number): string {
+  return `${runName}-e${epoch}-d${dataIndex}`;
+}
+
+/**
+ * The id of rollout `k` of a group: `GROUPID-K`.
+ * @param groupId - the group's id
+ * @param k - the rollout's place in its group, from 0
+ */
+export function groupRolloutId(groupId: string, k: number): string {
+  return `${groupId}-${k}`;
+}
+
+/**
  * Plans one group with pre-assigned rollout ids.
  * @param base - id prefix and group id, e.g. `NAME-e0-d17`
  * @param fields - the input, its index, train or validation, launch step and policy version
@@ -31,7 +50,7 @@ export interface GroupPlan {
  * @returns the plan
  */
 export function planGroup(base: string, fields: Omit<GroupPlan, "groupId" | "rolloutIds">, n: number): GroupPlan {
-  return { groupId: base, ...fields, rolloutIds: Array.from({ length: n }, (_, k) => `${base}-${k}`) };
+  return { groupId: base, ...fields, rolloutIds: Array.from({ length: n }, (_, k) => groupRolloutId(base, k)) };
 }
 
 /** The input the agent receives: the data line, with `data_id` set to the group id when the line has none. */

@@ -7,7 +7,7 @@ import type { GatewayClient } from "../gateway/client.js";
 import type { RolloutRecord } from "./batch.js";
 import type { TrainerConfig } from "./config.js";
 import type { DataItem } from "./data-order.js";
-import { type GroupPlan, GroupTracker, groupCreates, planGroup } from "./rollout-groups.js";
+import { type GroupPlan, GroupTracker, groupCreates, groupRolloutId, planGroup } from "./rollout-groups.js";
 import { extractTriplets, type TripletEventFields } from "./triplets.js";
 
 /** How to run one batch of rollouts. */
@@ -45,12 +45,21 @@ export interface RolloutsOnceResult {
 }
 
 /**
+ * The group id {@link runRolloutsOnce} gives input `dataIndex` (a group of one rollout): `PREFIX-dINDEX`.
+ * @param prefix - the batch's id prefix
+ * @param dataIndex - the input's index in its file
+ */
+function rolloutOnceGroupId(prefix: string, dataIndex: number): string {
+  return `${prefix}-d${dataIndex}`;
+}
+
+/**
  * The rollout id {@link runRolloutsOnce} gives input `dataIndex`: `PREFIX-dINDEX-0`.
  * @param prefix - the batch's id prefix
  * @param dataIndex - the input's index in its file
  */
 export function rolloutOnceId(prefix: string, dataIndex: number): string {
-  return `${prefix}-d${dataIndex}-0`;
+  return groupRolloutId(rolloutOnceGroupId(prefix, dataIndex), 0);
 }
 
 /** Launches one size-1 group per input. */
@@ -68,7 +77,7 @@ async function launchAll(
       batchIdx: options.batchIdx ?? 0,
       launchVersion: options.policyVersion,
     };
-    const plan = planGroup(`${options.prefix}-d${item.index}`, fields, 1);
+    const plan = planGroup(rolloutOnceGroupId(options.prefix, item.index), fields, 1);
     const creates = groupCreates(plan, options.config);
     await client.createRollouts(creates.map((c) => ({ ...c, metadata: { ...c.metadata, ...options.metadata } })));
     plans.push(plan);

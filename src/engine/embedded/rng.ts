@@ -4,6 +4,12 @@
  */
 
 /**
+ * The largest seed {@link Rng} tells apart, the largest unsigned 32-bit integer: it keeps only a seed's low 32 bits, so
+ * a negative or a larger seed gives the same stream as one from zero to this.
+ */
+export const MAX_SEED = 0xffff_ffff;
+
+/**
  * A 32-bit seeded generator (the SplitMix32 finaliser over a Weyl sequence): fast, stateless apart from one counter,
  * and good enough for sampling and initialisation (not for cryptography).
  * @see Steele, Lea & Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014
