@@ -275,6 +275,28 @@ describe("arclight demo --quick", () => {
     expect(readFileSync(join(workDir, "runs", "afile"), "utf8")).toBe("keep me");
   }, 60_000);
 
+  it("refuses, naming --name, when its lock file is a folder, or runs/ is a file (no stack trace)", async () => {
+    // Before: both crashed with a raw EISDIR / ENOTDIR stack trace and exit code 1.
+    mkdirSync(join(workDir, "runs", ".lockdir.lock"), { recursive: true });
+    const lockIsFolder = await cli(["demo", "--quick", "--name", "lockdir"]);
+    expect(lockIsFolder.code).toBe(2);
+    expect(lockIsFolder.stderr.trim()).toMatch(/^arclight: --name lockdir: cannot read the lock file .*EISDIR/);
+    const elsewhere = mkdtempSync(join(tmpdir(), "arclight-demo-runs-file-"));
+    try {
+      writeFileSync(join(elsewhere, "runs"), "not a folder");
+      const result = await runProcess([process.execPath, "--import", TSX, MAIN, "demo", "--quick"], {
+        cwd: elsewhere,
+        env: { PATH: process.env.PATH },
+      });
+      expect(result.code).toBe(2);
+      expect(result.stderr.trim()).toMatch(/^arclight: --name demo: cannot make .*runs: .*not a folder/);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(readFileSync(join(elsewhere, "runs"), "utf8")).toBe("not a folder");
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it("refuses a --name a running demo holds, and takes over a lock whose process is gone or is no demo", async () => {
     mkdirSync(join(workDir, "runs", "held"), { recursive: true });
     writeFileSync(join(workDir, "runs", "held", "demo-run.json"), "{}\n");

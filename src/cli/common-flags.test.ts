@@ -6,18 +6,20 @@ import { CliError } from "./cli-error.js";
 import { checkRunName, checkRunNameRoom, readDataFile, seedFlag } from "./common-flags.js";
 
 describe("checkRunName", () => {
-  it("takes one path segment of 1 to 200 letters, digits, '.', '_' or '-'", () => {
-    for (const name of ["demo", "run-1.b_c", "x".repeat(200), "..."])
+  it("takes one path segment of 1 to 200 letters, digits, '.', '_' or '-', the first a letter, digit or '_'", () => {
+    for (const name of ["demo", "run-1.b_c", "x".repeat(200), "_x", "7"])
       expect(() => checkRunName("--name", name)).not.toThrow();
   });
 
-  it("refuses '.', '..', separators, empty and over-long names with a message naming the flag", () => {
-    for (const name of [".", "..", "a/b", "", "a b", "x".repeat(201)]) {
+  it("refuses '.', '..', hidden, flag-like, separators, empty and over-long names with a message naming the flag", () => {
+    // Before: `--name --quick` (the name forgotten) started a full demo in runs/--quick, and `--name .x.lock` made a
+    // folder where the demo of `--name x` keeps its lock file, so that demo crashed with EISDIR.
+    for (const name of [".", "..", "...", ".x.lock", "-x", "--quick", "a/b", "", "a b", "x".repeat(201)]) {
       expect(() => checkRunName("--name", name)).toThrow(CliError);
     }
     // Before: a 300-character name passed and crashed at mkdir with a raw ENAMETOOLONG.
     expect(() => checkRunName("--name", "y".repeat(300))).toThrow(
-      `--name "${"y".repeat(60)}"… (300 characters): letters, digits, '.', '_' or '-' only, 1 to 200 of them`,
+      `--name "${"y".repeat(60)}"… (300 characters): letters, digits, '.', '_' or '-' only, 1 to 200 of them, the first a letter, digit or '_'`,
     );
   });
 });

@@ -101,9 +101,11 @@ export function readDataFile(what: string, path: string): DataItem[] {
 
 /**
  * A run name: one path segment under runs/ (letters, digits, '.', '_', '-'), at most 200 characters (a file name may
- * have 255 bytes, and runs/NAME holds files named after it), never `.` or `..`.
+ * have 255 bytes, and runs/NAME holds files named after it), starting with a letter, digit or '_': never `.` or `..`,
+ * no hidden folder (the demo's lock files are `runs/.NAME.lock`), and no name a flag could be taken for (`--name -x`,
+ * or `--name --quick` with the name forgotten).
  */
-export const RUN_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,200}$/;
+export const RUN_NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/;
 
 /**
  * Checks a run name.
@@ -114,7 +116,8 @@ export const RUN_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,200}$/;
 export function checkRunName(what: string, name: string): void {
   if (!RUN_NAME.test(name)) {
     throw new CliError(
-      `${what} ${shownName(name)}: letters, digits, '.', '_' or '-' only, 1 to 200 of them, not '.' or '..'`,
+      `${what} ${shownName(name)}: letters, digits, '.', '_' or '-' only, 1 to 200 of them, the first a letter, ` +
+        "digit or '_'",
     );
   }
 }

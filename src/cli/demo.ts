@@ -92,15 +92,30 @@ function demoRuns(pid: number): boolean {
   return processAlive(pid);
 }
 
+/** The text of a lock file; a lock path that is not a readable file (a folder, say) is the user's to clear. */
+function readLock(path: string, refuse: (what: string, err: unknown) => CliError): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (err) {
+    throw refuse(`read the lock file ${path}`, err);
+  }
+}
+
 /**
  * Takes runs/.NAME.lock for this process, so two demos with the same `--name` cannot empty each other's folder. A lock
  * whose process is not a running demo (one killed with `kill -9`, or a pid since reused) is taken over.
  * @returns a function that releases the lock
- * @throws {CliError} naming --name when a running demo holds it
+ * @throws {CliError} naming --name when a running demo holds it, or the runs folder or the lock file cannot be made or read
  */
 function lockRunName(runDir: string, name: string): () => void {
   const path = join(dirname(runDir), `.${name}.lock`);
-  makeDirs(dirname(path));
+  const refuse = (what: string, err: unknown) =>
+    new CliError(`--name ${name}: cannot ${what}: ${(err as Error).message}`);
+  try {
+    makeDirs(dirname(path));
+  } catch (err) {
+    throw refuse(`make ${dirname(path)}`, err);
+  }
   for (let attempt = 0; ; attempt++) {
     try {
       const fd = openSync(path, "wx");
@@ -114,9 +129,9 @@ function lockRunName(runDir: string, name: string): () => void {
         release();
       };
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw refuse(`create ${path}`, err);
     }
-    const holder = Number.parseInt(readFileSync(path, "utf8"), 10);
+    const holder = Number.parseInt(readLock(path, refuse), 10);
     if (Number.isInteger(holder) && holder !== process.pid && demoRuns(holder)) {
       throw new CliError(
         `--name ${name}: another arclight demo (pid ${holder}) is running in ${runDir}; pick another name`,
