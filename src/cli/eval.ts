@@ -1,8 +1,9 @@
 /**
  * @module `arclight eval CHECKPOINT --data FILE`: loads an embedded-engine checkpoint, runs the real agent once per
  * input through a fresh gateway (SQLite in a temporary directory, greedy validation mode) and the engine server, and
- * prints the mean reward. The agent is run as the `controller` section of a trainer YAML says: `--config`, or
- * the calculator's `examples/calculator/train.yaml`.
+ * prints the mean reward, with a progress line as rollouts finish. The agent is run as the `controller` section of a
+ * trainer YAML says (`--config`); without one, the bundled calculator agent runs as the demo runs it, its
+ * `calculatorRollout` export in reused processes, with `examples/calculator/train.yaml`'s env_map.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,6 +12,8 @@ import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { readRolloutPath } from "../controller/agent-env.js";
+import { startPhase } from "../demo/progress.js";
+import { calculatorAgentClass } from "../demo/settings.js";
 import type { Engine } from "../engine/engine.js";
 import type { GatewayClient } from "../gateway/client.js";
 import { type Rollout, ValidationFailed } from "../protocol/index.js";
@@ -46,9 +49,13 @@ const PACKAGE_ROOT = dirname(dirname(dirname(CALCULATOR_CONFIG)));
  */
 function agentConfig(flags: EvalFlags): Readonly<TrainerConfig> {
   const path = flags.config ?? CALCULATOR_CONFIG;
-  const raw = readConfigFile(path, "trainer");
+  const raw = readConfigFile(path, "trainer") as { controller?: Record<string, unknown> };
   try {
-    return Object.freeze(parseTrainerConfig(raw));
+    if (flags.config !== undefined) return Object.freeze(parseTrainerConfig(raw));
+    // The bundled calculator: its export in reused processes instead of one new Node process per input.
+    const { command: _perProcess, ...controller } = raw.controller ?? {};
+    const reused = { ...controller, agent_class: calculatorAgentClass().agentClass, reuse_processes: true };
+    return Object.freeze(parseTrainerConfig({ ...raw, controller: reused }));
   } catch (err) {
     if (err instanceof ValidationFailed) throw new CliError(`--config ${path}: ${err.message}`);
     throw err;
@@ -133,6 +140,7 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
         ...localControllerSettings(config.controller),
         ...(flags.config === undefined ? { cwd: PACKAGE_ROOT } : {}),
       },
+      ...(flags.config === undefined ? { baseEnv: { ...process.env, ...calculatorAgentClass().env } } : {}),
     },
     logger,
     closeOnAbort: interrupt.signal,
@@ -140,13 +148,16 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
   try {
     await withStack(stackOptions, async (stack) => {
       await stack.client.upsertModels(stack.serving.endpoints.map((endpoint) => ({ model: "policy", endpoint })));
+      const phase = startPhase("eval", items.length, process.stderr);
       const result = await runRolloutsOnce(stack.client, items, {
         prefix: "eval",
         isTrain: false,
         config,
         policyVersion: engine.policyVersion,
+        onProgress: (done) => phase.update(done),
         signal: interrupt.signal,
       });
+      phase.finish(`${items.length} rollouts ended`);
       await report(stack.client, result, flags.data);
     });
   } catch (err) {
@@ -175,7 +186,7 @@ export function registerEval(program: Command): void {
     .option("--limit <n>", "only the first N inputs")
     .option(
       "--config <file>",
-      "trainer YAML whose controller section runs the agent (default: examples/calculator/train.yaml)",
+      "trainer YAML whose controller section runs the agent (default: the bundled calculator agent, in reused processes)",
     )
     .option("--pool-size <n>", "agent processes at once", "8")
     .option("--log-level <level>", "pino log level of the components", "warn")
