@@ -2,6 +2,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
@@ -67,6 +69,27 @@ describe("arclight engine serve", () => {
     const [code] = await once(child, "exit");
     expect(code).not.toBe(0);
     expect(stderr).toContain("/no/such/checkpoint");
+  });
+
+  it("exits 2 with one line naming --port when the port is taken, as the gateway does", async () => {
+    const taken = createServer().listen(0, "127.0.0.1");
+    await once(taken, "listening");
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const child = cli(["engine", "serve", "--model", "new:tiny", "--port", String(port)]);
+      let stderr = "";
+      child.stderr?.on("data", (data: Buffer) => {
+        stderr += data.toString();
+      });
+      const [code] = await once(child, "exit");
+      expect(code).toBe(2);
+      expect(stderr.trim()).toBe(
+        `arclight: --host 127.0.0.1 --port ${port}: cannot listen (listen EADDRINUSE: address already in use ` +
+          `127.0.0.1:${port})`,
+      );
+    } finally {
+      taken.close();
+    }
   });
 
   it("exits 2 with one line naming --model and what is wrong with an invalid checkpoint config", async () => {

@@ -102,7 +102,15 @@ async function serve(
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
     throw new CliError(`--checkpoint-root ${config.checkpoint_root}: no such directory`);
   }
-  const url = await app.listen({ port: config.port, host: config.host });
+  let url: string;
+  try {
+    url = await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    await app.close();
+    if (engine instanceof RemoteEngine) await engine.close();
+    else engine.dispose();
+    throw new CliError(`--host ${config.host} --port ${config.port}: cannot listen (${(err as Error).message})`);
+  }
   log.info({ url, model: config.model, contextLength: engine.contextLength }, "engine server listening");
   if (key === "") {
     console.error(

@@ -6,6 +6,7 @@ import { html } from "htm/preact";
 import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import { tickLabels } from "./axis-labels.js";
 
 /** One line: a run's values of the metric, by step. */
 export interface ChartSeries {
@@ -46,7 +47,11 @@ export function Chart(props: { title: string; series: ChartSeries[]; widthPx?: n
         ...props.series.map((s) => ({ label: s.label, stroke: s.color, width: 2, spanGaps: true })),
       ],
       // Steps are whole numbers: no ticks at 1.5.
-      axes: [{ size: 30, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000] }, { size: 50 }],
+      // Value ticks carry the digits their step needs: a kl of 1e-5 reads 1e-5, not 0 or -0.
+      axes: [
+        { size: 30, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000] },
+        { size: 50, values: (_u, ticks, _axis, _space, step) => tickLabels(ticks, step) },
+      ],
     };
     plot.current = new uPlot(options, alignSeries(props.series), box.current);
     return () => {

@@ -21,7 +21,7 @@ export interface RolloutRow {
   data_id: string;
   /** `metadata.batch_idx`: the training step that launched it; null when absent. */
   step: number | null;
-  /** `metadata.agent`, else `config.local.agent_class`, else the command's argv joined; "" when none. */
+  /** `metadata.agent`, else `config.local.agent_class`'s export, else the command, paths cut to their base name; "" when none. */
   agent: string;
   /** Value of the last `reward` event once the rollout is terminal; null before, or when it posted none. */
   reward: number | null;
@@ -60,12 +60,33 @@ export interface RolloutPage {
 const SYNC_PAGE = 5000;
 const LIVE_STATES: readonly RolloutState[] = ["queuing", "running"];
 
-/** The agent a rollout runs, as shown in the table. */
+/**
+ * The agent a rollout runs, as the table names it: `metadata.agent`; else the export of `agent_class`
+ * (`/home/me/proj/agent.ts:calculatorRollout` → `calculatorRollout`; a `default` export → the module's base name);
+ * else the command with each path cut to its last segment (`python3 /home/me/proj/agent.py` → `python3 agent.py`).
+ */
 function agentOf(rollout: Rollout): string {
   const fromMetadata = rollout.metadata.agent;
   if (typeof fromMetadata === "string") return fromMetadata;
   const local = rollout.config.local;
-  return local?.agent_class ?? local?.command?.join(" ") ?? "";
+  if (local?.agent_class !== undefined) return agentClassName(local.agent_class);
+  return local?.command?.map(lastPathSegment).join(" ") ?? "";
+}
+
+/** `module.js:Export` → `Export`; `module.js` or `module.js:default` → `module`. */
+function agentClassName(agentClass: string): string {
+  const colon = agentClass.lastIndexOf(":");
+  const exportName = colon > 0 ? agentClass.slice(colon + 1) : "";
+  if (exportName !== "" && exportName !== "default" && !exportName.includes("/")) return exportName;
+  const module = colon > 0 && !exportName.includes("/") ? agentClass.slice(0, colon) : agentClass;
+  return lastPathSegment(module).replace(/\.[cm]?[jt]sx?$/, "");
+}
+
+/** The last segment of a path (`a/b/agent.py` → `agent.py`); an argument that is not a path is kept. */
+function lastPathSegment(arg: string): string {
+  if (arg.startsWith("-") || !arg.includes("/")) return arg;
+  const segments = arg.split("/").filter((segment) => segment !== "");
+  return segments.at(-1) ?? arg;
 }
 
 /** A rollout's summary row (reward not yet read). */

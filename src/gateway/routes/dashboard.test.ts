@@ -274,6 +274,33 @@ describe("dashboard rollout table", () => {
     ]);
   });
 
+  it("names the agent by its export or script, not its file path, and filters by that name", async () => {
+    const gw = await start();
+    const locals = [
+      { agent_class: "/home/me/proj/examples/calculator/agent.ts:calculatorRollout" },
+      { agent_class: "/home/me/proj/agents/solver.js:default" },
+      { command: ["python3", "/home/me/proj/agents/agent.py", "--fast"] },
+      { agent_class: "/home/me/proj/agent.ts:calculatorRollout" },
+    ];
+    await gw.store.createRollouts(
+      locals.map((local, k) => ({
+        rollout_id: `a${k}`,
+        input: k,
+        is_train: true,
+        config: { timeout_seconds: 60, max_attempts: 1, local: { env_map: {}, ...local }, k8s: null },
+        metadata: k === 3 ? { agent: "planner" } : {},
+      })),
+    );
+    const page = (await list(gw.url, "")) as unknown as { items: { rollout_id: string; agent: string }[] };
+    expect(Object.fromEntries(page.items.map((r) => [r.rollout_id, r.agent]))).toEqual({
+      a0: "calculatorRollout",
+      a1: "solver",
+      a2: "python3 agent.py --fast",
+      a3: "planner",
+    });
+    expect((await list(gw.url, "agent=calculator")).items.map((r) => r.rollout_id)).toEqual(["a0"]);
+  });
+
   it("sees state changes made after an earlier query", async () => {
     const { url, store } = await seeded();
     expect((await list(url, "state=failed")).total).toBe(0);

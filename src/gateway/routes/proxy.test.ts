@@ -112,6 +112,20 @@ describe("proxy routing and errors", () => {
     // The detail twice: as `detail`, and as the message of OpenAI's `error` object (error-handler.ts).
     expect(JSON.stringify(missing.json).length).toBeLessThan(800);
   });
+  it("names the Anthropic base URL when an Anthropic client is given the OpenAI base", async () => {
+    const { h, rid } = await setup();
+    // The Anthropic SDK appends /v1/messages to its base URL: `…/openai/v1` becomes `…/openai/v1/v1/messages`.
+    const answer = await agentCall(h, rid, "v1/messages", { model: "m", max_tokens: 8, messages: [] });
+    expect(answer.status).toBe(404);
+    expect((answer.json as { detail: string }).detail).toBe(
+      `No proxy route POST /proxy/rollout/${rid}/attempt/0/mode/train/openai/v1/v1/messages: the Anthropic ` +
+        `Messages API is served under /proxy/rollout/${rid}/attempt/0/mode/train/anthropic, not under the ` +
+        "OpenAI base …/openai/v1: give the Anthropic client that base URL (ANTHROPIC_BASE_URL; the SDK appends " +
+        "/v1/messages)",
+    );
+    const other = await agentCall(h, rid, "v1/embeddings", {});
+    expect((other.json as { detail: string }).detail).not.toContain("Anthropic");
+  });
 });
 
 describe("upstream body", () => {

@@ -86,12 +86,28 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
       calls.post(`${PREFIX}/${endpoint}`, routeOptions, handle(endpoint));
     }
   });
-  app.all(`${PREFIX}/*`, async (request) => {
-    throw new NotFound(`No proxy route ${request.method} ${pathForDetail(request.url)}`);
+  app.all<{ Params: CallParams & { "*": string } }>(`${PREFIX}/*`, async (request) => {
+    const hint = anthropicBaseHint(request.params);
+    throw new NotFound(`No proxy route ${request.method} ${pathForDetail(request.url)}${hint}`);
   });
 
   registerPauseRoutes(app, service.pause);
 };
+
+/**
+ * The hint for an Anthropic client given the OpenAI base URL: the SDK appends `/v1/messages` to its base, so
+ * `…/openai/v1` becomes `…/openai/v1/v1/messages`, a path no route serves.
+ * @param params - the unmatched proxy path's parameters; `*` is the part after `mode/{mode}/`
+ * @returns `": …"` naming the Anthropic base URL when the path is a `messages` call under `openai/`, else `""`
+ */
+function anthropicBaseHint(params: CallParams & { "*": string }): string {
+  if (!/^openai\/(?:.*\/)?messages\/?$/.test(params["*"])) return "";
+  const base = `/proxy/rollout/${params.rid}/attempt/${params.aid}/mode/${params.mode}/anthropic`;
+  return (
+    `: the Anthropic Messages API is served under ${pathForDetail(base)}, not under the OpenAI base …/openai/v1: ` +
+    "give the Anthropic client that base URL (ANTHROPIC_BASE_URL; the SDK appends /v1/messages)"
+  );
+}
 
 /** `POST /proxy/pause`, `POST /proxy/resume` and `GET /proxy/state`, each answering the cluster's pause state. */
 function registerPauseRoutes(app: FastifyInstance, pause: ProxyService["pause"]): void {
