@@ -57,14 +57,15 @@ interface StoreKind {
 
 let pg: PostgresServer | undefined;
 let dir: string;
+const skipPostgres = skipWithoutPostgres();
 const STORES: StoreKind[] = [
   { name: "SQLite file", skip: false, spec: async () => `sqlite:${join(dir, `gw-${Math.random()}.db`)}` },
-  { name: "PostgreSQL", skip: skipWithoutPostgres(), spec: async () => pg!.createDatabase() },
+  { name: "PostgreSQL", skip: skipPostgres, spec: async () => pg!.createDatabase() },
 ];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "arclight-tokens-"));
-  if (!skipWithoutPostgres()) pg = await PostgresServer.start();
+  if (!skipPostgres) pg = await PostgresServer.start();
 });
 afterAll(() => {
   pg?.stop();
