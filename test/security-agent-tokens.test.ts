@@ -1,7 +1,7 @@
 /**
- * Scenario: agents hold per-attempt tokens, not the admin key (issue 23, defects 1 and 2). A real gateway on loopback
+ * Scenario: agents hold per-attempt tokens, not the admin key. A real gateway on loopback
  * over a real SQLite file (and PostgreSQL when its binaries are installed), a fake vLLM upstream, tokens minted the way
- * the controller mints them. Each test is one probe a hostile agent made with the shared key.
+ * the controller mints them. Each test is one probe a hostile agent could make with a shared key.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
