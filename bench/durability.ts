@@ -1,5 +1,5 @@
 /**
- * @module Durability bench (issue 23): (1) a kill -9 run — `arclight gateway` children on one SQLite file are killed
+ * @module Durability bench: (1) a kill -9 run — `arclight gateway` children on one SQLite file are killed
  * with SIGKILL at random moments while agents post events and make proxied calls (stream and non-stream); after each
  * kill the file is checked for everything the agents were told had succeeded (event POST 200, non-stream 200, a
  * stream that ended with `[DONE]`). Prints acknowledged / acknowledged-but-lost counts (goal: 0 lost).

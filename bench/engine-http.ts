@@ -1,7 +1,7 @@
 /**
  * @module Engine server sampling throughput: tokens/s of the real embedded engine (the 0.84M-param `bench` preset)
  * behind the real HTTP server, with 1, 16 and 64 concurrent `/v1/completions` requests of 64 new tokens each.
- * Target (issue 5): >= 2.5k tokens/s at 16 concurrent requests. Each line also measures the same requests sent to
+ * Target: >= 2.5k tokens/s at 16 concurrent requests. Each line also measures the same requests sent to
  * `engine.generate` directly, so the HTTP/direct ratio shows the server's own overhead whatever the machine's load;
  * tokens per CPU-second (client and server share this process) is what an idle core would give.
  */

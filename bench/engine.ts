@@ -141,7 +141,7 @@ async function torchRounds(
 /**
  * Prints a NOT VALID line when PyTorch ran slower on {@link TORCH_THREADS} threads than on one: its second thread
  * waited for a busy core (another job on the machine), so every ratio against the 2-thread column reads as met
- * without meaning it (docs/benchmarks.md, ◊).
+ * without meaning it (docs/benchmarks.md, Engine).
  * @param what - the figure's name
  * @param rates - PyTorch's tokens/s in {@link TORCH_THREAD_COUNTS} order; empty when PyTorch was not measured
  */

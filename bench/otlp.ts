@@ -3,7 +3,7 @@
  * SQLite store in a temp file), protobuf batches of 512 spans, each span with 8 attributes and one event, batches
  * spread over 8 rollouts. Request bodies are encoded before the clock starts (encoding is the agent's cost).
  * Sequential (one exporter) and 4 concurrent exporters; each REPEATS times, best and median printed.
- * Target (issue 16, 2-core machine): >= 20k spans/s.
+ * Target (2-core machine): >= 20k spans/s.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";

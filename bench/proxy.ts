@@ -20,7 +20,7 @@
  *
  * `--gateway app` (default): the gateway as `arclight gateway` runs it (default configuration, request logging at
  * `info`, metrics), its clients presenting agent tokens as controllers give them; `--gateway harness`: the proxy
- * test harness (no logging or metrics, the admin key), which earlier sessions measured. `--gateway-config JSON`:
+ * test harness (no logging or metrics, the admin key). `--gateway-config JSON`:
  * gateway configuration keys for `app` (e.g. `'{"log_level":"warn"}'`).
  * `--store sqlite` (default; the gateway's real default, a fresh file in a temp folder) or `--store memory`;
  * `--body small` (default) or `--body large` (a 24-turn, ~24 kB chat body).
@@ -97,7 +97,7 @@ async function upstreamBody(gatewayConfigJson: string): Promise<string> {
  * Imports an arclight module from the compiled build (`dist/`, made by `npm ci` or `npm run build`), as
  * `arclight gateway` runs it, typed from its source. The servers run the build, not the source through tsx: tsx's
  * compiled code names every function it creates (esbuild's `keepNames`), a cost per closure the build does not have
- * (docs/benchmarks.md, ※). {@link checkBuild} makes sure the build is not older than the source.
+ * (about 4% of the gateway's CPU per call). {@link checkBuild} makes sure the build is not older than the source.
  * @param path - the module's path under `src/` and `dist/`, `.js`
  */
 function built<T>(path: string): Promise<T> {
@@ -216,7 +216,7 @@ async function startAppGateway(
 
 /**
  * `--gateway harness`: the proxy test harness (`proxy-harness.ts`: the proxy plugin with the error handler, auth and
- * access hooks, no logging, no metrics), every client presenting the admin key; the bench's gateway before session 11.
+ * access hooks, no logging, no metrics), every client presenting the admin key.
  */
 async function startHarnessGateway(
   models: { model: string; endpoint: string }[],
@@ -446,7 +446,7 @@ const rate = (run: Run): number => run.requests / run.seconds;
 
 /**
  * Median CPU per call of each process per kind of run, the throughput the machine's cores would allow if CPU were
- * the only limit (steadier than calls/s on a shared machine; the Little's-law reading in docs/benchmarks.md), and
+ * the only limit (steadier than calls/s on a shared machine; docs/benchmarks.md, Proxy), and
  * the gateway's CPU per call against the bare pass-through's and against the bare pass-through with durable capture.
  */
 function printCpu(runs: Record<"direct" | Middle, MeasuredRun[]>, openLoop: boolean): void {

@@ -6,7 +6,7 @@
  * CPU-second of the bench process (less sensitive to other load on a shared machine). "concurrent single" is what the
  * proxy does: 64 callers each appending one event at a time to its own rollout, all in flight at once (the SQLite
  * store group-commits the appends called in one event-loop turn).
- * Targets (issue 2, 2-core machine): SQLite batched >= 20k events/s, single >= 2k events/s.
+ * Targets (2-core machine): SQLite batched >= 20k events/s, single >= 2k events/s.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";

@@ -1,8 +1,8 @@
 /**
- * Training under bad data (issue 25), one regression test per failure seen against public bug reports of peer
- * systems, each through real components: a gateway on a SQLite file, the real engine server (behind a tamper server
- * that rewrites its answers the way a misbehaving upstream would), a local controller running node agents, the
- * trainer loop and the embedded engine.
+ * Training under bad data: one test per failure that public bug reports of peer systems describe, each through real
+ * components: a gateway on a SQLite file, the real engine server (behind a tamper server that rewrites its answers
+ * the way a misbehaving upstream would), a local controller running node agents, the trainer loop and the embedded
+ * engine.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

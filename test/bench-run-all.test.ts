@@ -57,7 +57,7 @@ describe("npm run bench arguments", () => {
     });
     expect(noArgs.status).toBe(2);
     expect(noArgs.stderr).toContain("bench/engine-http.ts takes no arguments");
-    // Before: refused as taking no arguments, because bench/engine.ts reads them through parseArgs.
+    // bench/engine.ts reads its arguments through parseArgs, without naming process.argv.
     const engineHelp = spawnSync(process.execPath, ["--import", "tsx", script, "engine", "--help"], {
       encoding: "utf8",
     });

@@ -11,12 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ControllerHarness, startHarness } from "../src/controller/testing/harness.js";
 import { FakeVllm } from "../src/gateway/testing/fake-vllm.js";
 import type { ModelRequestData, Rollout } from "../src/protocol/index.js";
-import { testPython } from "../src/testing/python.js";
+import { skipWithoutPython, testPython } from "../src/testing/python.js";
 
 const STACKS = resolve(import.meta.dirname, "fixtures/stacks");
-const python = testPython();
-if (python === null && process.env.CI === "true")
-  throw new Error("CI=true but no Python venv: .ci/run must build .venv");
+/** The Python stacks run when a venv is found (a note says what is missing otherwise; a failure under CI). */
+const python = skipWithoutPython() ? null : testPython();
 
 /** Stack name → agent command. */
 const AGENTS: Record<string, string[]> = {

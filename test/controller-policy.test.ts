@@ -1,6 +1,6 @@
 /**
  * Scenario: a rollout names the program the controller should run (`config.local`). The controller runs only what its
- * own configuration allows (issue 23, defect 1: a rollout whose command was `sh -c …` ran it). Real gateway on a
+ * own configuration allows (a rollout whose command is `sh -c …` must not get it run). Real gateway on a
  * SQLite file, real controller, real child processes; a marker file tells whether anything was started.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";

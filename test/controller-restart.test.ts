@@ -84,8 +84,8 @@ describe("controller restart", () => {
     expect(done!.status.error_message).toBe("controller lost the process");
   });
 
-  // Before: after a controller crash and restart, 6 of 16 rollouts whose agents had posted a reward and exited 0 were
-  // failed "controller lost the process": their exit status went with the dead controller.
+  // Kept only in the controller's memory, an agent's exit status would go with a crashed controller, and the restarted
+  // one would fail rollouts that had posted a reward and exited 0 as "controller lost the process".
   it("reports the true exit status of agents that exited while no controller ran", async () => {
     const [ok, bad] = await h.create([
       { rollout_id: "exits-0", input: {}, config: { local: { command: ["sh", "-c", "sleep 1; exit 0"] } } },

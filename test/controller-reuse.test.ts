@@ -221,8 +221,9 @@ describe("reuse_processes", () => {
     await h.waitFor("runners gone", () => (pids.some(processAlive) ? undefined : true), 5000);
   });
 
-  // Before: the runner's event loop emptied once the channel closed, it exited 0, and the next controller reported
-  // runs that never finished as succeeded (new-user trial, kill -9 of arclight train).
+  // Once the controller's channel closes, a runner whose run can never settle would see its event loop empty and exit
+  // 0, and the next controller would report a run that never finished as succeeded (e.g. after kill -9 of arclight
+  // train).
   it("after a controller crash, a run that can never settle is reported failed (exit code 13), not succeeded", async () => {
     h.script("agents.mjs", AGENTS);
     const out = join(h.dir, "runs.txt");

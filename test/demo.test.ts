@@ -237,8 +237,7 @@ describe("arclight demo --quick", () => {
   }, 60_000);
 
   it("refuses a --name too long for the rollout ids it would create, naming --name and its most characters", async () => {
-    // Before: such a name passed the run-name check and the run failed midway (`rollout_id: Too big`), leaving
-    // runs/NAME behind.
+    // Such a name would pass a plain run-name check and fail midway (`rollout_id: Too big`), leaving runs/NAME behind.
     for (const [args, budget] of [
       [["--quick"], QUICK_BUDGET],
       [[], FULL_BUDGET],
@@ -276,7 +275,7 @@ describe("arclight demo --quick", () => {
   }, 60_000);
 
   it("refuses, naming --name, when its lock file is a folder, or runs/ is a file (no stack trace)", async () => {
-    // Before: both crashed with a raw EISDIR / ENOTDIR stack trace and exit code 1.
+    // Each is a usage error (exit code 2, one line), not a raw EISDIR / ENOTDIR stack trace.
     mkdirSync(join(workDir, "runs", ".lockdir.lock"), { recursive: true });
     const lockIsFolder = await cli(["demo", "--quick", "--name", "lockdir"]);
     expect(lockIsFolder.code).toBe(2);

@@ -1,8 +1,8 @@
 /**
  * Durable before acknowledged, on a real gateway over a real SQLite file, with a second process holding the file's
- * write lock (BEGIN IMMEDIATE) as the reproducer of issue 23 did: the gateway keeps answering, a streamed call's last
- * event and `[DONE]` wait for the commit, a call whose event cannot be committed is never answered as a success, and
- * a gateway killed (-9) between the last upstream chunk and the commit never showed the agent `[DONE]`.
+ * write lock (BEGIN IMMEDIATE), as another process or a backup tool can: the gateway keeps answering, a streamed
+ * call's last event and `[DONE]` wait for the commit, a call whose event cannot be committed is never answered as a
+ * success, and a gateway killed (-9) between the last upstream chunk and the commit never showed the agent `[DONE]`.
  */
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -111,7 +111,7 @@ describe("durable before acknowledged (SQLite, another process holding the write
       expect((await gw.call("GET", "/healthz")).status).toBe(200);
       latenciesMs.push(performance.now() - startedAt);
     }
-    // Before: /healthz took 19.8 s while a lock was held 11.5 s. Generous bound for a loaded CI machine.
+    // A blocking lock wait would stall /healthz for the whole lock. Generous bound for a loaded CI machine.
     expect(Math.max(...latenciesMs)).toBeLessThan(500);
     await holder.release();
     const after = await reader.untilQuiet(10_000);

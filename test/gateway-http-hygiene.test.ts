@@ -1,6 +1,6 @@
 /**
- * Scenario: a client opens many sockets and never finishes its headers (issue 23, item 10: 2,000 stalled sockets
- * were held by one client). The gateway answers each with 408 and closes it once the headers timeout passes. A real
+ * Scenario: a client opens many sockets and never finishes its headers (one client could hold 2,000
+ * stalled sockets). The gateway answers each with 408 and closes it once the headers timeout passes. A real
  * gateway on loopback over a SQLite file; raw TCP sockets.
  */
 import { mkdtempSync, rmSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * Leases on running rollouts (issue 23): with no controller renewing it, a leased attempt is failed (and retried when
+ * Leases on running rollouts: with no controller renewing it, a leased attempt is failed (and retried when
  * attempts are left) instead of staying `running` forever; a rollout never leased (an Agent Lightning v1.0 client's)
  * never expires.
  */
@@ -75,7 +75,7 @@ describe("rollout leases", () => {
     expect((await h.client.renewLeases([{ rollout_id: "queued", attempt_id: "0" }], 5)).rejected).toEqual(["queued"]);
   });
 
-  // Before: with no controller, `running` rollouts stayed running forever.
+  // Without leases, the `running` rollouts of a controller that died would stay running forever.
   it("fails the rollouts of a controller that died, once their lease runs out", async () => {
     await h.create([{ rollout_id: "orphaned", input: {}, config: { local: { command: ["sleep", "300"] } } }]);
     const controller = h.controller({ lease_seconds: 1 });

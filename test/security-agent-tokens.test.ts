@@ -1,7 +1,7 @@
 /**
- * Scenario: agents hold per-attempt tokens, not the admin key (issue 23, defects 1 and 2). A real gateway on loopback
+ * Scenario: agents hold per-attempt tokens, not the admin key. A real gateway on loopback
  * over a real SQLite file (and PostgreSQL when its binaries are installed), a fake vLLM upstream, tokens minted the way
- * the controller mints them. Each test is one probe a hostile agent made with the shared key.
+ * the controller mints them. Each test is one probe a hostile agent could make with a shared key.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -57,14 +57,15 @@ interface StoreKind {
 
 let pg: PostgresServer | undefined;
 let dir: string;
+const skipPostgres = skipWithoutPostgres();
 const STORES: StoreKind[] = [
   { name: "SQLite file", skip: false, spec: async () => `sqlite:${join(dir, `gw-${Math.random()}.db`)}` },
-  { name: "PostgreSQL", skip: skipWithoutPostgres(), spec: async () => pg!.createDatabase() },
+  { name: "PostgreSQL", skip: skipPostgres, spec: async () => pg!.createDatabase() },
 ];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "arclight-tokens-"));
-  if (!skipWithoutPostgres()) pg = await PostgresServer.start();
+  if (!skipPostgres) pg = await PostgresServer.start();
 });
 afterAll(() => {
   pg?.stop();

@@ -186,7 +186,7 @@ describe("arclight sft", () => {
   it("refuses a name too long for its validation rollouts' ids, naming the key, before it starts anything", async () => {
     writeFileSync(join(workDir, "val3.jsonl"), '{"question":"1+1","answer":2}\n'.repeat(3));
     // Three validation inputs: the longest id is NAME-val-before-d2-0, so a name may have 200 - 16 = 184 characters.
-    // Before: a longer one trained, then failed at the first validation rollout.
+    // A longer one would train, then fail at the first validation rollout.
     const name = "s".repeat(185);
     const controller = { command: calculatorAgentCommand(), env_map: { QUESTION: "input.question" } };
     const config = writeConfig("long.yaml", {

@@ -296,8 +296,8 @@ describe("calculator agent", () => {
   });
 
   it("keeps the reward's event_id within the gateway's limit for the longest rollout id, stable across retries", async () => {
-    // Before: `reward-ROLLOUT-ATTEMPT` passed the gateway's event_id limit for a rollout id near the longest the
-    // gateway takes, the post was rejected (422) and the agent exited 1.
+    // `reward-ROLLOUT-ATTEMPT` as the event_id would exceed the gateway's event_id limit for a rollout id near the
+    // longest the gateway takes: the post would be rejected (422).
     const rolloutId = "r".repeat(200);
     const { events, env } = await setup((messages) => teacherReply(messages), [503, 200], {
       AGL_ROLLOUT_ID: rolloutId,

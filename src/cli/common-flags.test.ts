@@ -12,8 +12,8 @@ describe("checkRunName", () => {
   });
 
   it("refuses '.', '..', hidden, flag-like, separators, empty and over-long names with a message naming the flag", () => {
-    // Before: `--name --quick` (the name forgotten) started a full demo in runs/--quick, and `--name .x.lock` made a
-    // folder where the demo of `--name x` keeps its lock file, so that demo crashed with EISDIR.
+    // `--name --quick` (the name forgotten) would start a full demo in runs/--quick, and `--name .x.lock` would make a
+    // folder where the demo of `--name x` keeps its lock file.
     for (const name of [".", "..", "...", ".x.lock", "-x", "--quick", "a/b", "", "a b", "x".repeat(201)]) {
       expect(() => checkRunName("--name", name)).toThrow(CliError);
     }

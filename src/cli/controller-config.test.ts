@@ -66,7 +66,7 @@ describe("loadControllerConfig", () => {
     );
   });
 
-  it("reads the k8s mode's flags as the issue spells them", () => {
+  it("reads the k8s mode's flags as docs/kubernetes.md spells them", () => {
     const config = loadControllerConfig(
       {
         mode: "k8s",

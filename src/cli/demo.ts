@@ -142,7 +142,7 @@ function lockRunName(runDir: string, name: string): () => void {
 }
 
 /**
- * What the run folder holds, as listed now (a fixed list went stale as the demo gained files): names in order, folders
+ * What the run folder holds, read from the folder itself (so it never lags behind the files): names in order, folders
  * with a trailing `/`; the SQLite store's `-wal`/`-shm` companions left out.
  */
 function runFiles(runDir: string): string {

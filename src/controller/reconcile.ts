@@ -327,7 +327,7 @@ export class LocalController {
   private async startQueuing(): Promise<void> {
     let free = this.config.pool_size - this.owned.size;
     if (free <= 0) return;
-    // Fetch only as many as can start now: listing the whole queue every pass dominated a pass's cost.
+    // Fetch only as many as can start now: listing the whole queue every pass would dominate a pass's cost.
     const limit = Math.min(free, this.config.list_page_size);
     const queuing = await this.client.listRollouts({ states: ["queuing"], limit });
     for (const rollout of queuing) {

@@ -1,6 +1,6 @@
 /**
  * @module Reused agent processes (`reuse_processes`): long-lived Node runners that each run `agent_class` rollouts
- * one after another, so a rollout no longer pays Node's start and the agent module's load (most of a small agent's
+ * one after another, so a rollout does not pay Node's start and the agent module's load (most of a small agent's
  * CPU: docs/controller.md, Reusing agent processes). A runner is a process group leader like a one-shot agent; the
  * controller leases it for one attempt at a time over an IPC channel, and a lease looks to the reconcile loop like an
  * {@link AgentProcess}: a pid, an exit, the output tail, a kill. A runner that is killed (timeout, cancel, shutdown),

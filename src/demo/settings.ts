@@ -193,7 +193,7 @@ export function calculatorAgentCommand(): string[] {
 
 /**
  * The calculator agent as the demo's controller runs it: the `calculatorRollout` export (an `agent_class`) in reused
- * processes (`reuse_processes`), so each of the demo's rollouts no longer starts Node and loads the agent
+ * processes (`reuse_processes`), so the demo's rollouts do not each start Node and load the agent
  * (docs/benchmarks.md, Demo). The bundle under plain node when it exists; else `agent.ts`, with tsx loaded through
  * `NODE_OPTIONS` (once per runner process).
  * @returns the `agent_class` value and the environment the controller's agents need on top of its own

@@ -196,7 +196,7 @@ describe("toTripletEvents", () => {
     expect(out.map((e) => e.sequence)).toEqual(events.slice(1).map((e) => e.sequence));
   });
 
-  // Regression (issue 25, item 6): "same prompt ids → keep the last" dropped legitimate repeat samples of one prompt.
+  // A rule of "same prompt ids → keep the last" would drop legitimate repeat samples of one prompt.
   it("keeps two successful samples of the same prompt", () => {
     const out = toTripletEvents([
       event("model_request", modelRequest([1, 2], [10])),

@@ -32,8 +32,8 @@ async function storeWithRollout(lockWaitMs?: number): Promise<{ store: SqliteSto
 }
 
 describe("SQLite store while another process holds the write lock (BEGIN IMMEDIATE)", () => {
-  // Before: better-sqlite3 waited for the lock inside SQLite's busy handler, sleeping Node's only thread for up to
-  // 10 s; a lock held 11.5 s froze /healthz for 19.8 s.
+  // Waiting inside SQLite's busy handler would sleep Node's only thread: with a 10 s busy_timeout, a lock held 11.5 s
+  // froze /healthz for 19.8 s.
   it("waits for the lock on a timer: the event loop stays free and the append commits once the lock is released", async () => {
     const { store, path } = await storeWithRollout();
     const holder = await holdSqliteLock(path);

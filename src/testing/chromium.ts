@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium } from "playwright-core";
+import { skipWithout } from "./requirement.js";
 
 /** Where `apt-get install -y chromium` puts the browser; `ARCLIGHT_CHROMIUM` overrides. */
 export function chromiumPath(): string {
@@ -25,15 +26,17 @@ export const CHROMIUM_FLAGS: readonly string[] = [
 ];
 
 /**
- * Whether browser tests may be skipped: only outside CI. In CI (`CI=true`) a missing Chromium is a failure, so a
- * broken install step can never pass as "skipped".
- * @returns true when there is no Chromium and this is not CI
- * @throws {Error} in CI when Chromium is missing
+ * Whether browser tests are skipped: when there is no Chromium (outside CI), or under `npm run test:fast`. Prints
+ * what is missing and how to get it.
+ * @returns true to skip
+ * @throws {Error} in CI (`CI=true`) when Chromium is missing, so a broken install step never passes as "skipped"
  */
 export function skipWithoutChromium(): boolean {
-  if (existsSync(chromiumPath())) return false;
-  if (process.env.CI === "true") throw new Error(`CI=true but no Chromium at ${chromiumPath()}: .ci/run installs it`);
-  return true;
+  return skipWithout({
+    name: "Chromium (the dashboard's browser tests)",
+    missing: () => (existsSync(chromiumPath()) ? null : `no browser at ${chromiumPath()}`),
+    howToGet: "apt-get install chromium (as .ci/run does), or set ARCLIGHT_CHROMIUM to a Chromium binary",
+  });
 }
 
 /**

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
+import { skipWithout } from "./requirement.js";
 
 /** Where the server binaries are looked for: `ARCLIGHT_PG_BIN`, else Debian's layout for 17, 16 and 15. */
 export function postgresBinDir(): string | null {
@@ -19,15 +20,18 @@ export function postgresBinDir(): string | null {
 }
 
 /**
- * Whether PostgreSQL-backed tests may be skipped: only outside CI. In CI (`CI=true`) missing binaries are a failure,
- * so a broken install step can never pass as "skipped".
- * @returns true when there are no server binaries and this is not CI
- * @throws {Error} in CI when no binaries are found
+ * Whether PostgreSQL-backed tests are skipped: when there are no server binaries (outside CI), or under
+ * `npm run test:fast`. Prints what is missing and how to get it.
+ * @returns true to skip
+ * @throws {Error} in CI (`CI=true`) when no binaries are found, so a broken install step never passes as "skipped"
  */
 export function skipWithoutPostgres(): boolean {
-  if (postgresBinDir() !== null) return false;
-  if (process.env.CI === "true") throw new Error("CI=true but no PostgreSQL binaries: .ci/run must install them");
-  return true;
+  return skipWithout({
+    name: "PostgreSQL server binaries (the PostgreSQL store)",
+    missing: () =>
+      postgresBinDir() === null ? "no pg_ctl in ARCLIGHT_PG_BIN or /usr/lib/postgresql/{17,16,15}/bin" : null,
+    howToGet: "apt-get install postgresql-15 (as .ci/run does), or set ARCLIGHT_PG_BIN to the folder that holds pg_ctl",
+  });
 }
 
 /** Options of {@link startPostgres}. */

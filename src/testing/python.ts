@@ -1,6 +1,7 @@
 /** @module Finds the project's Python (the `.venv` that `.ci/run` builds) for tests that run Python code. */
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
+import { skipWithout } from "./requirement.js";
 
 /**
  * The Python interpreter tests should use: `ARCLIGHT_PYTHON` when set, else `.venv/bin/python` at the repository
@@ -16,13 +17,17 @@ export function testPython(): string | null {
 }
 
 /**
- * Whether Python-backed tests may be skipped: only outside CI. In CI (`CI=true`) a missing venv is a failure, so a
- * broken install step can never pass as "skipped".
- * @returns true when there is no Python venv and this is not CI
- * @throws {Error} in CI when no Python venv is found
+ * Whether Python-backed tests are skipped: when there is no Python venv (outside CI), or under `npm run test:fast`.
+ * Prints what is missing and how to get it.
+ * @returns true to skip
+ * @throws {Error} in CI (`CI=true`) when no Python venv is found, so a broken install step never passes as "skipped"
  */
 export function skipWithoutPython(): boolean {
-  if (testPython() !== null) return false;
-  if (process.env.CI === "true") throw new Error("CI=true but no Python venv: .ci/run must build .venv");
-  return true;
+  return skipWithout({
+    name: "the Python venv with torch (the torch engine worker, Python agents)",
+    missing: () => (testPython() === null ? "no ARCLIGHT_PYTHON and no .venv/bin/python at the repository root" : null),
+    howToGet:
+      "python3 -m venv .venv && .venv/bin/pip install --retries 0 --timeout 5 -r requirements-dev.txt " +
+      "(as .ci/run does), or set ARCLIGHT_PYTHON to a Python that has them",
+  });
 }

@@ -38,8 +38,8 @@ describe("describeFailedRollout", () => {
     );
   });
 
-  // Before: a run that failed while no controller watched it (exit code 13 after a kill -9 of arclight train) was
-  // reported as "the agent command may not have started", though it had run and called the model.
+  // A run that failed while no controller watched it (exit code 13 after a kill -9 of arclight train) did run and call
+  // the model: "the agent command may not have started" would mislead.
   it("without captured output, gives the rollout's reason instead of guessing the agent never started", async () => {
     await failed("adopted", "exited with code 13");
     expect(await describeFailedRollout(client, "adopted")).toBe(

@@ -1,7 +1,7 @@
 /**
  * @module Finished runs for the dashboard: reads `DIR/NAME/metrics.jsonl` (the file `arclight train` and
  * `arclight demo` append one step per line to) into a {@link RunRegistry}, so a run's curves stay viewable after the
- * run, and its gateway child, have ended (`arclight gateway --db runs/NAME/gateway.db --runs-dir runs`).
+ * run, and its gateway child, have ended (`arclight gateway --store sqlite:runs/NAME/gateway.db --runs-dir runs`).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";

@@ -55,7 +55,7 @@ function trickle(res: ServerResponse): void {
 }
 
 describe("upstream Retry-After", () => {
-  // Before: a 429 with Retry-After: 30 was retried 6 times in 3.3 s and the agent got the 429 without Retry-After.
+  // Retrying a 429 with Retry-After: 30 within seconds helps nobody; the agent gets the 429 with the header instead.
   it("passes a Retry-After longer than the cap to the agent at once, without retrying", async () => {
     const { h, rid, upstream } = await setup((_req, res) =>
       json(res, 429, { error: { message: "slow down", code: 429 } }, { "retry-after": "30" }),
@@ -79,7 +79,7 @@ describe("upstream Retry-After", () => {
 });
 
 describe("retry budget", () => {
-  // Before: 40 agents whose calls all failed made 240 upstream requests (6 tries each).
+  // Without a budget, 40 agents whose calls all fail would make 240 upstream requests (6 tries each).
   it("keeps retries of a failing endpoint within the floor plus ratio × first tries", async () => {
     const { h, upstream } = await setup((_req, res) => json(res, 503, { error: { message: "down" } }), {
       retryBudgetRatio: 0.2,
@@ -93,7 +93,7 @@ describe("retry budget", () => {
 });
 
 describe("total deadline", () => {
-  // Before: the timeout applied between chunks only; an upstream sending a byte every 2 s held the call forever.
+  // A timeout between chunks alone would let an upstream sending a byte every 2 s hold the call forever.
   it("ends a trickling stream at the total deadline with a 504 error event, recorded", async () => {
     const { h, rid } = await setup((_req, res) => trickle(res), { upstreamTotalTimeoutMs: 1000 });
     const startedAt = performance.now();
@@ -120,7 +120,7 @@ describe("total deadline", () => {
 });
 
 describe("drain deadline", () => {
-  // Before: POST /proxy/pause never drained while a trickling call ran (`inflight` stayed 1).
+  // Without a drain deadline, POST /proxy/pause would never drain while a trickling call runs (`inflight` stays 1).
   it("aborts a call still running drainTimeoutMs after a pause: error event, model_request error and an abort event", async () => {
     const { h, rid } = await setup((_req, res) => trickle(res), { drainTimeoutMs: 500 });
     const answered = agentCall(h, rid, "chat/completions", chatRequest({ stream: true }));
@@ -149,7 +149,7 @@ describe("drain deadline", () => {
 });
 
 describe("answer size cap", () => {
-  // Before: a 40 MB answer took the gateway's RSS from 109 to 715 MiB.
+  // Uncapped, a 40 MB answer takes the gateway's RSS from 109 to 715 MiB.
   it("cuts off a non-stream answer larger than maxResponseBytes: 502, recorded, nothing relayed", async () => {
     const big = { ...CHAT, filler: "x".repeat(3 * 1024 * 1024) };
     const { h, rid } = await setup((_req, res) => json(res, 200, big), { maxResponseBytes: 1024 * 1024 });

@@ -211,8 +211,8 @@ describe("capture_incomplete", () => {
     expect(firstChoice(event!).logprobs).toBeNull();
   });
 
-  // Regression (issue 25, item 5): vLLM before PR #29074 skipped tool-parser-suppressed chunks, so the stream's ids and
-  // logprobs lined up but were fewer than usage.completion_tokens; the call was recorded complete and trained.
+  // vLLM before PR #29074 skips tool-parser-suppressed chunks: the stream's ids and logprobs line up but are fewer
+  // than usage.completion_tokens, and such a call must not be recorded complete and trained.
   it("flags a stream that lost whole chunks by its usage.completion_tokens", async () => {
     const { h, rid } = await setup({
       toolCalls: [{ name: "get_weather", arguments: { city: "Paris" } }],

@@ -48,8 +48,7 @@ function sse(res: ServerResponse, events: string[]): void {
 }
 
 describe("capture integrity", () => {
-  // Before: a chunk that was not JSON was skipped silently; the call was recorded ok, capture complete, with 2 of
-  // the 3 response ids.
+  // Skipping a chunk that is not JSON would record the call ok, capture complete, with 2 of the 3 response ids.
   it.each([
     ["truncated JSON", JSON.stringify(TOKEN("b", 11)).slice(0, 40)],
     ["a JSON array", "[11]"],
@@ -73,7 +72,6 @@ describe("capture integrity", () => {
     expect(event.capture_incomplete_reasons).toContain("stream_chunk_malformed");
   });
 
-  // Before: a 200 whose body was a JSON array was recorded `status: ok`; until session 16 the agent still got the 200.
   it("records a 200 answer whose body is a JSON array as an error with incomplete capture, and answers 502", async () => {
     const endpoint = await scriptedUpstream((_req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
@@ -96,7 +94,7 @@ describe("capture integrity", () => {
     expect(event.capture_incomplete_reasons).toEqual(["response_not_object"]);
   });
 
-  // Before: relayed as 404 `application/json` with no body, which the agent could not tell from a wrong gateway route.
+  // Relayed as a bare 404 with no body, the answer could not be told from a wrong gateway route.
   it("answers an upstream's empty error answer with a detail naming the model, and records it", async () => {
     const endpoint = await scriptedUpstream((_req, res) => {
       res.writeHead(404);
@@ -129,8 +127,7 @@ describe("capture integrity", () => {
     expect(answer.text).toBe("context too long");
   });
 
-  // Before: the agent got the 200 (an empty body, or HTML) while the event said error; the translated routes sent
-  // their error shape with status 200.
+  // The agent must not get a 200 (an empty body, or HTML) that the event records as an error, on any route.
   it.each([
     ["an empty body", "", undefined, "an empty body"],
     ["HTML", "<html>login</html>", "text/html", "a body that is not a JSON object (text/html)"],
@@ -165,7 +162,7 @@ describe("capture integrity", () => {
     expect([answer.status, (answer.json as { code?: string }).code]).toEqual([404, "upstream_empty_body"]);
   });
 
-  // Before: the Responses and Messages routes answered "upstream answered 400", dropping the upstream's reason.
+  // The Responses and Messages routes keep the upstream's reason, not just "upstream answered 400".
   it("gives the Responses route the upstream's plain-text error as its message", async () => {
     const endpoint = await scriptedUpstream((_req, res) => {
       res.writeHead(400, { "content-type": "text/plain" });

@@ -68,7 +68,7 @@ describe("proxy driven by the openai npm client", () => {
     await expect(call).rejects.toBeInstanceOf(OpenAI.RateLimitError);
   });
 
-  // Before: the gateway's errors were `{detail, code}` alone, which the client reported as "503 status code (no body)".
+  // An error of `{detail, code}` alone is reported by the client as "503 status code (no body)".
   it("shows the gateway's detail in the client's error message", async () => {
     // No model name configured: the agent's model is looked up as it asks, and none is registered under this one.
     const h = await startProxyHarness({ options: { modelName: "" } });

@@ -191,8 +191,8 @@ describe("retries and timeouts", () => {
     expect(event).toMatchObject({ status: "ok", http_status: 200, retry_count: 2 });
   });
 
-  // Regression (issue 25, item 7): upstream tries carried no x-request-id, and an agent's body request_id went
-  // unchanged to every retry and every agent retry (vLLM rejects a request id that is still running).
+  // vLLM rejects a request id that is still running, so an agent's body request_id cannot go unchanged to every
+  // retry: each upstream try gets its own id, in the x-request-id header and in the body.
   it("gives every upstream try its own request id, header and body, and records the agent's own id", async () => {
     const { h, rid, fake } = await setup();
     fake.behave({ failTimes: 1, failStatus: 503 });
@@ -368,7 +368,7 @@ describe("pause, drain and resume", () => {
     });
   });
 
-  // Regression (issue 25, item 4): a trainer that crashed while paused left every later agent call at 429.
+  // A trainer that crashes while paused must not leave every later agent call at 429.
   it("a pause nobody renews ends by itself when its lease runs out", async () => {
     const { h } = await setup();
     const rid = await h.newRollout("ro-lease");
