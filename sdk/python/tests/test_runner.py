@@ -58,7 +58,7 @@ def run(gateway, tmp_path, python_env, spec, rid):
 
 
 def test_training_rollout_is_called_in_train_mode_and_its_return_is_the_reward(gateway, tmp_path, python_env):
-    rid = gateway.running_rollout(input={"question": "2+3"})
+    rid = gateway.running_rollout({"question": "2+3"})
     done = run(gateway, tmp_path, python_env, "my_agents.agents:Both", rid)
     assert done.returncode == 0, done.stderr
     [seen] = gateway.events(rid, "seen")
@@ -82,7 +82,7 @@ def test_validation_rollout_is_called_for_a_validation_rollout(gateway, tmp_path
 
 
 def test_an_async_rollout_method_is_the_fallback(gateway, tmp_path, python_env):
-    rid = gateway.running_rollout(input={"x": 3})
+    rid = gateway.running_rollout({"x": 3})
     done = run(gateway, tmp_path, python_env, "my_agents.agents:OnlyRollout", rid)
     assert done.returncode == 0, done.stderr
     assert [e["data"]["value"] for e in gateway.events(rid, "reward")] == [6.0]
