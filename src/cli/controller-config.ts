@@ -31,6 +31,7 @@ const KEY_KINDS: Record<keyof ControllerConfig, [placeholder: string, kind: Flag
   kill_grace_seconds: ["<s>", "number"],
   lease_seconds: ["<s>", "number"],
   reuse_processes: ["<bool>", "bool"],
+  python: ["<path>", "string"],
   state_file: ["<path>", "string"],
   cwd: ["<dir>", "string"],
   local: ["<yaml>", "yaml"],

@@ -53,6 +53,13 @@ export const ControllerConfigSchema = z.strictObject({
     .describe(
       "local: run `agent_class` agents in long-lived runner processes, one rollout after another each, instead of a new process per rollout (saves Node's start; the agent must read its environment per run and leave nothing running; docs/controller.md)",
     ),
+  python: z
+    .string()
+    .min(1)
+    .default("python3")
+    .describe(
+      "Python interpreter of Python `agent_class` rollouts (`package.module:ClassName`), run as `python -m arclight_agent run`; it needs `pip install ./sdk/python` (docs/controller.md)",
+    ),
   state_file: z
     .string()
     .min(1)

@@ -1,5 +1,5 @@
 /**
- * @module Local agent processes: what to run for a rollout (`command` argv or a JS `agent_class`), spawning it in its
+ * @module Local agent processes: what to run for a rollout (`command` argv, a JS or Python `agent_class`), spawning it in its
  * own process group with stdout/stderr captured, and killing the whole group (grandchildren included).
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -58,15 +58,40 @@ if (isClass) {
 process.exit(process.exitCode ?? 0);
 `;
 
+/** A Python agent class: `package.module:ClassName`, dotted identifiers on both sides of the colon. */
+const PYTHON_AGENT_CLASS = /^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$/;
+/** Module names that are JS files, never Python packages (`agent.js:Agent` is a JS module). */
+const JS_MODULE = /\.(m|c)?(js|ts)$/;
+
+/**
+ * Whether an `agent_class` names a Python class (run by the `arclight_agent` runner) rather than a JS export.
+ * @param agentClass - `package.module:ClassName` (Python) or `path/to/module.js:Export` (JS)
+ * @returns true for dotted identifiers on both sides of a colon whose module part does not end in `.js`/`.mjs`/
+ *   `.cjs`/`.ts`/`.mts`/`.cts`; a JS module path has a slash or one of those endings
+ */
+export function isPythonAgentClass(agentClass: string): boolean {
+  if (!PYTHON_AGENT_CLASS.test(agentClass)) return false;
+  return !JS_MODULE.test(agentClass.slice(0, agentClass.indexOf(":")));
+}
+
+/** The interpreters that run `agent_class` agents. */
+export interface Interpreters {
+  /** The node executable of JS agent classes (default: this process's). */
+  node?: string;
+  /** The Python interpreter of Python agent classes, with `arclight-agent` installed (default `python3`). */
+  python?: string;
+}
+
 /**
  * Decides what to run for a rollout.
  * @param local - the rollout's `config.local`, else the controller's default
- * @param nodePath - the node executable that runs an `agent_class` (default: this process's)
- * @returns `command` as given, or node running {@link AGENT_RUNNER_SOURCE} on `path/to/module.js:ExportName`
- *   (no `:ExportName` means the `default` export)
+ * @param interpreters - the node and Python executables that run an `agent_class`
+ * @returns `command` as given; for a Python `package.module:ClassName` (see {@link isPythonAgentClass}), `python -m
+ *   arclight_agent run package.module:ClassName`; otherwise node running {@link AGENT_RUNNER_SOURCE} on
+ *   `path/to/module.js:ExportName` (no `:ExportName` means the `default` export)
  * @throws {LaunchError} when neither or both of `command` and `agent_class` are set
  */
-export function resolveLaunch(local: LocalConfig | undefined, nodePath = process.execPath): Launch {
+export function resolveLaunch(local: LocalConfig | undefined, interpreters: Interpreters = {}): Launch {
   const command = local?.command;
   const agentClass = local?.agent_class;
   if (command !== undefined && agentClass !== undefined) {
@@ -76,11 +101,15 @@ export function resolveLaunch(local: LocalConfig | undefined, nodePath = process
   if (agentClass === undefined) {
     throw new LaunchError("no config.local.command or config.local.agent_class for this rollout or the controller");
   }
+  // A Python class runs in a fresh process each time: the reused runners (reuse_processes) are Node processes.
+  if (isPythonAgentClass(agentClass)) {
+    return { file: interpreters.python ?? "python3", args: ["-m", "arclight_agent", "run", agentClass] };
+  }
   const colon = agentClass.lastIndexOf(":");
   const modulePath = colon > 0 ? agentClass.slice(0, colon) : agentClass;
   const exportName = colon > 0 ? agentClass.slice(colon + 1) : "default";
   return {
-    file: nodePath,
+    file: interpreters.node ?? process.execPath,
     args: ["--input-type=module", "-e", AGENT_RUNNER_SOURCE, "--", modulePath, exportName],
     agentClass: { modulePath, exportName },
   };

@@ -345,7 +345,7 @@ export class LocalController {
   private idleRunnerFor(rollout: Rollout): boolean {
     if (this.runners === null) return false;
     try {
-      const launch = resolveLaunch(rollout.config.local ?? this.config.local);
+      const launch = resolveLaunch(rollout.config.local ?? this.config.local, { python: this.config.python });
       if (launch.agentClass === undefined) return false;
       const target = { node: launch.file, modulePath: launch.agentClass.modulePath };
       return this.runners.hasIdle(target, this.config.cwd);
@@ -368,7 +368,7 @@ export class LocalController {
     let resources: ResourceEnv;
     try {
       checkLaunchAllowed(rollout.config.local, this.config);
-      launch = resolveLaunch(local);
+      launch = resolveLaunch(local, { python: this.config.python });
       // The agent gets a token for this attempt only, never the controller's admin key.
       const gateway = { url: this.config.gateway_url, key: agentKeyFor(this.config.key, rollout, attemptId) };
       env = buildAgentEnv(rollout, attemptId, gateway, local?.env_map ?? {}, this.baseEnv, this.config.standard_env);

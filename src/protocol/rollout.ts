@@ -23,13 +23,18 @@ export const EnvMapSchema = z.record(z.string(), z.string()).superRefine((envMap
 });
 
 /**
- * How a local controller runs the agent: an argv array (any language) or a JS `module.js:Export` (AGL `agent_class`),
+ * How a local controller runs the agent: an argv array (any language), a JS `module.js:Export` or a Python
+ * `package.module:ClassName` (AGL `agent_class`),
  * never both (the controller could not tell which to run). Neither is allowed: the controller's own `local` applies.
  */
 export const LocalConfigSchema = z
   .strictObject({
     command: z.array(z.string()).min(1).optional().describe("argv of the agent process, e.g. ['python3', 'agent.py']"),
-    agent_class: z.string().min(1).optional().describe("JS module and export, 'path/to/module.js:ExportName'"),
+    agent_class: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("JS module and export, 'path/to/module.js:ExportName', or a Python class, 'package.module:ClassName'"),
     env_map: EnvMapSchema.default({}).describe(
       "env var name -> dotted path into the rollout input, e.g. {QUESTION: 'input.question'}",
     ),

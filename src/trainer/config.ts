@@ -45,11 +45,18 @@ export const ControllerConfigSchema = z
       .min(1)
       .nullable()
       .default(null)
-      .describe("Agent JS module and export (`path/to/agent.js:Agent`) run instead of command; null: use command"),
+      .describe(
+        "Agent JS module and export (`path/to/agent.js:Agent`) or Python class (`package.module:Agent`) run instead of command; null: use command",
+      ),
     env_map: EnvMapSchema.default({}).describe(
       "Env var name -> dotted path into the rollout input (e.g. {QUESTION: 'input.question'}) for each agent",
     ),
     pool_size: z.number().int().min(1).default(4).describe("Agent processes running at once (local controller)"),
+    python: z
+      .string()
+      .min(1)
+      .default("python3")
+      .describe("Python interpreter of a Python agent_class, with arclight-agent installed (pip install ./sdk/python)"),
     reuse_processes: z
       .boolean()
       .default(false)

@@ -65,19 +65,22 @@ function groupInput(plan: GroupPlan): unknown {
 /**
  * The local controller settings a trainer config's `controller` section implies: the allow lists that let it run the
  * agent this config names in its rollouts' `config.local` (a controller runs only commands its own config allows), and
- * whether it reuses agent processes.
+ * whether it reuses agent processes, and the Python interpreter of a Python agent class.
  * @param controller - the trainer config's `controller` section
- * @returns `allowed_commands`, `allowed_agent_classes` and `reuse_processes`, to merge into the controller's settings
+ * @returns `allowed_commands`, `allowed_agent_classes`, `reuse_processes` and `python`, to merge into the controller's
+ *   settings
  */
 export function localControllerSettings(controller: TrainerConfig["controller"]): {
   allowed_commands: string[][];
   allowed_agent_classes: string[];
   reuse_processes: boolean;
+  python: string;
 } {
   return {
     allowed_commands: controller.command.length > 0 ? [controller.command] : [],
     allowed_agent_classes: controller.agent_class !== null ? [controller.agent_class] : [],
     reuse_processes: controller.reuse_processes,
+    python: controller.python,
   };
 }
 
