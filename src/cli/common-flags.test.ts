@@ -17,7 +17,7 @@ describe("checkRunName", () => {
     for (const name of [".", "..", "...", ".x.lock", "-x", "--quick", "a/b", "", "a b", "x".repeat(201)]) {
       expect(() => checkRunName("--name", name)).toThrow(CliError);
     }
-    // Before: a 300-character name passed and crashed at mkdir with a raw ENAMETOOLONG.
+    // A 300-character name would pass and crash at mkdir with a raw ENAMETOOLONG.
     expect(() => checkRunName("--name", "y".repeat(300))).toThrow(
       `--name "${"y".repeat(60)}"… (300 characters): letters, digits, '.', '_' or '-' only, 1 to 200 of them, the first a letter, digit or '_'`,
     );
