@@ -1,6 +1,6 @@
 /**
- * Import directions of src/ (STYLE.md §1, §11): nothing outside `cli/` imports `cli/`; `engine/` never imports
- * `gateway/`; `store/` imports only `protocol/` and `fs/` (besides itself, Node and packages); `fs/` imports no other
+ * Import directions of src/ (STYLE.md §1, §11): nothing outside `cli/` imports `cli/`; `engine/` and `gateway/` never
+ * import each other (what both speak lives in `wire/`, which imports only `protocol/`); `store/` imports only `protocol/` and `fs/` (besides itself, Node and packages); `fs/` imports no other
  * folder; the engine server stands on the engine interfaces, not on an implementation; and the module graph has no
  * cycle. Every `import`, `export … from` and
  * `import("…")` of a relative path counts, type-only ones too (a type cycle is still a design cycle). Test files are
@@ -102,6 +102,20 @@ describe("import directions of src/", () => {
         (to) => topFolder(to) !== "gateway",
       ),
     ).toEqual([]);
+  });
+
+  it("gateway/ never imports engine/", () => {
+    expect(
+      violations(
+        (from) => topFolder(from) === "gateway",
+        (to) => topFolder(to) !== "engine",
+      ),
+    ).toEqual([]);
+  });
+
+  it("wire/ (the model APIs' wire, shared by gateway and engine) imports only wire/ and protocol/", () => {
+    const allowed = (to: string) => ["wire", "protocol"].includes(topFolder(to));
+    expect(violations((from) => topFolder(from) === "wire", allowed)).toEqual([]);
   });
 
   it("store/ imports only store/, protocol/ and fs/", () => {

@@ -2,7 +2,7 @@
  * The tiny policy reads ~256 byte tokens. This drives the teacher through every committed problem and counts the
  * tokens of the whole solved conversation the way the embedded chat template renders it: each special token
  * (`<|im_start|>`, `<|im_end|>`, `<tool_call>`, `</tool_call>`) is one id, everything else one id per UTF-8 byte.
- * The count mirrors `renderChat` of src/engine/embedded/chat-template.ts (tools as one compact JSON line each in the
+ * The count mirrors `renderChatML` of src/engine/embedded/chat-template.ts (tools as one compact JSON line each in the
  * system turn; a tool call as `{"name": NAME, "arguments": ARGS}`).
  */
 import { readFileSync } from "node:fs";

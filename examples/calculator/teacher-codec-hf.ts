@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { HfChatTemplate } from "../../src/engine/remote/hf-chat-template.js";
-import { HfTokenizer } from "../../src/engine/remote/hf-tokenizer.js";
+import { HfTokenizer } from "../../src/wire/hf-tokenizer.js";
 import type { ChatMessage } from "./teacher.js";
 import { promptTurns, type TeacherCodec, teacherMessages } from "./teacher-engine.js";
 

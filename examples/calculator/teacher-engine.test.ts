@@ -4,8 +4,9 @@
  */
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
-import { type ChatMessage, renderChat } from "../../src/engine/embedded/chat-template.js";
+import { renderChatML } from "../../src/engine/embedded/chat-template.js";
 import { ByteTokenizer } from "../../src/engine/embedded/tokenizer.js";
+import type { ChatMessage } from "../../src/wire/chat.js";
 import { CALCULATOR_TOOL, runToolCall } from "./calculator-tool.js";
 import { promptTurns, TeacherEngine } from "./teacher-engine.js";
 import { startTeacherServer } from "./teacher-server.js";
@@ -33,7 +34,7 @@ async function chat(endpoint: string, messages: ChatMessage[]): Promise<ChatAnsw
 
 describe("teacher engine", () => {
   it("reads the turns of a rendered prompt, leaving out the open generation prompt", () => {
-    const ids = renderChat(tokenizer, [{ role: "user", content: "2+2" }], { tools: [CALCULATOR_TOOL] });
+    const ids = renderChatML(tokenizer, [{ role: "user", content: "2+2" }], { tools: [CALCULATOR_TOOL] });
     expect(promptTurns(tokenizer.decode(ids, false))).toEqual([
       { role: "system", text: 'Tools:\n{"name":"calculator"}' },
       { role: "user", text: "2+2" },
@@ -50,7 +51,7 @@ describe("teacher engine", () => {
     expect(call.function).toEqual({ name: "calculator", arguments: '{"expression": "(12+7)*3"}' });
     messages.push({ role: "assistant", content: null, tool_calls: [call] });
     // prompt ⧺ generated turn ⧺ the template's newline is the template's rendering of the chat with that turn.
-    const rendered = renderChat(tokenizer, messages, { tools: [CALCULATOR_TOOL], addGenerationPrompt: false });
+    const rendered = renderChatML(tokenizer, messages, { tools: [CALCULATOR_TOOL], addGenerationPrompt: false });
     expect([...first.prompt_token_ids, ...first.choices[0]!.token_ids, ...tokenizer.encode("\n")]).toEqual(rendered);
 
     messages.push({ role: "tool", content: runToolCall("calculator", call.function.arguments) });
@@ -62,7 +63,7 @@ describe("teacher engine", () => {
 
   it("ends the turn at once on a chat it cannot read", async () => {
     const engine = new TeacherEngine();
-    const prompt = renderChat(tokenizer, [{ role: "user", content: "what is love" }]);
+    const prompt = renderChatML(tokenizer, [{ role: "user", content: "what is love" }]);
     const [result] = await engine.generate([{ promptTokenIds: prompt, sampling: greedy }]);
     expect(result!.tokenIds).toEqual([tokenizer.imEndId]);
     await expect(engine.trainStep([], { kind: "sft", aggregation: "token-mean" }, optimizer)).rejects.toThrow(

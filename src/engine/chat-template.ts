@@ -4,31 +4,9 @@
  * renders chats and parses tool calls through it only; `embedded/chat-template.ts` is the ChatML implementation.
  */
 
-/** One tool call of an assistant message (OpenAI wire shape). */
-export interface ChatToolCall {
-  id?: string;
-  type?: "function";
-  function: {
-    name: string;
-    /** JSON text of the arguments, rendered verbatim. */
-    arguments: string;
-  };
-}
+import type { ChatMessage, ChatTool } from "../wire/chat.js";
 
-/** One message of a chat (OpenAI wire shape, the fields a template reads). */
-export interface ChatMessage {
-  /** `developer` is OpenAI's newer name for the system role and renders exactly as `system`. */
-  role: "system" | "developer" | "user" | "assistant" | "tool";
-  /** Text, or text parts (`[{type: "text", text}]`, joined), or null (an assistant turn with only tool calls). */
-  content: string | null | { type: string; text?: string }[];
-  tool_calls?: ChatToolCall[];
-}
-
-/** One tool the model may call (OpenAI `tools[i]` wire shape). */
-export interface ChatTool {
-  type?: "function";
-  function: { name: string; description?: string; parameters?: unknown };
-}
+export type { ChatMessage, ChatTool, ChatToolCall } from "../wire/chat.js";
 
 /** What to render besides the messages. */
 export interface RenderOptions {

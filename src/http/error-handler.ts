@@ -6,6 +6,7 @@
  */
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { ArclightError, quoteStart, ValidationFailed } from "../protocol/index.js";
+import { type OpenaiErrorObject, openaiErrorObject } from "../wire/error-bodies.js";
 
 /** The body of every error answer. `detail` is a string, or FastAPI validation items for 422. */
 export interface ErrorBody {
@@ -91,25 +92,6 @@ function unsupportedMediaType(request: FastifyRequest): string {
   return `Unsupported Media Type: ${what}; send ${read.length > 0 ? read.join(" or ") : "application/json"}`;
 }
 
-/** OpenAI's error object, as OpenAI-compatible servers (OpenAI, vLLM) send it under `error`. */
-export interface OpenaiErrorObject {
-  message: string;
-  /** OpenAI's error type for the status, e.g. `invalid_request_error`, `not_found_error`, `server_error`. */
-  type: string;
-  param: null;
-  /** The error body's `code`. */
-  code: string;
-}
-
-/** OpenAI's error `type` by HTTP status; other 4xx are `invalid_request_error`, 5xx `server_error`. */
-const OPENAI_ERROR_TYPES: Readonly<Record<number, string>> = {
-  401: "authentication_error",
-  403: "permission_error",
-  404: "not_found_error",
-  409: "conflict_error",
-  429: "rate_limit_error",
-};
-
 /**
  * `body` with OpenAI's error object added beside `detail` and `code`. OpenAI's SDKs read only `error.message` from an
  * error answer: without it the `openai` client reports `502 status code (no body)` and the detail is lost.
@@ -120,8 +102,7 @@ const OPENAI_ERROR_TYPES: Readonly<Record<number, string>> = {
  */
 export function withOpenaiError<B extends ErrorBody>(status: number, body: B): B & { error: OpenaiErrorObject } {
   const message = typeof body.detail === "string" ? body.detail : clipped(JSON.stringify(body.detail));
-  const type = OPENAI_ERROR_TYPES[status] ?? (status >= 500 ? "server_error" : "invalid_request_error");
-  return Object.assign({}, body, { error: { message, type, param: null, code: body.code } });
+  return { ...body, error: openaiErrorObject(status, message, body.code) };
 }
 
 /** Fastify `setErrorHandler` callback: answers with {@link toErrorResponse}, logging 5xx with their stack. */

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { ChatMLTemplate, renderChat } from "./chat-template.js";
+import { ChatMLTemplate, renderChatML } from "./chat-template.js";
 import { ByteTokenizer } from "./tokenizer.js";
 
 const tokenizer = new ByteTokenizer();
 
-describe("renderChat", () => {
+describe("renderChatML", () => {
   it("renders each message as <|im_start|>role\\ncontent<|im_end|>\\n and ends with the generation prompt", () => {
-    const ids = renderChat(tokenizer, [
+    const ids = renderChatML(tokenizer, [
       { role: "system", content: "Be brief." },
       { role: "user", content: "Hi" },
     ]);
@@ -18,7 +18,7 @@ describe("renderChat", () => {
   });
 
   it("round-trips the worked example of the TSDoc: render -> ids -> decode", () => {
-    const ids = renderChat(
+    const ids = renderChatML(
       tokenizer,
       [
         { role: "user", content: "2+2?" },
@@ -42,13 +42,13 @@ describe("renderChat", () => {
   });
 
   it("keeps special-token text written by a user as plain bytes", () => {
-    const ids = renderChat(tokenizer, [{ role: "user", content: "<|im_end|>é😀" }], { addGenerationPrompt: false });
+    const ids = renderChatML(tokenizer, [{ role: "user", content: "<|im_end|>é😀" }], { addGenerationPrompt: false });
     expect(ids.filter((id) => tokenizer.isSpecial(id))).toEqual([tokenizer.imStartId, tokenizer.imEndId]);
     expect(tokenizer.decode(ids)).toBe("user\n<|im_end|>é😀\n");
   });
 
   it("re-renders a generated tool-call turn to exactly the ids the model produced", () => {
-    const prompt = renderChat(tokenizer, [{ role: "user", content: "weather?" }]);
+    const prompt = renderChatML(tokenizer, [{ role: "user", content: "weather?" }]);
     const generated = [
       ...tokenizer.encode("Checking."),
       tokenizer.toolCallStartId,
@@ -56,7 +56,7 @@ describe("renderChat", () => {
       tokenizer.toolCallEndId,
       tokenizer.imEndId,
     ];
-    const next = renderChat(
+    const next = renderChatML(
       tokenizer,
       [
         { role: "user", content: "weather?" },
@@ -72,7 +72,7 @@ describe("renderChat", () => {
   });
 
   it("joins text content parts and merges a system message with the tools", () => {
-    const ids = renderChat(
+    const ids = renderChatML(
       tokenizer,
       [
         {
@@ -97,7 +97,7 @@ describe("renderChat", () => {
   it("renders a developer message exactly as a system message, leading (merged with tools) or later", () => {
     const tools = [{ function: { name: "f" } }];
     const asRole = (role: "system" | "developer") =>
-      renderChat(
+      renderChatML(
         tokenizer,
         [
           { role, content: "Be brief." },
@@ -117,10 +117,10 @@ describe("renderChat", () => {
 describe("ChatMLTemplate", () => {
   const template = new ChatMLTemplate(tokenizer);
 
-  it("renders exactly as renderChat, tools and generation prompt included", () => {
+  it("renders exactly as renderChatML, tools and generation prompt included", () => {
     const messages = [{ role: "user" as const, content: "2+2?" }];
     const options = { tools: [{ function: { name: "calc" } }], addGenerationPrompt: false };
-    expect(template.render(messages, options)).toEqual(renderChat(tokenizer, messages, options));
+    expect(template.render(messages, options)).toEqual(renderChatML(tokenizer, messages, options));
   });
 
   it("stops a turn on <|im_end|> then <|endoftext|> and delimits tool calls with the tool-call specials", () => {

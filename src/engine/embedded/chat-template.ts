@@ -2,28 +2,12 @@
  * @module The chat template of the embedded engine (`ChatMLTemplate`, a `ChatTemplate`): THE single place a chat
  * (messages + tools) becomes prompt token ids. ChatML-like, compact (the tiny model's context is ~256 tokens), special tokens emitted as their ids.
  */
-import type {
-  ChatMessage,
-  ChatTemplate,
-  ChatTool,
-  ChatToolCall,
-  RenderOptions,
-  ToolCallDelimiters,
-} from "../chat-template.js";
+import { type ChatMessage, type ChatTool, type ChatToolCall, contentText } from "../../wire/chat.js";
+import type { ChatTemplate, RenderOptions, ToolCallDelimiters } from "../chat-template.js";
 import type { ByteTokenizer, SpecialToken } from "./tokenizer.js";
-
-/** The chat wire types the template renders (declared beside the `ChatTemplate` interface). */
-export type { ChatMessage, ChatTool, ChatToolCall, RenderOptions } from "../chat-template.js";
 
 /** A piece of a rendered prompt: plain text (encoded as bytes) or a special token (one id). */
 type Piece = string | { special: SpecialToken };
-
-/** The text of a message's content: parts joined, null as "". */
-export function contentText(content: ChatMessage["content"]): string {
-  if (content === null) return "";
-  if (typeof content === "string") return content;
-  return content.map((part) => part.text ?? "").join("");
-}
 
 /**
  * The canonical text of one tool call inside `<tool_call>…</tool_call>`: `{"name": NAME, "arguments": ARGS}` with NAME
@@ -62,7 +46,7 @@ function turnRole(role: ChatMessage["role"]): string {
   return role === "developer" ? "system" : role;
 }
 
-/** Renders a chat to pieces (see {@link renderChat}). */
+/** Renders a chat to pieces (see {@link renderChatML}). */
 function chatPieces(messages: readonly ChatMessage[], options: RenderOptions): Piece[] {
   const tools = options.tools ?? [];
   const first = messages[0];
@@ -105,7 +89,7 @@ function chatPieces(messages: readonly ChatMessage[], options: RenderOptions): P
  * @returns prompt token ids, [promptLen]
  * @see https://github.com/openai/openai-python/blob/main/chatml.md (ChatML)
  */
-export function renderChat(
+export function renderChatML(
   tokenizer: ByteTokenizer,
   messages: readonly ChatMessage[],
   options: RenderOptions = {},
@@ -118,7 +102,7 @@ export function renderChat(
   return ids;
 }
 
-/** The embedded engine's {@link ChatTemplate}: {@link renderChat} over the byte tokenizer's ChatML special ids. */
+/** The embedded engine's {@link ChatTemplate}: {@link renderChatML} over the byte tokenizer's ChatML special ids. */
 export class ChatMLTemplate implements ChatTemplate {
   /** `<|im_end|>` then `<|endoftext|>`. */
   readonly stopTokenIds: readonly number[];
@@ -131,8 +115,8 @@ export class ChatMLTemplate implements ChatTemplate {
     this.toolCalls = { startId: tokenizer.toolCallStartId, endId: tokenizer.toolCallEndId };
   }
 
-  /** Renders a chat to prompt token ids, [promptLen] (see {@link renderChat}). */
+  /** Renders a chat to prompt token ids, [promptLen] (see {@link renderChatML}). */
   render(messages: readonly ChatMessage[], options: RenderOptions = {}): number[] {
-    return renderChat(this.tokenizer, messages, options);
+    return renderChatML(this.tokenizer, messages, options);
   }
 }

@@ -1,12 +1,12 @@
 /**
- * @module `HfChatTemplate`: a Hugging Face model's own chat template (the Jinja text in its tokenizer_config.json or
- * chat_template.jinja), rendered with @huggingface/jinja and encoded by the model's tokenizer, behind arclight's
+ * @module `HfChatTemplate`: a Hugging Face model's own chat template (the Jinja text in its tokenizer_config.json),
+ * rendered to text by the shared Jinja template and encoded by the model's tokenizer, behind arclight's
  * `ChatTemplate` interface. Tool calls are Hermes/Qwen blocks between the `<tool_call>` and `</tool_call>` tokens.
  */
-import { Template } from "@huggingface/jinja";
-import type { ChatMessage, ChatTemplate, RenderOptions, ToolCallDelimiters } from "../chat-template.js";
-import type { HfTokenizer } from "./hf-tokenizer.js";
-import type { TokenizerFiles } from "./protocol.js";
+import type { ChatMessage } from "../../wire/chat.js";
+import { JinjaChatTemplate } from "../../wire/chat-template.js";
+import type { HfTokenizer, TokenizerFiles } from "../../wire/hf-tokenizer.js";
+import type { ChatTemplate, RenderOptions, ToolCallDelimiters } from "../chat-template.js";
 
 /** A model's chat template. */
 export class HfChatTemplate implements ChatTemplate {
@@ -14,8 +14,7 @@ export class HfChatTemplate implements ChatTemplate {
   readonly stopTokenIds: readonly number[];
   /** The `<tool_call>` / `</tool_call>` ids (−1 when the vocabulary has none). */
   readonly toolCalls: ToolCallDelimiters;
-  private readonly template: Template;
-  private readonly specials: Record<string, string>;
+  private readonly template: JinjaChatTemplate;
 
   /**
    * @param files - the worker's tokenizer files (the config carries `chat_template`)
@@ -31,10 +30,7 @@ export class HfChatTemplate implements ChatTemplate {
     const source = files.config.chat_template;
     if (typeof source !== "string" || source === "")
       throw new Error("tokenizer_config.json has no chat_template: the torch engine serves chats with the model's own");
-    this.template = new Template(source);
-    this.specials = Object.fromEntries(
-      ["bos_token", "eos_token", "pad_token"].map((key) => [key, tokenText(files.config[key])]),
-    );
+    this.template = new JinjaChatTemplate(source, files.config);
     this.stopTokenIds = stopTokenIds;
     // Models without tool-call tokens get ids no generated token has, so nothing parses as a call.
     this.toolCalls = {
@@ -43,33 +39,13 @@ export class HfChatTemplate implements ChatTemplate {
     };
   }
 
-  /**
-   * Renders the chat to text with the template (messages' content parts joined, `developer` as `system`) and
-   * encodes it with the template's special strings recognised.
-   */
+  /** Renders the chat to text with the template and encodes it with the template's special strings recognised. */
   render(messages: readonly ChatMessage[], options: RenderOptions = {}): number[] {
     return this.tokenizer.encodeWithSpecials(this.renderText(messages, options));
   }
 
   /** The rendered text (what `render` encodes). */
   renderText(messages: readonly ChatMessage[], options: RenderOptions = {}): string {
-    const plain = messages.map((m) => ({
-      ...m,
-      role: m.role === "developer" ? "system" : m.role,
-      content:
-        typeof m.content === "string" || m.content === null ? m.content : m.content.map((p) => p.text ?? "").join(""),
-    }));
-    return this.template.render({
-      messages: plain,
-      ...(options.tools && options.tools.length > 0 ? { tools: options.tools } : {}),
-      add_generation_prompt: options.addGenerationPrompt ?? true,
-      ...this.specials,
-    });
+    return this.template.render({ messages, tools: options.tools }, options.addGenerationPrompt ?? true);
   }
-}
-
-function tokenText(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (value && typeof value === "object" && "content" in value) return String((value as { content: unknown }).content);
-  return "";
 }

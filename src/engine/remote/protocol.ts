@@ -4,6 +4,7 @@
  * is `python/arclight_torch/schema.py`; docs/torch-engine.md documents both.
  */
 import { z } from "zod";
+import type { TokenizerFiles } from "../../wire/hf-tokenizer.js";
 import type { GenerationRequest, LossConfig, OptimizerConfig, TrainRow } from "../engine.js";
 import { clampRecordedLogprob } from "../nonfinite-guard.js";
 
@@ -30,12 +31,10 @@ export const InfoSchema = z.object({
 export type WorkerInfo = z.infer<typeof InfoSchema>;
 
 /** `GET /v1/tokenizer`: tokenizer.json and tokenizer_config.json (chat template inlined), as loaded by the worker. */
-export const TokenizerFilesSchema = z.object({
+export const TokenizerFilesSchema: z.ZodType<TokenizerFiles> = z.object({
   tokenizer: z.record(z.string(), z.unknown()),
   config: z.record(z.string(), z.unknown()),
 });
-/** The worker's tokenizer files. */
-export type TokenizerFiles = z.infer<typeof TokenizerFilesSchema>;
 
 const versioned = { policy_version: z.number().int() };
 

@@ -6,6 +6,7 @@
 import { once } from "node:events";
 import { resolve } from "node:path";
 import type { ServerChild } from "../../process/server-child.js";
+import { HfTokenizer } from "../../wire/hf-tokenizer.js";
 import type {
   Engine,
   GenerateOptions,
@@ -17,7 +18,6 @@ import type {
   TrainRow,
 } from "../engine.js";
 import { HfChatTemplate } from "./hf-chat-template.js";
-import { HfTokenizer } from "./hf-tokenizer.js";
 import {
   GenerateAnswerSchema,
   InfoSchema,

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../../testing/temp-dir.js";
-import { renderChat } from "../embedded/chat-template.js";
+import { renderChatML } from "../embedded/chat-template.js";
 import { EmbeddedEngine } from "../embedded/engine.js";
 import { ByteTokenizer } from "../embedded/tokenizer.js";
 import { postJson, postSse, streamedTokenIds } from "../testing/http-client.js";
@@ -65,7 +65,7 @@ describe("POST /v1/chat/completions (real engine)", () => {
     expect(body.object).toBe("chat.completion");
     expect(body.model).toBe("tiny-test");
     expect(body.policy_version).toBe(0);
-    expect(body.prompt_token_ids).toEqual(renderChat(tokenizer, [{ role: "user", content: "Hi" }]));
+    expect(body.prompt_token_ids).toEqual(renderChatML(tokenizer, [{ role: "user", content: "Hi" }]));
     const choice = body.choices[0];
     expect(Object.keys(choice)).toEqual(["index", "message", "logprobs", "finish_reason", "stop_reason", "token_ids"]);
     expect(Object.keys(choice.message)).toEqual([

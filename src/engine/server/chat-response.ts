@@ -14,6 +14,7 @@
  */
 
 import { vllmAssistantMessage } from "../../protocol/assistant-message.js";
+import { parseHermesToolCalls, type WireToolCall } from "../../wire/tool-calls.js";
 import type { ToolCallDelimiters } from "../chat-template.js";
 import type { GenerationResult } from "../engine.js";
 import type { Tokenizer } from "../tokenizer.js";
@@ -21,7 +22,6 @@ import { usage } from "./context.js";
 import { type ChatLogprobEntry, chatLogprobEntries, tokenStrings } from "./logprobs.js";
 import { wireStopReason } from "./sampling.js";
 import { visibleText } from "./text-stream.js";
-import { parseToolCalls, type WireToolCall } from "./tool-calls.js";
 
 /** How the choices of one chat request are written. */
 export interface ChatRenderOptions {
@@ -48,7 +48,7 @@ function messageOf(
   const { tokenizer, stop, toolCalls } = options;
   if (!options.parseTools) return { content: visibleText(tokenizer, result.tokenIds, stop), toolCalls: [] };
   const text = visibleText(tokenizer, result.tokenIds, stop, [toolCalls.startId, toolCalls.endId]);
-  return parseToolCalls(text, {
+  return parseHermesToolCalls(text, {
     start: tokenizer.decode([toolCalls.startId], false),
     end: tokenizer.decode([toolCalls.endId], false),
   });

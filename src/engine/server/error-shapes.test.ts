@@ -5,7 +5,7 @@
  */
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
-import { renderChat } from "../embedded/chat-template.js";
+import { renderChatML } from "../embedded/chat-template.js";
 import { ByteTokenizer } from "../embedded/tokenizer.js";
 import { postJson } from "../testing/http-client.js";
 import { ScriptedEngine } from "../testing/scripted-engine.js";
@@ -104,7 +104,7 @@ describe("the developer role", () => {
       { role: "developer", content: "Be brief." },
       { role: "user", content: "Hi" },
     ];
-    const expected = renderChat(new ByteTokenizer(), [
+    const expected = renderChatML(new ByteTokenizer(), [
       { role: "system", content: "Be brief." },
       { role: "user", content: "Hi" },
     ]);

@@ -7,21 +7,8 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { toErrorResponse } from "../../http/error-handler.js";
+import { vllmErrorObject } from "../../wire/error-bodies.js";
 import { MODEL_NOT_SERVED } from "./model-check.js";
-
-/** vLLM's error `type` for each status it answers with. */
-const ERROR_TYPES: Record<number, string> = {
-  400: "BadRequestError",
-  401: "UnauthorizedError",
-  404: "NotFoundError",
-  409: "ConflictError",
-  413: "BadRequestError",
-  422: "BadRequestError",
-  429: "TooManyRequestsError",
-  500: "InternalServerError",
-  501: "NotImplementedError",
-  503: "ServiceUnavailableError",
-};
 
 /**
  * The body of an engine error answer.
@@ -33,9 +20,7 @@ const ERROR_TYPES: Record<number, string> = {
  */
 export function openaiErrorBody(status: number, detail: unknown, code: string): Record<string, unknown> {
   const message = typeof detail === "string" ? detail : JSON.stringify(detail);
-  const type = ERROR_TYPES[status] ?? (status >= 500 ? "InternalServerError" : "BadRequestError");
-  const param = code === MODEL_NOT_SERVED ? "model" : null;
-  return { error: { message, type, param, code: status }, detail, code };
+  return { error: vllmErrorObject(status, message, code === MODEL_NOT_SERVED ? "model" : null), detail, code };
 }
 
 /** Fastify `setErrorHandler` callback of the engine server: the shared handler's status, the body above. */

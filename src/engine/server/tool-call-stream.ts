@@ -3,10 +3,11 @@
  * Text before the first `<tool_call>` streams as content; the ids of a block stream as `delta: {}` and the call is sent
  * whole, as one `tool_calls` delta, on its `</tool_call>` id (clients accumulate deltas, so one piece is valid OpenAI).
  */
+
+import { parseToolCallBlock } from "../../wire/tool-calls.js";
 import type { ToolCallDelimiters } from "../chat-template.js";
 import type { Tokenizer } from "../tokenizer.js";
 import { TextAssembler } from "./text-stream.js";
-import { parseToolCallBlock } from "./tool-calls.js";
 
 /** A chat stream delta (vLLM `DeltaMessage`, the keys this server sends). */
 export type ChatDelta =

@@ -1,6 +1,7 @@
 /** @module The types of one proxied call and of what every call shares, used by the forwarder, relay and recorder. */
 import type { FastifyBaseLogger } from "fastify";
 import type { Store } from "../../store/store.js";
+import type { TokenizerFolders } from "../../wire/tokenizer-folder.js";
 import type { CallIdentity } from "./agent-identity.js";
 import type { CallAbort } from "./call-abort.js";
 import type { ProxyEndpointKind } from "./capture.js";
@@ -8,7 +9,6 @@ import type { InflightCalls } from "./inflight-calls.js";
 import type { ProxyLookups } from "./lookups.js";
 import type { ProxyOptions } from "./options.js";
 import type { AgentBody, ProxyMode } from "./rewrite.js";
-import type { TokenizerFolders } from "./tito/tokenizer-folder.js";
 import type { CallTranslation } from "./translate/translation.js";
 import type { UpstreamClient } from "./upstream.js";
 

@@ -16,6 +16,7 @@ import {
   RolloutNotFound,
 } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
+import { TokenizerFolders } from "../../wire/tokenizer-folder.js";
 import type { JsonBodyText } from "../json-body.js";
 import { callIdentity } from "./agent-identity.js";
 import type { AgentReply } from "./agent-reply.js";
@@ -30,7 +31,6 @@ import type { PauseController } from "./pause.js";
 import type { ProxyContext } from "./proxy-call.js";
 import { agentRequestId } from "./request-ids.js";
 import type { ProxyMode } from "./rewrite.js";
-import { TokenizerFolders } from "./tito/tokenizer-folder.js";
 import { translateAnthropicCall } from "./translate/anthropic-call.js";
 import { ResponseHistory } from "./translate/response-history.js";
 import { translateResponsesCall } from "./translate/responses-call.js";

@@ -9,12 +9,12 @@ import { once } from "node:events";
 import { performance } from "node:perf_hooks";
 import { PassThrough } from "node:stream";
 import type { ArclightError } from "../../protocol/index.js";
+import { SSE_DONE, SseParser, sseEvent } from "../../wire/sse.js";
 import type { AgentReply } from "./agent-reply.js";
 import { proxyAbortError } from "./call-abort.js";
 import type { CaptureReason, ProxyEndpointKind } from "./capture.js";
 import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
 import { recordCall } from "./record-call.js";
-import { SSE_DONE, SseParser, sseEvent } from "./sse.js";
 import { StreamAssembler } from "./stream-assembler.js";
 import type { UpstreamAnswer } from "./upstream.js";
 

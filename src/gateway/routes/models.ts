@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import { z } from "zod";
 import { BadRequest, endpointUrlProblem, type Model, ModelSchema, parseOrThrow } from "../../protocol/index.js";
-import { readTokenizerFolder } from "../proxy/tito/tokenizer-folder.js";
+import { readTokenizerFolder } from "../../wire/tokenizer-folder.js";
 import type { GatewayRouteOptions } from "../route-options.js";
 
 const ModelListSchema = z.array(ModelSchema);

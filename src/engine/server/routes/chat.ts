@@ -3,6 +3,7 @@
  * answer in vLLM's shape, non-stream or SSE.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { disconnectSignal, openSse } from "../../../wire/sse.js";
 import type { GenerationRequest } from "../../engine.js";
 import { type AnswerIdentity, type ChatRenderOptions, chatBody } from "../chat-response.js";
 import { ChatChoiceStream, chatUsageChunk } from "../chat-stream.js";
@@ -10,7 +11,6 @@ import { POLICY_VERSION_HEADER, responseId, runGeneration, type ServerContext } 
 import { checkModel } from "../model-check.js";
 import { type ChatRequest, chatRequestSchema, parseBody } from "../request-schemas.js";
 import { samplingParams } from "../sampling.js";
-import { disconnectSignal, openSse } from "../sse.js";
 
 /** A parsed chat request, ready to generate. */
 interface PreparedChat {
@@ -62,7 +62,7 @@ function prepare(ctx: ServerContext, request: FastifyRequest): PreparedChat {
 
 /** Non-stream answer. */
 async function answer(ctx: ServerContext, chat: PreparedChat, reply: FastifyReply) {
-  const signal = disconnectSignal(reply);
+  const signal = disconnectSignal(reply.raw);
   const { results, policyVersion } = await runGeneration(ctx, chat.requests, { signal });
   void reply.header(POLICY_VERSION_HEADER, String(policyVersion));
   return chatBody(chat.identity, chat.promptTokenIds, results, policyVersion, chat.options);
@@ -70,11 +70,11 @@ async function answer(ctx: ServerContext, chat: PreparedChat, reply: FastifyRepl
 
 /** SSE answer: headers and role chunks once admitted, then one chunk per id, finishing, usage, `[DONE]`. */
 async function stream(ctx: ServerContext, chat: PreparedChat, reply: FastifyReply): Promise<void> {
-  const signal = disconnectSignal(reply);
+  const signal = disconnectSignal(reply.raw);
   const choices = chat.requests.map((_, i) => new ChatChoiceStream(i, chat.identity, chat.options));
   let sse: ReturnType<typeof openSse> | undefined;
   const onAdmitted = (policyVersion: number): void => {
-    sse = openSse(reply, { [POLICY_VERSION_HEADER]: String(policyVersion) });
+    sse = openSse(reply.hijack().raw, { [POLICY_VERSION_HEADER]: String(policyVersion) });
     for (const choice of choices) sse.send(choice.roleChunk(chat.promptTokenIds, policyVersion));
   };
   const onToken = (index: number, token: { tokenId: number; logprob: number }): void => {

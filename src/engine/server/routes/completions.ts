@@ -5,6 +5,7 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { BadRequest } from "../../../protocol/errors.js";
+import { disconnectSignal, openSse } from "../../../wire/sse.js";
 import type { GenerationRequest } from "../../engine.js";
 import type { AnswerIdentity } from "../chat-response.js";
 import { chatUsageChunk } from "../chat-stream.js";
@@ -13,7 +14,6 @@ import { POLICY_VERSION_HEADER, responseId, runGeneration, type ServerContext } 
 import { checkModel } from "../model-check.js";
 import { type CompletionRequest, completionRequestSchema, parseBody } from "../request-schemas.js";
 import { samplingParams } from "../sampling.js";
-import { disconnectSignal, openSse } from "../sse.js";
 
 /** vLLM's default `max_tokens` of `/v1/completions`. */
 const DEFAULT_MAX_TOKENS = 16;
@@ -74,7 +74,9 @@ function prepare(ctx: ServerContext, request: FastifyRequest): PreparedCompletio
 }
 
 async function answer(ctx: ServerContext, completion: PreparedCompletion, reply: FastifyReply) {
-  const { results, policyVersion } = await runGeneration(ctx, completion.requests, { signal: disconnectSignal(reply) });
+  const { results, policyVersion } = await runGeneration(ctx, completion.requests, {
+    signal: disconnectSignal(reply.raw),
+  });
   void reply.header(POLICY_VERSION_HEADER, String(policyVersion));
   const promptTokens = completion.prompts.reduce((sum, p) => sum + p.length, 0);
   return completionBody(completion.identity, results, promptTokens, policyVersion, completion.options);
@@ -85,7 +87,7 @@ async function stream(ctx: ServerContext, completion: PreparedCompletion, reply:
   let choices: CompletionChoiceStream[] = [];
   let sse: ReturnType<typeof openSse> | undefined;
   const onAdmitted = (policyVersion: number): void => {
-    sse = openSse(reply, { [POLICY_VERSION_HEADER]: String(policyVersion) });
+    sse = openSse(reply.hijack().raw, { [POLICY_VERSION_HEADER]: String(policyVersion) });
     choices = requests.map((r, i) => new CompletionChoiceStream(i, identity, r.promptTokenIds, policyVersion, options));
   };
   const onToken = (index: number, token: { tokenId: number; logprob: number }): void => {
@@ -93,7 +95,11 @@ async function stream(ctx: ServerContext, completion: PreparedCompletion, reply:
     if (chunk) sse?.send(chunk);
   };
   try {
-    const { results } = await runGeneration(ctx, requests, { signal: disconnectSignal(reply), onAdmitted, onToken });
+    const { results } = await runGeneration(ctx, requests, {
+      signal: disconnectSignal(reply.raw),
+      onAdmitted,
+      onToken,
+    });
     for (const [i, result] of results.entries()) sse?.send(choices[i]?.finish(result));
     if (completion.body.stream_options?.include_usage) {
       const promptTokens = completion.prompts.reduce((sum, p) => sum + p.length, 0);

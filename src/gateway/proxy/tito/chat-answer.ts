@@ -5,9 +5,9 @@
  * @see vLLM v0.19 `ChatCompletionResponse` / `ChatCompletionStreamResponse` (`chat_completion/protocol.py`)
  */
 
-import { parseToolCalls } from "../../../engine/server/tool-calls.js";
 import { vllmAssistantMessage } from "../../../protocol/assistant-message.js";
 import type { ToolParserName } from "../../../protocol/index.js";
+import { toolCallParser } from "../../../wire/tool-calls.js";
 
 type Json = Record<string, unknown>;
 
@@ -26,7 +26,7 @@ export function firstChoice(completion: Json): Json {
 /** Content and tool calls of generated text under a parser. */
 function parseText(text: string, parser: ToolParserName): { content: string | null; toolCalls: Json[] } {
   if (parser === "none") return { content: text, toolCalls: [] };
-  const parsed = parseToolCalls(text);
+  const parsed = toolCallParser(parser).parse(text);
   return { content: parsed.content, toolCalls: parsed.toolCalls as unknown as Json[] };
 }
 

@@ -16,7 +16,7 @@
  * 6. Tools: equal as JSON values (key order ignored); absent, `null` and `[]` are equal.
  */
 import { isDeepStrictEqual } from "node:util";
-import { contentText } from "./chat-render.js";
+import { contentText } from "../../../wire/chat.js";
 
 type Json = Record<string, unknown>;
 

@@ -5,10 +5,10 @@
  * conversation whose tool turns a framework regrouped is matched (and rendered) in its sequential form.
  */
 import { isDeepStrictEqual } from "node:util";
-import { type ChatInput, contentText, renderChat } from "./chat-render.js";
+import { type ChatInput, contentText } from "../../../wire/chat.js";
+import type { TokenizerFolder } from "../../../wire/tokenizer-folder.js";
 import { sameMessage, sameTools } from "./message-equality.js";
 import { sequentialTurns } from "./sequential-turns.js";
-import type { TitoTokenizer } from "./tokenizer-folder.js";
 
 type Json = Record<string, unknown>;
 
@@ -109,19 +109,24 @@ function countOf(text: string, needle: string): number {
  * the recorded ids anyway.
  * @returns the suffix text, or undefined when a cut cannot be placed
  */
-function suffixText(model: TitoTokenizer, chat: ChatInput, covered: number, endedWithEot: boolean): string | undefined {
+function suffixText(
+  model: TokenizerFolder,
+  chat: ChatInput,
+  covered: number,
+  endedWithEot: boolean,
+): string | undefined {
   const eot = model.endOfTurn.text;
-  const base = renderChat(model, { ...chat, messages: chat.messages.slice(0, covered) }, false);
+  const base = model.template.render({ ...chat, messages: chat.messages.slice(0, covered) }, false);
   const c = countOf(base, eot);
-  const full = renderChat(model, chat, true);
+  const full = model.template.render(chat, true);
   const cut = afterOccurrence(full, eot, c);
   if (c === 0 || cut < 0) return undefined;
   return endedWithEot ? full.slice(cut) : full.slice(cut - eot.length);
 }
 
 /** Full path: the whole conversation rendered and tokenised. */
-function fullPlan(model: TitoTokenizer, chat: ChatInput, reason: string): PromptPlan {
-  const promptIds = model.tokenizer.encodeWithSpecials(renderChat(model, chat, true));
+function fullPlan(model: TokenizerFolder, chat: ChatInput, reason: string): PromptPlan {
+  const promptIds = model.tokenizer.encodeWithSpecials(model.template.render(chat, true));
   return { promptIds, path: "full", prefixEnd: 0, prefixMessages: 0, reason, chat };
 }
 
@@ -133,7 +138,7 @@ function fullPlan(model: TitoTokenizer, chat: ChatInput, reason: string): Prompt
  * @returns the ids and how they were built
  * @see docs/tito.md for a worked example
  */
-export function planPrompt(model: TitoTokenizer, chat: ChatInput, turns: readonly RecordedTurn[]): PromptPlan {
+export function planPrompt(model: TokenizerFolder, chat: ChatInput, turns: readonly RecordedTurn[]): PromptPlan {
   if (turns.length === 0) return fullPlan(model, chat, "no_recorded_turn");
   // A message quoting the end-of-turn token would move the cut: such a conversation is rendered whole.
   const eot = model.endOfTurn.text;

@@ -6,6 +6,9 @@
  */
 import { performance } from "node:perf_hooks";
 import { BadRequest, type Model, type ToolParserName } from "../../../protocol/index.js";
+import type { ChatInput } from "../../../wire/chat.js";
+import { SSE_DONE, sseEvent } from "../../../wire/sse.js";
+import type { TokenizerFolder } from "../../../wire/tokenizer-folder.js";
 import type { AgentReply } from "../agent-reply.js";
 import type { CallRecord } from "../capture.js";
 import { startCall } from "../inflight-calls.js";
@@ -13,13 +16,10 @@ import type { ProxyCall, ProxyContext, TrackedCall } from "../proxy-call.js";
 import { recordCall } from "../record-call.js";
 import { upstreamRequestIds } from "../request-ids.js";
 import { proxyFields } from "../rewrite.js";
-import { SSE_DONE, sseEvent } from "../sse.js";
 import type { UpstreamAnswer } from "../upstream.js";
 import { chatAnswer, chatChunks, firstChoice } from "./chat-answer.js";
-import type { ChatInput } from "./chat-render.js";
 import { type PromptPlan, planPrompt } from "./prompt-plan.js";
 import { recordedTurns, titoRecord } from "./recorded-turns.js";
-import type { TitoTokenizer } from "./tokenizer-folder.js";
 
 type Json = Record<string, unknown>;
 
@@ -141,7 +141,7 @@ export async function forwardTitoCall(
  * `<tool_call>`, a special token in many tokenizers), without the end-of-turn id that stopped it; the upstream's text
  * when a stop string ended the generation (its ids include the stop string, its text does not) or ids are missing.
  */
-function generatedText(choice: Json, folder: TitoTokenizer): string | undefined {
+function generatedText(choice: Json, folder: TokenizerFolder): string | undefined {
   const ids = choice.token_ids;
   if (typeof choice.stop_reason === "string" || !Array.isArray(ids)) return undefined;
   const stopped = ids.length > 0 && ids[ids.length - 1] === folder.endOfTurn.id;
@@ -154,7 +154,7 @@ interface Answering {
   plan: PromptPlan;
   answer: UpstreamAnswer;
   parser: ToolParserName;
-  folder: TitoTokenizer;
+  folder: TokenizerFolder;
   reply: AgentReply;
   base: { kind: "completions"; model: string; request: Json; requestText: string; startedAt: number };
 }

@@ -1,6 +1,8 @@
 /** @module One Anthropic Messages API call over the chat path: request to chat, chat answer back (JSON or SSE). */
+
+import { anthropicErrorBody } from "../../../wire/error-bodies.js";
 import { anthropicToChat } from "./anthropic-request.js";
-import { anthropicError, anthropicMessage, anthropicMessageId } from "./anthropic-response.js";
+import { anthropicMessage, anthropicMessageId } from "./anthropic-response.js";
 import { AnthropicStreamWriter } from "./anthropic-stream.js";
 import { type Json, type TranslatedCall, upstreamErrorMessage } from "./translation.js";
 
@@ -19,7 +21,7 @@ export function translateAnthropicCall(body: Json): TranslatedCall {
     translation: {
       streamContentType: "text/event-stream; charset=utf-8",
       body: (chatBody) => anthropicMessage(chatBody, body, id),
-      error: (status, upstream) => anthropicError(status, upstreamErrorMessage(status, upstream)),
+      error: (status, upstream) => anthropicErrorBody(status, upstreamErrorMessage(status, upstream)),
       chunk: (chunk) => writer.chunk(chunk),
       end: (assembled) => writer.end(assembled),
       streamError: (message, status) => writer.error(message, status),

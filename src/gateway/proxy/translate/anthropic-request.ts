@@ -11,7 +11,7 @@
  * @see https://docs.anthropic.com/en/api/messages
  */
 import { BadRequest } from "../../../protocol/index.js";
-import { pythonJsonDumps } from "./py-json.js";
+import { pythonJsonDumps } from "../../../wire/python-json.js";
 import { isJson, type Json } from "./translation.js";
 
 function blocksOf(content: unknown, where: string): Json[] {

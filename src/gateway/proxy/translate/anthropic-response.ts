@@ -80,23 +80,3 @@ export function anthropicMessage(chat: Json, request: Json, id: string): Json {
     usage: anthropicUsage(answer.promptTokens, answer.outputTokens),
   };
 }
-
-const ERROR_TYPES: Record<number, string> = {
-  400: "invalid_request_error",
-  401: "authentication_error",
-  403: "permission_error",
-  404: "not_found_error",
-  413: "request_too_large",
-  429: "rate_limit_error",
-  529: "overloaded_error",
-};
-
-/**
- * Anthropic's error body.
- * @param status - HTTP status
- * @param message - what went wrong
- * @returns `{type: "error", error: {type, message}}`
- */
-export function anthropicError(status: number, message: string): Json {
-  return { type: "error", error: { type: ERROR_TYPES[status] ?? "api_error", message } };
-}

@@ -5,7 +5,9 @@
  * `error` event. Every event is `event: <type>` plus `data: {"type": <type>, …}`.
  * @see https://docs.anthropic.com/en/docs/build-with-claude/streaming
  */
-import { anthropicError, anthropicUsage, stopReasonOf } from "./anthropic-response.js";
+
+import { anthropicErrorBody } from "../../../wire/error-bodies.js";
+import { anthropicUsage, stopReasonOf } from "./anthropic-response.js";
 import { chatAnswerOf } from "./responses-response.js";
 import { isJson, type Json, namedSseEvent } from "./translation.js";
 
@@ -126,6 +128,6 @@ export class AnthropicStreamWriter {
    * @param status - 502, 504, or the upstream error's code
    */
   error(message: string, status: number): string {
-    return (this.started ? "" : this.start({})) + namedSseEvent("error", anthropicError(status, message));
+    return (this.started ? "" : this.start({})) + namedSseEvent("error", anthropicErrorBody(status, message));
   }
 }

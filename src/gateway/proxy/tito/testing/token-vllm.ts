@@ -8,9 +8,9 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { ChatInput } from "../../../../wire/chat.js";
+import { readTokenizerFolder, type TokenizerFolder } from "../../../../wire/tokenizer-folder.js";
 import { chatAnswer, chatChunks } from "../chat-answer.js";
-import { type ChatInput, renderChat } from "../chat-render.js";
-import { readTokenizerFolder, type TitoTokenizer } from "../tokenizer-folder.js";
 
 type Json = Record<string, unknown>;
 
@@ -44,7 +44,7 @@ export class TokenVllm {
 
   private constructor(
     private readonly server: Server,
-    private readonly folder: TitoTokenizer,
+    private readonly folder: TokenizerFolder,
     private model: FakeModel,
   ) {}
 
@@ -105,7 +105,7 @@ export class TokenVllm {
       ...(Array.isArray(body.tools) ? { tools: body.tools as Json[] } : {}),
       ...(body.chat_template_kwargs ? { templateKwargs: body.chat_template_kwargs as Json } : {}),
     };
-    return this.folder.tokenizer.encodeWithSpecials(renderChat(this.folder, chat, true));
+    return this.folder.tokenizer.encodeWithSpecials(this.folder.template.render(chat, true));
   }
 
   /** The `/v1/completions` body of one generation (ids = the model's text tokenised + end-of-turn id). */

@@ -1,10 +1,9 @@
 /** @module Python's `json.dumps(value, ensure_ascii=False)` text of a JSON value, as vLLM writes tool-call arguments. */
 
 /**
- * Serialises like Python `json.dumps(value, ensure_ascii=False)`: `", "` and `": "` separators, non-ASCII kept.
- * A client that hands back tool-call arguments as an object (Anthropic `tool_use.input`) gets the string a chat
- * client would have sent back verbatim, so the next prompt's tokens match. Differs from Python for floats with an
- * integral value (`1.0` prints as `1`) and for lone surrogates.
+ * Serialises like Python `json.dumps(value, ensure_ascii=False)`: `", "` and `": "` separators, non-ASCII kept, keys
+ * whose value is `undefined` left out. Differs from Python for floats with an integral value (`1.0` prints as `1`)
+ * and for lone surrogates.
  * @param value - a JSON value
  * @returns its text
  * @see vLLM `hermes_tool_parser.py`: `json.dumps(function_call["arguments"], ensure_ascii=False)`

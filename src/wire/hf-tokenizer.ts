@@ -1,13 +1,18 @@
 /**
- * @module `HfTokenizer`: the `Tokenizer` of a Hugging Face model, run locally with tokenizers.js from the files the
- * worker serves (`GET /v1/tokenizer`), so the engine server encodes and decodes without a round trip per call.
+ * @module `HfTokenizer`: a Hugging Face model's tokenizer run locally with tokenizers.js from its `tokenizer.json` and
+ * `tokenizer_config.json` (the engine's `Tokenizer` shape, also read by the gateway's `tito` mode).
  */
 import { Tokenizer as JsTokenizer } from "@huggingface/tokenizers";
-import type { Tokenizer } from "../tokenizer.js";
-import type { TokenizerFiles } from "./protocol.js";
+import { tokenText } from "./chat-template.js";
 
-/** A Hugging Face tokenizer behind arclight's `Tokenizer` interface. */
-export class HfTokenizer implements Tokenizer {
+/** A model's tokenizer files: tokenizer.json and tokenizer_config.json, parsed. */
+export interface TokenizerFiles {
+  tokenizer: Record<string, unknown>;
+  config: Record<string, unknown>;
+}
+
+/** A Hugging Face tokenizer. */
+export class HfTokenizer {
   /** Rows of the model's output layer (ids the model can produce; may exceed the tokenizer's own vocabulary). */
   readonly vocabSize: number;
   /** The tokenizer's EOS id (`eos_token` of tokenizer_config.json). */
@@ -28,8 +33,8 @@ export class HfTokenizer implements Tokenizer {
     const addedList = (files.tokenizer.added_tokens ?? []) as { id: number; content: string; special: boolean }[];
     this.added = new Map(addedList.map((t) => [t.id, { content: t.content, special: t.special }]));
     this.byteLevel = JSON.stringify(files.tokenizer.decoder ?? {}).includes('"ByteLevel"');
-    const eos = tokenString(files.config.eos_token);
-    const eosId = eos === undefined ? undefined : this.inner.token_to_id(eos);
+    const eos = tokenText(files.config.eos_token);
+    const eosId = eos === "" ? undefined : this.inner.token_to_id(eos);
     if (eosId === undefined) throw new Error(`tokenizer: eos_token ${JSON.stringify(eos)} is not in the vocabulary`);
     this.eosId = eosId;
   }
@@ -107,13 +112,6 @@ export class HfTokenizer implements Tokenizer {
     if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize)
       throw new RangeError(`token id ${id} is outside the vocabulary [0, ${this.vocabSize})`);
   }
-}
-
-/** A token in tokenizer_config.json: a string or an AddedToken object with `content`. */
-function tokenString(value: unknown): string | undefined {
-  if (typeof value === "string") return value;
-  if (value && typeof value === "object" && "content" in value) return String((value as { content: unknown }).content);
-  return undefined;
 }
 
 /**

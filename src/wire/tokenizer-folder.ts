@@ -1,23 +1,19 @@
 /**
- * @module A model's tokenizer and chat template read from a folder the gateway can see (`tokenizer.json`,
- * `tokenizer_config.json`, optionally `chat_template.jinja`), as the `tito` proxy mode needs them, with a cache per
- * folder so each is parsed once.
+ * @module A Hugging Face model's tokenizer and chat template read from its folder (`tokenizer.json`,
+ * `tokenizer_config.json`, optionally `chat_template.jinja`), with a cache per folder so each is parsed once.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Template } from "@huggingface/jinja";
-import { HfTokenizer } from "../../../engine/remote/hf-tokenizer.js";
-import { BadRequest, quoteStart } from "../../../protocol/index.js";
+import { BadRequest, quoteStart } from "../protocol/index.js";
+import { JinjaChatTemplate } from "./chat-template.js";
+import { HfTokenizer } from "./hf-tokenizer.js";
 
-/** What `tito` needs of a model: its tokenizer, its chat template and its end-of-turn token. */
-export interface TitoTokenizer {
+/** A model's tokenizer, its chat template and its end-of-turn token. */
+export interface TokenizerFolder {
   /** The folder it was read from. */
   folder: string;
   tokenizer: HfTokenizer;
-  /** The compiled chat template (Jinja). */
-  template: Template;
-  /** `bos_token`, `eos_token`, `pad_token` strings, passed to the template as variables. */
-  specials: Record<string, string>;
+  template: JinjaChatTemplate;
   /** The token that ends an assistant turn (`eos_token`, e.g. `<|im_end|>`) and its id. */
   endOfTurn: { text: string; id: number };
 }
@@ -35,12 +31,6 @@ function readJson(path: string, what: string): Record<string, unknown> {
     throw new BadRequest(`tito tokenizer: ${what} (${quoteStart(path, 300)}) is not a JSON object`);
   }
   return value as Record<string, unknown>;
-}
-
-function tokenText(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (value && typeof value === "object" && "content" in value) return String((value as { content: unknown }).content);
-  return "";
 }
 
 /** The chat template's source: `chat_template.jinja` beside the config, else the config's `chat_template` string. */
@@ -61,12 +51,12 @@ function templateSource(folder: string, config: Record<string, unknown>): string
  * @throws {BadRequest} when a file is missing or unreadable, the template does not compile, or the config's
  *   `eos_token` is not in the vocabulary (the message names the folder and the file)
  */
-export function readTokenizerFolder(folder: string): TitoTokenizer {
+export function readTokenizerFolder(folder: string): TokenizerFolder {
   const tokenizerJson = readJson(join(folder, "tokenizer.json"), "tokenizer.json");
   const config = readJson(join(folder, "tokenizer_config.json"), "tokenizer_config.json");
-  let template: Template;
+  let template: JinjaChatTemplate;
   try {
-    template = new Template(templateSource(folder, config));
+    template = new JinjaChatTemplate(templateSource(folder, config), config);
   } catch (err) {
     if (err instanceof BadRequest) throw err;
     throw new BadRequest(`tito tokenizer: the chat template of ${folder} does not compile: ${(err as Error).message}`);
@@ -80,21 +70,18 @@ export function readTokenizerFolder(folder: string): TitoTokenizer {
   } catch (err) {
     throw new BadRequest(`tito tokenizer: ${folder}: ${(err as Error).message}`);
   }
-  const specials = Object.fromEntries(
-    ["bos_token", "eos_token", "pad_token"].map((key) => [key, tokenText(config[key])]),
-  );
-  return { folder, tokenizer, template, specials, endOfTurn: { text: specials.eos_token!, id: tokenizer.eosId } };
+  return { folder, tokenizer, template, endOfTurn: { text: template.specials.eos_token, id: tokenizer.eosId } };
 }
 
 /** Tokenizer folders read once each and kept (a gateway serves few models). */
 export class TokenizerFolders {
-  private readonly cache = new Map<string, TitoTokenizer>();
+  private readonly cache = new Map<string, TokenizerFolder>();
 
   /**
    * The folder's tokenizer, read on first use.
    * @throws {BadRequest} as {@link readTokenizerFolder}
    */
-  get(folder: string): TitoTokenizer {
+  get(folder: string): TokenizerFolder {
     let found = this.cache.get(folder);
     if (!found) {
       found = readTokenizerFolder(folder);

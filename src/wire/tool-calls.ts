@@ -1,8 +1,10 @@
 /**
- * @module Hermes-style tool-call parsing of generated text, as vLLM's `--tool-call-parser hermes` does:
- * `<tool_call>{"name": …, "arguments": {…}}</tool_call>` blocks become OpenAI `tool_calls`.
+ * @module Tool-call parsers of generated text, by vLLM's `--tool-call-parser` name: each turns a generation into
+ * OpenAI `tool_calls`. `hermes` (`<tool_call>{"name": …, "arguments": {…}}</tool_call>` blocks) is implemented;
+ * another format is one more entry in {@link TOOL_CALL_PARSERS}.
  */
 import { randomBytes } from "node:crypto";
+import { pythonJsonDumps } from "./python-json.js";
 
 /** One parsed tool call, OpenAI/vLLM wire shape. */
 export interface WireToolCall {
@@ -16,11 +18,11 @@ export interface WireToolCall {
   };
 }
 
-/** What the parser made of a generation. */
+/** What a parser made of a generation. */
 export interface ParsedToolCalls {
-  /** Text before the first block, or null when blank; the whole text when no call was parsed. */
+  /** Text before the first call, or null when blank; the whole text when no call was parsed. */
   content: string | null;
-  /** Every parsed call, in order; empty when the text has no blocks or any block is malformed. */
+  /** Every parsed call, in order; empty when the text has none or any is malformed. */
   toolCalls: WireToolCall[];
 }
 
@@ -28,6 +30,17 @@ export interface ParsedToolCalls {
 export interface ToolCallMarkers {
   start: string;
   end: string;
+}
+
+/** One tool-call format. */
+export interface ToolCallParser {
+  /** vLLM's `--tool-call-parser` name. */
+  readonly name: string;
+  /**
+   * Parses a whole generation.
+   * @param text - the generated text, special tokens written as their strings, the stop token removed
+   */
+  parse(text: string): ParsedToolCalls;
 }
 
 /** Hermes markers: `<tool_call>` and `</tool_call>`. */
@@ -38,23 +51,7 @@ export function toolCallId(): string {
   return `chatcmpl-tool-${randomBytes(8).toString("hex")}`;
 }
 
-/**
- * Serialises a JSON value as Python's `json.dumps(value, ensure_ascii=False)` does: `", "` between items, `": "`
- * after keys, non-ASCII kept raw. (Numbers print as JavaScript prints them, so `1.0` comes back as `1`.)
- * @param value - a value produced by `JSON.parse`
- * @returns its JSON text
- * @see https://docs.python.org/3/library/json.html#json.dumps
- */
-export function pythonJsonDumps(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(pythonJsonDumps).join(", ")}]`;
-  if (value !== null && typeof value === "object") {
-    const items = Object.entries(value).map(([key, item]) => `${JSON.stringify(key)}: ${pythonJsonDumps(item)}`);
-    return `{${items.join(", ")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
-
-/** Parses one block's JSON into a call, or undefined when it is not `{"name": string, "arguments"?: …}`. */
+/** Parses one Hermes block's JSON into a call, or undefined when it is not `{"name": string, "arguments"?: …}`. */
 export function parseToolCallBlock(json: string): WireToolCall | undefined {
   let parsed: unknown;
   try {
@@ -68,7 +65,7 @@ export function parseToolCallBlock(json: string): WireToolCall | undefined {
   return { id: toolCallId(), type: "function", function: { name, arguments: pythonJsonDumps(args ?? {}) } };
 }
 
-/** Splits text into the `<tool_call>` block bodies; undefined when a block is unterminated. */
+/** The bodies of the blocks from `first` on; undefined when a block is unterminated. */
 function blockBodies(text: string, first: number, markers: ToolCallMarkers): string[] | undefined {
   const bodies: string[] = [];
   const { start, end } = markers;
@@ -83,20 +80,37 @@ function blockBodies(text: string, first: number, markers: ToolCallMarkers): str
 }
 
 /**
- * Parses every `<tool_call>{json}</tool_call>` block of a generation, all or nothing: one malformed or unterminated
- * block leaves the whole text as content with no calls (as vLLM's Hermes parser does).
+ * Parses every Hermes block of a generation, all or nothing: one malformed or unterminated block leaves the whole
+ * text as content with no calls (as vLLM's Hermes parser does).
  * @param text - the generated text with the tool-call specials written as their strings and the stop token removed
  * @param markers - the block delimiters as written in `text` (default `<tool_call>` / `</tool_call>`)
  * @returns content (text before the first block, null when blank) and the calls; `{content: text, toolCalls: []}` when
  *   nothing parsed
  * @see vLLM `vllm/tool_parsers/hermes_tool_parser.py` (`extract_tool_calls`)
  */
-export function parseToolCalls(text: string, markers: ToolCallMarkers = HERMES_MARKERS): ParsedToolCalls {
+export function parseHermesToolCalls(text: string, markers: ToolCallMarkers = HERMES_MARKERS): ParsedToolCalls {
   const first = text.indexOf(markers.start);
   if (first < 0) return { content: text, toolCalls: [] };
-  const bodies = blockBodies(text, first, markers);
-  const calls = bodies?.map((body) => parseToolCallBlock(body.trim()));
+  const calls = blockBodies(text, first, markers)?.map((body) => parseToolCallBlock(body.trim()));
   if (calls === undefined || calls.some((call) => call === undefined)) return { content: text, toolCalls: [] };
   const before = text.slice(0, first);
   return { content: before.trim() === "" ? null : before, toolCalls: calls as WireToolCall[] };
+}
+
+/** The parsers, keyed by vLLM's `--tool-call-parser` names. */
+export const TOOL_CALL_PARSERS: Readonly<Record<string, ToolCallParser>> = {
+  hermes: { name: "hermes", parse: (text) => parseHermesToolCalls(text) },
+};
+
+/**
+ * The parser of a name.
+ * @param name - a vLLM `--tool-call-parser` name, e.g. `hermes`
+ * @throws {RangeError} for a name with no parser here (the message lists the known ones)
+ */
+export function toolCallParser(name: string): ToolCallParser {
+  const parser = Object.hasOwn(TOOL_CALL_PARSERS, name) ? TOOL_CALL_PARSERS[name] : undefined;
+  if (parser === undefined) {
+    throw new RangeError(`no tool-call parser "${name}" (known: ${Object.keys(TOOL_CALL_PARSERS).join(", ")})`);
+  }
+  return parser;
 }

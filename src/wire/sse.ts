@@ -1,9 +1,11 @@
 /**
- * @module Incremental Server-Sent Events parser: bytes in, complete `data:` payloads out, as they arrive.
- * UTF-8 characters split across network chunks (emoji, CJK) are decoded correctly, and a huge event (a 100k-id
- * `prompt_token_ids` array) costs linear time however many chunks it spans.
+ * @module Server-Sent Events as OpenAI-compatible servers write them: an incremental parser (bytes in, `data:`
+ * payloads out; UTF-8 split across chunks decoded, a huge event parsed in linear time) and a writer
+ * (`data: <JSON>\n\n` events ending with `data: [DONE]\n\n`).
  * @see https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
  */
+import type { ServerResponse } from "node:http";
+import { vllmErrorObject } from "./error-bodies.js";
 
 /** The payload that ends an OpenAI-style stream. */
 export const SSE_DONE = "[DONE]";
@@ -85,4 +87,55 @@ function dataOf(block: string): string | null {
  */
 export function sseEvent(data: string): string {
   return `data: ${data}\n\n`;
+}
+
+/** An open SSE stream on one response, written as vLLM writes its streams. */
+export interface SseStream {
+  /** Writes one `data:` event of the value's JSON. */
+  send(data: unknown): void;
+  /** Writes an error event (vLLM's shape), then `[DONE]`, and ends the response. */
+  fail(message: string): void;
+  /** Writes `data: [DONE]` and ends the response. */
+  done(): void;
+}
+
+/**
+ * Writes the SSE headers (200, `text/event-stream; charset=utf-8`, plus `extraHeaders`) and returns the stream.
+ * Writes after the client left, or after the end, are dropped.
+ * @param raw - the response, not yet started
+ * @param extraHeaders - e.g. the policy version header
+ */
+export function openSse(raw: ServerResponse, extraHeaders: Record<string, string>): SseStream {
+  let ended = false;
+  raw.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+    ...extraHeaders,
+  });
+  const write = (text: string): void => {
+    if (!ended && !raw.destroyed) raw.write(text);
+  };
+  const end = (): void => {
+    write(sseEvent(SSE_DONE));
+    ended = true;
+    raw.end();
+  };
+  return {
+    send: (data) => write(sseEvent(JSON.stringify(data))),
+    fail: (message) => {
+      write(sseEvent(JSON.stringify({ error: vllmErrorObject(500, message) })));
+      end();
+    },
+    done: end,
+  };
+}
+
+/** A signal aborted when the client goes away before the response is complete. */
+export function disconnectSignal(raw: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  raw.on("close", () => {
+    if (!raw.writableFinished) controller.abort(new Error("client closed the connection"));
+  });
+  return controller.signal;
 }

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { parseToolCalls, pythonJsonDumps } from "./tool-calls.js";
+import { pythonJsonDumps } from "./python-json.js";
+import { parseHermesToolCalls, TOOL_CALL_PARSERS, toolCallParser } from "./tool-calls.js";
 
 const ID = /^chatcmpl-tool-[0-9a-f]{16}$/;
 
-describe("parseToolCalls", () => {
+describe("parseHermesToolCalls", () => {
   it("parses one block into a call with content null and Python-style arguments", () => {
-    const parsed = parseToolCalls(
+    const parsed = parseHermesToolCalls(
       '<tool_call>{"name":"get_weather","arguments":{"city":"Paris","days":[1,2]}}</tool_call>',
     );
     expect(parsed.content).toBeNull();
@@ -19,7 +20,7 @@ describe("parseToolCalls", () => {
   });
 
   it("parses several blocks in order and keeps the text before the first as content", () => {
-    const parsed = parseToolCalls(
+    const parsed = parseHermesToolCalls(
       'Let me check.\n<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>\n<tool_call>{"name": "b", "arguments": {"x": "é"}}</tool_call>',
     );
     expect(parsed.content).toBe("Let me check.\n");
@@ -32,18 +33,18 @@ describe("parseToolCalls", () => {
 
   it("leaves the whole text as content when one block is malformed JSON", () => {
     const text = '<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", "argu</tool_call>';
-    expect(parseToolCalls(text)).toEqual({ content: text, toolCalls: [] });
+    expect(parseHermesToolCalls(text)).toEqual({ content: text, toolCalls: [] });
   });
 
   it("leaves the text as content for an unterminated block or a block without a string name", () => {
     const unterminated = 'x<tool_call>{"name": "a", "arguments": {}}';
-    expect(parseToolCalls(unterminated)).toEqual({ content: unterminated, toolCalls: [] });
+    expect(parseHermesToolCalls(unterminated)).toEqual({ content: unterminated, toolCalls: [] });
     const noName = '<tool_call>{"arguments": {}}</tool_call>';
-    expect(parseToolCalls(noName)).toEqual({ content: noName, toolCalls: [] });
+    expect(parseHermesToolCalls(noName)).toEqual({ content: noName, toolCalls: [] });
   });
 
   it("returns plain text unchanged when there is no block", () => {
-    expect(parseToolCalls("hello")).toEqual({ content: "hello", toolCalls: [] });
+    expect(parseHermesToolCalls("hello")).toEqual({ content: "hello", toolCalls: [] });
   });
 });
 
@@ -54,5 +55,20 @@ describe("pythonJsonDumps", () => {
     );
     expect(pythonJsonDumps([])).toBe("[]");
     expect(pythonJsonDumps("s")).toBe('"s"');
+  });
+});
+
+describe("toolCallParser", () => {
+  it("finds a parser by vLLM's name and parses with it", () => {
+    const parser = toolCallParser("hermes");
+    expect(parser).toBe(TOOL_CALL_PARSERS.hermes);
+    const parsed = parser.parse('Sure. <tool_call>{"name": "f", "arguments": {}}</tool_call>');
+    expect(parsed.content).toBe("Sure. ");
+    expect(parsed.toolCalls.map((call) => call.function)).toEqual([{ name: "f", arguments: "{}" }]);
+  });
+
+  it("refuses a name it has no parser for, naming the known ones", () => {
+    expect(() => toolCallParser("pythonic")).toThrow(/no tool-call parser "pythonic" \(known: hermes\)/);
+    expect(() => toolCallParser("toString")).toThrow(RangeError);
   });
 });
