@@ -119,8 +119,8 @@ describe("loadControllerConfig", () => {
 });
 
 describe("arclight controller flags", () => {
-  it("registers one --kebab-case flag per config key plus --key-file and the --poll-interval, --spawn-rate and --ttl-after-finished aliases", () => {
-    const controller = buildProgram().commands.find((c) => c.name() === "controller")!;
+  it("registers one --kebab-case flag per config key plus --key-file and the --poll-interval, --spawn-rate and --ttl-after-finished aliases", async () => {
+    const controller = (await buildProgram()).commands.find((c) => c.name() === "controller")!;
     const longs = controller.options.map((o) => o.long);
     const expected = ControllerConfigSchema.keyof().options.map((key) => `--${key.replaceAll("_", "-")}`);
     const extra = ["--config", "--key-file", "--poll-interval", "--spawn-rate", "--ttl-after-finished"];

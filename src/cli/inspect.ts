@@ -8,11 +8,12 @@ import type { Command } from "commander";
 import { GatewayClient } from "../gateway/client.js";
 import { agentFilter } from "../protocol/agent-match.js";
 import { buildSpanTree, currentAttemptOf, dataIdOf } from "../protocol/index.js";
-import type { MergeMismatch } from "../trainer/aggregate-result.js";
 import { buildRolloutRows } from "../trainer/batch.js";
+import type { TripletEventFields } from "../trainer/triplets.js";
 import { CliError } from "./cli-error.js";
 import { positiveInt } from "./common-flags.js";
 import { resolveKey } from "./key-source.js";
+import { breakLine, describeBreaks, type MergeBreakText } from "./merge-break-text.js";
 import { renderSpanTree } from "./span-tree-text.js";
 
 /** Flags of `arclight inspect` as commander hands them over. */
@@ -43,9 +44,10 @@ export interface InspectReport {
     policy_versions: number[];
     turns: number[];
     /** Mismatches that started this row (its first turn did not extend the previous row). */
-    mismatches: MergeMismatch[];
+    mismatches: MergeBreakText[];
   }[];
-  mismatches: MergeMismatch[];
+  /** Each merge break with the ids and decoded text on both sides of its first difference. */
+  mismatches: MergeBreakText[];
   counts: Record<string, number>;
 }
 
@@ -81,6 +83,9 @@ export async function inspectRollout(
       ...(options.agents ? { agents: agentFilter([...options.agents]) } : {}),
     },
   );
+  const model = modelOf(events);
+  const decode = async (ids: readonly number[]) => (model === undefined ? {} : client.detokenize(model, ids));
+  const mismatches = await describeBreaks(triplets.calls, aggregate.mismatches, decode);
   return {
     rollout_id: rolloutId,
     data_id: dataId,
@@ -95,9 +100,9 @@ export async function inspectRollout(
       logprobs: row.oldLogprobs,
       policy_versions: row.policyVersions,
       turns: row.turns,
-      mismatches: aggregate.mismatches.filter((m) => m.turn === row.turns[0]),
+      mismatches: mismatches.filter((m) => m.turn === row.turns[0]),
     })),
-    mismatches: aggregate.mismatches,
+    mismatches,
     counts: {
       calls: triplets.calls.length,
       truncated_rows: aggregate.truncatedRows,
@@ -108,6 +113,15 @@ export async function inspectRollout(
       malformed_events: triplets.malformedEvents,
     },
   };
+}
+
+/** The model name of the rollout's first recorded call, the name its servers are registered under. */
+function modelOf(events: readonly TripletEventFields[]): string | undefined {
+  for (const event of events) {
+    const model = (event.data as { server?: { model?: unknown } } | null)?.server?.model;
+    if (event.event_type === "model_request" && typeof model === "string" && model !== "") return model;
+  }
+  return undefined;
 }
 
 /**
@@ -171,6 +185,8 @@ export function registerInspect(program: Command): void {
           rewardFillna,
         });
         process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+        // The breaks once more as text on stderr, where a terminal shows them under the JSON.
+        for (const entry of report.mismatches) console.error(`arclight inspect: ${breakLine(entry)}`);
       } finally {
         await client.close();
       }

@@ -11,7 +11,7 @@ import { buildProgram } from "./program.js";
  * `arclight: <message>` and exits 2; `--help` and `--version` exit 0.
  */
 export async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
+  const program = await buildProgram(argv);
   try {
     await program.parseAsync(argv);
   } catch (err) {

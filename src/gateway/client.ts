@@ -299,6 +299,23 @@ export class GatewayClient {
     await this.send({ method: "DELETE", path: "/api/models", idempotent: true });
   }
 
+  /**
+   * `GET /api/dashboard/detokenize`: the text of each token id, decoded through a server registered for the model.
+   * @param model - the model name the calls were made with
+   * @param ids - token ids, at most 4,096
+   * @returns id → text for each id a server decoded; empty when no live server serves the model
+   */
+  async detokenize(model: string, ids: readonly number[]): Promise<Record<string, string>> {
+    const query = new URLSearchParams({ model, ids: ids.join(",") });
+    const answer = await this.send<{ texts: Record<string, string> }>({
+      method: "GET",
+      path: "/api/dashboard/detokenize",
+      query,
+      idempotent: true,
+    });
+    return answer.texts;
+  }
+
   /** `POST /proxy/pause`: new proxy calls get 429 with `Retry-After` until {@link GatewayClient.resumeProxy}. */
   pauseProxy(pause: PauseRequest = {}): Promise<ProxyState> {
     return this.send({ method: "POST", path: "/proxy/pause", body: pause, idempotent: true });

@@ -50,6 +50,11 @@ describe("Detokenizer", () => {
     expect(await detokenizer.texts("policy", [99])).toEqual({ 99: await direct(99) });
   });
 
+  it("decodes through a live server registered after a dead one (a finished run's engine), sorted first", async () => {
+    const detokenizer = new Detokenizer(await storeWith(["http://127.0.0.1:1/v1", `${url}/v1`]));
+    expect(await detokenizer.texts("policy", [97, 98])).toEqual({ 97: await direct(97), 98: await direct(98) });
+  });
+
   it("returns nothing for a model without a server, or a server that does not answer", async () => {
     expect(await new Detokenizer(new MemoryStore()).texts("policy", [1])).toEqual({});
     const dead = new Detokenizer(await storeWith(["http://127.0.0.1:9/v1"]));

@@ -1,7 +1,9 @@
 /**
  * @module Token texts for the trace viewer: each id decoded alone through the `/detokenize` route (vLLM's shape,
  * `{tokens}` → `{prompt}`) of a server registered for the model, and cached per (model, id), since a vocabulary is
- * small next to the traces that repeat its ids. Ids the server cannot decode are left out (the page shows the id).
+ * small next to the traces that repeat its ids. The model's servers are tried in their registered order, a server that
+ * does not answer giving way to the next: a finished run's dead engine may stay registered before a live one. Ids no
+ * server can decode are left out (the page shows the id).
  * @see vLLM OpenAI-compatible server, `POST /detokenize`
  */
 import type { Store } from "../../store/store.js";
@@ -20,7 +22,7 @@ export function serverRoot(endpoint: string): string {
   return endpoint.replace(/\/+$/, "").replace(/\/v1$/, "");
 }
 
-/** Decodes token ids one by one through a model's registered server, with a per-model cache. */
+/** Decodes token ids one by one through the first of a model's registered servers that answers, with a per-model cache. */
 export class Detokenizer {
   private readonly store: Store;
   private readonly cache = new Map<string, Map<number, string>>();
@@ -44,8 +46,10 @@ export class Detokenizer {
     }
     const missing = [...new Set(ids)].filter((id) => !cached.has(id));
     if (missing.length > 0) {
-      const [endpoint] = await this.store.listModels(model);
-      if (endpoint) await this.decodeAll(serverRoot(endpoint.endpoint), missing, cached);
+      for (const { endpoint } of await this.store.listModels(model)) {
+        const left = missing.filter((id) => !cached.has(id));
+        if (left.length === 0 || (await this.decodeAll(serverRoot(endpoint), left, cached))) break;
+      }
     }
     const out: Record<string, string> = {};
     for (const id of ids) {
@@ -55,22 +59,32 @@ export class Detokenizer {
     return out;
   }
 
-  /** Decodes `ids` with {@link CONCURRENCY} calls in flight, storing each text in `into`. */
-  private async decodeAll(root: string, ids: readonly number[], into: Map<number, string>): Promise<void> {
+  /**
+   * Decodes `ids` with {@link CONCURRENCY} calls in flight, storing each text in `into`.
+   * @returns true when the server answered every call (some perhaps with a refusal); false when one went unanswered
+   *   (refused connection, timeout), which stops the rest: the caller tries the next server
+   */
+  private async decodeAll(root: string, ids: readonly number[], into: Map<number, string>): Promise<boolean> {
     let next = 0;
+    let reachable = true;
     const worker = async () => {
-      while (next < ids.length) {
+      while (reachable && next < ids.length) {
         const id = ids[next++] as number;
-        const text = await decodeOne(root, id);
-        if (text !== undefined) into.set(id, text);
+        const answer = await decodeOne(root, id);
+        if (answer === UNREACHABLE) reachable = false;
+        else if (answer !== undefined) into.set(id, answer);
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, ids.length) }, worker));
+    return reachable;
   }
 }
 
-/** One id's text, or undefined when the server refuses, fails or does not answer in time. */
-async function decodeOne(root: string, id: number): Promise<string | undefined> {
+/** What {@link decodeOne} answers for a server that did not answer. */
+const UNREACHABLE = Symbol("unreachable");
+
+/** One id's text; undefined when the server refuses it; {@link UNREACHABLE} when it does not answer in time. */
+async function decodeOne(root: string, id: number): Promise<string | undefined | typeof UNREACHABLE> {
   try {
     const res = await fetch(`${root}/detokenize`, {
       method: "POST",
@@ -82,7 +96,7 @@ async function decodeOne(root: string, id: number): Promise<string | undefined> 
     const body = (await res.json()) as { prompt?: unknown };
     return typeof body.prompt === "string" ? body.prompt : undefined;
   } catch {
-    // A server without /detokenize or a dead one: the page falls back to showing ids, so there is nothing to raise.
-    return undefined;
+    // A dead server, or one that hangs: the next registered one is tried, and the page shows ids for what none decodes.
+    return UNREACHABLE;
   }
 }
