@@ -1,14 +1,22 @@
 """`arclight-torch serve`: loads a policy and serves the remote-engine protocol. Prints
-`arclight-torch listening on http://HOST:PORT` once ready (the TS side waits for that line)."""
+`arclight-torch listening on http://HOST:PORT` once ready (the TS side waits for that line).
+
+With `--nproc-per-node N` (and `--nnodes`, `--rdzv-endpoint`, `--node-rank` across nodes) this process becomes
+torchrun's launcher (torch.distributed.run) for N ranks of `arclight-torch serve` without those flags; rank 0 serves
+HTTP, the others follow it. When a rank fails, torchrun stops the others and this launcher prints
+`arclight-torch: rank R failed: …` on stdout and stderr and exits 1."""
 
 import argparse
 import os
+import signal
 import sys
 import threading
 import time
 
 import torch
 
+from .distributed import launch
+from .logprobs import DEFAULT_CHUNK
 from .model import DTYPES, LoraSettings, bundled_configs, load_policy
 from .server import make_server
 from .worker import Worker
@@ -31,12 +39,39 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--micro-batch-tokens", type=int, default=16384, help="token budget of one micro-batch")
     serve.add_argument("--max-batch-size", type=int, default=64, help="most sequences decoded together")
     serve.add_argument("--threads", type=int, default=0, help="torch CPU threads; 0 keeps torch's default")
+    serve.add_argument("--activation-checkpointing", action="store_true",
+                       help="recompute each decoder layer's activations in backward (less memory, ~1/3 more compute)")
+    serve.add_argument("--logprob-chunk", type=int, default=DEFAULT_CHUNK,
+                       help="positions per application of the output layer when computing logprobs; 0: all at once")
+    launch = serve.add_argument_group("ranks (torchrun)")
+    launch.add_argument("--nproc-per-node", type=int, default=None,
+                        help="start this many ranks per node under torchrun (one per GPU); absent: one rank, no torchrun")
+    launch.add_argument("--nnodes", default="1", help="nodes (or MIN:MAX) of the torchrun rendezvous")
+    launch.add_argument("--rdzv-endpoint", default=None, help="HOST:PORT of the rendezvous across nodes")
+    launch.add_argument("--node-rank", type=int, default=0, help="this node's rank (with --rdzv-endpoint)")
     return root
 
 
-def watch_parent(server) -> None:
-    """Shuts the server down once the process named by ARCLIGHT_PARENT_PID (set by the arclight process that started
-    this worker) is no longer this process's parent: that parent died, even by SIGKILL, and stops nothing itself."""
+LAUNCH_FLAGS = {"--nproc-per-node": True, "--nnodes": True, "--rdzv-endpoint": True, "--node-rank": True}
+
+
+def rank_argv(argv: list[str]) -> list[str]:
+    """`argv` without the launcher's flags (`--flag value` and `--flag=value`): what each rank runs."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in LAUNCH_FLAGS:
+            skip = True
+        elif arg.split("=", 1)[0] not in LAUNCH_FLAGS:
+            out.append(arg)
+    return out
+
+
+def watch_parent(stop) -> None:
+    """Calls `stop()` once the process named by ARCLIGHT_PARENT_PID (set by the arclight process, or the launcher,
+    that started this one) is no longer this process's parent: that parent died, even by SIGKILL, and stops nothing
+    itself."""
     try:
         parent = int(os.environ.get("ARCLIGHT_PARENT_PID", ""))
     except ValueError:
@@ -47,13 +82,27 @@ def watch_parent(server) -> None:
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(1.0)
-        server.shutdown()
+        stop()
 
     threading.Thread(target=watch, name="arclight-parent-watch", daemon=True).start()
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
+    if args.nproc_per_node is not None and "LOCAL_RANK" not in os.environ:
+        if args.nproc_per_node < 1:
+            print(f"arclight-torch: --nproc-per-node {args.nproc_per_node}: expected 1 or more", file=sys.stderr)
+            return 2
+        # The launcher ends with whoever started it: SIGTERM makes torchrun stop every rank.
+        watch_parent(lambda: os.kill(os.getpid(), signal.SIGTERM))
+        return launch(
+            rank_argv(argv),
+            nproc_per_node=args.nproc_per_node,
+            nnodes=args.nnodes,
+            rdzv_endpoint=args.rdzv_endpoint,
+            node_rank=args.node_rank,
+        )
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -75,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             lora=lora,
             seed=args.seed,
             context_length=args.context_length,
+            activation_checkpointing=args.activation_checkpointing,
+            logprob_chunk=args.logprob_chunk,
         )
     except ValueError as error:
         print(f"arclight-torch: {error}", file=sys.stderr)
@@ -82,16 +133,22 @@ def main(argv: list[str] | None = None) -> int:
     worker = Worker(
         policy, token_budget=args.micro_batch_tokens, max_batch_size=args.max_batch_size, threads=args.threads
     )
+    if policy.ranks.rank != 0:
+        watch_parent(lambda: os._exit(0))
+        worker.follow()
+        return 0
     server = make_server(worker, args.host, args.port)
     host, port = server.server_address[:2]
+    print(f"arclight-torch: {policy.ranks.world_size} rank(s), rank 0 serves", file=sys.stderr, flush=True)
     print(f"arclight-torch listening on http://{host}:{port}", flush=True)
-    watch_parent(server)
+    watch_parent(server.shutdown)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
+        worker.stop()
     return 0
 
 

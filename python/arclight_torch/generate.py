@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .distributed import module_device
 from .errors import OutOfRange
 from .sampling import sample_token
 from .schema import GenerationRequest
@@ -47,9 +48,13 @@ def generate(
     context_length: int,
     pad_id: int,
     decode,
+    sync=None,
 ) -> list[GenerationResult]:
-    """Generates one sequence per request, all decoded together. `decode(ids) -> str` checks stop strings."""
-    device = next(model.parameters()).device
+    """Generates one sequence per request, all decoded together. `decode(ids) -> str` checks stop strings.
+
+    `sync((next_ids, active)) -> (next_ids, active)`: when several ranks decode together, rank 0's choice each step
+    (so every rank feeds the same tokens and stops at the same step)."""
+    device = module_device(model)
     batch = len(requests)
     results = [GenerationResult(list(r.prompt_token_ids), [], []) for r in requests]
     limits = [min(r.sampling.max_tokens, context_length - len(r.prompt_token_ids)) for r in requests]
@@ -75,6 +80,8 @@ def generate(
             results[b].logprobs.append(logprob)
             next_ids[b, 0] = token
             active[b] = not _finished(results[b], requests[b], token, eos_ids, limits[b], decode)
+        if sync is not None:
+            next_ids, active = sync((next_ids, active))
         if not any(active):
             break
         mask = torch.cat([mask, torch.ones((batch, 1), dtype=torch.long, device=device)], 1)  # [B, W + t]

@@ -1,5 +1,6 @@
 """Builds the policy: a local Hugging Face model folder or a random-initialised model from a bundled config
-(`new:NAME`), its tokenizer, optional LoRA adapters (peft), on a device and dtype. Never downloads anything."""
+(`new:NAME`), its tokenizer, optional LoRA adapters (peft), sharded with FSDP2 over the worker's ranks (one rank
+included) with float32 master weights and `dtype` as the compute dtype. Never downloads anything."""
 
 import json
 from dataclasses import dataclass
@@ -8,6 +9,10 @@ from pathlib import Path
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from .distributed import Ranks, init_ranks
+from .logprobs import DEFAULT_CHUNK
+from .shard import PolicyModule, shard
 
 ASSETS = resources.files("arclight_torch") / "assets"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -22,13 +27,16 @@ class LoraSettings:
 
 @dataclass
 class Policy:
-    model: torch.nn.Module  # a PreTrainedModel, or a peft PeftModel around one
+    model: torch.nn.Module  # a PreTrainedModel, or a peft PeftModel around one; its parameters are FSDP shards
+    module: PolicyModule  # the FSDP root around `model`: every forward goes through it
     tokenizer: PreTrainedTokenizerBase
     name: str
     context_length: int
     lora: LoraSettings | None
     device: torch.device
-    dtype: torch.dtype
+    dtype: torch.dtype  # compute dtype; the parameters (masters) and optimizer state are float32
+    ranks: Ranks
+    activation_checkpointing: bool = False
 
 
 def bundled_configs() -> list[str]:
@@ -44,11 +52,15 @@ def load_policy(
     lora: LoraSettings | None = None,
     seed: int = 0,
     context_length: int | None = None,
+    activation_checkpointing: bool = False,
+    logprob_chunk: int = DEFAULT_CHUNK,
 ) -> Policy:
-    """Loads `spec` (a model folder, or `new:NAME` for a bundled config with random weights from `seed`).
+    """Loads `spec` (a model folder, or `new:NAME` for a bundled config with random weights from `seed`) on every
+    rank and shards it (each rank keeps its shard of the same weights).
 
     Raises ValueError naming the spec when the folder or bundled config does not exist."""
     torch_dtype = DTYPES[dtype]
+    ranks = init_ranks(device)
     if spec.startswith("new:"):
         name = spec.removeprefix("new:")
         if name not in bundled_configs():
@@ -65,12 +77,15 @@ def load_policy(
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         name = path.name
-    model = model.to(device=device, dtype=torch_dtype)
+    model = model.to(device=ranks.device)
     if lora is not None:
         model = with_lora(model, lora)
     model.eval()  # no dropout: training and sampling see the same function
+    module = shard(
+        model, compute_dtype=torch_dtype, activation_checkpointing=activation_checkpointing, logprob_chunk=logprob_chunk
+    )
     limit = context_length or int(getattr(model.config, "max_position_embeddings", 2048))
-    return Policy(model, tokenizer, name, limit, lora, torch.device(device), torch_dtype)
+    return Policy(model, module, tokenizer, name, limit, lora, ranks.device, torch_dtype, ranks, activation_checkpointing)
 
 
 def with_lora(model: PreTrainedModel, lora: LoraSettings) -> torch.nn.Module:
@@ -99,4 +114,4 @@ def eos_token_ids(policy: Policy) -> set[int]:
 
 def vocab_size(policy: Policy) -> int:
     """Rows of the output layer (ids the model can score)."""
-    return int(policy.model.get_output_embeddings().weight.shape[0])
+    return int(policy.model.get_output_embeddings().weight.shape[0])  # a DTensor's shape is the global one

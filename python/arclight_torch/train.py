@@ -1,14 +1,21 @@
-"""One optimiser step over training rows, and scoring: rows are packed right-padded with next-token targets (the
-value for input position t is the row's value at token t + 1), split into micro-batches by row count and a token
-budget, forward + backward per micro-batch with gradients summed (gradient accumulation), global-norm clipping, one
-AdamW update. The non-finite guard of src/engine/nonfinite-guard.ts: recorded logprobs floored, ratios in log space,
-and a step whose loss or gradient norm is not finite is skipped (weights, optimiser state and version stay)."""
+"""One optimiser step over training rows, and scoring. Rows are packed into micro-batches by a token budget: a
+micro-batch is one sequence of its rows' tokens laid end to end with per-row position ids (transformers turns
+restarting position ids into a block-diagonal causal mask, or varlen attention with flash attention), so padding
+costs nothing; the value for input position t is the row's value at token t + 1. The micro-batches are dealt to the
+ranks in turn (a rank short of one runs a copy with zero weight, so every rank makes the same FSDP collectives);
+forward + backward per micro-batch, gradients summed over micro-batches and ranks (by FSDP's reduce-scatter),
+global-norm clipping, one AdamW update on the float32 shards. The non-finite guard of
+src/engine/nonfinite-guard.ts: recorded logprobs floored, ratios in log space, and a step whose loss or gradient
+norm is not finite is skipped (weights, optimiser state and version stay)."""
 
 import math
 from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
+from torch.distributed.tensor import DTensor
 
+from .distributed import all_sum, module_device
 from .errors import OutOfRange
 from .generate import check_ids
 from .loss import TokenTensors, clamp_recorded, micro_batch_loss
@@ -57,33 +64,41 @@ def loss_denominator(rows: list[TrainRow], loss: LossConfig) -> float:
 
 
 def micro_batches(lengths: list[int], max_rows: int, token_budget: int) -> list[range]:
-    """Consecutive index ranges with at most `max_rows` rows and rows x longest row <= `token_budget` (a single
-    longer row still forms its own micro-batch)."""
-    out, start, longest = [], 0, 0
+    """Consecutive index ranges with at most `max_rows` rows and at most `token_budget` tokens in all (packed rows:
+    no padding); a single longer row still forms its own micro-batch."""
+    out, start, tokens = [], 0, 0
     for i, n in enumerate(lengths):
-        longest_if = max(longest, n)
-        if i > start and (i - start >= max_rows or (i - start + 1) * longest_if > token_budget):
+        if i > start and (i - start >= max_rows or tokens + n > token_budget):
             out.append(range(start, i))
-            start, longest_if = i, n
-        longest = longest_if
+            start, tokens = i, 0
+        tokens += n
     out.append(range(start, len(lengths)))
     return out
 
 
+def my_share(count: int) -> list[tuple[int, bool]]:
+    """This rank's micro-batches out of `count`, dealt in turn: (index, real). Every rank gets ceil(count / N); a
+    rank short of one repeats micro-batch 0 with `real` False (run with zero weight: the collectives line up)."""
+    world, rank = dist.get_world_size(), dist.get_rank()
+    rounds = -(-count // world)
+    return [(i, True) if (i := r * world + rank) < count else (0, False) for r in range(rounds)]
+
+
 def train_step(
-    model: torch.nn.Module,
+    module: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
     rows: list[TrainRow],
     loss: LossConfig,
     settings: OptimizerConfig,
     token_budget: int,
 ) -> TrainMetrics:
-    """Runs one step in place; the caller has checked the rows (`check_rows`)."""
+    """Runs one step in place, on every rank with the same arguments; the caller has checked the rows."""
     params = [p for group in optimizer.param_groups for p in group["params"]]
     optimizer.zero_grad(set_to_none=True)
-    sums = accumulate_gradients(model, rows, loss, settings.micro_batch_size, token_budget)
+    sums = accumulate_gradients(module, rows, loss, settings.micro_batch_size, token_budget)
     max_norm = settings.max_grad_norm if settings.max_grad_norm > 0 else math.inf
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+    norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+    grad_norm = float(norm.full_tensor() if isinstance(norm, DTensor) else norm)
     tokens = int(sums["tokens"])
     metrics = TrainMetrics(
         loss=sums["loss"],
@@ -106,16 +121,24 @@ def train_step(
 
 
 def accumulate_gradients(
-    model: torch.nn.Module, rows: list[TrainRow], loss: LossConfig, max_rows: int, token_budget: int
+    module: torch.nn.Module,
+    rows: list[TrainRow],
+    loss: LossConfig,
+    max_rows: int,
+    token_budget: int,
+    *,
+    packed: bool = True,
 ) -> dict[str, float]:
-    """Forward + backward over micro-batches, summing into each weight's `.grad`; returns the metric sums."""
+    """Forward + backward of this rank's micro-batches, summing into each weight's `.grad` (FSDP sums over ranks);
+    returns the metric sums over all ranks. `packed` False lays each micro-batch out as right-padded rows instead."""
     denominator = loss_denominator(rows, loss)
     if not denominator > 0:
         raise OutOfRange("train_step: no masked token carries weight (sum of loss_mask * weight is 0)")
-    sums = {"loss": 0.0, "entropy": 0.0, "clipped": 0.0, "kl": 0.0, "tokens": 0.0}
-    for chunk in micro_batches([len(r.token_ids) for r in rows], max_rows, token_budget):
-        _accumulate(model, [rows[i] for i in chunk], loss, denominator, sums)
-    return sums
+    chunks = micro_batches([len(r.token_ids) for r in rows], max_rows, token_budget)
+    sums = dict.fromkeys(("loss", "entropy", "clipped", "kl", "tokens"), 0.0)
+    for index, real in my_share(len(chunks)):
+        _accumulate(module, [rows[i] for i in chunks[index]], loss, denominator, sums, real=real, packed=packed)
+    return dict(zip(sums, all_sum(list(sums.values()), module_device(module))))
 
 
 def make_optimizer(model: torch.nn.Module) -> torch.optim.AdamW:
@@ -128,81 +151,100 @@ def make_optimizer(model: torch.nn.Module) -> torch.optim.AdamW:
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=0.0, weight_decay=0.0)
 
 
-def _accumulate(model, rows: list[TrainRow], loss: LossConfig, denominator: float, sums: dict) -> None:
-    """Forward + backward of one micro-batch; adds its metric sums into `sums`."""
-    device = next(model.parameters()).device
-    packed = _pack(rows, loss, device)
-    # Right padding needs no attention mask: a real token attends only to earlier positions, all real, and padded
-    # positions are masked out of the loss. Without a mask, SDPA takes its causal fast path (~2x on CPU).
-    logits = model(input_ids=packed["inputs"]).logits.float()  # [B, W, V]
-    log_softmax = torch.log_softmax(logits, -1)  # [B, W, V]
-    logprobs = log_softmax.gather(-1, packed["targets"].unsqueeze(-1)).squeeze(-1).flatten()  # [B*W]
-    with torch.no_grad():
-        entropy = -(log_softmax.exp() * log_softmax).sum(-1).flatten()  # [B*W]
+def _accumulate(module, rows: list[TrainRow], loss: LossConfig, denominator: float, sums: dict, *, real, packed) -> None:
+    """Forward + backward of one micro-batch; adds its metric sums into `sums` (nothing when not `real`)."""
+    batch = _pack(rows, loss, module_device(module), packed)
+    logprobs, entropy = module(input_ids=batch["inputs"], position_ids=batch["positions"], targets=batch["targets"])
     tokens = TokenTensors(
         logprobs=logprobs,
-        mask=packed["mask"],
-        weights=packed["weights"],
-        advantages=packed["advantages"],
-        old_logprobs=packed.get("old_logprobs"),
-        ref_logprobs=packed.get("ref_logprobs"),
-        is_weights=packed.get("is_weights"),
+        mask=batch["mask"],
+        weights=batch["weights"],
+        advantages=batch["advantages"],
+        old_logprobs=batch.get("old_logprobs"),
+        ref_logprobs=batch.get("ref_logprobs"),
+        is_weights=batch.get("is_weights"),
     )
     parts = micro_batch_loss(tokens, loss, denominator)
+    if not real:
+        (parts.loss * 0.0).backward()
+        return
     parts.loss.backward()
     sums["loss"] += parts.loss.item()
-    sums["entropy"] += float((entropy.detach() * packed["mask"]).sum())
+    sums["entropy"] += float((entropy * batch["mask"]).sum())
     sums["clipped"] += float(parts.clipped_tokens)
     sums["kl"] += float(parts.approx_kl_sum)
-    sums["tokens"] += float(packed["mask"].sum())
+    sums["tokens"] += float(batch["mask"].sum())
 
 
-def _pack(rows: list[TrainRow], loss: LossConfig, device) -> dict[str, torch.Tensor]:
-    """Right-padded [B, W] inputs/targets and flat [B*W] per-token arrays aligned with the targets."""
-    width = max(len(r.token_ids) for r in rows) - 1
-    batch = len(rows)
+def _layout(lengths: list[int], packed: bool) -> tuple[tuple[int, int], list[tuple[int, int]], torch.Tensor | None]:
+    """Where each sequence of `lengths` goes: (grid shape, each one's (row, offset), position ids or None).
+
+    Packed, lengths [3, 2] → grid [1, 5], places (0, 0), (0, 3), positions [[0, 1, 2, 0, 1]]. Padded → grid [2, 3],
+    places (0, 0), (1, 0), no position ids (right padding needs none: a real token sees only earlier, real ones)."""
+    if not packed:
+        return (len(lengths), max(lengths)), [(b, 0) for b in range(len(lengths))], None
+    offsets = [sum(lengths[:i]) for i in range(len(lengths))]
+    positions = torch.cat([torch.arange(n) for n in lengths]).unsqueeze(0)  # [1, sum]
+    return (1, sum(lengths)), [(0, o) for o in offsets], positions
+
+
+def _pack(rows: list[TrainRow], loss: LossConfig, device, packed: bool = True) -> dict[str, torch.Tensor]:
+    """[1, T] packed (or [B, W] padded) inputs/targets/position ids and flat per-token arrays aligned with targets."""
+    shape, places, positions = _layout([len(r.token_ids) - 1 for r in rows], packed)
 
     def grid(fill: float = 0.0, dtype=torch.float32) -> torch.Tensor:
-        return torch.full((batch, width), fill, dtype=dtype)
+        return torch.full(shape, fill, dtype=dtype)
 
     inputs, targets = grid(0, torch.long), grid(0, torch.long)
     mask, weights, advantages = grid(), grid(), grid()
     optional = {f: grid(1.0 if f == "is_weights" else 0.0) for f in ("old_logprobs", "ref_logprobs", "is_weights")}
-    for b, row in enumerate(rows):
+    for row, (b, o) in zip(rows, places):
         n = len(row.token_ids) - 1
+        span = slice(o, o + n)
         ids = torch.tensor(row.token_ids)
-        inputs[b, :n], targets[b, :n] = ids[:-1], ids[1:]
+        inputs[b, span], targets[b, span] = ids[:-1], ids[1:]
         row_mask = torch.tensor(row.loss_mask[1:], dtype=torch.float32)
         trained = row_mask != 0  # values are read only at trained positions (the non-finite guard)
-        mask[b, :n] = row_mask
-        weights[b, :n] = row.weight if loss.aggregation == "weighted" else 1.0
-        advantages[b, :n] = torch.where(trained, torch.tensor(row.advantages[1:], dtype=torch.float32), 0.0)
+        mask[b, span] = row_mask
+        weights[b, span] = row.weight if loss.aggregation == "weighted" else 1.0
+        advantages[b, span] = torch.where(trained, torch.tensor(row.advantages[1:], dtype=torch.float32), 0.0)
         for field, values in optional.items():
             if getattr(row, field) is not None:
                 recorded = torch.tensor(getattr(row, field)[1:], dtype=torch.float32)
                 if field != "is_weights":
                     recorded = clamp_recorded(recorded)
-                values[b, :n] = torch.where(trained, recorded, values[b, :n])
+                values[b, span] = torch.where(trained, recorded, values[b, span])
     out = {"inputs": inputs, "targets": targets}
     out |= {"mask": mask.flatten(), "weights": weights.flatten(), "advantages": advantages.flatten()}
     out |= {f: v.flatten() for f, v in optional.items() if getattr(rows[0], f) is not None}
-    return {k: v.to(device) for k, v in out.items()}
+    out = {k: v.to(device) for k, v in out.items()}
+    out["positions"] = None if positions is None else positions.to(device)
+    return out
 
 
 @torch.no_grad()
-def score(model: torch.nn.Module, rows: list[list[int]], token_budget: int) -> list[list[float]]:
-    """Logprob (nats) of each token given the ones before it; position 0 is 0."""
-    device = next(model.parameters()).device
-    out: list[list[float]] = []
-    for chunk in micro_batches([len(r) for r in rows], 1 << 30, token_budget):
-        batch = [rows[i] for i in chunk]
-        width = max(len(r) for r in batch)
-        ids = torch.zeros((len(batch), width), dtype=torch.long)  # [B, W], right-padded (no mask needed, see _accumulate)
-        for b, r in enumerate(batch):
-            ids[b, : len(r)] = torch.tensor(r)
-        ids = ids.to(device)
-        logits = model(input_ids=ids).logits.float()  # [B, W, V]
-        picked = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # [B, W-1]
-        picked = picked.cpu()
-        out += [[0.0, *picked[b, : len(r) - 1].tolist()] for b, r in enumerate(batch)]
-    return out
+def score(module: torch.nn.Module, rows: list[list[int]], token_budget: int, *, packed: bool = True) -> list[list[float]]:
+    """Logprob (nats) of each token given the ones before it; position 0 is 0. Every rank calls it with the same
+    rows and scores its share of the micro-batches; every rank returns all of them."""
+    device = module_device(module)
+    chunks = micro_batches([len(r) for r in rows], 1 << 30, token_budget)
+    mine: dict[int, list[list[float]]] = {}
+    for index, real in my_share(len(chunks)):
+        batch = [rows[i] for i in chunks[index]]
+        shape, places, positions = _layout([len(r) for r in batch], packed)
+        ids = torch.zeros(shape, dtype=torch.long)  # inputs and targets in one grid: [1, sum] or [B, W]
+        for r, (b, o) in zip(batch, places):
+            ids[b, o : o + len(r)] = torch.tensor(r)
+        inputs, targets = ids[:, :-1], ids[:, 1:]  # a packed row's last target is the next row's first token: unused
+        positions = None if positions is None else positions[:, :-1].to(device)
+        picked, _ = module(input_ids=inputs.to(device), position_ids=positions, targets=targets.to(device))
+        picked = picked.view(inputs.shape).cpu()  # [1, sum - 1] or [B, W - 1]
+        if real:
+            mine[index] = [[0.0, *picked[b, o : o + len(r) - 1].tolist()] for r, (b, o) in zip(batch, places)]
+    gathered: list[dict] = [{}] * dist.get_world_size()
+    if dist.get_world_size() > 1:
+        dist.all_gather_object(gathered, mine)
+    else:
+        gathered = [mine]
+    merged = {k: v for part in gathered for k, v in part.items()}
+    return [lp for index in range(len(chunks)) for lp in merged[index]]

@@ -1,14 +1,24 @@
 """The worker's state and operations: one policy, its optimiser and policy version behind one lock, and a
 generation queue whose scheduler thread decodes every request waiting at once as one batch (requests arriving
-during a batch join the next one)."""
+during a batch join the next one).
 
+Every operation on the weights is collective: rank 0 (which serves HTTP) checks the request, broadcasts the
+operation's name and arguments, and every rank runs it (`follow` is the other ranks' loop). Generation runs on every
+rank too (a sharded model's forward needs all of them); rank 0 samples and broadcasts each step's tokens."""
+
+import os
+import random
+import sys
 import threading
-from dataclasses import asdict, dataclass, field
+import time
+import traceback
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
 from . import checkpoint
-from .errors import OutOfRange
+from .distributed import broadcast
+from .errors import OutOfRange, WorkerError
 from .generate import GenerationResult, check_ids, check_prompt, generate
 from .model import Policy, eos_token_ids, vocab_size
 from .schema import PROTOCOL_VERSION, GenerationRequest, LossConfig, OptimizerConfig, TrainRow
@@ -32,7 +42,8 @@ class Worker:
         # torch's thread count is per OS thread (OpenMP's is): the work runs on HTTP handler threads and the
         # generate thread, not on the thread that parsed the flags, so each sets it before computing (0: torch's).
         self.threads = threads
-        self.optimizer = make_optimizer(policy.model)
+        self.ranks = policy.ranks
+        self.optimizer = make_optimizer(policy.module)
         self.policy_version = 0
         self.token_budget = token_budget
         self.max_batch_size = max_batch_size
@@ -54,6 +65,8 @@ class Worker:
             "eos_token_ids": sorted(self.eos_ids),
             "policy_version": self.policy_version,
             "device": str(p.device),
+            "world_size": self.ranks.world_size,
+            "activation_checkpointing": p.activation_checkpointing,
             "dtype": str(p.dtype).removeprefix("torch."),
             "lora": lora,
             "parameters": sum(t.numel() for t in p.model.parameters()),
@@ -78,31 +91,99 @@ class Worker:
             if len(row) > self.policy.context_length:
                 raise OutOfRange(f"sequence of {len(row)} tokens exceeds the context of {self.policy.context_length} tokens")
             check_ids(row, self.vocab)
-        with self._lock:
-            self._use_threads()
-            return score(self.policy.model, rows, self.token_budget)
+        return self._collective("logprobs", rows)
 
     def train_step(self, rows: list[TrainRow], loss: LossConfig, optimizer: OptimizerConfig) -> dict:
         check_rows(rows, self.policy.context_length, self.vocab, loss)
+        return self._collective("train_step", rows, loss, optimizer)
+
+    def save_checkpoint(self, directory: str) -> None:
+        self._collective("save_checkpoint", directory)
+
+    def load_checkpoint(self, directory: str) -> None:
+        self._collective("load_checkpoint", directory)
+
+    def reset_optimizer(self) -> None:
+        self._collective("reset_optimizer")
+
+    def stop(self) -> None:
+        """Rank 0: ends the other ranks' `follow` loops."""
+        if self.ranks.world_size > 1:
+            with self._lock:
+                broadcast(("stop", ()))
+
+    def follow(self) -> None:
+        """Ranks other than 0: runs each operation rank 0 broadcasts, until "stop". A `WorkerError` (a bad checkpoint)
+        is raised on every rank alike and answered by rank 0; anything else ends this rank, and torchrun then stops
+        the others and names it."""
+        self._use_threads()
+        while True:
+            op, args = broadcast()
+            if op == "stop":
+                return
+            try:
+                self._run_op(op, args)
+            except WorkerError:
+                pass
+
+    def _collective(self, op: str, *args):
         with self._lock:
             self._use_threads()
-            metrics: TrainMetrics = train_step(self.policy.model, self.optimizer, rows, loss, optimizer, self.token_budget)
+            if self.ranks.world_size > 1:
+                broadcast((op, args))
+            try:
+                return self._run_op(op, args)
+            except WorkerError:
+                raise
+            except Exception:
+                if self.ranks.world_size > 1:
+                    self._lost_rank()
+                raise
+
+    def _lost_rank(self) -> None:
+        """A collective failed: another rank most likely died. torchrun stops this rank and names the failed one;
+        until then this call never answers (an error answer would race that report). Across nodes, where the
+        failed rank's launcher may be elsewhere, exit after a grace period."""
+        traceback.print_exc(file=sys.stderr)
+        print("arclight-torch rank 0: a collective operation failed; waiting for torchrun to stop the ranks",
+              file=sys.stderr, flush=True)
+        time.sleep(30.0)
+        os._exit(1)
+
+    def _run_op(self, op: str, args: tuple):
+        model = self.policy.module
+        if op == "train_step":
+            metrics: TrainMetrics = train_step(model, self.optimizer, *args, self.token_budget)
             if not metrics.non_finite_skipped:
                 self.policy_version += 1
             return asdict(metrics)
-
-    def save_checkpoint(self, directory: str) -> None:
-        with self._lock:
-            checkpoint.save_checkpoint(self.policy, self.optimizer, self.policy_version, directory)
-
-    def load_checkpoint(self, directory: str) -> None:
-        with self._lock:
-            checkpoint.load_checkpoint(self.policy, self.optimizer, directory)
+        if op == "logprobs":
+            return score(model, *args, self.token_budget)
+        if op == "generate":
+            return self._generate(*args)
+        if op == "save_checkpoint":
+            return checkpoint.save_checkpoint(self.policy, self.optimizer, self.policy_version, *args)
+        if op == "load_checkpoint":
+            checkpoint.load_checkpoint(self.policy, self.optimizer, *args)
             self.policy_version += 1
+            return None
+        if op == "reset_optimizer":
+            self.optimizer = make_optimizer(model)
+            return None
+        raise ValueError(f"unknown operation {op!r}")
 
-    def reset_optimizer(self) -> None:
-        with self._lock:
-            self.optimizer = make_optimizer(self.policy.model)
+    def _generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        """(the policy version sampled from, the results)."""
+        sync = (lambda step: broadcast(step)) if self.ranks.world_size > 1 else None
+        return self.policy_version, generate(
+            self.policy.module,
+            requests,
+            eos_ids=self.eos_ids,
+            context_length=self.policy.context_length,
+            pad_id=self.policy.tokenizer.pad_token_id or 0,
+            decode=lambda ids: self.policy.tokenizer.decode(ids),
+            sync=sync,
+        )
 
     def _use_threads(self) -> None:
         if self.threads > 0 and torch.get_num_threads() != self.threads:
@@ -122,19 +203,12 @@ class Worker:
             self._run(batch)
 
     def _run(self, batch: list[_Ticket]) -> None:
-        requests = [r for t in batch for r in t.requests]
+        # Unseeded requests get their seed here, so that every rank samples alike.
+        requests = [_seeded(r) for t in batch for r in t.requests]
         try:
-            with self._lock:
-                for t in batch:
-                    t.policy_version = self.policy_version
-                results = generate(
-                    self.policy.model,
-                    requests,
-                    eos_ids=self.eos_ids,
-                    context_length=self.policy.context_length,
-                    pad_id=self.policy.tokenizer.pad_token_id or 0,
-                    decode=lambda ids: self.policy.tokenizer.decode(ids),
-                )
+            version, results = self._collective("generate", requests)
+            for t in batch:
+                t.policy_version = version
             start = 0
             for t in batch:
                 t.results, start = results[start : start + len(t.requests)], start + len(t.requests)
@@ -143,3 +217,9 @@ class Worker:
                 t.error = error
         for t in batch:
             t.done.set()
+
+
+def _seeded(request: GenerationRequest) -> GenerationRequest:
+    if request.sampling.seed is not None:
+        return request
+    return replace(request, sampling=replace(request.sampling, seed=random.getrandbits(32)))

@@ -1,0 +1,69 @@
+"""FSDP2 over the policy: each decoder layer (optionally under activation checkpointing) is one `fully_shard` unit,
+then a root module around the whole model. Parameters stay float32 and sharded (the masters the optimizer updates);
+`MixedPrecisionPolicy` all-gathers them in the compute dtype for forward and backward and reduce-scatters gradients
+in float32. Gradients are summed over ranks, not averaged: each rank's loss is already its share of the step's loss
+(a sum divided by the whole step's denominator)."""
+
+import torch
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
+
+from .logprobs import DEFAULT_CHUNK, token_logprobs
+
+
+class PolicyModule(torch.nn.Module):
+    """The FSDP root: a causal LM (or a peft model around one) with a scoring forward that stops at the final hidden
+    states and computes token logprobs in chunks. Every use of the weights calls this module, so FSDP's root hooks
+    run (generation calls it with the model's own arguments)."""
+
+    def __init__(self, lm: torch.nn.Module, logprob_chunk: int = DEFAULT_CHUNK):
+        super().__init__()
+        self.lm = lm
+        self.logprob_chunk = logprob_chunk
+
+    def forward(self, input_ids, position_ids=None, targets=None, **model_kwargs):
+        """With `targets` [B, W]: (logprobs, entropy), each [B*W] float32. Without: the causal LM's own output."""
+        if targets is None:
+            return self.lm(input_ids=input_ids, position_ids=position_ids, **model_kwargs)
+        base = causal_lm(self.lm)
+        hidden = base.get_decoder()(input_ids=input_ids, position_ids=position_ids, use_cache=False).last_hidden_state
+        hidden_N_C = hidden.flatten(0, 1)  # [B*W, C]
+        return token_logprobs(hidden_N_C, base.get_output_embeddings(), targets.flatten(), self.logprob_chunk)
+
+
+def causal_lm(model: torch.nn.Module) -> torch.nn.Module:
+    """The transformers model inside `model` (itself, or a peft model's base)."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
+    """The decoder's layer list (`model.layers` in Qwen2/Qwen3/Llama/Mixtral/Qwen3-MoE)."""
+    layers = getattr(causal_lm(model).get_decoder(), "layers", None)
+    if not isinstance(layers, torch.nn.ModuleList):
+        raise ValueError(f"{type(causal_lm(model)).__name__}: no decoder layer list (model.layers) to shard")
+    return layers
+
+
+def shard(
+    lm: torch.nn.Module,
+    *,
+    compute_dtype: torch.dtype,
+    activation_checkpointing: bool,
+    logprob_chunk: int = DEFAULT_CHUNK,
+) -> PolicyModule:
+    """Shards `lm` in place over the default process group and returns the root module to compute with."""
+    mp = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
+    layers = decoder_layers(lm)
+    for i, layer in enumerate(layers):
+        if activation_checkpointing:
+            # Only each layer's input is kept; its activations are recomputed in backward (one layer at a time).
+            layer = checkpoint_wrapper(layer)
+            layers[i] = layer
+        fully_shard(layer, mp_policy=mp)
+    root = PolicyModule(lm, logprob_chunk)
+    fully_shard(root, mp_policy=mp)
+    for module in root.modules():
+        if isinstance(module, FSDPModule):
+            module.set_gradient_divide_factor(1.0)
+            module.set_force_sum_reduction_for_comms(True)  # gloo has no PREMUL_SUM; the factor is 1 anyway
+    return root
