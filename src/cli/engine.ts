@@ -97,7 +97,15 @@ async function serve(
   let app: Awaited<ReturnType<typeof buildEngineServer>>;
   try {
     const modelName = config.model_name ?? name;
-    app = await buildEngineServer({ engine, modelName, log, key, checkpointRoot: config.checkpoint_root });
+    app = await buildEngineServer({
+      engine,
+      modelName,
+      log,
+      key,
+      checkpointRoot: config.checkpoint_root,
+      toolCallParser: config.tool_call_parser,
+      reasoningParser: config.reasoning_parser,
+    });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
     throw new CliError(`--checkpoint-root ${config.checkpoint_root}: no such directory`);
@@ -167,6 +175,8 @@ export function registerEngine(program: Command): void {
     .option("--checkpoint-root <dir>", "the only directory tree /v1/load_weights may read; absent: load_weights is off")
     .option("--key <key>", "admin key of /v1/load_weights, /pause, /resume (visible in ps: prefer ARCLIGHT_KEY)")
     .option("--key-file <path>", "file whose first line is the admin key; also ARCLIGHT_KEY_FILE")
+    .option("--tool-call-parser <name>", "hermes, llama3_json, qwen3_coder, mistral, deepseek_v3 or pythonic", "hermes")
+    .option("--reasoning-parser <name>", "deepseek_r1 or qwen3: answer <think> text as message.reasoning")
     .option("--shutdown-grace-seconds <s>", "on SIGTERM, seconds in-flight requests get (default 30)", Number)
     .action(async (flags: Record<string, unknown>) => {
       const parsed = EngineServeConfigSchema.safeParse({
@@ -179,6 +189,8 @@ export function registerEngine(program: Command): void {
         log_level: flags.logLevel,
         checkpoint_root: flags.checkpointRoot,
         shutdown_grace_seconds: flags.shutdownGraceSeconds,
+        tool_call_parser: flags.toolCallParser,
+        reasoning_parser: flags.reasoningParser,
       });
       if (!parsed.success) {
         const issue = parsed.error.issues[0];

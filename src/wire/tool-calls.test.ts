@@ -68,7 +68,9 @@ describe("toolCallParser", () => {
   });
 
   it("refuses a name it has no parser for, naming the known ones", () => {
-    expect(() => toolCallParser("pythonic")).toThrow(/no tool-call parser "pythonic" \(known: hermes\)/);
+    expect(() => toolCallParser("granite")).toThrow(
+      /no tool-call parser "granite" \(known: hermes, llama3_json, qwen3_coder, mistral, deepseek_v3, pythonic\)/,
+    );
     expect(() => toolCallParser("toString")).toThrow(RangeError);
   });
 });

@@ -1,55 +1,33 @@
 /**
  * @module Tool-call parsers of generated text, by vLLM's `--tool-call-parser` name: each turns a generation into
- * OpenAI `tool_calls`. `hermes` (`<tool_call>{"name": …, "arguments": {…}}</tool_call>` blocks) is implemented;
- * another format is one more entry in {@link TOOL_CALL_PARSERS}.
+ * OpenAI `tool_calls`: `hermes` (here), `llama3_json`, `qwen3_coder`, `mistral`, `deepseek_v3` and `pythonic` (one
+ * file each in `tool-parsers/`); another format is one more entry in {@link TOOL_CALL_PARSERS}.
  */
-import { randomBytes } from "node:crypto";
 import { pythonJsonDumps } from "./python-json.js";
+import {
+  type ParsedToolCalls,
+  type ToolCallMarkers,
+  type ToolCallParser,
+  toolCallId,
+  type WireToolCall,
+} from "./tool-parsers/common.js";
+import { parseDeepSeekV3ToolCalls } from "./tool-parsers/deepseek-v3.js";
+import { parseLlama3JsonToolCalls } from "./tool-parsers/llama3-json.js";
+import { parseMistralToolCalls } from "./tool-parsers/mistral.js";
+import { parsePythonicToolCalls } from "./tool-parsers/pythonic.js";
+import { parseQwen3CoderToolCalls } from "./tool-parsers/qwen3-coder.js";
 
-/** One parsed tool call, OpenAI/vLLM wire shape. */
-export interface WireToolCall {
-  /** `chatcmpl-tool-<16 hex>`. */
-  id: string;
-  type: "function";
-  function: {
-    name: string;
-    /** The arguments as JSON text, re-serialised with `", "` and `": "` separators (Python `json.dumps`). */
-    arguments: string;
-  };
-}
-
-/** What a parser made of a generation. */
-export interface ParsedToolCalls {
-  /** Text before the first call, or null when blank; the whole text when no call was parsed. */
-  content: string | null;
-  /** Every parsed call, in order; empty when the text has none or any is malformed. */
-  toolCalls: WireToolCall[];
-}
-
-/** The strings around a tool-call block in generated text (the chat template's delimiter ids, decoded). */
-export interface ToolCallMarkers {
-  start: string;
-  end: string;
-}
-
-/** One tool-call format. */
-export interface ToolCallParser {
-  /** vLLM's `--tool-call-parser` name. */
-  readonly name: string;
-  /**
-   * Parses a whole generation.
-   * @param text - the generated text, special tokens written as their strings, the stop token removed
-   */
-  parse(text: string): ParsedToolCalls;
-}
+export type {
+  ChatTool,
+  ParsedToolCalls,
+  ToolCallMarkers,
+  ToolCallParser,
+  WireToolCall,
+} from "./tool-parsers/common.js";
+export { toolCallId } from "./tool-parsers/common.js";
 
 /** Hermes markers: `<tool_call>` and `</tool_call>`. */
 export const HERMES_MARKERS: ToolCallMarkers = { start: "<tool_call>", end: "</tool_call>" };
-
-/** A fresh tool call id, `chatcmpl-tool-` + 16 hex digits (vLLM's format). */
-export function toolCallId(): string {
-  return `chatcmpl-tool-${randomBytes(8).toString("hex")}`;
-}
 
 /** Parses one Hermes block's JSON into a call, or undefined when it is not `{"name": string, "arguments"?: …}`. */
 export function parseToolCallBlock(json: string): WireToolCall | undefined {
@@ -100,6 +78,11 @@ export function parseHermesToolCalls(text: string, markers: ToolCallMarkers = HE
 /** The parsers, keyed by vLLM's `--tool-call-parser` names. */
 export const TOOL_CALL_PARSERS: Readonly<Record<string, ToolCallParser>> = {
   hermes: { name: "hermes", parse: (text) => parseHermesToolCalls(text) },
+  llama3_json: { name: "llama3_json", parse: parseLlama3JsonToolCalls },
+  qwen3_coder: { name: "qwen3_coder", parse: parseQwen3CoderToolCalls },
+  mistral: { name: "mistral", parse: parseMistralToolCalls },
+  deepseek_v3: { name: "deepseek_v3", parse: parseDeepSeekV3ToolCalls },
+  pythonic: { name: "pythonic", parse: parsePythonicToolCalls },
 };
 
 /**

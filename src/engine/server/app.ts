@@ -14,6 +14,8 @@ import {
   serverTimeoutOptions,
 } from "../../http/server-timeouts.js";
 import { NotFound } from "../../protocol/errors.js";
+import { reasoningParser } from "../../wire/reasoning.js";
+import { toolCallParser } from "../../wire/tool-calls.js";
 import type { Engine } from "../engine.js";
 import { Admission } from "./admission.js";
 import { checkpointRootOf } from "./checkpoint-root.js";
@@ -40,6 +42,10 @@ export interface EngineServerOptions {
   key?: string;
   /** The only directory tree `/v1/load_weights` may read (symlinks resolved); absent: load_weights answers 403. */
   checkpointRoot?: string;
+  /** vLLM `--tool-call-parser` name of the model's tool-call format (default `hermes`). */
+  toolCallParser?: string;
+  /** vLLM `--reasoning-parser` name; absent: generated text is not split into reasoning and content. */
+  reasoningParser?: string;
   /** Seconds a client has to send request headers (default 30) and a whole request (default 300). */
   headersTimeoutSeconds?: number;
   /** Seconds a client has to send a whole request, body included (default 300). */
@@ -77,6 +83,8 @@ export async function buildEngineServer(options: EngineServerOptions): Promise<F
     admission: new Admission(),
     startedS: Math.floor(Date.now() / 1000),
     checkpointRoot: checkpointRootOf(options.checkpointRoot),
+    toolCallParser: toolCallParser(options.toolCallParser ?? "hermes"),
+    reasoningParser: options.reasoningParser === undefined ? undefined : reasoningParser(options.reasoningParser),
   };
   app.setErrorHandler(engineErrorHandler);
   // Unknown routes answer like every other error (OpenAI `error` + `{detail, code}`), not Fastify's own shape.

@@ -14,7 +14,8 @@
  */
 
 import { vllmAssistantMessage } from "../../protocol/assistant-message.js";
-import { parseHermesToolCalls, type WireToolCall } from "../../wire/tool-calls.js";
+import type { ReasoningParser } from "../../wire/reasoning.js";
+import { type ChatTool, parseHermesToolCalls, type ToolCallParser, type WireToolCall } from "../../wire/tool-calls.js";
 import type { ToolCallDelimiters } from "../chat-template.js";
 import type { GenerationResult } from "../engine.js";
 import type { Tokenizer } from "../tokenizer.js";
@@ -30,8 +31,14 @@ export interface ChatRenderOptions {
   toolCalls: ToolCallDelimiters;
   /** Stop strings of the request (the text is cut before them). */
   stop: string[];
-  /** Parse `<tool_call>` blocks (tools given and `tool_choice` not "none"). */
+  /** Parse tool calls (tools given and `tool_choice` not "none"). */
   parseTools: boolean;
+  /** The model's tool-call format. */
+  toolCallParser: ToolCallParser;
+  /** The model's reasoning format; undefined: no reasoning is split off. */
+  reasoningParser?: ReasoningParser;
+  /** The request's `tools` (`qwen3_coder` types parameter values by their schema). */
+  tools: readonly ChatTool[];
   /** `return_token_ids`: fill `token_ids` / `prompt_token_ids`. */
   returnTokenIds: boolean;
   /** `logprobs: true`: fill `logprobs.content`. */
@@ -40,18 +47,64 @@ export interface ChatRenderOptions {
   defaultStopTokenIds: number[];
 }
 
-/** The message text and tool calls of one generation. */
-function messageOf(
-  result: GenerationResult,
-  options: ChatRenderOptions,
-): { content: string | null; toolCalls: WireToolCall[] } {
-  const { tokenizer, stop, toolCalls } = options;
-  if (!options.parseTools) return { content: visibleText(tokenizer, result.tokenIds, stop), toolCalls: [] };
-  const text = visibleText(tokenizer, result.tokenIds, stop, [toolCalls.startId, toolCalls.endId]);
-  return parseHermesToolCalls(text, {
-    start: tokenizer.decode([toolCalls.startId], false),
-    end: tokenizer.decode([toolCalls.endId], false),
-  });
+/** The parts of an assistant message read from generated text. */
+export interface ParsedMessage {
+  content: string | null;
+  toolCalls: WireToolCall[];
+  /** The text the reasoning parser split off; null without one. */
+  reasoning: string | null;
+}
+
+/** Whether a generation's text goes through a parser at all. */
+export function parsesText(options: ChatRenderOptions): boolean {
+  return options.parseTools || options.reasoningParser !== undefined;
+}
+
+/**
+ * The special ids a parser must see as text: the template's tool-call delimiters for `hermes` alone, else every
+ * special id of the generation but its stop ids (vLLM decodes with `skip_special_tokens: false` for such parsers).
+ */
+function keptSpecialIds(tokenIds: readonly number[], options: ChatRenderOptions): number[] {
+  const { tokenizer, toolCalls, defaultStopTokenIds } = options;
+  if (options.toolCallParser.name === "hermes" && options.reasoningParser === undefined) {
+    return [toolCalls.startId, toolCalls.endId];
+  }
+  const stops = new Set(defaultStopTokenIds);
+  return [...new Set(tokenIds)].filter((id) => tokenizer.isSpecial(id) && !stops.has(id));
+}
+
+/**
+ * Splits text as vLLM's chat server does: the reasoning parser first, then the tool-call parser on what is left.
+ * @param text - the generated text, the parsers' special tokens written as their strings
+ */
+export function parseGeneratedText(text: string, options: ChatRenderOptions): ParsedMessage {
+  const split = options.reasoningParser?.split(text) ?? { reasoning: null, content: text };
+  if (!options.parseTools || split.content === null) return { ...split, toolCalls: [] };
+  const { tokenizer, toolCalls } = options;
+  const parsed =
+    options.toolCallParser.name === "hermes"
+      ? parseHermesToolCalls(split.content, {
+          start: tokenizer.decode([toolCalls.startId], false),
+          end: tokenizer.decode([toolCalls.endId], false),
+        })
+      : options.toolCallParser.parse(split.content, options.tools);
+  return { ...parsed, reasoning: split.reasoning };
+}
+
+/**
+ * The text a parser reads from generated ids: stop strings cut, parser specials kept.
+ * @param tokenIds - the generation, [completionLen]
+ */
+export function parserText(tokenIds: readonly number[], options: ChatRenderOptions): string {
+  return visibleText(options.tokenizer, tokenIds, options.stop, keptSpecialIds(tokenIds, options));
+}
+
+/** The message text, reasoning and tool calls of one generation. */
+function messageOf(result: GenerationResult, options: ChatRenderOptions): ParsedMessage {
+  if (!parsesText(options)) {
+    return { content: visibleText(options.tokenizer, result.tokenIds, options.stop), toolCalls: [], reasoning: null };
+  }
+  return parseGeneratedText(parserText(result.tokenIds, options), options);
 }
 
 /** Chat `logprobs` of a whole generation: `{content: [...]}`, or null when not asked. */
@@ -67,10 +120,10 @@ function logprobsOf(result: GenerationResult, options: ChatRenderOptions): { con
  * @param result - the engine's generation
  */
 export function chatChoice(index: number, result: GenerationResult, options: ChatRenderOptions) {
-  const { content, toolCalls } = messageOf(result, options);
+  const { content, toolCalls, reasoning } = messageOf(result, options);
   return {
     index,
-    message: vllmAssistantMessage(content, toolCalls),
+    message: vllmAssistantMessage(content, toolCalls, reasoning),
     logprobs: logprobsOf(result, options),
     finish_reason: toolCalls.length > 0 ? "tool_calls" : result.finishReason,
     stop_reason: wireStopReason(result.stopReason, options.defaultStopTokenIds),

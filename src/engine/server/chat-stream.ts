@@ -12,8 +12,9 @@
  * @see vLLM v0.19.0 `vllm/entrypoints/openai/chat_completion/serving.py` (`chat_completion_stream_generator`)
  */
 import type { GenerationResult, TokenEvent } from "../engine.js";
-import type { AnswerIdentity, ChatRenderOptions } from "./chat-response.js";
+import { type AnswerIdentity, type ChatRenderOptions, parsesText } from "./chat-response.js";
 import { chatLogprobEntries, tokenStrings } from "./logprobs.js";
+import { ParsedTextStream } from "./parsed-text-stream.js";
 import { wireStopReason } from "./sampling.js";
 import { TextAssembler } from "./text-stream.js";
 import { type ChatDelta, ToolCallStream } from "./tool-call-stream.js";
@@ -30,7 +31,7 @@ function mergeDeltas(a: ChatDelta, b: ChatDelta): ChatDelta {
 export class ChatChoiceStream {
   private pending: TokenEvent | undefined;
   private readonly strings;
-  private readonly tools: ToolCallStream | undefined;
+  private readonly tools: ToolCallStream | ParsedTextStream | undefined;
   private readonly text: TextAssembler;
 
   /**
@@ -44,9 +45,13 @@ export class ChatChoiceStream {
     private readonly options: ChatRenderOptions,
   ) {
     this.strings = tokenStrings(options.tokenizer);
-    this.tools = options.parseTools
+    const hermesOnly =
+      options.parseTools && options.toolCallParser.name === "hermes" && options.reasoningParser === undefined;
+    this.tools = hermesOnly
       ? new ToolCallStream(options.tokenizer, options.toolCalls, options.stop)
-      : undefined;
+      : parsesText(options)
+        ? new ParsedTextStream(options)
+        : undefined;
     this.text = new TextAssembler(options.tokenizer, options.stop);
   }
 

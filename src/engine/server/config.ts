@@ -1,5 +1,7 @@
 /** @module Configuration of `arclight engine serve`: a strict zod schema with defaults (flags are parsed into it). */
 import { z } from "zod";
+import { REASONING_PARSERS } from "../../wire/reasoning.js";
+import { TOOL_CALL_PARSERS } from "../../wire/tool-calls.js";
 
 /** Settings of one engine server process. */
 export const EngineServeConfigSchema = z
@@ -24,6 +26,14 @@ export const EngineServeConfigSchema = z
       .min(1)
       .optional()
       .describe("the only directory tree /v1/load_weights may read (symlinks resolved); absent: load_weights is off"),
+    tool_call_parser: z
+      .enum(Object.keys(TOOL_CALL_PARSERS) as [string, ...string[]])
+      .default("hermes")
+      .describe("how tool calls are read from generated text (vLLM's --tool-call-parser names)"),
+    reasoning_parser: z
+      .enum(Object.keys(REASONING_PARSERS) as [string, ...string[]])
+      .optional()
+      .describe("split <think> text into message.reasoning (vLLM's --reasoning-parser names); absent: none"),
     shutdown_grace_seconds: z
       .number()
       .min(0)

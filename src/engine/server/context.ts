@@ -5,6 +5,8 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import { BadRequest } from "../../protocol/errors.js";
+import type { ReasoningParser } from "../../wire/reasoning.js";
+import type { ToolCallParser } from "../../wire/tool-calls.js";
 import type { ChatTemplate } from "../chat-template.js";
 import type { Engine, GenerateOptions, GenerationRequest, GenerationResult } from "../engine.js";
 import type { Tokenizer } from "../tokenizer.js";
@@ -28,6 +30,10 @@ export interface ServerContext {
   startedS: number;
   /** Where `/v1/load_weights` may read; undefined: load_weights is off. */
   checkpointRoot?: CheckpointRoot;
+  /** How tool calls are read from generated text. */
+  toolCallParser: ToolCallParser;
+  /** How reasoning is split from the answer; undefined: it is not. */
+  reasoningParser?: ReasoningParser;
 }
 
 /** A generation that ran: its results and the policy version at admission (no swap can happen while it runs). */

@@ -7,6 +7,7 @@
 import { parseToolCallBlock } from "../../wire/tool-calls.js";
 import type { ToolCallDelimiters } from "../chat-template.js";
 import type { Tokenizer } from "../tokenizer.js";
+import type { ParsedDelta } from "./parsed-text-stream.js";
 import { TextAssembler } from "./text-stream.js";
 
 /** A chat stream delta (vLLM `DeltaMessage`, the keys this server sends). */
@@ -21,7 +22,8 @@ export type ChatDelta =
         type: "function";
         function: { name: string; arguments: string };
       }[];
-    };
+    }
+  | ParsedDelta;
 
 /**
  * Per-choice streaming tool-call parser. States: `content` (before any block), `call` (inside a block, bytes
