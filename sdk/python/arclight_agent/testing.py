@@ -8,6 +8,8 @@ import json
 import os
 import shlex
 import subprocess
+import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -18,6 +20,30 @@ from typing import Any
 def cli_command() -> list[str]:
     """The arclight CLI as an argv prefix: `ARCLIGHT_CLI`, else `npx arclight`."""
     return shlex.split(os.environ.get("ARCLIGHT_CLI") or "npx arclight")
+
+
+def _start(args: list[str], cwd: str | None, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """Starts a CLI child (stderr to a temp file, so a chatty child never blocks on a full pipe); returns its first line."""
+    stderr = tempfile.TemporaryFile(mode="w+")
+    process = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    process.stderr_file = stderr  # type: ignore[attr-defined]
+    line = process.stdout.readline() if process.stdout else ""
+    # Keep reading its stdout (pino logs go there), so a full pipe never stops it.
+    threading.Thread(target=_drain, args=(process.stdout,), daemon=True).start()
+    return process, line
+
+
+def _drain(stream: Any) -> None:
+    for _ in stream or ():
+        pass
+
+
+def _stop_and_read(process: subprocess.Popen) -> str:
+    process.kill()
+    process.wait()
+    stderr = process.stderr_file  # type: ignore[attr-defined]
+    stderr.seek(0)
+    return stderr.read()
 
 
 class Gateway:
@@ -37,12 +63,9 @@ class Gateway:
         args = [*cli_command(), "gateway", "--host", "127.0.0.1", "--port", "0", "--store", "memory"]
         args += ["--dashboard", "false", "--log-level", "warn", *(extra_args or [])]
         env = {**os.environ, "ARCLIGHT_KEY": key}
-        process = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = process.stdout.readline() if process.stdout else ""
+        process, line = _start(args, cwd, env)
         if "listening on " not in line:
-            process.kill()
-            stderr = process.stderr.read() if process.stderr else ""
-            raise RuntimeError(f"gateway did not start: {line}{stderr}")
+            raise RuntimeError(f"gateway did not start: {line}{_stop_and_read(process)}")
         return cls(process, line.split("listening on ", 1)[1].split()[0].rstrip("/"), key)
 
     def stop(self) -> None:
@@ -120,17 +143,22 @@ class Controller:
     def start(
         cls, gateway: Gateway, state_dir: str, cwd: str | None = None, env: dict[str, str] | None = None, **keys: Any
     ) -> Controller:
-        """Starts the controller with the gateway's URL and key; `keys` are controller config keys (as YAML values).
+        """Starts the controller with the gateway's URL and key and waits for its start line; `keys` are controller
+        config keys (strings as given, anything else as JSON).
 
         :param state_dir: folder of its state file
         :param env: the controller's environment (its agents inherit it); default this process's
+        :raises RuntimeError: when it exits first (its stderr is in the message)
         """
         args = [*cli_command(), "controller", "--gateway-url", gateway.url, "--log-level", "warn"]
         args += ["--poll-interval-seconds", "0.1", "--state-file", os.path.join(state_dir, "controller-state.json")]
         for key, value in keys.items():
             args += [f"--{key.replace('_', '-')}", value if isinstance(value, str) else json.dumps(value)]
         environ = {**(os.environ if env is None else env), "ARCLIGHT_KEY": gateway.key}
-        return cls(subprocess.Popen(args, cwd=cwd, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        process, line = _start(args, cwd, environ)
+        if not line.startswith("arclight controller:"):
+            raise RuntimeError(f"controller did not start: {line}{_stop_and_read(process)}")
+        return cls(process)
 
     def stop(self) -> None:
         self.process.terminate()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +11,6 @@ import pytest
 from arclight_agent.testing import Gateway
 
 REPO = Path(__file__).resolve().parents[3]
-PYTHON = sys.executable
 
 
 def repo_cli() -> str:

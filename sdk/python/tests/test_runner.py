@@ -4,9 +4,10 @@ a traceback and a non-zero exit on failure."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import textwrap
 
-from conftest import PYTHON
+PYTHON = sys.executable
 
 AGENTS = textwrap.dedent(
     '''
