@@ -288,7 +288,7 @@ describe("dashboard rollout table", () => {
         input: k,
         is_train: true,
         config: { timeout_seconds: 60, max_attempts: 1, local: { env_map: {}, ...local }, k8s: null },
-        metadata: k === 3 ? { agent: "planner" } : {},
+        metadata: { batch_idx: null, sample_idx_in_batch: null, ...(k === 3 ? { agent: "planner" } : {}) },
       })),
     );
     const page = (await list(gw.url, "")) as unknown as { items: { rollout_id: string; agent: string }[] };
