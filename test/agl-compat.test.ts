@@ -183,6 +183,57 @@ describe.each(STORES)("AGL v1.0 wire shapes (%s store)", (_name, makeStore) => {
     expect(read.rollout).toEqual(created);
   });
 
+  it("rollout metadata answers batch_idx and sample_idx_in_batch, null when unset, and keeps extra keys", async () => {
+    // AGL's RolloutMetadata declares both keys with default None, so a raw-JSON client always finds them.
+    const gw = await start(makeStore);
+    const created = await gw.call("POST", "/api/rollouts", [
+      { rollout_id: "bare", input: {} },
+      { rollout_id: "set", input: {}, metadata: { batch_idx: 2, sample_idx_in_batch: 5, tag: "x" } },
+    ]);
+    const text = await created.text();
+    expect(text).toContain('"metadata":{"batch_idx":null,"sample_idx_in_batch":null}');
+    const read = await json<Rollout[]>(gw.call("GET", "/api/rollouts"));
+    expect(read.map((r) => r.metadata)).toEqual([
+      { batch_idx: null, sample_idx_in_batch: null },
+      { batch_idx: 2, sample_idx_in_batch: 5, tag: "x" },
+    ]);
+    const one = await json<{ rollout: Rollout }>(gw.call("GET", "/api/rollouts/bare"));
+    expect(one.rollout.metadata).toEqual({ batch_idx: null, sample_idx_in_batch: null });
+  });
+
+  it("format=triplet keeps the last model_request per identical prompt (AGL's duplicate-prompt case)", async () => {
+    // AGL v1.0: test_triplet_events_keep_last_model_request_for_duplicate_prompt, posted by hand as AGL's test does.
+    const gw = await start(makeStore);
+    await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: {} }]);
+    const post = (prompt: number[], response: number[]) =>
+      gw.call("POST", "/api/rollouts/r/attempt/0/events", {
+        event_type: "model_request",
+        data: {
+          response: { prompt_token_ids: prompt, choices: [{ token_ids: response }] },
+          server: { model: "policy", version: 3 },
+        },
+      });
+    await post([1, 2], [10]);
+    await gw.call("POST", "/api/rollouts/r/attempt/0/events", { event_type: "reward", data: { value: 0.5 } });
+    await post([3, 4], [20]);
+    await post([1, 2], [30]);
+    const raw = await json<Event[]>(gw.call("GET", "/api/rollouts/r/events?event_type=model_request"));
+    const rawIds = raw.map((e) => (e.data.response as { choices: { token_ids: number[] }[] }).choices[0]!.token_ids);
+    expect(rawIds).toEqual([[10], [20], [30]]);
+    const triplets = await json<Event[]>(gw.call("GET", "/api/rollouts/r/events?format=triplet"));
+    expect(triplets.map((e) => e.event_type)).toEqual(["reward", "model_request", "model_request"]);
+    expect(triplets[0]!.data).toEqual({ value: 0.5 });
+    expect(triplets.slice(1).map((e) => e.data.prompt_token_ids)).toEqual([
+      [3, 4],
+      [1, 2],
+    ]);
+    expect(triplets.slice(1).map((e) => e.data.response_token_ids)).toEqual([[20], [30]]);
+    // arclight's finer rule, asked for explicitly: both samples of prompt [1, 2] stay.
+    const finer = await json<Event[]>(gw.call("GET", "/api/rollouts/r/events?format=triplet&dedupe=retries"));
+    const finerCalls = finer.filter((e) => e.event_type === "model_request");
+    expect(finerCalls.map((e) => e.data.response_token_ids)).toEqual([[10], [20], [30]]);
+  });
+
   it("a chat call's triplet: prompt and response ids, logprobs, server model and version, status", async () => {
     const { proxy, triplets } = await withUpstream();
     expect((await proxy("chat/completions", { model: "x", messages: [{ role: "user", content: "hi" }] })).status).toBe(

@@ -32,7 +32,7 @@ describe("emitReward / emitEvent against the real gateway", () => {
         input: {},
         is_train: true,
         config: { timeout_seconds: 60, max_attempts: 1, local: null, k8s: null },
-        metadata: {},
+        metadata: { batch_idx: null, sample_idx_in_batch: null },
       },
     ]);
     const env = envFor(gateway.url, "r");
@@ -60,7 +60,7 @@ describe("emitReward / emitEvent against the real gateway", () => {
         input: {},
         is_train: true,
         config: { timeout_seconds: 60, max_attempts: 1, local: null, k8s: null },
-        metadata: {},
+        metadata: { batch_idx: null, sample_idx_in_batch: null },
       },
     ]);
     await gateway.store.patchRollout("r", { status: { last_attempt_id: "1" } }); // attempt "0" is superseded
@@ -85,7 +85,7 @@ describe("emitReward / emitEvent against the real gateway", () => {
         input: {},
         is_train: true,
         config: { timeout_seconds: 60, max_attempts: 1, local: null, k8s: null },
-        metadata: {},
+        metadata: { batch_idx: null, sample_idx_in_batch: null },
       },
     ]);
     const app = buildApp({ store, config: gatewayConfig({ key: "" }) });

@@ -45,6 +45,7 @@ describe("loadGatewayConfig", () => {
       headers_timeout_seconds: 30,
       request_timeout_seconds: 300,
       shutdown_grace_seconds: 30,
+      triplet_dedupe: "prompt",
       log_level: "info",
       dashboard: true,
       dashboard_key: "",

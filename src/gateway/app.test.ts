@@ -77,7 +77,7 @@ describe("auth", () => {
         input: 1,
         is_train: true,
         config: { timeout_seconds: 1, max_attempts: 1, local: null, k8s: null },
-        metadata: {},
+        metadata: { batch_idx: null, sample_idx_in_batch: null },
       },
     ]);
     const good: Record<string, string>[] = [{ authorization: "Bearer s3cret" }, { "x-api-key": "s3cret" }];

@@ -20,6 +20,7 @@ import type {
   RunStep,
   RunSummary,
   TerminalPage,
+  TripletDedupe,
   TripletEvent,
 } from "../protocol/index.js";
 import { errorFromResponse, GatewayClientClosed, GatewayUnreachable } from "./client-errors.js";
@@ -254,13 +255,16 @@ export class GatewayClient {
   }
 
   /**
-   * `GET /api/rollouts/{id}/events?format=triplet`: the current attempt's events in the triplet view (`model_request`
-   * as token ids and logprobs, `reward` as its value), what the trainer reads.
+   * `GET /api/rollouts/{id}/events?format=triplet&dedupe=retries`: the current attempt's events in the triplet view
+   * (`model_request` as token ids and logprobs, `reward` as its value), what the trainer reads. It asks for arclight's
+   * `retries` rule whatever the gateway's default: every sample the agent went on with is trained
+   * (docs/training-correctness.md).
+   * @param dedupe - which repeated calls to leave out; `prompt` is Agent Lightning v1.0's rule
    * @throws {RolloutNotFound} unknown rollout
    */
-  getTripletEvents(rolloutId: string): Promise<TripletEvent[]> {
+  getTripletEvents(rolloutId: string, dedupe: TripletDedupe = "retries"): Promise<TripletEvent[]> {
     const path = `/api/rollouts/${enc(rolloutId)}/events`;
-    const query = new URLSearchParams({ format: "triplet" });
+    const query = new URLSearchParams({ format: "triplet", dedupe });
     return this.send({ method: "GET", path, query, idempotent: true, rolloutId });
   }
 

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { DEFAULT_HEADERS_TIMEOUT_SECONDS, DEFAULT_REQUEST_TIMEOUT_SECONDS } from "../http/server-timeouts.js";
 import { invalidAgentEntry } from "../protocol/agent-match.js";
 import { MAX_MODEL_NAME_CHARS } from "../protocol/model.js";
+import { TRIPLET_DEDUPE_RULES } from "../protocol/triplet.js";
 import { type ProxyOptions, resolveProxyOptions } from "./proxy/options.js";
 
 /** Default request body limit: 32 MiB. */
@@ -120,6 +121,14 @@ export const GatewayConfigSchema = z.strictObject({
     .min(0)
     .default(30)
     .describe("on SIGTERM/SIGINT, seconds in-flight requests get before every open socket is closed"),
+  triplet_dedupe: z
+    .enum(TRIPLET_DEDUPE_RULES)
+    .default("prompt")
+    .describe(
+      "which repeated model calls `format=triplet` leaves out when the request does not say (`dedupe=`): prompt " +
+        "(Agent Lightning v1.0: the last call per identical prompt ids) or retries (only failed calls retried and " +
+        "repeated agent request ids; what arclight's trainer asks for, docs/training-correctness.md)",
+    ),
   log_level: LogLevelSchema.default("info").describe("pino log level"),
   dashboard: z.boolean().default(true).describe("serve the browser dashboard at /ui and its /api/runs routes"),
   dashboard_key: z

@@ -64,10 +64,13 @@ export const RolloutConfigSchema = z.strictObject({
 /** Execution settings of a rollout, defaults applied. */
 export type RolloutConfig = z.infer<typeof RolloutConfigSchema>;
 
-/** Free-form metadata; `batch_idx` and `sample_idx_in_batch` are well known, every extra key is kept. */
+/**
+ * Free-form metadata; `batch_idx` and `sample_idx_in_batch` are well known and `null` when unset (as Agent Lightning
+ * v1.0 answers them), every extra key is kept.
+ */
 export const RolloutMetadataSchema = z.looseObject({
-  batch_idx: z.number().int().optional(),
-  sample_idx_in_batch: z.number().int().optional(),
+  batch_idx: z.number().int().nullable().default(null),
+  sample_idx_in_batch: z.number().int().nullable().default(null),
 });
 /** Rollout metadata. */
 export type RolloutMetadata = z.infer<typeof RolloutMetadataSchema>;
@@ -112,7 +115,7 @@ export const RolloutCreateSchema = z.strictObject({
   input: z.unknown().refine((v) => v !== undefined, "input is required"),
   is_train: z.boolean().default(true),
   config: RolloutConfigSchema.default(() => RolloutConfigSchema.parse({})),
-  metadata: RolloutMetadataSchema.default(() => ({})),
+  metadata: RolloutMetadataSchema.prefault({}),
   rollout_id: RolloutIdSchema.optional(),
 });
 /** A rollout to create, defaults applied. */
@@ -175,4 +178,18 @@ export function dataIdOf(input: unknown): string {
  */
 export function withConfigDefaults(config: Rollout["config"]): Rollout["config"] {
   return { ...config, local: config.local ?? null, k8s: config.k8s ?? null };
+}
+
+/**
+ * Metadata as the wire answers it: `batch_idx` and `sample_idx_in_batch` null when unset, also for rollouts stored
+ * before they were always written.
+ * @param metadata - stored metadata
+ * @returns a new object with both keys present
+ */
+export function withMetadataDefaults(metadata: Partial<Rollout["metadata"]>): Rollout["metadata"] {
+  return {
+    ...metadata,
+    batch_idx: metadata.batch_idx ?? null,
+    sample_idx_in_batch: metadata.sample_idx_in_batch ?? null,
+  };
 }

@@ -178,7 +178,7 @@ describe("toTripletReward", () => {
   });
 });
 
-describe("toTripletEvents", () => {
+describe("toTripletEvents by retries (what arclight's trainer reads)", () => {
   it("drops a failed call that a later call of the same prompt retried, counting it on the survivor", () => {
     const failed = { status: "error", http_status: 502, error: { message: "boom" } };
     const events = [
@@ -188,7 +188,7 @@ describe("toTripletEvents", () => {
       event("model_request", modelRequest([1, 2], [30])),
       event("model_request", modelRequest([1, 2], [40])),
     ];
-    const out = toTripletEvents(events);
+    const out = toTripletEvents(events, "retries");
     expect(out.map((e) => e.event_type)).toEqual(["reward", "model_request", "model_request", "model_request"]);
     const calls = out.slice(1).map((e) => e.data as { response_token_ids: number[]; deduped_retries?: number });
     expect(calls.map((c) => c.response_token_ids)).toEqual([[20], [30], [40]]);
@@ -198,19 +198,22 @@ describe("toTripletEvents", () => {
 
   // A rule of "same prompt ids → keep the last" would drop legitimate repeat samples of one prompt.
   it("keeps two successful samples of the same prompt", () => {
-    const out = toTripletEvents([
-      event("model_request", modelRequest([1, 2], [10])),
-      event("model_request", modelRequest([1, 2], [30])),
-    ]);
+    const out = toTripletEvents(
+      [event("model_request", modelRequest([1, 2], [10])), event("model_request", modelRequest([1, 2], [30]))],
+      "retries",
+    );
     expect(out.map((e) => (e.data as { response_token_ids: number[] }).response_token_ids)).toEqual([[10], [30]]);
   });
 
   it("drops an earlier call with the same agent request id, even a successful one", () => {
-    const out = toTripletEvents([
-      event("model_request", modelRequest([1, 2], [10], { agent_request_id: "req-1" })),
-      event("model_request", modelRequest([5], [11], { agent_request_id: "req-2" })),
-      event("model_request", modelRequest([1, 2], [12], { agent_request_id: "req-1" })),
-    ]);
+    const out = toTripletEvents(
+      [
+        event("model_request", modelRequest([1, 2], [10], { agent_request_id: "req-1" })),
+        event("model_request", modelRequest([5], [11], { agent_request_id: "req-2" })),
+        event("model_request", modelRequest([1, 2], [12], { agent_request_id: "req-1" })),
+      ],
+      "retries",
+    );
     const calls = out.map((e) => e.data as { response_token_ids: number[]; deduped_retries?: number });
     expect(calls.map((c) => c.response_token_ids)).toEqual([[11], [12]]);
     expect(calls[1]?.deduped_retries).toBe(1);
@@ -218,13 +221,16 @@ describe("toTripletEvents", () => {
 
   it("does not merge prompts that differ only by order or by a prefix", () => {
     const failed = { status: "error", http_status: 502 };
-    const out = toTripletEvents([
-      event("model_request", modelRequest([1, 2], [1], failed)),
-      event("model_request", modelRequest([2, 1], [2])),
-      event("model_request", modelRequest([1, 2, 3], [3])),
-      event("model_request", modelRequest([12], [4])),
-      event("model_request", modelRequest([1, 2], [5])),
-    ]);
+    const out = toTripletEvents(
+      [
+        event("model_request", modelRequest([1, 2], [1], failed)),
+        event("model_request", modelRequest([2, 1], [2])),
+        event("model_request", modelRequest([1, 2, 3], [3])),
+        event("model_request", modelRequest([12], [4])),
+        event("model_request", modelRequest([1, 2], [5])),
+      ],
+      "retries",
+    );
     expect(out.map((e) => (e.data as { response_token_ids: number[] }).response_token_ids)).toEqual([
       [2],
       [3],
@@ -235,14 +241,14 @@ describe("toTripletEvents", () => {
 
   it("never merges failed calls that captured no prompt ids", () => {
     const failed = { response: {}, http_status: 500, status: "error", error: "boom" };
-    const out = toTripletEvents([event("model_request", failed), event("model_request", failed)]);
+    const out = toTripletEvents([event("model_request", failed), event("model_request", failed)], "retries");
     expect(out).toHaveLength(2);
   });
 
   it("passes other event types through unchanged and keeps event fields", () => {
     const log = event("log", { message: "hello", level: "info" });
     const custom = event("tool_call", { name: "search", args: { q: "x" } });
-    const out = toTripletEvents([log, custom]);
+    const out = toTripletEvents([log, custom], "retries");
     expect(out).toEqual([log, custom]);
   });
 
@@ -254,6 +260,47 @@ describe("toTripletEvents", () => {
   });
 
   it("returns an empty list for no events", () => {
-    expect(toTripletEvents([])).toEqual([]);
+    expect(toTripletEvents([], "retries")).toEqual([]);
+  });
+});
+
+describe("toTripletEvents by prompt (Agent Lightning v1.0, the wire default)", () => {
+  it("keeps only the last call per identical prompt, in its own place (AGL's duplicate-prompt case)", () => {
+    const out = toTripletEvents([
+      event("model_request", modelRequest([1, 2], [10])),
+      event("reward", { value: 0.5 }),
+      event("model_request", modelRequest([3, 4], [20])),
+      event("model_request", modelRequest([1, 2], [30])),
+    ]);
+    expect(out.map((e) => e.event_type)).toEqual(["reward", "model_request", "model_request"]);
+    const calls = out.slice(1).map((e) => e.data as { prompt_token_ids: number[]; response_token_ids: number[] });
+    expect(calls.map((c) => c.prompt_token_ids)).toEqual([
+      [3, 4],
+      [1, 2],
+    ]);
+    expect(calls.map((c) => c.response_token_ids)).toEqual([[20], [30]]);
+    expect(out.some((e) => "deduped_retries" in e.data)).toBe(false);
+  });
+
+  it("is the default", () => {
+    const events = [event("model_request", modelRequest([1], [1])), event("model_request", modelRequest([1], [2]))];
+    expect(toTripletEvents(events)).toEqual(toTripletEvents(events, "prompt"));
+    expect(toTripletEvents(events)).toHaveLength(1);
+  });
+
+  it("merges calls with different agent request ids when their prompts are equal", () => {
+    const out = toTripletEvents(
+      [
+        event("model_request", modelRequest([1, 2], [10], { agent_request_id: "a" })),
+        event("model_request", modelRequest([1, 2], [11], { agent_request_id: "b" })),
+      ],
+      "prompt",
+    );
+    expect(out.map((e) => (e.data as { response_token_ids: number[] }).response_token_ids)).toEqual([[11]]);
+  });
+
+  it("never merges calls that captured no prompt ids", () => {
+    const failed = { response: {}, http_status: 500, status: "error", error: "boom" };
+    expect(toTripletEvents([event("model_request", failed), event("model_request", failed)], "prompt")).toHaveLength(2);
   });
 });

@@ -212,21 +212,33 @@ export function toTripletReward(data: Record<string, unknown>): TripletReward {
 }
 
 /**
+ * Which repeated `model_request`s the triplet view leaves out.
+ * - `prompt` (Agent Lightning v1.0, the wire default): of several calls with identical, non-empty prompt ids only the
+ *   last is kept.
+ * - `retries` (what arclight's trainer reads): only true retries are left out, that is a call that failed
+ *   (`status: error`) and a later call has the same non-empty prompt ids, or a later call carries the same
+ *   `agent_request_id`; the survivor counts them in `deduped_retries`. Two successful samples of one prompt are both
+ *   kept (docs/training-correctness.md says why).
+ */
+export const TRIPLET_DEDUPE_RULES = ["prompt", "retries"] as const;
+/** See {@link TRIPLET_DEDUPE_RULES}. */
+export type TripletDedupe = (typeof TRIPLET_DEDUPE_RULES)[number];
+
+/**
  * The triplet view of a rollout's events (`?format=triplet`, Agent Lightning v1.0). `model_request` and `reward`
  * data are trimmed (each call keeps its `agent_name`, resolved through the attempt's spans when the proxy recorded
- * none); other events pass unchanged. Only true retries are de-duplicated: a `model_request` is left out
- * when a later one repeats the same call, that is (1) it failed (`status: error`) and a later call has the same
- * non-empty prompt ids, or (2) a later call carries the same `agent_request_id`. The later event keeps its own
- * position and counts the events it replaced in `deduped_retries`. Two successful samples of one prompt are both kept
- * (an agent may sample a prompt several times on purpose); failed calls without captured prompt ids are never merged.
+ * none); other events pass unchanged. Repeated calls are left out by `dedupe` ({@link TRIPLET_DEDUPE_RULES}); a
+ * survivor keeps its own position, and calls that captured no prompt ids (failed ones) are never merged by prompt.
  *
  * Example: `[mr(p=[1,2], error), reward(0.5), mr(p=[3,4], r=[20]), mr(p=[1,2], r=[30]), mr(p=[1,2], r=[40])]`
- * becomes `[reward(0.5), mr([3,4] → [20]), mr([1,2] → [30], deduped_retries 1), mr([1,2] → [40])]`.
+ * becomes, by `prompt`, `[reward(0.5), mr([3,4] → [20]), mr([1,2] → [40])]`, and by `retries`
+ * `[reward(0.5), mr([3,4] → [20]), mr([1,2] → [30], deduped_retries 1), mr([1,2] → [40])]`.
  *
  * @param events - stored events of one attempt, in sequence order
+ * @param dedupe - which repeated calls to leave out
  * @returns the trimmed events, in sequence order
  */
-export function toTripletEvents(events: readonly Event[]): TripletEvent[] {
+export function toTripletEvents(events: readonly Event[], dedupe: TripletDedupe = "prompt"): TripletEvent[] {
   const spans = indexSpans(events);
   const trimmed: TripletEvent[] = events.map((event) => {
     if (event.event_type === "model_request") {
@@ -238,6 +250,31 @@ export function toTripletEvents(events: readonly Event[]): TripletEvent[] {
     if (event.event_type === "reward") return { ...event, data: toTripletReward(event.data) };
     return event;
   });
+  return dedupe === "prompt" ? keepLastPerPrompt(trimmed) : dropRetries(trimmed);
+}
+
+/** The joined prompt ids of a `model_request` triplet event; undefined for other events and empty prompts. */
+function promptKey(event: TripletEvent): string | undefined {
+  if (event.event_type !== "model_request") return undefined;
+  const ids = (event.data as TripletModelRequest).prompt_token_ids;
+  return ids.length > 0 ? ids.join(",") : undefined;
+}
+
+/** AGL's rule: of the calls with one non-empty prompt only the last stays, in its own place. */
+function keepLastPerPrompt(trimmed: TripletEvent[]): TripletEvent[] {
+  const lastIndexByPrompt = new Map<string, number>();
+  trimmed.forEach((event, index) => {
+    const key = promptKey(event);
+    if (key !== undefined) lastIndexByPrompt.set(key, index);
+  });
+  return trimmed.filter((event, index) => {
+    const key = promptKey(event);
+    return key === undefined || lastIndexByPrompt.get(key) === index;
+  });
+}
+
+/** arclight's rule: only failed calls retried with the same prompt, and earlier calls of one agent request id, go. */
+function dropRetries(trimmed: TripletEvent[]): TripletEvent[] {
   // Walk backwards: each call looks for a later call that repeats it.
   const laterByPrompt = new Map<string, number>();
   const laterByRequestId = new Map<string, number>();
@@ -247,7 +284,7 @@ export function toTripletEvents(events: readonly Event[]): TripletEvent[] {
     const event = trimmed[index]!;
     if (event.event_type !== "model_request") continue;
     const data = event.data as TripletModelRequest;
-    const prompt = data.prompt_token_ids.length > 0 ? data.prompt_token_ids.join(",") : undefined;
+    const prompt = promptKey(event);
     const byId = data.agent_request_id === undefined ? undefined : laterByRequestId.get(data.agent_request_id);
     const byPrompt = data.status === "error" && prompt !== undefined ? laterByPrompt.get(prompt) : undefined;
     const survivor = byId ?? byPrompt;

@@ -3,7 +3,14 @@
  * and returns `boolean` and `double precision` as JS values; JSON goes in as text (`$n::json`), since the driver
  * would turn a JS array into a PostgreSQL array.
  */
-import { dataIdOf, type Event, type Rollout, type RolloutState, withConfigDefaults } from "../protocol/index.js";
+import {
+  dataIdOf,
+  type Event,
+  type Rollout,
+  type RolloutState,
+  withConfigDefaults,
+  withMetadataDefaults,
+} from "../protocol/index.js";
 
 /** Columns every rollout read selects, in {@link PgRolloutRow} order. */
 export const PG_ROLLOUT_COLUMNS =
@@ -16,7 +23,7 @@ export interface PgRolloutRow {
   input: unknown;
   is_train: boolean;
   config: Rollout["config"];
-  metadata: Rollout["metadata"];
+  metadata: Partial<Rollout["metadata"]>;
   state: RolloutState;
   k8s_job_name: string | null;
   last_attempt_id: string | null;
@@ -39,7 +46,7 @@ export function rolloutFromPgRow(row: PgRolloutRow): Rollout {
     input: row.input,
     is_train: row.is_train,
     config: withConfigDefaults(row.config),
-    metadata: row.metadata,
+    metadata: withMetadataDefaults(row.metadata),
     status: {
       state: row.state,
       k8s_job_name: row.k8s_job_name,

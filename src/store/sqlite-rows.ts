@@ -2,7 +2,14 @@
  * @module Row shapes of the SQLite store and their mapping to wire objects. JSON columns are TEXT; booleans are
  * INTEGER 0/1; times are REAL epoch seconds.
  */
-import { dataIdOf, type Event, type Rollout, type RolloutState, withConfigDefaults } from "../protocol/index.js";
+import {
+  dataIdOf,
+  type Event,
+  type Rollout,
+  type RolloutState,
+  withConfigDefaults,
+  withMetadataDefaults,
+} from "../protocol/index.js";
 
 /** Columns every rollout read selects, in {@link RolloutRow} order. */
 export const ROLLOUT_COLUMNS =
@@ -48,7 +55,7 @@ export function rolloutFromRow(row: RolloutRow): Rollout {
     input: JSON.parse(row.input),
     is_train: row.is_train === 1,
     config: withConfigDefaults(JSON.parse(row.config) as Rollout["config"]),
-    metadata: JSON.parse(row.metadata),
+    metadata: withMetadataDefaults(JSON.parse(row.metadata)),
     status: {
       state: row.state,
       k8s_job_name: row.k8s_job_name,

@@ -2,8 +2,9 @@
  * @module Pause state of the proxy: while paused, new model calls get 429 + `Retry-After`; calls already in flight
  * finish. The trainer pauses, waits until `GET /proxy/state` reports no call in flight, swaps weights, then resumes.
  * With a {@link SharedPause} (several gateways on one PostgreSQL database) a pause on any replica pauses all, and the
- * in-flight count is the sum over every live replica. A pause carries a lease: unless its owner renews it (pauses
- * again) it ends by itself, so a trainer that crashed mid-update cannot leave every agent locked out. With a shared
+ * in-flight count is the sum over every live replica. A pause may carry a lease: unless its owner renews it (pauses
+ * again) it ends by itself, so a trainer that crashed mid-update cannot leave every agent locked out; a pause without
+ * one (Agent Lightning v1.0's, which never renews) lasts until resumed. With a shared
  * pause the lease is shared too: every replica ends the pause at its expiry (a renewal through any replica moves it),
  * and lifts it for all unless a renewal came first.
  */
@@ -50,8 +51,12 @@ export class PauseController {
 
   /**
    * @param shared - the pause state shared with other gateways; absent for a gateway that is alone on its store
+   * @param nowMs - the clock leases are measured by, ms since the epoch (tests pass one they move by hand)
    */
-  constructor(private readonly shared?: SharedPause) {
+  constructor(
+    private readonly shared?: SharedPause,
+    private readonly nowMs: () => number = Date.now,
+  ) {
     if (!shared) return;
     this.applyShared(shared.current());
     shared.onChange((record) => this.applyShared(record));
@@ -75,7 +80,7 @@ export class PauseController {
   pause(retryAfterSeconds: number, reason: string | null, leaseSeconds: number | null = null): void {
     this.notePaused(true);
     this.record = { paused: true, retry_after_seconds: retryAfterSeconds, reason };
-    this.expiresAtMs = leaseSeconds === null ? null : Date.now() + leaseSeconds * 1000;
+    this.expiresAtMs = leaseSeconds === null ? null : this.nowMs() + leaseSeconds * 1000;
   }
 
   /** Admits new calls again on this gateway. Local only: see {@link setPaused}. */
@@ -88,13 +93,13 @@ export class PauseController {
   /** Keeps {@link pausedForMs} right: a renewal of a pause does not restart its clock. */
   private notePaused(paused: boolean): void {
     if (!paused) this.pausedSinceMs = null;
-    else this.pausedSinceMs ??= Date.now();
+    else this.pausedSinceMs ??= this.nowMs();
   }
 
   /** @returns how long this gateway has been paused, ms (a renewal does not reset it); null while running */
   pausedForMs(): number | null {
     this.expire();
-    return this.pausedSinceMs === null ? null : Date.now() - this.pausedSinceMs;
+    return this.pausedSinceMs === null ? null : this.nowMs() - this.pausedSinceMs;
   }
 
   /**
@@ -107,7 +112,7 @@ export class PauseController {
 
   /** Ends a pause whose lease has run out (checked whenever the state is read or a call arrives). */
   private expire(): void {
-    if (!this.record.paused || this.expiresAtMs === null || Date.now() < this.expiresAtMs) return;
+    if (!this.record.paused || this.expiresAtMs === null || this.nowMs() < this.expiresAtMs) return;
     const reason = this.record.reason;
     this.resume();
     if (this.shared) {
@@ -130,7 +135,7 @@ export class PauseController {
    */
   async setPaused(next: PauseRequest): Promise<void> {
     const lease = next.paused ? (next.lease_seconds ?? null) : null;
-    const expiresAtMs = lease === null ? null : Date.now() + lease * 1000;
+    const expiresAtMs = lease === null ? null : this.nowMs() + lease * 1000;
     if (this.shared) {
       const record = next.paused
         ? { paused: true, retry_after_seconds: next.retry_after_seconds, reason: next.reason }

@@ -234,7 +234,7 @@ describe("dashboard rollout table", () => {
       rollout_id: `r-s${k % 3}-${k}`,
       input: { data_id: `d${k % 2}` },
       is_train: k !== 5,
-      metadata: { batch_idx: k % 3 },
+      metadata: { batch_idx: k % 3, sample_idx_in_batch: null },
     }));
     await gw.store.createRollouts(
       creates.map((c) => ({ ...c, config: { timeout_seconds: 60, max_attempts: 1, local: null, k8s: null } })),
@@ -288,7 +288,7 @@ describe("dashboard rollout table", () => {
         input: k,
         is_train: true,
         config: { timeout_seconds: 60, max_attempts: 1, local: { env_map: {}, ...local }, k8s: null },
-        metadata: k === 3 ? { agent: "planner" } : {},
+        metadata: { batch_idx: null, sample_idx_in_batch: null, ...(k === 3 ? { agent: "planner" } : {}) },
       })),
     );
     const page = (await list(gw.url, "")) as unknown as { items: { rollout_id: string; agent: string }[] };
@@ -318,7 +318,7 @@ describe("dashboard rollout table", () => {
         input: 1,
         is_train: true,
         config: { timeout_seconds: 1, max_attempts: 1, local: null, k8s: null },
-        metadata: {},
+        metadata: { batch_idx: null, sample_idx_in_batch: null },
       },
     ]);
     const ids = (await list(url, "limit=100")).items.map((r) => r.rollout_id);

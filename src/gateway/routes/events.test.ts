@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Event } from "../../protocol/index.js";
+import type { GatewayConfigInput } from "../config.js";
 import { startTestGateway, type TestGateway } from "../testing/serve.js";
 
 let gw: TestGateway;
@@ -8,8 +9,8 @@ afterEach(async () => {
 });
 
 /** Starts a gateway holding one queuing rollout `r` (attempt "0"). */
-async function withRollout(config: Record<string, unknown> = {}): Promise<void> {
-  gw = await startTestGateway();
+async function withRollout(config: Record<string, unknown> = {}, gateway: GatewayConfigInput = {}): Promise<void> {
+  gw = await startTestGateway(gateway);
   const res = await gw.call("POST", "/api/rollouts", [{ rollout_id: "r", input: { q: 1 }, config }]);
   expect(res.status).toBe(201);
 }
@@ -211,30 +212,38 @@ describe("GET /api/rollouts/{id}/events", () => {
     expect((await gw.call("GET", "/api/rollouts/nope/events")).status).toBe(404);
   });
 
-  it("format=triplet trims model_request and reward, drops retried failed calls, keeps other events", async () => {
-    await withRollout();
-    const modelRequest = (prompt: number[], response: number[], status = "ok") => ({
-      event_type: "model_request",
-      data: {
-        model: "policy",
-        model_version: 3,
-        request: { messages: [{ role: "user", content: "hi" }] },
-        response: {
-          prompt_token_ids: prompt,
-          choices: [{ token_ids: response, logprobs: { content: response.map(() => ({ logprob: -0.5 })) } }],
-        },
-        http_status: status === "ok" ? 200 : 502,
-        status,
-        server: { model: "policy", endpoint: "http://h/v1", version: 3 },
+  const modelRequest = (prompt: number[], response: number[], status = "ok") => ({
+    event_type: "model_request",
+    data: {
+      model: "policy",
+      model_version: 3,
+      request: { messages: [{ role: "user", content: "hi" }] },
+      response: {
+        prompt_token_ids: prompt,
+        choices: [{ token_ids: response, logprobs: { content: response.map(() => ({ logprob: -0.5 })) } }],
       },
-    });
+      http_status: status === "ok" ? 200 : 502,
+      status,
+      server: { model: "policy", endpoint: "http://h/v1", version: 3 },
+    },
+  });
+  /** A failed call, a reward, two successful calls of one prompt around another call and a log line. */
+  async function postRepeatedPrompt(): Promise<void> {
     await post(modelRequest([1, 2], [10], "error"));
     await post({ event_type: "reward", data: { value: 0.5, extra: "drop", source: "judge" } });
     await post(modelRequest([3, 4], [20]));
     await post({ event_type: "log", data: { message: "m" } });
     await post(modelRequest([1, 2], [30]));
+    await post(modelRequest([1, 2], [40]));
+  }
+  const responses = (events: Event[]) =>
+    events.filter((e) => e.event_type === "model_request").map((e) => e.data.response_token_ids);
+
+  it("format=triplet trims model_request and reward, keeps other events and the last call per prompt (AGL)", async () => {
+    await withRollout();
+    await postRepeatedPrompt();
     const raw = (await (await gw.call("GET", "/api/rollouts/r/events?event_type=model_request")).json()) as Event[];
-    expect(raw).toHaveLength(3);
+    expect(raw).toHaveLength(4);
     const triplet = (await (await gw.call("GET", "/api/rollouts/r/events?format=triplet")).json()) as Event[];
     expect(triplet.map((e) => e.event_type)).toEqual(["reward", "model_request", "log", "model_request"]);
     expect(triplet[0]?.data).toEqual({ value: 0.5, source: "judge" });
@@ -247,7 +256,36 @@ describe("GET /api/rollouts/{id}/events", () => {
       status: "ok",
     });
     expect(triplet[2]?.data).toEqual({ message: "m" });
-    expect(triplet[3]?.data).toMatchObject({ response_token_ids: [30], deduped_retries: 1 });
+    expect(triplet[3]?.data).toMatchObject({ response_token_ids: [40] });
+  });
+
+  it("dedupe=retries drops only the retried failed call and keeps both samples of one prompt", async () => {
+    await withRollout();
+    await postRepeatedPrompt();
+    const triplet = (await (
+      await gw.call("GET", "/api/rollouts/r/events?format=triplet&dedupe=retries")
+    ).json()) as Event[];
+    expect(responses(triplet)).toEqual([[20], [30], [40]]);
+    expect(triplet.find((e) => e.data.deduped_retries !== undefined)?.data).toMatchObject({
+      response_token_ids: [30],
+      deduped_retries: 1,
+    });
+  });
+
+  it("the gateway's triplet_dedupe sets the rule a request without dedupe gets; dedupe=prompt still asks for AGL's", async () => {
+    await withRollout({}, { triplet_dedupe: "retries" });
+    await postRepeatedPrompt();
+    const get = async (query: string) =>
+      responses((await (await gw.call("GET", `/api/rollouts/r/events?format=triplet${query}`)).json()) as Event[]);
+    expect(await get("")).toEqual([[20], [30], [40]]);
+    expect(await get("&dedupe=prompt")).toEqual([[20], [40]]);
+  });
+
+  it("answers 422 naming dedupe for an unknown rule", async () => {
+    await withRollout();
+    const res = await gw.call("GET", "/api/rollouts/r/events?format=triplet&dedupe=first");
+    expect(res.status).toBe(422);
+    expect(JSON.stringify(await res.json())).toContain("dedupe");
   });
 
   it("answers 422 for an unknown format", async () => {

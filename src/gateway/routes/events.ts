@@ -11,6 +11,7 @@ import {
   parseOrThrow,
   RewardDataSchema,
   RolloutNotFound,
+  TRIPLET_DEDUPE_RULES,
   toTripletEvents,
 } from "../../protocol/index.js";
 import type { GatewayRouteOptions } from "../route-options.js";
@@ -18,6 +19,7 @@ import type { GatewayRouteOptions } from "../route-options.js";
 const EventListQuerySchema = z.object({
   event_type: z.string().min(1).optional(),
   format: z.enum(["raw", "triplet"]).optional(),
+  dedupe: z.enum(TRIPLET_DEDUPE_RULES).optional(),
   attempt_id: z.string().min(1).optional(),
 });
 
@@ -46,9 +48,10 @@ interface EventParams {
 
 /**
  * Mounts `POST /api/rollouts/:id/attempt/:aid/events` (one event → the stored Event, a list → a list; 404 unknown
- * rollout, 409 superseded attempt; events after the rollout finished are stored `late` and counted) and `GET /api/rollouts/:id/events[?event_type=&format=triplet&attempt_id=]`.
+ * rollout, 409 superseded attempt; events after the rollout finished are stored `late` and counted) and `GET /api/rollouts/:id/events[?event_type=&format=triplet&dedupe=prompt|retries&attempt_id=]` (`dedupe`
+ * defaults to the gateway's `triplet_dedupe`).
  */
-export const eventRoutes: FastifyPluginAsync<GatewayRouteOptions> = async (app, { store, metrics }) => {
+export const eventRoutes: FastifyPluginAsync<GatewayRouteOptions> = async (app, { store, config, metrics }) => {
   app.post<{ Params: EventParams }>("/api/rollouts/:id/attempt/:aid/events", async (request) => {
     const { creates, isList } = parseEventBody(request.body);
     const events = await store.appendEvents(request.params.id, request.params.aid, creates);
@@ -70,6 +73,7 @@ export const eventRoutes: FastifyPluginAsync<GatewayRouteOptions> = async (app, 
     // with events (an event to a foreign attempt id does not change which attempt is read).
     const attemptId = query.attempt_id ?? currentAttemptOf(rollout.status);
     const events = await store.listEvents(rolloutId, { attemptId, eventType: query.event_type });
-    return query.format === "triplet" ? toTripletEvents(events) : events;
+    if (query.format !== "triplet") return events;
+    return toTripletEvents(events, query.dedupe ?? config.triplet_dedupe);
   });
 };

@@ -13,11 +13,12 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setup(options: ProxyOptionsInput = {}, fakes = 1) {
+async function setup(options: ProxyOptionsInput = {}, fakes = 1, nowMs?: () => number) {
   const upstreams: FakeVllm[] = [];
   for (let i = 0; i < fakes; i++) upstreams.push(await FakeVllm.start());
   const h = await startProxyHarness({
     options,
+    nowMs,
     models: upstreams.map((f, i) => ({ model: "policy", endpoint: f.url, version: 3 + i })),
   });
   cleanups.push(async () => {
@@ -329,7 +330,7 @@ describe("pause, drain and resume", () => {
       retry_after_seconds: 7,
       reason: "weight update",
       inflight: 20,
-      lease_expires_at: expect.any(Number),
+      lease_expires_at: null,
     });
 
     const rejected = await agentCall(h, rids[0]!, "chat/completions", chatRequest());
@@ -386,6 +387,42 @@ describe("pause, drain and resume", () => {
     expect((await pauseFor(0.3)).lease_expires_at).toBeGreaterThanOrEqual(paused.lease_expires_at);
     const deadline = Date.now() + 5000;
     while (h.pause.state().paused && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect((await agentCall(h, rid, "chat/completions", chatRequest())).status).toBe(200);
+    expect(h.pause.state()).toMatchObject({ paused: false, lease_expires_at: null });
+  });
+
+  // Agent Lightning v1.0's trainer pauses with {retry_after_seconds, reason} and never renews: its weight sync may
+  // take longer than any lease, so a pause that asked for none must hold until resumed.
+  it("a pause without a lease (AGL's body) holds past 300 s until resumed", async () => {
+    let clockMs = Date.UTC(2026, 0, 1);
+    const { h, rid } = await setup({}, 1, () => clockMs);
+    const pause = await fetch(`${h.baseUrl}/proxy/pause`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${h.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ retry_after_seconds: 9, reason: "scale-down" }),
+    });
+    expect(await pause.json()).toMatchObject({ paused: true, lease_expires_at: null });
+    clockMs += 301_000;
+    expect((await agentCall(h, rid, "chat/completions", chatRequest())).status).toBe(429);
+    clockMs += 3_600_000;
+    const state = await fetch(`${h.baseUrl}/proxy/state`, { headers: { authorization: `Bearer ${h.key}` } });
+    expect(await state.json()).toMatchObject({ paused: true, reason: "scale-down", lease_expires_at: null });
+    await fetch(`${h.baseUrl}/proxy/resume`, { method: "POST", headers: { authorization: `Bearer ${h.key}` } });
+    expect((await agentCall(h, rid, "chat/completions", chatRequest())).status).toBe(200);
+  });
+
+  it("a pause that asks for a 300 s lease holds until 300 s, then ends by itself", async () => {
+    let clockMs = Date.UTC(2026, 0, 1);
+    const { h, rid } = await setup({}, 1, () => clockMs);
+    const pause = await fetch(`${h.baseUrl}/proxy/pause`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${h.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ reason: "update", lease_seconds: 300 }),
+    });
+    expect(await pause.json()).toMatchObject({ paused: true, lease_expires_at: clockMs / 1000 + 300 });
+    clockMs += 299_000;
+    expect((await agentCall(h, rid, "chat/completions", chatRequest())).status).toBe(429);
+    clockMs += 1_000;
     expect((await agentCall(h, rid, "chat/completions", chatRequest())).status).toBe(200);
     expect(h.pause.state()).toMatchObject({ paused: false, lease_expires_at: null });
   });

@@ -33,10 +33,10 @@ export const PauseRequestSchema = z.strictObject({
     .gt(0)
     .max(86_400)
     .nullable()
-    .default(300)
+    .default(null)
     .describe(
       "The pause ends by itself this many seconds from now unless renewed by another pause call, so an owner that " +
-        "died cannot leave agents locked out; null: until resumed",
+        "died cannot leave agents locked out; null or absent (Agent Lightning v1.0's pause): until resumed",
     ),
 });
 
@@ -47,7 +47,7 @@ const PREFIX = PROXY_ROUTE_PREFIX;
  * Responses API) and `POST {PREFIX}/anthropic/v1/messages` (Anthropic Messages API), both translated to chat
  * completions upstream, each served by {@link ProxyService.serve}; `GET …/models` (OpenAI's model list: the
  * configured model name, else every registered model); `POST /proxy/pause`, `POST /proxy/resume` and
- * `GET /proxy/state` (a pause carries a lease, `lease_seconds`, default 300 s). Register it in the app with the error
+ * `GET /proxy/state` (a pause may carry a lease, `lease_seconds`; without one it lasts until resumed). Register it in the app with the error
  * handler and auth hook set on the parent; the plugin closes the service on `onClose`. The gateway serves most model
  * calls before they reach these routes (`gateway/proxy-lane.ts`); these serve the rest, with the same answers.
  * @throws {NotFound} unknown mode or path (404), and what {@link ProxyService.serve} throws

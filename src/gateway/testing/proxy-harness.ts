@@ -32,10 +32,18 @@ export interface ProxyHarness {
 /**
  * Starts the harness.
  * @param setup - proxy options, registered endpoints, store (memory by default), API key ("test-key" by default), and
- *   `lane: false` to send every call through the Fastify route instead of the direct path (`proxy-lane.ts`)
+ *   `lane: false` to send every call through the Fastify route instead of the direct path (`proxy-lane.ts`), and the
+ *   clock pause leases are measured by (`nowMs`, default `Date.now`)
  */
 export async function startProxyHarness(
-  setup: { options?: ProxyOptionsInput; models?: ModelInput[]; store?: Store; key?: string; lane?: boolean } = {},
+  setup: {
+    options?: ProxyOptionsInput;
+    models?: ModelInput[];
+    store?: Store;
+    key?: string;
+    lane?: boolean;
+    nowMs?: () => number;
+  } = {},
 ): Promise<ProxyHarness> {
   const store = setup.store ?? new MemoryStore();
   const key = setup.key ?? "test-key";
@@ -48,7 +56,7 @@ export async function startProxyHarness(
   if (setup.models?.length) {
     await store.upsertModels(setup.models.map((m) => ({ version: 0, ...m })));
   }
-  const pause = new PauseController();
+  const pause = new PauseController(undefined, setup.nowMs);
   const slot: LaneSlot = {};
   const app = Fastify({ logger: false, serverFactory: laneServerFactory(slot) });
   app.setErrorHandler(errorHandler);

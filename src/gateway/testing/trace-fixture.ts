@@ -63,7 +63,7 @@ export async function seedTraceRollout(
       input: { data_id: "fixture" },
       is_train: true,
       config: { timeout_seconds: 60, max_attempts: 1, local: null, k8s: null },
-      metadata: {},
+      metadata: { batch_idx: null, sample_idx_in_batch: null },
     },
   ]);
   await store.patchRollout(rolloutId, { status: { state: "running" } });

@@ -33,6 +33,19 @@ export function rolloutCases({ fresh, test }: ContractContext): void {
       expect(made.map((r) => r.input)).toEqual([1, 2, 3]);
     });
 
+    test("metadata answers batch_idx and sample_idx_in_batch, null when unset (Agent Lightning v1.0)", async () => {
+      const store = await fresh();
+      await store.createRollouts(
+        creates(
+          { rollout_id: "bare", input: 1 },
+          { rollout_id: "set", input: 2, metadata: { sample_idx_in_batch: 4 } },
+        ),
+      );
+      expect((await store.getRollout("bare"))!.metadata).toEqual({ batch_idx: null, sample_idx_in_batch: null });
+      expect((await store.getRollout("set"))!.metadata).toEqual({ batch_idx: null, sample_idx_in_batch: 4 });
+      expect((await store.listRollouts()).map((r) => r.metadata.batch_idx)).toEqual([null, null]);
+    });
+
     test("create with an existing rollout_id returns the stored rollout and keeps its events", async () => {
       const store = await fresh();
       await store.createRollouts(creates({ rollout_id: "r1", input: { a: 1 }, metadata: { batch_idx: 3, x: "y" } }));
@@ -40,7 +53,7 @@ export function rolloutCases({ fresh, test }: ContractContext): void {
       await store.appendEvents("r1", "0", events({ event_type: "log", data: { m: "hi" } }));
       const again = await store.createRollouts(creates({ rollout_id: "r1", input: { a: 2 } }));
       expect(again).toEqual([moved]);
-      expect(again[0]!.metadata).toEqual({ batch_idx: 3, x: "y" });
+      expect(again[0]!.metadata).toEqual({ batch_idx: 3, sample_idx_in_batch: null, x: "y" });
       expect(await store.listEvents("r1")).toHaveLength(1);
       // The same id twice in one batch also yields one rollout.
       const twice = await store.createRollouts(creates({ rollout_id: "r2", input: 1 }, { rollout_id: "r2", input: 2 }));

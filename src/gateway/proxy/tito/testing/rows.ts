@@ -15,7 +15,7 @@ import { extractTriplets } from "../../../../trainer/triplets.js";
  * @returns the rows and the prefix mismatches that split them
  */
 export async function trajectoryRows(store: Store, rolloutId: string): Promise<AggregateResult> {
-  const events = toTripletEvents(await store.listEvents(rolloutId));
+  const events = toTripletEvents(await store.listEvents(rolloutId), "retries");
   const triplets = extractTriplets(rolloutId, rolloutId, events, 0);
   return aggregateTrajectories(triplets, { maxPromptLength: 1e9, maxResponseLength: 1e9 });
 }
