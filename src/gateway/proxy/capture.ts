@@ -39,6 +39,7 @@ export type CaptureReason =
   | "stream_chunks_incomplete"
   | "stream_chunk_malformed"
   | "response_not_object"
+  | "token_ids_undecodable"
   | "logprobs_missing"
   | "logprobs_misaligned"
   | "logprobs_nonfinite";

@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from "fastify";
 import { z } from "zod";
 import { BadRequest, endpointUrlProblem, type Model, ModelSchema, parseOrThrow } from "../../protocol/index.js";
 import { readTokenizerFolder } from "../../wire/tokenizer-folder.js";
+import { checkServedTokenizer } from "../proxy/tito/tokenizer-probe.js";
 import type { GatewayRouteOptions } from "../route-options.js";
 
 const ModelListSchema = z.array(ModelSchema);
@@ -10,11 +11,13 @@ const ModelQuerySchema = z.object({ model: z.string().min(1).optional() });
 
 /**
  * Checks the `tito` endpoints of a registration: each names a tokenizer folder the gateway can read, with a chat
- * template, and every endpoint of one model in the list has the same mode.
- * @throws {BadRequest} naming the model and what is missing
+ * template, that tokenizes as the model server does where the server answers `/tokenize`, and every endpoint of one
+ * model in the list has the same mode.
+ * @throws {BadRequest} naming the model and what is missing or different
  */
-function checkTitoModels(models: readonly Model[]): void {
+async function checkTitoModels(models: readonly Model[]): Promise<void> {
   const modes = new Map<string, string>();
+  const probes: Promise<void>[] = [];
   for (const m of models) {
     const mode = m.mode ?? "passthrough";
     if ((modes.get(m.model) ?? mode) !== mode) {
@@ -29,13 +32,15 @@ function checkTitoModels(models: readonly Model[]): void {
         `model ${m.model}: mode tito needs \`tokenizer\`, a folder with tokenizer.json and tokenizer_config.json`,
       );
     }
-    readTokenizerFolder(m.tokenizer);
+    probes.push(checkServedTokenizer(m.model, m.endpoint, readTokenizerFolder(m.tokenizer)));
   }
+  await Promise.all(probes);
 }
 
 /**
  * Mounts `POST /api/models` (list of Model → 201 list, upsert by (model, endpoint); a `tito` endpoint without a
- * readable tokenizer folder and chat template is refused with 400, and so is an endpoint that is not
+ * readable tokenizer folder and chat template, or whose folder tokenizes otherwise than its server, is refused with 400,
+ * and so is an endpoint that is not
  * `http(s)://host[:port]/path`), `GET /api/models[?model=]`
  * (beyond AGL) and `DELETE /api/models[?model=]` → `{"status":"ok"}`.
  */
@@ -48,7 +53,7 @@ export const modelRoutes: FastifyPluginAsync<GatewayRouteOptions> = async (app, 
         throw new BadRequest(`body[${index}].endpoint ${JSON.stringify(model.endpoint)}: ${problem}`);
       }
     });
-    checkTitoModels(models);
+    await checkTitoModels(models);
     const stored = await store.upsertModels(models);
     request.log.info({ count: stored.length }, "registered model endpoints");
     return reply.status(201).send(stored);

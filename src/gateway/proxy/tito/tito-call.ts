@@ -5,7 +5,8 @@
  * whose ids are exactly those the upstream received and produced, with a `tito` field saying how the prompt was built.
  */
 import { performance } from "node:perf_hooks";
-import { BadRequest, type Model, type ToolParserName } from "../../../protocol/index.js";
+import { withOpenaiError } from "../../../http/error-handler.js";
+import { BadRequest, type Model, quoteStart, type ToolParserName } from "../../../protocol/index.js";
 import type { ChatInput } from "../../../wire/chat.js";
 import { SSE_DONE, sseEvent } from "../../../wire/sse.js";
 import type { TokenizerFolder } from "../../../wire/tokenizer-folder.js";
@@ -148,6 +149,27 @@ function generatedText(choice: Json, folder: TokenizerFolder): string | undefine
   return folder.tokenizer.decode(stopped ? ids.slice(0, -1) : ids, false);
 }
 
+/**
+ * The chat answer of an upstream's 2xx completion, or why the tokenizer folder cannot read it: an id outside the
+ * folder's vocabulary (a model whose output layer is larger than its tokenizer sampling a padding id, as Qwen2.5's
+ * 151,936 rows vs 151,665 tokens allow, or a folder that is not the served model's) cannot be decoded, and the call
+ * is then an unusable answer (502 `upstream_bad_answer`), recorded, not a crash that loses the capture.
+ */
+function readAnswer(
+  parsed: Json,
+  a: Answering,
+  wantLogprobs: boolean,
+): { chatBody: Json | null; unreadable?: { message: string; code: string } } {
+  try {
+    const generated = generatedText(firstChoice(parsed), a.folder);
+    return { chatBody: chatAnswer(parsed, a.parser, wantLogprobs, generated) };
+  } catch (err) {
+    const model = quoteStart(a.base.model, 200);
+    const message = `Upstream of model ${model} answered ids the tokenizer folder cannot decode: ${(err as Error).message}`;
+    return { chatBody: null, unreadable: { message, code: "upstream_bad_answer" } };
+  }
+}
+
 /** What {@link answerAgent} needs. */
 interface Answering {
   call: TrackedCall;
@@ -171,20 +193,28 @@ async function answerAgent(ctx: ProxyContext, a: Answering): Promise<void> {
   }
   const ok = answer.statusCode >= 200 && answer.statusCode < 300 && isJson(parsed);
   const agentBody = call.body.value;
-  const generated = ok ? generatedText(firstChoice(parsed as Json), a.folder) : undefined;
-  const chatBody = ok ? chatAnswer(parsed as Json, a.parser, agentBody.logprobs === true, generated) : null;
+  const read = ok ? readAnswer(parsed as Json, a, agentBody.logprobs === true) : { chatBody: null };
+  const chatBody = read.chatBody;
   const message = chatBody ? ((chatBody.choices as Json[])[0]!.message as Json) : {};
   const record: CallRecord = {
     ...base,
     endpoint: answer.endpoint,
     response: ok ? (parsed as Json) : null,
-    error: ok ? null : (parsed ?? { message: text.slice(0, 4096) }),
+    error: read.unreadable ?? (ok ? null : (parsed ?? { message: text.slice(0, 4096) })),
     latencyMs: performance.now() - base.startedAt,
-    httpStatus: answer.statusCode,
+    httpStatus: read.unreadable ? 502 : answer.statusCode,
     retryCount: answer.retryCount,
+    ...(read.unreadable ? { captureIncomplete: true, captureReasons: ["token_ids_undecodable" as const] } : {}),
   };
   const known = { ...base, response: parsed, responseText: text };
   await recordCall(ctx.store, call, record, known, { tito: titoRecord(a.plan, message) });
+  if (read.unreadable) {
+    call.log.warn({ endpoint: answer.endpoint.endpoint, code: read.unreadable.code }, "upstream answer unusable");
+    const body = { detail: read.unreadable.message, code: read.unreadable.code };
+    const sent = call.translation ? call.translation.error(502, body) : withOpenaiError(502, body);
+    void reply.status(502).header("content-type", "application/json").send(sent);
+    return;
+  }
   if (!chatBody) {
     const body = call.translation ? call.translation.error(answer.statusCode, parsed) : answer.body;
     void reply.status(answer.statusCode).header("content-type", "application/json").send(body);

@@ -6,13 +6,27 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { type ScriptedUpstream, startScriptedUpstream } from "../../testing/scripted-upstream.js";
 import { startTestGateway, type TestGateway } from "../../testing/serve.js";
 import { QWEN2_TOKENIZER_DIR } from "./testing/tokenizer-fixture.js";
+import { readTokenizerFolder } from "../../../wire/tokenizer-folder.js";
+import { PROBE_TEXT } from "./tokenizer-probe.js";
 
 let gw: TestGateway;
+let upstream: ScriptedUpstream | undefined;
 afterEach(async () => {
   await gw?.close();
+  await upstream?.close();
+  upstream = undefined;
 });
+
+/** A model server whose `POST /tokenize` answers `tokens` in vLLM's shape (every other path: 404). */
+function tokenizingServer(tokens: number[]): Promise<ScriptedUpstream> {
+  return startScriptedUpstream((req, res) => {
+    res.writeHead(req.url === "/tokenize" ? 200 : 404, { "content-type": "application/json" });
+    res.end(JSON.stringify(req.url === "/tokenize" ? { count: tokens.length, max_model_len: 32768, tokens } : {}));
+  });
+}
 
 async function register(body: unknown): Promise<{ status: number; json: { detail?: string } }> {
   const res = await gw.call("POST", "/api/models", body);
@@ -66,5 +80,26 @@ describe("registering a tito model", () => {
     ]);
     expect(res.status).toBe(400);
     expect(res.json.detail).toMatch(/every endpoint of a model needs the same mode/);
+  });
+
+  it("refuses a folder whose tokenizer splits text otherwise than the model server's /tokenize (400)", async () => {
+    gw = await startTestGateway();
+    upstream = await tokenizingServer([9707, 11, 1879]);
+    const res = await register([{ model: "p", endpoint: upstream.url, mode: "tito", tokenizer: QWEN2_TOKENIZER_DIR }]);
+    expect(res.status).toBe(400);
+    expect(res.json.detail).toMatch(/^model p: tokenizer folder .* does not match the model served at http:\/\/127/);
+    expect(res.json.detail).toMatch(/first different at position \d+/);
+    expect(await gw.store.listModels()).toEqual([]);
+  });
+
+  it("accepts a folder that tokenizes as the server does, and a server that cannot be asked", async () => {
+    gw = await startTestGateway();
+    const ids = readTokenizerFolder(QWEN2_TOKENIZER_DIR).tokenizer.encode(PROBE_TEXT);
+    upstream = await tokenizingServer(ids);
+    const same = { model: "p", endpoint: upstream.url, mode: "tito", tokenizer: QWEN2_TOKENIZER_DIR };
+    expect((await register([same])).status).toBe(201);
+    // Nothing listens there: the server may start later, so the folder is taken as it is.
+    const down = { model: "q", endpoint: "http://127.0.0.1:9/v1", mode: "tito", tokenizer: QWEN2_TOKENIZER_DIR };
+    expect((await register([down])).status).toBe(201);
   });
 });
