@@ -119,11 +119,16 @@ describe("local controller runs rollouts as real processes", () => {
     const [rollout] = await h.create([{ input: {}, config: { local: { command: ["sleep", "300"] } } }]);
     const controller = h.controller();
     controller.start();
-    await h.waitFor("running", async () =>
-      (await h.client.getRollout(rollout!.rollout_id)).rollout.status.state === "running" ? true : undefined,
-    );
-    const state = JSON.parse(readFileSync(join(h.dir, "controller-state.json"), "utf8"));
-    const pid = state.processes[rollout!.rollout_id].pid as number;
+    // The rollout is marked running (and leased) before its process starts: wait for the state file's record.
+    const pid = await h.waitFor("the process recorded", () => {
+      try {
+        const state = JSON.parse(readFileSync(join(h.dir, "controller-state.json"), "utf8"));
+        return state.processes[rollout!.rollout_id]?.pid as number | undefined;
+      } catch {
+        return undefined;
+      }
+    });
+    expect((await h.client.getRollout(rollout!.rollout_id)).rollout.status.state).toBe("running");
     expect(processAlive(pid)).toBe(true);
     await controller.shutdown();
     expect(processAlive(pid)).toBe(false);

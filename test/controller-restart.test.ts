@@ -20,7 +20,7 @@ function ownedPids(dir: string): Record<string, number> {
 }
 
 describe("controller restart", () => {
-  it("fails running rollouts whose process is gone with 'controller lost the process' and adopts live ones", async () => {
+  it("fails running rollouts whose process is gone 'controller lost the process', adopts live ones, starts unstarted ones", async () => {
     const long = { local: { command: ["sleep", "300"] } };
     const [lostA, lostB, survivor] = await h.create([
       { rollout_id: "lost-a", input: {}, config: long },
@@ -44,21 +44,25 @@ describe("controller restart", () => {
     await h.waitFor("killed agents gone", () =>
       processAlive(pids["lost-a"]!) || processAlive(pids["lost-b"]!) ? undefined : true,
     );
-    // A rollout patched running whose process never started (crash between patch and spawn): no record at all.
-    const [orphan] = await h.create([{ rollout_id: "orphan", input: {}, config: long }]);
+    // A rollout patched running whose process never started (crash between patch and spawn): no record, no start
+    // marker. It is started now, on the same attempt (test/controller-kill-points.test.ts kills a real controller there).
+    await h.create([{ rollout_id: "orphan", input: {}, config: { ...long, timeout_seconds: 4 } }]);
     await h.client.patchRollout("orphan", { status: { state: "running", last_attempt_id: "0" } });
 
     h.controller().start();
-    const lost = await h.waitTerminal([lostA!.rollout_id, lostB!.rollout_id, orphan!.rollout_id]);
+    const lost = await h.waitTerminal([lostA!.rollout_id, lostB!.rollout_id]);
     for (const rollout of lost) {
       expect(rollout.status.state).toBe("failed");
       expect(rollout.status.error_message).toBe("controller lost the process");
     }
     expect((await h.client.getRollout(survivor!.rollout_id)).rollout.status.state).toBe("running");
     expect(processAlive(pids.survivor!)).toBe(true);
+    await h.waitFor("the orphan's agent started", () => (ownedPids(h.dir).orphan !== undefined ? true : undefined));
 
-    const [timedOut] = await h.waitTerminal([survivor!.rollout_id]);
+    const [timedOut, orphan] = await h.waitTerminal([survivor!.rollout_id, "orphan"]);
     expect(timedOut!.status.error_message).toBe("timed out after 4 s");
+    expect(orphan!.status.error_message).toBe("timed out after 4 s");
+    expect(orphan!.status.last_attempt_id).toBe("0");
     await h.waitFor("survivor gone", () => (processAlive(pids.survivor!) ? undefined : true), 5000);
     await h.waitFor("state file emptied", () => (Object.keys(ownedPids(h.dir)).length === 0 ? true : undefined));
   });

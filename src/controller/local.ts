@@ -3,7 +3,7 @@
  * own process group with stdout/stderr captured, and killing the whole group (grandchildren included).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { accessSync, constants, readFileSync } from "node:fs";
+import { accessSync, constants, readFileSync, statSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
 import { makeDirs } from "../fs/make-dirs.js";
@@ -175,11 +175,13 @@ export interface SpawnOptions {
 }
 
 /**
- * `sh -c` program run as `sh -c WRAPPER arclight-agent EXIT_FILE FILE ARGS...`: runs the agent, writes its exit status
+ * `sh -c` program run as `sh -c WRAPPER arclight-agent EXIT_FILE FILE ARGS...`: writes its pid to EXIT_FILE.pid (the
+ * start marker, {@link readStartMarker}), runs the agent, writes its exit status
  * to EXIT_FILE (temp file + rename, so a reader never sees half of it), and exits with the same status. A signal that
  * ends the agent shows as 128 + n, which {@link watchExit} turns back into the signal.
  */
-const EXIT_WRAPPER = 'f=$1; shift; "$@"; code=$?; printf "%s\n" "$code" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$code"';
+const EXIT_WRAPPER =
+  'f=$1; shift; printf "%s\n" "$$" > "$f.pid"; "$@"; code=$?; printf "%s\n" "$code" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$code"';
 
 /** True when `file` names an executable, directly or through `PATH` (a missing one is spawned unwrapped, so ENOENT
  * still reads "failed to start"). */
@@ -202,6 +204,28 @@ function signalOfStatus(code: number): NodeJS.Signals | null {
   if (code <= 128) return null;
   const entry = Object.entries(osSignals).find(([, n]) => n === code - 128);
   return entry ? (entry[0] as NodeJS.Signals) : null;
+}
+
+/** What the start marker of an attempt says: no file (never spawned), empty (spawned, no pid written yet), or the pid. */
+export type StartMarker = { state: "absent" } | { state: "spawning" } | { state: "started"; pid: number; atMs: number };
+
+/**
+ * Reads the start marker of an agent: the file `EXIT_FILE.pid`, created empty by the controller just before it spawns
+ * the agent and filled with the process group's pid by the exit wrapper as its first step. A controller killed between
+ * marking a rollout running and saving its state file leaves the marker to tell "never spawned" from "spawned".
+ * @param exitFile - the agent's exit file (the marker is beside it)
+ */
+export function readStartMarker(exitFile: string): StartMarker {
+  let text: string;
+  let atMs: number;
+  try {
+    text = readFileSync(`${exitFile}.pid`, "utf8");
+    atMs = statSync(`${exitFile}.pid`).mtimeMs;
+  } catch {
+    return { state: "absent" };
+  }
+  const pid = Number.parseInt(text.trim(), 10);
+  return Number.isInteger(pid) && pid > 1 ? { state: "started", pid, atMs } : { state: "spawning" };
 }
 
 /**

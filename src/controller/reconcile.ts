@@ -3,9 +3,10 @@
  * finished attempts, fails running rollouts whose process is gone, and spawns queuing rollouts up to the pool size.
  */
 
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
+import { makeDirs } from "../fs/make-dirs.js";
 import type { GatewayClient } from "../gateway/client.js";
 import { GatewayUnreachable } from "../gateway/client-errors.js";
 import { currentAttemptOf, ResourceNotFound, type Rollout } from "../protocol/index.js";
@@ -20,6 +21,7 @@ import {
   LaunchError,
   processAlive,
   readExitFile,
+  readStartMarker,
   resolveLaunch,
 } from "./local.js";
 import { type AttemptOutcome, describeExit, isSuperseded, type KillCause, reportOutcome } from "./outcome.js";
@@ -35,6 +37,12 @@ export interface LocalControllerOptions {
   logger: Logger;
   /** Variables every agent inherits (the CLI passes the controller's environment); default none. */
   baseEnv?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Where a killed controller leaves the most behind, for tests that kill it there: called with the rollout id right
+   * after the rollout was marked running (and leased), and right after its agent was spawned, before the state file
+   * records it. A throw ends the pass at that point, as a kill would.
+   */
+  killPoints?: { afterMarkedRunning?(rolloutId: string): void; afterSpawn?(rolloutId: string): void };
 }
 
 /** A live agent process this controller answers for: spawned by it, or adopted from a previous controller. */
@@ -60,6 +68,9 @@ export class LocalController {
   private readonly config: ControllerConfig;
   private readonly log: Logger;
   private readonly baseEnv: Readonly<Record<string, string | undefined>>;
+  private readonly killPoints: NonNullable<LocalControllerOptions["killPoints"]>;
+  /** Rollouts found running on an attempt that was never spawned (a controller killed in between): started again. */
+  private readonly unstarted = new Map<string, Rollout>();
   private readonly limiter: SpawnLimiter;
   /** Runners of `agent_class` agents when `reuse_processes` is on. */
   private readonly runners: RunnerPool | null;
@@ -90,6 +101,7 @@ export class LocalController {
     this.config = options.config;
     this.log = options.logger.child({ component: "controller" });
     this.baseEnv = options.baseEnv ?? {};
+    this.killPoints = options.killPoints ?? {};
     this.limiter = new SpawnLimiter(this.config.spawn_rate_per_second, this.config.spawn_burst);
     this.runners = this.config.reuse_processes ? new RunnerPool(this.config.pool_size) : null;
     this.stateFile = new ControllerStateFile(this.config.state_file);
@@ -247,32 +259,65 @@ export class LocalController {
     }
     for (const rollout of running) {
       const rolloutId = rollout.rollout_id;
-      if (this.owned.has(rolloutId) || this.finished.has(rolloutId)) continue;
-      const attemptId = currentAttemptOf(rollout.status);
-      const record = this.records.get(rolloutId);
-      // A live pid with this attempt's record is taken to be the agent (pid reuse within one run is not guarded
-      // against: it would need the process start time, which Node does not expose portably).
-      if (record !== undefined && record.attempt_id === attemptId && processAlive(record.pid)) {
-        this.adopt(rolloutId, record);
-        continue;
-      }
-      const exit = record?.attempt_id === attemptId ? readExitFile(this.exitFileOf(rolloutId, attemptId)) : undefined;
-      if (exit !== undefined) {
-        // The agent ended while no controller watched it; its wrapper kept the status.
-        const { state, reason } = describeExit(exit, null, record!.timeout_seconds);
-        this.log.info({ rolloutId, attemptId, state, reason }, "agent exited while the controller was away");
-        this.finished.set(rolloutId, { rolloutId, attemptId, state, reason });
-        continue;
-      }
-      this.log.error({ rolloutId, attemptId, pid: record?.pid }, "controller lost the process");
-      this.finished.set(rolloutId, { rolloutId, attemptId, state: "failed", reason: "controller lost the process" });
+      if (this.owned.has(rolloutId) || this.finished.has(rolloutId) || this.unstarted.has(rolloutId)) continue;
+      this.reconcileUnowned(rollout);
     }
     let changed = false;
     for (const rolloutId of this.records.keys()) {
-      const busy = this.owned.has(rolloutId) || this.finished.has(rolloutId);
+      const busy = this.owned.has(rolloutId) || this.finished.has(rolloutId) || this.unstarted.has(rolloutId);
       if (!busy && !runningIds.has(rolloutId)) changed = this.records.delete(rolloutId) || changed;
     }
     if (changed) this.saveState();
+  }
+
+  /**
+   * Decides on a running rollout this controller holds no live process for, from what a previous controller left:
+   * 1. its state record names a live pid → adopt it; 2. the agent's exit file exists → report that exit (with or
+   * without a record: a controller killed before saving the record must not fail finished work); 3. no record and no
+   * start marker → the attempt was marked running but never spawned → start it again; 4. no record, a marker with a
+   * live pid → adopt it; 5. otherwise the process is gone with no status → "controller lost the process".
+   */
+  private reconcileUnowned(rollout: Rollout): void {
+    const rolloutId = rollout.rollout_id;
+    const attemptId = currentAttemptOf(rollout.status);
+    const stored = this.records.get(rolloutId);
+    const record = stored?.attempt_id === attemptId ? stored : undefined;
+    // A live pid with this attempt's record is taken to be the agent (pid reuse within one run is not guarded
+    // against: it would need the process start time, which Node does not expose portably).
+    if (record !== undefined && processAlive(record.pid)) {
+      this.adopt(rolloutId, record);
+      return;
+    }
+    const exitFile = this.exitFileOf(rolloutId, attemptId);
+    const exit = readExitFile(exitFile);
+    const timeoutSeconds = record?.timeout_seconds ?? rollout.config.timeout_seconds;
+    if (exit !== undefined) {
+      // The agent ended while no controller watched it; its wrapper kept the status.
+      const { state, reason } = describeExit(exit, null, timeoutSeconds);
+      this.log.info({ rolloutId, attemptId, state, reason }, "agent exited while the controller was away");
+      this.finished.set(rolloutId, { rolloutId, attemptId, state, reason });
+      return;
+    }
+    const marker = record === undefined ? readStartMarker(exitFile) : undefined;
+    if (marker?.state === "absent") {
+      this.log.warn({ rolloutId, attemptId }, "rollout marked running but never started; starting it");
+      this.unstarted.set(rolloutId, rollout);
+      return;
+    }
+    if (marker?.state === "started" && processAlive(marker.pid)) {
+      const found = {
+        attempt_id: attemptId,
+        pid: marker.pid,
+        started_at_ms: marker.atMs,
+        timeout_seconds: timeoutSeconds,
+      };
+      this.records.set(rolloutId, found);
+      this.saveState();
+      this.adopt(rolloutId, found);
+      return;
+    }
+    this.log.error({ rolloutId, attemptId, pid: record?.pid }, "controller lost the process");
+    this.finished.set(rolloutId, { rolloutId, attemptId, state: "failed", reason: "controller lost the process" });
   }
 
   /**
@@ -330,13 +375,15 @@ export class LocalController {
     // Fetch only as many as can start now: listing the whole queue every pass would dominate a pass's cost.
     const limit = Math.min(free, this.config.list_page_size);
     const queuing = await this.client.listRollouts({ states: ["queuing"], limit });
-    for (const rollout of queuing) {
+    // Attempts marked running that no process ever ran go first: they were taken from the queue before the others.
+    for (const rollout of [...this.unstarted.values(), ...queuing]) {
       if (free <= 0 || this.stopping) return;
       if (this.owned.has(rollout.rollout_id) || this.finished.has(rollout.rollout_id)) continue;
       // Only a new process spends a spawn token: a rollout handed to an idle runner starts none. One that needs a
       // token when none is left waits for a later pass; the rollouts after it may still go to idle runners.
       const reuses = this.idleRunnerFor(rollout);
       if (!reuses && !this.limiter.tryTake()) continue;
+      this.unstarted.delete(rollout.rollout_id);
       if (await this.startOne(rollout, !reuses)) free--;
     }
   }
@@ -389,12 +436,28 @@ export class LocalController {
       }
       throw err;
     }
+    await this.leaseStarted(rolloutId, attemptId);
+    this.killPoints.afterMarkedRunning?.(rolloutId);
     if (Object.keys(resources.versions).length > 0) {
       const data = { versions: resources.versions };
       await this.client.postEvent(rolloutId, attemptId, { event_type: "resources", data });
     }
     this.spawnOwned(rollout, attemptId, launch, env, tokenTaken);
     return true;
+  }
+
+  /**
+   * Takes the first lease of an attempt as soon as it is marked running, so a controller killed before its next pass
+   * still leaves a lease that runs out (a rollout never leased can never expire). A failure is logged; the next
+   * renewal takes it.
+   */
+  private async leaseStarted(rolloutId: string, attemptId: string): Promise<void> {
+    if (this.config.lease_seconds === 0) return;
+    try {
+      await this.client.renewLeases([{ rollout_id: rolloutId, attempt_id: attemptId }], this.config.lease_seconds);
+    } catch (err) {
+      this.log.warn({ err, rolloutId }, "could not lease the started rollout; will retry");
+    }
   }
 
   private spawnOwned(
@@ -411,6 +474,9 @@ export class LocalController {
       logTailBytes: this.config.log_tail_bytes,
       exitFile: this.exitFileOf(rollout.rollout_id, attemptId),
     };
+    // The start marker: created before the spawn, filled with the pid by the exit wrapper (see readStartMarker).
+    makeDirs(dirname(options.exitFile));
+    writeFileSync(`${options.exitFile}.pid`, "");
     const lease =
       this.runners !== null && launch.agentClass !== undefined
         ? this.runners.lease({ node: launch.file, ...launch.agentClass }, options)
@@ -418,6 +484,7 @@ export class LocalController {
     const agent = lease ?? AgentProcess.spawn(launch, options);
     // The idle runner expected when this start was counted died meanwhile, so the lease started a process.
     if (!tokenTaken && lease?.started) this.limiter.charge();
+    this.killPoints.afterSpawn?.(rolloutId);
     const record: OwnedProcess = {
       attempt_id: attemptId,
       // A failed spawn has no pid; its record is never saved and never used to signal (killGroup refuses pid < 2).
@@ -462,7 +529,7 @@ export class LocalController {
     this.owned.delete(owned.rolloutId);
     const { rolloutId, record } = owned;
     if (owned.cancelled) {
-      rmSync(this.exitFileOf(rolloutId, record.attempt_id), { force: true });
+      this.removeAttemptFiles(rolloutId, record.attempt_id);
       this.records.delete(rolloutId);
       this.saveState();
     } else {
@@ -502,10 +569,17 @@ export class LocalController {
         continue;
       }
       this.finished.delete(outcome.rolloutId);
-      rmSync(this.exitFileOf(outcome.rolloutId, outcome.attemptId), { force: true });
+      this.removeAttemptFiles(outcome.rolloutId, outcome.attemptId);
       changed = this.records.delete(outcome.rolloutId) || changed;
     }
     if (changed) this.saveState();
+  }
+
+  /** Removes an attempt's exit file and start marker once its outcome is reported or dropped. */
+  private removeAttemptFiles(rolloutId: string, attemptId: string): void {
+    const exitFile = this.exitFileOf(rolloutId, attemptId);
+    rmSync(exitFile, { force: true });
+    rmSync(`${exitFile}.pid`, { force: true });
   }
 
   private saveState(): void {

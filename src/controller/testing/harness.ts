@@ -11,7 +11,7 @@ import { startTestGateway, type TestGateway } from "../../gateway/testing/serve.
 import type { Rollout, RolloutCreateInput } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
 import { type ControllerConfigInput, ControllerConfigSchema } from "../config.js";
-import { LocalController } from "../reconcile.js";
+import { LocalController, type LocalControllerOptions } from "../reconcile.js";
 
 /** A gateway, a client, a temp dir and the controllers started on them. */
 export interface ControllerHarness {
@@ -23,6 +23,8 @@ export interface ControllerHarness {
   script(name: string, text: string): string;
   /** A new controller (not started) sharing this harness's state file; `overrides` win over test defaults. */
   controller(overrides?: ControllerConfigInput): LocalController;
+  /** A new controller (not started) as {@link ControllerHarness.controller}, with kill points (see `LocalControllerOptions`). */
+  controllerWith(killPoints: LocalControllerOptions["killPoints"], overrides?: ControllerConfigInput): LocalController;
   /** Creates rollouts. */
   create(creates: RolloutCreateInput[]): Promise<Rollout[]>;
   /** Polls `probe` every 20 ms until it returns a value other than undefined; fails after `timeoutMs`. */
@@ -56,6 +58,30 @@ export async function startHarness(baseEnv: Record<string, string> = {}, store?:
     }
   };
 
+  const controllerWith: ControllerHarness["controllerWith"] = (killPoints, overrides = {}) => {
+    const config = ControllerConfigSchema.parse({
+      gateway_url: gateway.url,
+      key: "test-key",
+      poll_interval_seconds: 0.05,
+      kill_grace_seconds: 0.5,
+      spawn_rate_per_second: 1000,
+      state_file: join(dir, "controller-state.json"),
+      cwd: dir,
+      // These tests create rollouts with whatever command they exercise; test/controller-policy.test.ts turns this off.
+      allow_any_command: true,
+      ...overrides,
+    });
+    const controller = new LocalController({
+      client,
+      config,
+      logger,
+      baseEnv: env,
+      ...(killPoints ? { killPoints } : {}),
+    });
+    controllers.push(controller);
+    return controller;
+  };
+
   return {
     gateway,
     client,
@@ -66,22 +92,9 @@ export async function startHarness(baseEnv: Record<string, string> = {}, store?:
       return path;
     },
     controller(overrides = {}) {
-      const config = ControllerConfigSchema.parse({
-        gateway_url: gateway.url,
-        key: "test-key",
-        poll_interval_seconds: 0.05,
-        kill_grace_seconds: 0.5,
-        spawn_rate_per_second: 1000,
-        state_file: join(dir, "controller-state.json"),
-        cwd: dir,
-        // These tests create rollouts with whatever command they exercise; test/controller-policy.test.ts turns this off.
-        allow_any_command: true,
-        ...overrides,
-      });
-      const controller = new LocalController({ client, config, logger, baseEnv: env });
-      controllers.push(controller);
-      return controller;
+      return controllerWith(undefined, overrides);
     },
+    controllerWith,
     create(creates) {
       return client.createRollouts(creates);
     },
