@@ -12,7 +12,7 @@ import { type AgentTokenClaims, AgentTokenVerifier, isAgentToken } from "../prot
 import { Unauthorized } from "../protocol/index.js";
 
 /** Routes reachable without a key. */
-const PUBLIC_PATHS = new Set(["/healthz"]);
+const PUBLIC_PATHS = new Set(["/healthz", "/livez"]);
 
 /** What the dashboard adds to auth: its public paths (login page, assets) and its read-only sessions. */
 export interface DashboardAuth {

@@ -274,6 +274,10 @@ export class MemoryStore implements Store {
     return this.eventCount;
   }
 
+  async ping(): Promise<void> {
+    this.check();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
   }

@@ -408,6 +408,16 @@ export class PostgresStore implements Store {
     return this.revisionCount;
   }
 
+  /** A `SELECT 1` on a pooled connection, not queued behind pending appends (a probe must answer quickly). */
+  async ping(): Promise<void> {
+    this.assertOpen();
+    try {
+      await this.pool.query("SELECT 1");
+    } catch (err) {
+      throw asStoreError(err, "ping");
+    }
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     await this.appends.settled();

@@ -537,6 +537,10 @@ export class SqliteStore implements Store {
     return this.writes;
   }
 
+  async ping(): Promise<void> {
+    this.db.prepare("SELECT 1").get();
+  }
+
   async close(): Promise<void> {
     if (!this.db.open) return;
     this.appends.flush();

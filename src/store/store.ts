@@ -126,6 +126,11 @@ export interface Store {
    * @returns an opaque number; compare it only for equality
    */
   revision(): number;
+  /**
+   * Checks that the database answers (a trivial query), for the gateway's `/healthz`.
+   * @throws {StoreUnavailable} the database cannot be reached
+   */
+  ping(): Promise<void>;
   /** Releases resources (closes the database). Further calls fail. */
   close(): Promise<void>;
 }
