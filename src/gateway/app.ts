@@ -121,6 +121,7 @@ function dashboardAuth(sessions: DashboardSessions): DashboardAuth {
         ? path === "/ui" || path.startsWith("/ui/")
         : method === "POST" && (path === "/ui/login" || path === "/ui/logout"),
     hasSession: (cookieHeader) => sessions.isValid(cookieHeader),
+    isReadingPost: (path) => path === "/api/dashboard/detokenize",
   };
 }
 

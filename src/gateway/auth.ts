@@ -20,6 +20,8 @@ export interface DashboardAuth {
   isPublic(method: string, path: string): boolean;
   /** True when the request's `Cookie` header carries a live dashboard session. */
   hasSession(cookieHeader: string | undefined): boolean;
+  /** True for a POST that only reads (its query would not fit in a URL), which a session may send like a GET. */
+  isReadingPost(path: string): boolean;
 }
 
 /**
@@ -106,7 +108,10 @@ export function makeAuthCheck(key: string, dashboard?: DashboardAuth): (request:
       principals.set(request, principal);
       return;
     }
-    const reads = request.method === "GET" || request.method === "HEAD";
+    const reads =
+      request.method === "GET" ||
+      request.method === "HEAD" ||
+      (request.method === "POST" && dashboard?.isReadingPost(path) === true);
     if (reads && dashboard?.hasSession(request.headers.cookie)) {
       principals.set(request, DASHBOARD);
       return;

@@ -187,6 +187,16 @@ export class StoreUnavailable extends ArclightError {
   }
 }
 
+/** Too many wrong keys from one client address at the dashboard login (HTTP 429 with `Retry-After`). */
+export class LoginThrottled extends ArclightError {
+  /** @param retryAfterSeconds - when this address may try again, seconds */
+  constructor(retryAfterSeconds: number) {
+    super("login_throttled", 429, `Too many wrong keys from this address; try again in ${retryAfterSeconds} s`, {
+      fields: { retry_after_seconds: retryAfterSeconds },
+    });
+  }
+}
+
 /** Missing or wrong API key (HTTP 401). */
 export class Unauthorized extends ArclightError {
   constructor(message = "Missing or invalid API key") {

@@ -16,7 +16,24 @@ export class LoggedOut extends Error {
  * @throws {LoggedOut} on 401; Error with the gateway's `detail` on any other error status
  */
 export async function getJson<T>(path: string): Promise<T> {
-  const res = await fetch(path, { credentials: "same-origin", headers: { accept: "application/json" } });
+  return answerJson<T>(await fetch(path, { credentials: "same-origin", headers: { accept: "application/json" } }));
+}
+
+/**
+ * POSTs a JSON query to the gateway, for reads whose query is too long for a URL.
+ * @param path - absolute path, e.g. `/api/dashboard/detokenize`
+ * @param body - the query, sent as JSON
+ * @throws {LoggedOut} on 401; Error with the gateway's `detail` on any other error status
+ */
+export async function postJson<T>(path: string, body: unknown): Promise<T> {
+  const headers = { accept: "application/json", "content-type": "application/json" };
+  return answerJson<T>(
+    await fetch(path, { method: "POST", credentials: "same-origin", headers, body: JSON.stringify(body) }),
+  );
+}
+
+/** The JSON of a gateway answer. @throws {LoggedOut} on 401; Error with its `detail` on another error status */
+async function answerJson<T>(res: Response): Promise<T> {
   if (res.status === 401) throw new LoggedOut();
   if (!res.ok) {
     const body = (await res.json().catch(() => ({}))) as { detail?: unknown };

@@ -7,7 +7,7 @@
 import { html } from "htm/preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Event as StoredEvent } from "../../src/protocol/event.js";
-import { getJson } from "./api.js";
+import { getJson, postJson } from "./api.js";
 import { TokenView, type ViewToken } from "./token-view.js";
 import { buildTrace, idsWithoutText, type TraceCall, type TraceMismatch, type TraceModel } from "./trace-model.js";
 import type { WireEvent, WireRollout } from "./wire.js";
@@ -36,16 +36,15 @@ function callTokens(model: TraceModel, call: TraceCall, mismatch: TraceMismatch 
   return [...prompt, ...response];
 }
 
-/** Ids per detokenize request (keeps the query string far below Node's 16 KiB header limit). */
-const DETOKENIZE_CHUNK = 1000;
+/** Ids per detokenize request: the gateway's limit (they go in a POST body, not the URL). */
+const DETOKENIZE_CHUNK = 4096;
 
 /** Fills `model.tokenText` from the gateway's `/api/dashboard/detokenize`; resolves when done. */
 async function fetchTokenTexts(model: TraceModel): Promise<void> {
   for (const [name, ids] of idsWithoutText(model)) {
     for (let at = 0; at < ids.length; at += DETOKENIZE_CHUNK) {
-      const chunk = ids.slice(at, at + DETOKENIZE_CHUNK).join(",");
-      const query = `model=${encodeURIComponent(name)}&ids=${chunk}`;
-      const { texts } = await getJson<{ texts: Record<string, string> }>(`/api/dashboard/detokenize?${query}`);
+      const body = { model: name, ids: ids.slice(at, at + DETOKENIZE_CHUNK) };
+      const { texts } = await postJson<{ texts: Record<string, string> }>("/api/dashboard/detokenize", body);
       for (const [id, text] of Object.entries(texts)) model.tokenText.set(Number(id), text);
     }
   }

@@ -87,6 +87,19 @@ describe("dashboard auth", () => {
     expect(await res.json()).toMatchObject({ detail: "Wrong key" });
   });
 
+  // Before: 300 wrong keys went through in 460 ms, each answered 401 at once.
+  it("answers 429 with Retry-After once an address sent 10 wrong keys in a minute, even for the right key", async () => {
+    const { url } = await start();
+    for (let i = 0; i < 10; i++) expect((await post(`${url}/ui/login`, { key: `guess-${i}` })).status).toBe(401);
+    for (const key of ["guess-10", KEY]) {
+      const res = await post(`${url}/ui/login`, { key });
+      expect(res.status).toBe(429);
+      expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(Number(res.headers.get("retry-after"))).toBeLessThanOrEqual(60);
+      expect(await res.json()).toMatchObject({ code: "login_throttled" });
+    }
+  });
+
   it("reads nothing without a key or session", async () => {
     const { url } = await start();
     for (const path of ["/api/runs", "/api/dashboard/rollouts", "/api/dashboard/stream", "/api/rollouts"]) {
@@ -343,6 +356,30 @@ describe("dashboard detokenize", () => {
     });
     expect(res.status).toBe(422);
     expect(((await res.json()) as { detail: { loc: unknown }[] }).detail[0]?.loc).toEqual(["query", "ids"]);
+  });
+
+  // Before: the ids went only in the query, and 4,096 six-digit ids (28 KiB) passed Node's 16 KiB header limit: 431.
+  it("takes the documented 4,096 ids in a POST body, from a session cookie too, and refuses 4,097 with 422", async () => {
+    const { url } = await start();
+    const cookie = await login(url, KEY);
+    const ids = Array.from({ length: 4096 }, (_, i) => 151_000 + i);
+    const res = await post(`${url}/api/dashboard/detokenize`, { model: "none", ids }, { cookie });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ texts: {} });
+    const asQuery = await fetch(`${url}/api/dashboard/detokenize?model=none&ids=${ids.join(",")}`, {
+      headers: { cookie },
+    });
+    expect(asQuery.status).toBe(431);
+    const tooMany = await post(`${url}/api/dashboard/detokenize`, { model: "none", ids: [...ids, 1] }, { cookie });
+    expect(tooMany.status).toBe(422);
+    expect(((await tooMany.json()) as { detail: { loc: unknown }[] }).detail[0]?.loc).toEqual(["body", "ids"]);
+  });
+
+  it("lets a session cookie POST no other API route", async () => {
+    const { url } = await start();
+    const cookie = await login(url, KEY);
+    const res = await post(`${url}/api/rollouts`, [{ input: {} }], { cookie });
+    expect(res.status).toBe(401);
   });
 
   it("answers an empty map for a model without a server", async () => {

@@ -1,11 +1,13 @@
 /**
  * @module The dashboard's pages and login: `GET /ui/...` serves the built browser app (no data in it), `POST /ui/login`
- * trades a key for a session cookie (httpOnly, SameSite=Strict), `POST /ui/logout` ends it, `GET /ui/session` says
+ * trades a key for a session cookie (httpOnly, SameSite=Strict; 10 wrong keys a minute per address, then 429),
+ * `POST /ui/logout` ends it, `GET /ui/session` says
  * whether the browser is logged in. Data is read from `/api/...` with the cookie.
  */
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import { z } from "zod";
 import { NotFound, parseOrThrow, Unauthorized } from "../../protocol/index.js";
+import { LoginThrottle } from "../dashboard/login-throttle.js";
 import { type DashboardSessions, SESSION_COOKIE } from "../dashboard/sessions.js";
 import type { UiAsset } from "../dashboard/ui-assets.js";
 
@@ -33,11 +35,14 @@ function sendAsset(reply: FastifyReply, asset: UiAsset): FastifyReply {
 
 /** Mounts `/ui`, `/ui/*`, `/ui/login`, `/ui/logout`, `/ui/session`. */
 export const uiRoutes: FastifyPluginAsync<UiRouteOptions> = async (app, { sessions, assets }) => {
+  const throttle = new LoginThrottle();
   app.post("/ui/login", async (request, reply) => {
+    throttle.check(request.ip);
     const { key } = parseOrThrow(LoginSchema, request.body, "login", ["body"]);
     const token = sessions.login(key);
     if (token === undefined) {
-      request.log.warn("dashboard login refused");
+      throttle.recordFailure(request.ip);
+      request.log.warn({ ip: request.ip }, "dashboard login refused");
       throw new Unauthorized("Wrong key");
     }
     request.log.info("dashboard login");
