@@ -19,13 +19,15 @@ export interface JsonBodyText {
 export type JsonParse = (text: string) => unknown;
 
 /**
- * Fastify's own JSON parser as a {@link JsonParse}: prototype-poisoning-safe (`__proto__` refused, `constructor`
- * ignored), with Fastify's errors.
+ * Fastify's own JSON parser as a {@link JsonParse}: prototype-poisoning-safe, with Fastify's errors. A `__proto__` key
+ * is valid JSON, so it is accepted and left out of the value (secure-json-parse's `remove`), never set as a prototype;
+ * `constructor` keys stay as data (they only harm code that deep-merges, which the gateway does not). The proxy
+ * forwards the agent's text unchanged.
  * @param app - any Fastify instance
  * @throws {Error} from the returned parser, should Fastify's parser ever stop answering synchronously
  */
 export function fastifyJsonParse(app: FastifyInstance): JsonParse {
-  const parser = app.getDefaultJsonParser("error", "ignore");
+  const parser = app.getDefaultJsonParser("remove", "ignore");
   return (text) => {
     let answered = false;
     let error: Error | null = null;
