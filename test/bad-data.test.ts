@@ -89,8 +89,9 @@ const PROBE = [[10, 20, 30, 40, 50, 60, 70, 80]];
 
 describe("training under bad data", () => {
   // Item 1: vLLM writes -9999 for a token its sampler gave zero probability; one PPO step returned loss null and every
-  // weight became NaN, which would then be saved and served.
-  it("a recorded logprob of -9999 trains finite steps and never produces a non-finite weight", async () => {
+  // weight became NaN, which would then be saved and served. Later, floored to -50, it still drove the loss metric to
+  // ~1e8 through the clamped ratio: such a call is now flagged at capture and its row's logprobs recomputed.
+  it("a recorded logprob of -9999 is flagged at capture, its row recomputed: finite steps, a sane loss", async () => {
     const s = await stack({
       tamper: (body) => {
         const entries = logprobEntries(body);
@@ -101,11 +102,15 @@ describe("training under bad data", () => {
     const summary = await runTraining(options(s, { config: config({ total_steps: 2 }) }));
     expect(summary.steps).toBe(2);
     expect((await s.engine.logprobs(PROBE))[0]!.every(Number.isFinite)).toBe(true);
+    const flagged = (await modelRequests(s, ROLLOUTS)).filter((d) => d.capture_incomplete === true);
+    expect(flagged.length).toBeGreaterThan(0);
+    for (const d of flagged) expect(d.capture_incomplete_reasons).toEqual(["logprobs_below_floor"]);
     for (const m of readMetrics(s)) {
-      expect(Number.isFinite(m.loss)).toBe(true);
+      expect(Math.abs(m.loss ?? Number.NaN)).toBeLessThan(100);
       expect(Number.isFinite(m.grad_norm)).toBe(true);
       expect(m.nonfinite_steps).toBe(0);
-      expect(m["logprobs/floored_tokens"]).toBeGreaterThan(0);
+      expect(m["logprobs/floored_tokens"]).toBe(0);
+      expect(m["logprobs/recomputed_rows"]).toBeGreaterThan(0);
     }
   });
 

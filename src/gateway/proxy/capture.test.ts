@@ -35,8 +35,12 @@ describe("checkCapture", () => {
     expect(checkCapture("chat", chat([21, 22], [-0.1, null]), true).reasons).toEqual(["logprobs_nonfinite"]);
   });
 
-  it("keeps vLLM's -9999 (its stand-in for -inf) as a finite value for the engine to floor", () => {
-    expect(checkCapture("chat", chat([21, 22], [-0.1, -9999]), true).reasons).toEqual([]);
+  it("flags vLLM's -9999 (its stand-in for -inf) and any logprob below the -50 floor, keeping ids and values", () => {
+    const checked = checkCapture("chat", chat([21, 22], [-0.1, -9999]), true);
+    expect(checked.reasons).toEqual(["logprobs_below_floor"]);
+    expect(checkCapture("chat", chat([21], [-50.5]), true).reasons).toEqual(["logprobs_below_floor"]);
+    expect(checkCapture("chat", chat([21], [-50]), true).reasons).toEqual([]);
+    expect(checked.response).toEqual(chat([21, 22], [-0.1, -9999]));
   });
 
   it("flags asked-for logprobs that are missing, and nulls misaligned ones", () => {

@@ -6,6 +6,7 @@
  * @see vLLM `return_token_ids` (PR #22587): chat `prompt_token_ids` top level, completions per choice; `token_ids`
  *   per choice, stop id included; chat `logprobs.content` / completions `logprobs.token_logprobs`, one per id.
  */
+import { LOGPROB_FLOOR } from "../../engine/nonfinite-guard.js";
 import type { Model, ModelRequestData } from "../../protocol/index.js";
 
 type Json = Record<string, unknown>;
@@ -42,7 +43,8 @@ export type CaptureReason =
   | "token_ids_undecodable"
   | "logprobs_missing"
   | "logprobs_misaligned"
-  | "logprobs_nonfinite";
+  | "logprobs_nonfinite"
+  | "logprobs_below_floor";
 
 /** The per-token logprob values of a choice (chat `content[].logprob`, completions `token_logprobs`), or null. */
 function logprobValues(kind: ProxyEndpointKind, logprobs: unknown): unknown[] | null {
@@ -71,6 +73,9 @@ function checkChoice(kind: ProxyEndpointKind, choice: Json, wantLogprobs: boolea
   }
   if (ids !== null && values.length === ids.length) {
     if (!values.every((v) => typeof v === "number" && Number.isFinite(v))) reasons.add("logprobs_nonfinite");
+    // vLLM's -9999 (its stand-in for -inf: a token its sampler gave zero probability) or any value below the trainer's
+    // floor is no sampling-time logprob: trained as recorded it drives the loss to ~1e8 through the clamped ratio.
+    else if (values.some((v) => (v as number) < LOGPROB_FLOOR)) reasons.add("logprobs_below_floor");
     return choice;
   }
   // Logprobs that do not line up with the ids cannot be attributed to tokens: never record them misaligned.
