@@ -3,7 +3,7 @@
  * server, local controller running node agents that call the proxy with the openai SDK and post a reward.
  */
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -225,14 +225,26 @@ describe("trainer end to end", () => {
       (out) => ({ code: 0, ...out }),
       (err: { code: number; stdout: string; stderr: string }) => err,
     );
-    expect(failed.code).toBe(1);
+    expect(failed.code, failed.stderr).toBe(1);
     expect(failed.stderr).toContain("arclight train: every rollout of step 1 failed (2 rollouts)");
     expect(failed.stderr).toContain("Error: Cannot find module mytools");
     expect(failed.stderr).toContain("the agent cannot run; check the config's controller section");
     expect(failed.stdout).not.toContain("steps, policy version");
     // Nothing was trained: no step was recorded.
     expect(existsSync(join(dir, "runs", "broken", "metrics.jsonl"))).toBe(false);
-  });
+
+    // With the agent fixed, a rerun with --resume starts afresh: the failed run is moved aside (kept), not replayed
+    // from its stored failed rollouts, which reuse the new run's ids (run-dir.test.ts covers a plain rerun).
+    writeCliRun(dir, "broken", 1, TEST_AGENT_CONTROLLER);
+    const fixed = await run(["train", "train.yaml", "--resume"], dir);
+    expect(fixed.stdout).toContain("1 steps, policy version 1");
+    expect(fixed.stderr).toMatch(
+      /arclight train: runs\/broken held an earlier run that stopped before its first step; moved it to runs\/broken\.failed-\d{8}T\d{6}Z and starting afresh/,
+    );
+    const aside = readdirSync(join(dir, "runs")).filter((entry) => entry.startsWith("broken.failed-"));
+    expect(aside).toHaveLength(1);
+    expect(existsSync(join(dir, "runs", aside[0] as string, "gateway.db"))).toBe(true);
+  }, 300_000);
 
   it("usage errors are one line starting with arclight:, exit 2 (unknown flag or command, bad YAML, no gateway)", async () => {
     const dir = tempDir("arclight-usage-");

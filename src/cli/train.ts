@@ -3,7 +3,6 @@
  * process on SQLite under runs/NAME/, embedded engine and its OpenAI server, local controller); with `--gateway-url`
  * and/or `--engine-url` it connects to running ones.
  */
-import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { type Logger, pino } from "pino";
@@ -16,7 +15,6 @@ import { ValidationFailed } from "../protocol/index.js";
 import { createEngine, describeEngineSpec, type EngineSpec } from "../run/engine-factory.js";
 import { createEngineFrom, specFrom } from "../run/init-from.js";
 import { type Stack, type StackOptions, withStack } from "../run/stack.js";
-import { loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import { consoleReporter } from "../trainer/console-report.js";
 import type { DataItem } from "../trainer/data-order.js";
@@ -33,6 +31,7 @@ import { frozenAgentsStack } from "./frozen-agents.js";
 import { valTemperatureArgs } from "./gateway-child-flags.js";
 import { resolveKey } from "./key-source.js";
 import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
+import { prepareRunDir } from "./run-dir.js";
 import { type SamplerFlags, vllmSamplerOf } from "./sampler-flags.js";
 
 /** Flags of `arclight train`. */
@@ -83,28 +82,6 @@ async function initEngine(spec: EngineSpec, dir: string): Promise<Engine> {
   } catch (err) {
     if (err instanceof CheckpointInvalid) throw new CliError(`--init-from ${dir}: ${err.message}`);
     throw err;
-  }
-}
-
-/** What in runs/NAME shows an earlier run. */
-const RUN_FILES = ["metrics.jsonl", "checkpoints", "gateway.db"];
-
-/**
- * A fresh run must not reuse an earlier run's directory: its gateway already holds rollouts with the ids this run
- * would create, and its checkpoints and metrics would be overwritten. `--resume` continues it instead; with
- * `--resume` and no checkpoint there, say that the run starts at step 0.
- * @throws {CliError} when runs/NAME holds an earlier run and `--resume` was not given
- */
-function checkRunDir(runDir: string, name: string, resume: boolean): void {
-  const found = RUN_FILES.filter((file) => existsSync(join(runDir, file)));
-  if (!resume && found.length > 0) {
-    throw new CliError(
-      `run ${name}: ${runDir} holds an earlier run (${found.join(", ")}); continue it with --resume, ` +
-        "or set another name: in the config (or delete the folder)",
-    );
-  }
-  if (resume && loadLatestCheckpoint(runDir) === null) {
-    console.error(`arclight train: --resume: no checkpoint in ${runDir}; starting at step 0`);
   }
 }
 
@@ -225,7 +202,7 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
   }
   const runDir = resolve("runs", config.name);
   const stackOptions = trainStackOptions(config, flags, runDir);
-  checkRunDir(runDir, config.name, flags.resume === true);
+  prepareRunDir(runDir, config.name, flags.resume === true);
   const trainData = readDataFile("data.train_path", config.data.train_path);
   const valData = config.data.val_path === null ? null : readDataFile("data.val_path", config.data.val_path);
   checkRunNameRoom(`name (${configPath})`, config.name, longestTrainingRolloutIds(config, trainData, valData));

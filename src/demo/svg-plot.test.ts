@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { niceTicks, renderSvgPlot } from "./svg-plot.js";
+import { LABEL_CHAR_PX, niceTicks, renderSvgPlot } from "./svg-plot.js";
 
 describe("niceTicks", () => {
   it("picks round steps of 1, 2 or 5 times a power of ten", () => {
@@ -39,6 +39,20 @@ describe("renderSvgPlot", () => {
     expect(svg).toContain('<circle cx="64.0" cy="98.0" r="3.5" fill="#d62728"/>');
     expect(svg.match(/<path /g)).toHaveLength(2);
     expect(svg).toContain(">empty</text>");
+  });
+
+  it("fits the legend's longest label inside the plot (the demo's labels at the default size)", () => {
+    const labels = ["train reward (mean of rollouts)", "val reward (greedy)"];
+    const curves = labels.map((label) => ({ label, color: "#000", points: [{ step: 1, value: 0.5 }] }));
+    const svg = renderSvgPlot(curves, options);
+    const plotRight = 720 - 24;
+    for (const label of labels) {
+      const x = Number(
+        new RegExp(`<text x="([\\d.]+)" y="[\\d.]+">${label.replace(/[()]/g, "\\$&")}</text>`).exec(svg)?.[1],
+      );
+      expect(x).toBeGreaterThan(64);
+      expect(x + label.length * LABEL_CHAR_PX).toBeLessThanOrEqual(plotRight);
+    }
   });
 
   it("escapes text so the document stays well-formed", () => {

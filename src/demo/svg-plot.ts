@@ -52,9 +52,26 @@ function tickText(value: number): string {
   return String(Number(value.toPrecision(6)));
 }
 
+/** Width of a character of the 12 px sans-serif labels, px: a wide average, so estimated text is never too short. */
+export const LABEL_CHAR_PX = 7.2;
+/** Space inside the legend box, each side, px; the swatch and its gap to the label. */
+const LEGEND_PAD_PX = 8;
+const SWATCH_PX = 30;
+
+/**
+ * Where the legend goes: inside the plot's top right corner, as wide as its longest label needs, so no label runs
+ * past the plot (a fixed 150 px box clipped "train reward (mean of rollouts)"); never left of `minX`.
+ */
+function legendBox(curves: readonly Curve[], width: number, minX: number): { x: number; width: number } {
+  const longest = Math.max(0, ...curves.map((c) => c.label.length));
+  const boxWidth = 2 * LEGEND_PAD_PX + SWATCH_PX + longest * LABEL_CHAR_PX;
+  const x = Math.max(minX, width - MARGIN.right - 8 - boxWidth);
+  return { x, width: Math.min(boxWidth, width - MARGIN.right - 8 - x) };
+}
+
 /**
  * Renders curves as an SVG line chart: x from the smallest to the largest step of any curve, y from 0 to at least
- * 1 (rewards), gridlines at round ticks, a legend at the top right.
+ * 1 (rewards), gridlines at round ticks, a legend sized to its labels inside the plot's top right corner.
  * @param curves - the curves; empty ones are listed in the legend but draw nothing
  * @param options - titles and size (px)
  * @returns the SVG document text
@@ -96,6 +113,10 @@ export function renderSvgPlot(curves: readonly Curve[], options: PlotOptions): s
     `<text x="${MARGIN.left + plotW / 2}" y="${height - 12}" text-anchor="middle">${escapeXml(options.xLabel)}</text>`,
     `<text transform="translate(18 ${MARGIN.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escapeXml(options.yLabel)}</text>`,
   );
+  const legend = legendBox(curves, width, MARGIN.left + 8);
+  parts.push(
+    `<rect x="${f(legend.x)}" y="${MARGIN.top + 4}" width="${f(legend.width)}" height="${curves.length * 18 + 6}" fill="white" fill-opacity="0.85" stroke="#ccc"/>`,
+  );
   curves.forEach((curve, i) => {
     const color = escapeXml(curve.color);
     if (curve.points.length > 0) {
@@ -107,7 +128,7 @@ export function renderSvgPlot(curves: readonly Curve[], options: PlotOptions): s
       }
     }
     const ly = MARGIN.top + 16 + i * 18;
-    const lx = width - MARGIN.right - 150;
+    const lx = legend.x + LEGEND_PAD_PX;
     parts.push(
       `<line x1="${lx}" x2="${lx + 24}" y1="${ly - 4}" y2="${ly - 4}" stroke="${color}" stroke-width="3"/>`,
       `<text x="${lx + 30}" y="${ly}">${escapeXml(curve.label)}</text>`,
