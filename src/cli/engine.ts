@@ -161,6 +161,20 @@ export function registerEngine(program: Command): void {
     .option("--lora-alpha <alpha>", "torch: LoRA alpha (default 2 × rank)")
     .option("--lora-targets <names>", "torch: comma-separated module names with adapters", "q_proj,v_proj")
     .option("--worker-url <url>", "torch: a running worker (arclight-torch serve) instead of starting one")
+    .option("--activation-checkpointing", "torch: recompute each decoder layer's activations in backward")
+    .option(
+      "--logprob-chunk <n>",
+      "torch: positions per output-layer application for logprobs",
+      intFlag("--logprob-chunk"),
+    )
+    .option(
+      "--nproc-per-node <n>",
+      "torch: ranks per node under torchrun, FSDP2 (one per GPU)",
+      intFlag("--nproc-per-node"),
+    )
+    .option("--nnodes <n>", "torch: nodes of the torchrun rendezvous", intFlag("--nnodes"))
+    .option("--rdzv-endpoint <host:port>", "torch: torchrun rendezvous across nodes")
+    .option("--node-rank <n>", "torch: this node's rank (with --rdzv-endpoint)", intFlag("--node-rank"))
     .option("--host <host>", "interface to listen on", "127.0.0.1")
     .option("--port <port>", "TCP port (0 picks a free one)", intFlag("--port"), 8000)
     .option("--seed <seed>", "weight-init seed of new:<preset> models", (value: string) => seedFlag("--seed", value), 0)
@@ -225,11 +239,17 @@ function torchConfigFromFlags(flags: Record<string, unknown>): TorchEngineConfig
     dtype: flags.dtype,
     lora: rank > 0 ? { rank, alpha, targets } : null,
     url: flags.workerUrl ?? null,
+    activation_checkpointing: flags.activationCheckpointing === true,
+    logprob_chunk: flags.logprobChunk,
+    nproc_per_node: flags.nprocPerNode ?? null,
+    nnodes: flags.nnodes,
+    rdzv_endpoint: flags.rdzvEndpoint ?? null,
+    node_rank: flags.nodeRank,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const path = issue?.path ?? [];
-    const flag = path[0] === "lora" ? `lora-${String(path[1] ?? "rank")}` : String(path[0] ?? "").replace("_", "-");
+    const flag = path[0] === "lora" ? `lora-${String(path[1] ?? "rank")}` : String(path[0] ?? "").replaceAll("_", "-");
     throw new CliError(`--${flag === "url" ? "worker-url" : flag}: ${issue?.message}`);
   }
   return Object.freeze(parsed.data);

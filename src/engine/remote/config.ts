@@ -26,7 +26,10 @@ export const TorchEngineConfigSchema = z.strictObject({
     .default("python3")
     .describe("torch: Python interpreter with the arclight-torch package (pip install ./python)"),
   device: z.string().min(1).default("cpu").describe("torch: cpu, cuda, cuda:1, …"),
-  dtype: z.enum(["float32", "bfloat16", "float16"]).default("float32").describe("torch: weight dtype"),
+  dtype: z
+    .enum(["float32", "bfloat16", "float16"])
+    .default("float32")
+    .describe("torch: compute dtype (parameters and optimizer state stay float32)"),
   lora: LoraConfigSchema.nullable().default(null).describe("torch: LoRA adapters; null trains every weight"),
   url: z
     .string()
@@ -46,7 +49,34 @@ export const TorchEngineConfigSchema = z.strictObject({
     .int()
     .min(1)
     .default(16384)
-    .describe("torch: token budget of one training micro-batch (gradient accumulation above it)"),
+    .describe(
+      "torch: token budget of one training micro-batch (rows packed end to end; gradient accumulation above it)",
+    ),
+  activation_checkpointing: z
+    .boolean()
+    .default(false)
+    .describe("torch: recompute each decoder layer's activations in backward (less memory, ~1/3 more compute)"),
+  logprob_chunk: z
+    .number()
+    .int()
+    .min(0)
+    .default(1024)
+    .describe("torch: positions per application of the output layer for logprobs (0: all at once)"),
+  nproc_per_node: z
+    .number()
+    .int()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe("torch: ranks per node under torchrun, FSDP2-sharded (one per GPU); null: one rank, no torchrun"),
+  nnodes: z.number().int().min(1).default(1).describe("torch: nodes of the torchrun rendezvous (with nproc_per_node)"),
+  rdzv_endpoint: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe("torch: HOST:PORT of the torchrun rendezvous across nodes; null: one node (standalone)"),
+  node_rank: z.number().int().min(0).default(0).describe("torch: this node's rank with rdzv_endpoint"),
 });
 
 /** Parsed torch engine settings. */
@@ -67,6 +97,18 @@ export function torchWorkerOptions(model: string, seed: number, config: TorchEng
     device: config.device,
     dtype: config.dtype,
     microBatchTokens: config.micro_batch_tokens,
+    activationCheckpointing: config.activation_checkpointing,
+    logprobChunk: config.logprob_chunk,
+    ...(config.nproc_per_node === null
+      ? {}
+      : {
+          ranks: {
+            nprocPerNode: config.nproc_per_node,
+            nnodes: config.nnodes,
+            nodeRank: config.node_rank,
+            ...(config.rdzv_endpoint === null ? {} : { rdzvEndpoint: config.rdzv_endpoint }),
+          },
+        }),
     ...(config.context_length === null ? {} : { contextLength: config.context_length }),
     ...(config.lora === null
       ? {}

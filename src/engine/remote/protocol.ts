@@ -20,6 +20,11 @@ export const InfoSchema = z.object({
   eos_token_ids: z.array(z.number().int()),
   policy_version: z.number().int(),
   device: z.string(),
+  /** Ranks the model is sharded over (FSDP2); 1 without torchrun. */
+  world_size: z.number().int().positive().default(1),
+  /** Whether decoder layers recompute their activations in backward. */
+  activation_checkpointing: z.boolean().default(false),
+  /** Compute dtype; parameters and optimizer state are float32 whatever it is. */
   dtype: z.string(),
   lora: z.object({ rank: z.number(), alpha: z.number(), targets: z.array(z.string()) }).nullable(),
   parameters: z.number().int(),

@@ -1,8 +1,11 @@
 /**
- * @module The remote engine against real torch worker processes (the tiny random Qwen2): the Engine contract suite,
- * a worker killed during a train step, checkpoint errors, and a missing Python package.
+ * @module The remote engine against real torch worker processes (the tiny random Qwen2): the Engine contract suite
+ * on one rank and on two (torchrun, FSDP2 over gloo), a worker or a rank killed during a train step, checkpoint
+ * errors, and a missing Python package.
  */
-import { describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { describe, expect, it, vi } from "vitest";
 import { skipWithoutPython, testPython } from "../../testing/python.js";
 import { CheckpointInvalid } from "../checkpoint-error.js";
 import { runEngineContract } from "../engine.contract.js";
@@ -12,14 +15,69 @@ import { TorchWorkerError } from "./worker-client.js";
 import { TorchPackageMissing } from "./worker-process.js";
 
 const skip = skipWithoutPython();
+// Two ranks start in 20–40 s on the loaded 2-core CI machine (two Pythons importing torch), and the contract's
+// checkpoint case starts two engines.
+vi.setConfig({ testTimeout: 240_000 });
 
 /** A fresh worker on the bundled tiny Qwen2 (vocab 512, context 64). */
 function tinyWorker(): Promise<RemoteEngine> {
   return RemoteEngine.start({ python: testPython()!, model: "new:qwen2-tiny", contextLength: 64, threads: 1 });
 }
 
+/** The same model on two ranks: `arclight-torch serve --nproc-per-node 2` (rank 0 serves, both compute). */
+function twoRankWorker(): Promise<RemoteEngine> {
+  return RemoteEngine.start({
+    python: testPython()!,
+    model: "new:qwen2-tiny",
+    contextLength: 64,
+    threads: 1,
+    ranks: { nprocPerNode: 2 },
+  });
+}
+
+/** Pid of rank `rank` among the launcher's children (by its RANK environment variable). */
+function rankPid(launcher: number, rank: number): number {
+  const children = execFileSync("pgrep", ["-P", String(launcher)], { encoding: "utf8" })
+    .split("\n")
+    .filter(Boolean);
+  const pid = children.find((p) => readFileSync(`/proc/${p}/environ`, "latin1").split("\0").includes(`RANK=${rank}`));
+  if (pid === undefined) throw new Error(`no rank ${rank} under pid ${launcher}`);
+  return Number(pid);
+}
+
+const longStep: TrainRow[] = Array.from({ length: 256 }, () => ({
+  tokenIds: Array.from({ length: 64 }, (_, i) => (i * 7) % 500),
+  lossMask: Array.from({ length: 64 }, (_, i) => (i < 8 ? 0 : 1)),
+  advantages: Array.from({ length: 64 }, () => 1),
+}));
+
 describe.skipIf(skip)("remote engine on a torch worker", () => {
   runEngineContract("torch worker (remote)", tinyWorker);
+  runEngineContract("torch worker, 2 ranks (torchrun, FSDP2)", twoRankWorker);
+
+  it("a rank killed during a train step fails the step with a TorchWorkerError naming the rank", async () => {
+    const engine = await twoRankWorker();
+    try {
+      expect(engine.info.world_size).toBe(2);
+      const rank1 = rankPid(engine.workerPid!, 1);
+      const step = engine.trainStep(
+        longStep,
+        { kind: "sft", aggregation: "token-mean" },
+        { learningRate: 1e-3, weightDecay: 0, maxGradNorm: 1, microBatchSize: 1 },
+      );
+      setTimeout(() => process.kill(rank1, "SIGKILL"), 1_000);
+      const error = await step.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TorchWorkerError);
+      expect((error as Error).message).toMatch(
+        new RegExp(`exited with code 1 \\(rank 1 failed: pid ${rank1} ended with SIGKILL; .*\\) during /v1/train_step`),
+      );
+      // Every rank is gone with the launcher.
+      expect(() => process.kill(rank1, 0)).toThrow();
+      expect(() => execFileSync("pgrep", ["-P", String(engine.workerPid)])).toThrow();
+    } finally {
+      await engine.close();
+    }
+  });
 
   it("a worker killed during a train step fails the step with a TorchWorkerError naming the exit", async () => {
     const engine = await tinyWorker();

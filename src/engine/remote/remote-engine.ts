@@ -33,7 +33,7 @@ import {
   type WorkerInfo,
 } from "./protocol.js";
 import { TorchWorkerError, WorkerClient } from "./worker-client.js";
-import { startTorchWorker, type TorchWorkerOptions } from "./worker-process.js";
+import { startTorchWorker, type TorchWorkerChild, type TorchWorkerOptions } from "./worker-process.js";
 
 /** A torch worker behind the `Engine` interface. */
 export class RemoteEngine implements Engine {
@@ -242,8 +242,12 @@ async function describeExit(child: ServerChild | null): Promise<string | null> {
   if (p.exitCode === null && p.signalCode === null)
     await Promise.race([once(p, "exit"), new Promise((resolve) => setTimeout(resolve, EXIT_WAIT_MS).unref())]);
   if (p.exitCode === null && p.signalCode === null) return null;
-  return `(pid ${p.pid}) exited with ${p.signalCode ?? `code ${p.exitCode}`}`;
+  const rank = child !== null && "rankFailure" in child ? (child as TorchWorkerChild).rankFailure() : null;
+  return `(pid ${p.pid}) exited with ${p.signalCode ?? `code ${p.exitCode}`}${rank === null ? "" : ` (${rank})`}`;
 }
 
-/** Longest wait for a dying worker's exit event when a call to it failed (ms). */
-const EXIT_WAIT_MS = 1_000;
+/**
+ * Longest wait for a dying worker's exit event when a call to it failed (ms): with several ranks, torchrun first
+ * notices the failed rank, stops the others, then the launcher exits.
+ */
+const EXIT_WAIT_MS = 10_000;

@@ -25,6 +25,12 @@ export interface TorchWorkerOptions {
   microBatchTokens?: number;
   /** Torch CPU threads; absent keeps torch's default. */
   threads?: number;
+  /** Recompute each decoder layer's activations in backward. Default false. */
+  activationCheckpointing?: boolean;
+  /** Positions per application of the output layer for logprobs; 0 all at once. Default 1024. */
+  logprobChunk?: number;
+  /** Ranks under torchrun (`--nproc-per-node`, …); absent: one rank without torchrun. */
+  ranks?: { nprocPerNode: number; nnodes?: number; rdzvEndpoint?: string; nodeRank?: number };
   /** How long to wait for the worker to load its model and listen (ms). Default 120,000. */
   startTimeoutMs?: number;
 }
@@ -72,6 +78,14 @@ export function workerArgv(options: TorchWorkerOptions): string[] {
   flag("--context-length", options.contextLength);
   flag("--micro-batch-tokens", options.microBatchTokens);
   flag("--threads", options.threads);
+  flag("--logprob-chunk", options.logprobChunk);
+  if (options.activationCheckpointing) argv.push("--activation-checkpointing");
+  if (options.ranks) {
+    flag("--nproc-per-node", options.ranks.nprocPerNode);
+    flag("--nnodes", options.ranks.nnodes);
+    flag("--rdzv-endpoint", options.ranks.rdzvEndpoint);
+    flag("--node-rank", options.ranks.rdzvEndpoint === undefined ? undefined : options.ranks.nodeRank);
+  }
   if (options.lora) {
     flag("--lora-rank", options.lora.rank);
     flag("--lora-alpha", options.lora.alpha);
@@ -79,6 +93,15 @@ export function workerArgv(options: TorchWorkerOptions): string[] {
   }
   return argv;
 }
+
+/** A started worker: with several ranks, what its launcher said about a failed rank. */
+export interface TorchWorkerChild extends ServerChild {
+  /** `rank R failed: pid P ended with SIGKILL; …` once the launcher printed it, else null. */
+  rankFailure(): string | null;
+}
+
+/** The launcher's line when a rank fails (python/arclight_torch/distributed.py `launch`). */
+const RANK_FAILURE = /^arclight-torch: (rank \d+ failed: .*)$/m;
 
 /**
  * Starts a worker and waits until it listens.
@@ -88,17 +111,24 @@ export function workerArgv(options: TorchWorkerOptions): string[] {
  * @throws {TorchPackageMissing} when the interpreter cannot import `arclight_torch`
  * @throws {Error} when the worker exits before listening (its stderr, inherited, says why) or times out
  */
-export async function startTorchWorker(options: TorchWorkerOptions): Promise<ServerChild> {
+export async function startTorchWorker(options: TorchWorkerOptions): Promise<TorchWorkerChild> {
   // `.cli` imports torch, transformers and peft too: a package copied without its dependencies is "missing" as well.
   const check = spawnSync(options.python, ["-c", "import arclight_torch.cli"], { stdio: "ignore" });
   if (check.error !== undefined) {
     throw new TorchPythonMissing(options.python, (check.error as NodeJS.ErrnoException).code ?? check.error.message);
   }
   if (check.status !== 0) throw new TorchPackageMissing(options.python);
-  return startServerChild({
+  const child = await startServerChild({
     argv: workerArgv(options),
     urlPattern: /arclight-torch listening on (http:\/\/\S+)/,
     what: "torch worker",
     startTimeoutMs: options.startTimeoutMs ?? 120_000,
   });
+  let failure: string | null = null;
+  let tail = "";
+  child.process.stdout?.on("data", (chunk: Buffer) => {
+    tail = (tail + chunk.toString()).slice(-4096);
+    failure ??= RANK_FAILURE.exec(tail)?.[1] ?? null;
+  });
+  return { ...child, rankFailure: () => failure };
 }
