@@ -63,16 +63,18 @@ def fetch_rollout(env: AgentEnv) -> dict[str, Any]:
 
 
 def method_for(agent: Any, is_train: bool) -> Any:
-    """`training_rollout` / `validation_rollout` by mode when the class defines it, else `rollout`.
+    """The method AGL's runner would call: `training_rollout` / `validation_rollout` (or its `_async` twin) by mode when
+    the class defines it, else `rollout` / `rollout_async`. Methods that only an `agentlightning` `LitAgent` base class
+    defines (its defaults, which delegate or raise) do not count.
 
     :raises AgentClassError: when none of them is defined
     """
-    for name in ("training_rollout" if is_train else "validation_rollout", "rollout"):
-        method = getattr(agent, name, None)
-        if callable(method):
-            return method
-    wanted = "training_rollout" if is_train else "validation_rollout"
-    raise AgentClassError(f"{type(agent).__name__} defines neither {wanted}() nor rollout()")
+    mode = "training" if is_train else "validation"
+    for name in (f"{mode}_rollout", f"{mode}_rollout_async", "rollout", "rollout_async"):
+        owner = next((c for c in type(agent).__mro__ if name in vars(c)), None)
+        if owner is not None and owner.__name__ != "LitAgent" and callable(getattr(agent, name)):
+            return getattr(agent, name)
+    raise AgentClassError(f"{type(agent).__name__} defines neither {mode}_rollout() nor rollout() (nor their _async forms)")
 
 
 def run_agent_class(spec: str, env: AgentEnv | None = None) -> Any:

@@ -40,6 +40,18 @@ AGENTS = textwrap.dedent(
     class NoMethod:
         pass
 
+    class LitAgent:
+        """Stands in for agentlightning's base class: its defaults delegate or raise."""
+        def training_rollout(self, task, resources, rollout):
+            return self.rollout(task, resources, rollout)
+        def rollout(self, task, resources, rollout):
+            raise NotImplementedError
+
+    class AsyncLit(LitAgent):
+        async def training_rollout_async(self, task, resources, rollout):
+            await asyncio.sleep(0)
+            return 0.75
+
     class BadReturn:
         def rollout(self, task, resources, rollout):
             return "1.0"
@@ -89,6 +101,13 @@ def test_an_async_rollout_method_is_the_fallback(gateway, tmp_path, python_env):
     assert [e["data"]["value"] for e in gateway.events(rid, "reward")] == [6.0]
 
 
+def test_an_async_method_of_a_litagent_subclass_wins_over_the_base_class_defaults(gateway, tmp_path, python_env):
+    rid = gateway.running_rollout()
+    done = run(gateway, tmp_path, python_env, "my_agents.agents:AsyncLit", rid)
+    assert done.returncode == 0, done.stderr
+    assert [e["data"]["value"] for e in gateway.events(rid, "reward")] == [0.75]
+
+
 def test_a_none_return_posts_no_reward(gateway, tmp_path, python_env):
     rid = gateway.running_rollout()
     done = run(gateway, tmp_path, python_env, "my_agents.agents:Silent", rid)
@@ -110,6 +129,7 @@ def test_a_bad_spec_or_a_class_without_a_rollout_method_exits_2(gateway, tmp_pat
         ("my_agents.agents", "expected package.module:ClassName"),
         ("my_agents.agents:Missing", "has no attribute Missing"),
         ("my_agents.agents:NoMethod", "NoMethod defines neither training_rollout() nor rollout()"),
+        ("my_agents.agents:LitAgent", "LitAgent defines neither training_rollout() nor rollout()"),
     ]:
         done = run(gateway, tmp_path, python_env, spec, rid)
         assert done.returncode == 2, (spec, done.stderr)
