@@ -6,6 +6,7 @@
 
 import type { ChatMessage, ChatTool } from "../wire/chat.js";
 
+/** The chat wire types, re-exported for engine implementations. */
 export type { ChatMessage, ChatTool, ChatToolCall } from "../wire/chat.js";
 
 /** What to render besides the messages. */

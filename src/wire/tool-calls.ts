@@ -17,6 +17,7 @@ import { parseMistralToolCalls } from "./tool-parsers/mistral.js";
 import { parsePythonicToolCalls } from "./tool-parsers/pythonic.js";
 import { parseQwen3CoderToolCalls } from "./tool-parsers/qwen3-coder.js";
 
+/** The parser types, defined in `tool-parsers/common.ts`. */
 export type {
   ChatTool,
   ParsedToolCalls,
@@ -24,6 +25,7 @@ export type {
   ToolCallParser,
   WireToolCall,
 } from "./tool-parsers/common.js";
+/** A fresh vLLM-format tool call id. */
 export { toolCallId } from "./tool-parsers/common.js";
 
 /** Hermes markers: `<tool_call>` and `</tool_call>`. */
