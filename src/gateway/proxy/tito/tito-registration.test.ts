@@ -6,10 +6,10 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { readTokenizerFolder } from "../../../wire/tokenizer-folder.js";
 import { type ScriptedUpstream, startScriptedUpstream } from "../../testing/scripted-upstream.js";
 import { startTestGateway, type TestGateway } from "../../testing/serve.js";
 import { QWEN2_TOKENIZER_DIR } from "./testing/tokenizer-fixture.js";
-import { readTokenizerFolder } from "../../../wire/tokenizer-folder.js";
 import { PROBE_TEXT } from "./tokenizer-probe.js";
 
 let gw: TestGateway;

@@ -5,11 +5,11 @@
  * loses the capture.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { readTokenizerFolder } from "../../../wire/tokenizer-folder.js";
 import { agentCall } from "../../testing/proxy-client.js";
 import { type ProxyHarness, startProxyHarness } from "../../testing/proxy-harness.js";
 import { type ScriptedUpstream, startScriptedUpstream } from "../../testing/scripted-upstream.js";
 import { QWEN2_TOKENIZER_DIR } from "./testing/tokenizer-fixture.js";
-import { readTokenizerFolder } from "../../../wire/tokenizer-folder.js";
 
 const closers: (ProxyHarness | ScriptedUpstream)[] = [];
 afterEach(async () => {
