@@ -25,16 +25,13 @@
  * ```
  * `test/fixtures/nonfinite-guard.json` lists inputs and the expected outputs of 1–2 for a port to test against.
  */
+import { LOGPROB_FLOOR } from "../protocol/logprob-floor.js";
 
 /**
- * Lowest recorded logprob (nats) a train step uses. vLLM writes −9999.0 for a token its sampler gave zero
- * probability (its stand-in for −∞, `vllm/v1/engine/logprobs.py`); such a token has no finite importance ratio, and
- * an old logprob ~88 nats below the current one overflows `exp` in float32. −50 nats (p ≈ 2e−22) lies far below any
- * token a sampler draws in practice (a 150k vocabulary at 1M tokens a step samples a p < 2e−22 token less than once
- * in 10^10 steps), so the floor changes no honestly recorded value; together with {@link LOG_RATIO_LIMIT} it keeps every
- * ratio finite.
+ * Lowest recorded logprob (nats) a train step uses (defined in `protocol/logprob-floor.ts`, which the gateway's
+ * capture check shares); together with {@link LOG_RATIO_LIMIT} it keeps every ratio finite.
  */
-export const LOGPROB_FLOOR = -50;
+export { LOGPROB_FLOOR };
 
 /**
  * Largest |log ratio| (nats) before `exp`: ratios lie in [e^−20, e^20] ≈ [2e−9, 4.9e8], finite in float32 with room

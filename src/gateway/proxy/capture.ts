@@ -6,8 +6,9 @@
  * @see vLLM `return_token_ids` (PR #22587): chat `prompt_token_ids` top level, completions per choice; `token_ids`
  *   per choice, stop id included; chat `logprobs.content` / completions `logprobs.token_logprobs`, one per id.
  */
-import { LOGPROB_FLOOR } from "../../engine/nonfinite-guard.js";
+
 import type { Model, ModelRequestData } from "../../protocol/index.js";
+import { LOGPROB_FLOOR } from "../../protocol/logprob-floor.js";
 
 type Json = Record<string, unknown>;
 
