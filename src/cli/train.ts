@@ -109,7 +109,8 @@ function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, r
     controller: flags.controller
       ? { poolSize: config.controller.pool_size, settings: localControllerSettings(config.controller) }
       : false,
-    logger: pino({ level: logLevel(flags.logLevel) }),
+    // Logs go to stderr: stdout carries the step table, which log lines would break up.
+    logger: pino({ level: logLevel(flags.logLevel) }, pino.destination({ dest: 2, sync: true })),
   };
 }
 
