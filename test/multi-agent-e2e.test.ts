@@ -44,7 +44,7 @@ describe("selective multi-agent training", () => {
     // The agent runs in the temp dir: name the tsx loader and the script by absolute path.
     const command = yaml
       .replace("--import, tsx,", `--import, ${JSON.stringify(import.meta.resolve("tsx"))},`)
-      .replace("examples/multi-agent/agent.ts", join(ROOT, "examples/multi-agent/agent.ts"));
+      .replace(", agent.ts]", `, ${JSON.stringify(join(ROOT, "examples/multi-agent/agent.ts"))}]`);
     writeFileSync(join(dir, "train.yaml"), command);
     const { stdout } = await exec(
       process.execPath,

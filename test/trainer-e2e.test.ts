@@ -146,9 +146,13 @@ describe("trainer end to end", () => {
   it("arclight train CONFIG.yaml runs one step with its own gateway child, engine and controller", async () => {
     const dir = tempDir("arclight-train-cli-");
     const yaml = writeCliRun(dir, "cli", 1, TEST_AGENT_CONTROLLER);
-    const { stdout } = await run(["train", "train.yaml"], dir);
+    const { stdout, stderr } = await run(["train", "train.yaml", "--log-level", "info"], dir);
     expect(stdout).toContain("1 steps, policy version 1");
     expect(stdout).toContain("arclight train: engine embedded tiny, 1 training thread\n");
+    // Log lines go to stderr, off the table and its ETA on stdout.
+    expect(stdout).not.toMatch(/^\{"level"/m);
+    expect(stderr).toMatch(/^\{"level":30,.*"msg":"step done"/m);
+    expect(stdout).toMatch(/^ +1 .* ETA \d+s$/m);
     // The dashboard URL of the gateway child, with its random key in the fragment (docs/dashboard.md).
     expect(stdout).toMatch(/arclight train: dashboard http:\/\/127\.0\.0\.1:\d+\/ui\/#key=\S+/);
     const metrics = readFileSync(join(dir, "runs", "cli", "metrics.jsonl"), "utf8")

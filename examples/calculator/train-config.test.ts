@@ -15,6 +15,8 @@ describe("examples/calculator/train.yaml, the starter config README points to", 
     expect(existsSync(join(here, config.data.val_path!))).toBe(true);
     const longest = config.aggregator.max_prompt_length + config.aggregator.max_response_length;
     expect(longest).toBeLessThanOrEqual(MODEL_PRESETS.tiny.context);
-    expect(config.controller.command).toContain("examples/calculator/agent.ts");
+    // The agent script is named relative to this file, as its data paths are (docs/configuration.md).
+    expect(config.controller.command.at(-1)).toBe("agent.ts");
+    expect(existsSync(join(here, "agent.ts"))).toBe(true);
   });
 });

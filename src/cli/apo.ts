@@ -21,6 +21,7 @@ import { parseTrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { describeFirstFailed } from "../trainer/failure-report.js";
 import { localControllerSettings } from "../trainer/rollout-groups.js";
+import { resolveAgentPaths } from "./agent-paths.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type KeyFlags, readKeyFile, resolveKey } from "./key-source.js";
@@ -52,7 +53,8 @@ function loadApoConfig(path: string, flags: ApoFlags): Readonly<ApoConfig> {
     const at = (p: string | null) => (p === null ? null : resolve(base, p));
     const data = { ...config.data, train_path: at(config.data.train_path), val_path: at(config.data.val_path) };
     const keyFile = at(config.optimiser.api_key_file);
-    return Object.freeze({ ...config, data, optimiser: { ...config.optimiser, api_key_file: keyFile } });
+    const agent = resolveAgentPaths(config.agent, base);
+    return Object.freeze({ ...config, data, agent, optimiser: { ...config.optimiser, api_key_file: keyFile } });
   } catch (err) {
     if (err instanceof ValidationFailed) {
       const label = configLabel(path, sets);

@@ -1,6 +1,7 @@
 /** `arclight eval` as a real child process: what it says about the agent it runs. */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -37,5 +38,19 @@ describe("arclight eval", () => {
       "arclight eval: no --config: running the bundled calculator agent (examples/calculator/train.yaml); " +
         "give --config YOUR_TRAIN.yaml to run your own agent",
     );
+  }, 120_000);
+
+  it("runs a --config's agent script named relative to the config file, from another working directory", async () => {
+    const root = tempDir("arclight-eval-paths-");
+    const dir = join(root, "policy");
+    const engine = await EmbeddedEngine.create({ config: "tiny", seed: 1 });
+    await engine.saveCheckpoint(dir);
+    engine.dispose();
+    // An agent that ends without a model call: its rollout succeeds when node finds the script, fails when not.
+    writeFileSync(join(root, "agent.mjs"), "process.exit(0);\n");
+    writeFileSync(join(root, "eval.yaml"), "controller:\n  command: [node, agent.mjs]\n");
+    const result = await cli(["eval", dir, "--data", valPath, "--limit", "1", "--config", join(root, "eval.yaml")]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/: reward 0\.000, solved \(reward >= 1\) 0\.0%, failed rollouts 0$/m);
   }, 120_000);
 });

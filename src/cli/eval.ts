@@ -24,6 +24,7 @@ import type { DataItem } from "../trainer/data-order.js";
 import { describeFailedRollout } from "../trainer/failure-report.js";
 import { localControllerSettings } from "../trainer/rollout-groups.js";
 import { type RolloutsOnceResult, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
+import { resolveAgentPaths } from "./agent-paths.js";
 import { CliError } from "./cli-error.js";
 import { listenForInterrupt, logLevel, positiveInt, readDataFile } from "./common-flags.js";
 import { readConfigFile } from "./layered-config.js";
@@ -51,7 +52,10 @@ function agentConfig(flags: EvalFlags): Readonly<TrainerConfig> {
   const path = flags.config ?? CALCULATOR_CONFIG;
   const raw = readConfigFile(path, "trainer") as { controller?: Record<string, unknown> };
   try {
-    if (flags.config !== undefined) return Object.freeze(parseTrainerConfig(raw));
+    if (flags.config !== undefined) {
+      const config = parseTrainerConfig(raw);
+      return Object.freeze({ ...config, controller: resolveAgentPaths(config.controller, dirname(resolve(path))) });
+    }
     // The bundled calculator: its export in reused processes instead of one new Node process per input.
     const { command: _perProcess, ...controller } = raw.controller ?? {};
     const reused = { ...controller, agent_class: calculatorAgentClass().agentClass, reuse_processes: true };

@@ -22,6 +22,7 @@ import { localControllerSettings } from "../trainer/rollout-groups.js";
 import { rolloutOnceId, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
 import { parseSftConfig, type SftConfig } from "../trainer/sft-config.js";
 import { runSft, type SftRunOptions, type SftSummary, sftCheckpointDir } from "../trainer/sft-run.js";
+import { resolveAgentPaths } from "./agent-paths.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, checkRunNameRoom, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
@@ -55,7 +56,11 @@ function loadSftConfig(path: string, flags: SftFlags): Readonly<SftConfig> {
     return Object.freeze({
       ...config,
       source: { ...config.source, db_path: at(config.source.db_path) },
-      validation: { ...config.validation, data_path: at(config.validation.data_path) },
+      validation: {
+        ...config.validation,
+        data_path: at(config.validation.data_path),
+        controller: resolveAgentPaths(config.validation.controller, base),
+      },
     });
   } catch (err) {
     const label = configLabel(path, sets);

@@ -24,6 +24,7 @@ import { localControllerSettings } from "../trainer/rollout-groups.js";
 import { longestTrainingRolloutIds } from "../trainer/run-name-room.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { VllmSamplerError } from "../trainer/vllm-serving.js";
+import { resolveAgentPaths } from "./agent-paths.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, checkRunNameRoom, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
@@ -53,8 +54,8 @@ interface TrainFlags extends SamplerFlags, EngineFlags {
 }
 
 /**
- * Reads the YAML config, applies `--set` overrides and validates; data paths are resolved against the config file's
- * directory.
+ * Reads the YAML config, applies `--set` overrides and validates; data paths, and the agent command's file arguments,
+ * are resolved against the config file's directory (`agent-paths.ts`).
  */
 function loadConfig(path: string, sets: readonly string[]): Readonly<TrainerConfig> {
   const raw = applySetFlags(readConfigFile(path, "trainer", path), sets);
@@ -65,7 +66,7 @@ function loadConfig(path: string, sets: readonly string[]): Readonly<TrainerConf
       train_path: resolve(base, config.data.train_path),
       val_path: config.data.val_path === null ? null : resolve(base, config.data.val_path),
     };
-    return Object.freeze({ ...config, data });
+    return Object.freeze({ ...config, data, controller: resolveAgentPaths(config.controller, base) });
   } catch (err) {
     if (err instanceof ValidationFailed) throw new CliError(`${configLabel(path, sets)}: ${err.message}`);
     throw err;
@@ -108,7 +109,8 @@ function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, r
     controller: flags.controller
       ? { poolSize: config.controller.pool_size, settings: localControllerSettings(config.controller) }
       : false,
-    logger: pino({ level: logLevel(flags.logLevel) }),
+    // Logs go to stderr: stdout carries the step table, which log lines would break up.
+    logger: pino({ level: logLevel(flags.logLevel) }, pino.destination({ dest: 2, sync: true })),
   };
 }
 

@@ -5,6 +5,7 @@
 import { SingleBar } from "cli-progress";
 import type { StepReporter } from "../trainer/loop.js";
 import type { StepMetrics } from "../trainer/metrics.js";
+import { formatEta, StepEta } from "../trainer/step-eta.js";
 
 /** Columns: header, metric key, decimals. */
 const COLUMNS: readonly [string, string, number][] = [
@@ -35,16 +36,19 @@ export function rewardTableLine(metrics: StepMetrics | null): string {
  * @param stream - where to print (default process.stdout)
  * @returns the reporter for `runTraining`
  */
-export function rewardTableReporter(stream: NodeJS.WriteStream = process.stdout): StepReporter {
+export function rewardTableReporter(stream: NodeJS.WriteStream = process.stdout, now = Date.now): StepReporter {
   const bar = stream.isTTY
-    ? new SingleBar({ stream, format: "  GRPO [{bar}] {value}/{total} steps | ETA {eta_formatted}" })
+    ? new SingleBar({ stream, format: "  GRPO [{bar}] {value}/{total} steps | ETA {eta}" })
     : null;
+  const eta = new StepEta(now);
   stream.write(`${rewardTableLine(null)}\n`);
   return {
     onStep(metrics, totalSteps) {
+      const step = metrics.step ?? 0;
+      const left = formatEta(eta.onStep(step, totalSteps));
       bar?.stop();
-      stream.write(`${rewardTableLine(metrics)}\n`);
-      if ((metrics.step ?? 0) < totalSteps) bar?.start(totalSteps, metrics.step ?? 0);
+      stream.write(`${rewardTableLine(metrics)}  ETA ${left}\n`);
+      if (step < totalSteps) bar?.start(totalSteps, step, { eta: left });
     },
     close() {
       bar?.stop();
