@@ -31,3 +31,18 @@ def test_serve_stops_when_the_parent_named_in_the_environment_is_gone():
         other.kill()
     assert worker.returncode == 0, worker.stderr
     assert "arclight-torch listening on http://" in worker.stdout
+
+
+def test_each_rank_runs_the_command_without_the_launch_flags():
+    from arclight_torch.cli import rank_argv
+
+    argv = ["serve", "--model", "new:qwen2-tiny", "--nproc-per-node", "2", "--nnodes=1", "--rdzv-endpoint", "h:29500",
+            "--node-rank", "0", "--activation-checkpointing", "--port", "0"]
+    assert rank_argv(argv) == ["serve", "--model", "new:qwen2-tiny", "--activation-checkpointing", "--port", "0"]
+
+
+def test_a_rank_count_below_one_is_refused_naming_the_flag(capsys):
+    from arclight_torch.cli import main
+
+    assert main(["serve", "--model", "new:qwen2-tiny", "--nproc-per-node", "0"]) == 2
+    assert "--nproc-per-node 0: expected 1 or more" in capsys.readouterr().err
