@@ -6,6 +6,7 @@ import { z } from "zod";
 import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchEngineConfigSchema } from "../engine/remote/config.js";
 import { invalidAgentEntry } from "../protocol/agent-match.js";
+import { ToolParserSchema } from "../protocol/model.js";
 import { EnvMapSchema } from "../protocol/rollout.js";
 import { parseOrThrow } from "../protocol/validate.js";
 
@@ -303,12 +304,10 @@ export const ProxyConfigSchema = z.strictObject({
     .nullable()
     .default(null)
     .describe("tito: folder with tokenizer.json + tokenizer_config.json; null: engine.model when it is a local folder"),
-  tool_parser: z
-    .enum(["hermes", "none"])
-    .default("hermes")
-    .describe(
-      "tito: how tool calls are read from generated text (hermes: JSON in tool_call tags, as Qwen writes them)",
-    ),
+  tool_parser: ToolParserSchema.default("hermes").describe(
+    "tito: how tool calls are read from generated text: a vLLM --tool-call-parser name (hermes: JSON in tool_call " +
+      "tags, as Qwen writes them; llama3_json, qwen3_coder, mistral, deepseek_v3, pythonic) or none",
+  ),
 });
 
 /** The whole trainer configuration. */
