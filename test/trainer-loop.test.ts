@@ -79,6 +79,26 @@ describe("trainer loop", () => {
     expect(summary.metrics.some((m) => (m["async/carried_over"] ?? 0) > 0)).toBe(true);
   });
 
+  it("sync with mismatch.recompute_old_logprobs recomputes π_old and reports the mismatch of the same weights as ~0", async () => {
+    const s = await stack();
+    const cfg = config({
+      train_batch_size: 1,
+      total_steps: 1,
+      mismatch: { recompute_old_logprobs: true, mask_level: "token", mask_low: 0.5, mask_high: 2 },
+    });
+    const summary = await runTraining(options(s, { config: cfg, trainData: items(1) }));
+    const [m] = summary.metrics;
+    // The sampler is the trainer's own engine at the same version: the ratios are 1 up to float rounding.
+    expect(m?.["mismatch/kl"]).toBeGreaterThanOrEqual(0);
+    expect(m?.["mismatch/kl"]).toBeLessThan(1e-4);
+    expect(m?.["mismatch/ratio_p50"]).toBeCloseTo(1, 2);
+    expect(m?.["mismatch/masked_fraction"]).toBe(0);
+    const plain = await runTraining(
+      options(s, { config: config({ name: "plain", train_batch_size: 1, total_steps: 1 }), trainData: items(1) }),
+    );
+    expect(plain.metrics[0]?.["mismatch/kl"]).toBeNull();
+  });
+
   it("a crashing agent fails only its rollout: dropped from its group, the step trains on the rest", async () => {
     const s = await stack();
     const cfg = config({ train_batch_size: 2, total_steps: 1, failed_rollouts: "drop" });

@@ -11,8 +11,19 @@ export const ProxyModeSchema = z.enum(["passthrough", "tito"]);
 /** A model's proxy mode. */
 export type ProxyModelMode = z.infer<typeof ProxyModeSchema>;
 
-/** How `tito` reads tool calls in generated text: `hermes` (Qwen/Hermes `<tool_call>` JSON blocks) or `none`. */
-export const ToolParserSchema = z.enum(["hermes", "none"]);
+/**
+ * How `tito` reads tool calls in generated text: a vLLM `--tool-call-parser` name (`hermes`: Qwen/Hermes
+ * `<tool_call>` JSON blocks; `llama3_json`, `qwen3_coder`, `mistral`, `deepseek_v3`, `pythonic`), or `none`.
+ */
+export const ToolParserSchema = z.enum([
+  "hermes",
+  "llama3_json",
+  "qwen3_coder",
+  "mistral",
+  "deepseek_v3",
+  "pythonic",
+  "none",
+]);
 /** A tito tool-call parser name. */
 export type ToolParserName = z.infer<typeof ToolParserSchema>;
 
@@ -62,7 +73,8 @@ export function modelFromRow(row: ModelRow): Model {
   const model: Model = { model: row.model, endpoint: row.endpoint, version: Number(row.version) };
   if (row.mode === "tito") model.mode = "tito";
   if (row.tokenizer !== null) model.tokenizer = row.tokenizer;
-  if (row.tool_parser === "hermes" || row.tool_parser === "none") model.tool_parser = row.tool_parser;
+  const parser = ToolParserSchema.safeParse(row.tool_parser);
+  if (parser.success) model.tool_parser = parser.data;
   return model;
 }
 

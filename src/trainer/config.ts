@@ -6,6 +6,7 @@ import { z } from "zod";
 import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchEngineConfigSchema } from "../engine/remote/config.js";
 import { invalidAgentEntry } from "../protocol/agent-match.js";
+import { ToolParserSchema } from "../protocol/model.js";
 import { EnvMapSchema } from "../protocol/rollout.js";
 import { parseOrThrow } from "../protocol/validate.js";
 
@@ -129,7 +130,29 @@ export const LossSectionSchema = z.strictObject({
     .number()
     .min(1)
     .default(2)
-    .describe("Cap C of truncated importance-sampling weights min(π_old/π_sampler, C) (async only)"),
+    .describe(
+      "Cap C of truncated importance-sampling weights min(π_old/π_sampler, C) (async, or mismatch.recompute_old_logprobs)",
+    ),
+});
+
+/** Sampler–trainer mismatch correction (docs/torch-engine.md, "Sampler–trainer mismatch"). */
+export const MismatchSectionSchema = z.strictObject({
+  recompute_old_logprobs: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Sync mode: recompute π_old with the trainer before the update and correct by π_old/π_sampler (async always does)",
+    ),
+  is_level: z
+    .enum(["token", "sequence", "none"])
+    .default("token")
+    .describe("Truncated IS: token min(r_t, C), sequence min(Π r_t, C) on the whole row, or none; C = loss.tis_cap"),
+  mask_level: z
+    .enum(["none", "token", "sequence"])
+    .default("none")
+    .describe("Masked IS: drop tokens (token) or rows (sequence, geometric-mean ratio) whose ratio leaves the band"),
+  mask_low: z.number().gt(0).max(1).default(0.5).describe("Lower edge of the masked-IS ratio band"),
+  mask_high: z.number().min(1).default(2).describe("Upper edge of the masked-IS ratio band"),
 });
 
 /** The optimiser. */
@@ -303,12 +326,10 @@ export const ProxyConfigSchema = z.strictObject({
     .nullable()
     .default(null)
     .describe("tito: folder with tokenizer.json + tokenizer_config.json; null: engine.model when it is a local folder"),
-  tool_parser: z
-    .enum(["hermes", "none"])
-    .default("hermes")
-    .describe(
-      "tito: how tool calls are read from generated text (hermes: JSON in tool_call tags, as Qwen writes them)",
-    ),
+  tool_parser: ToolParserSchema.default("hermes").describe(
+    "tito: how tool calls are read from generated text: a vLLM --tool-call-parser name (hermes: JSON in tool_call " +
+      "tags, as Qwen writes them; llama3_json, qwen3_coder, mistral, deepseek_v3, pythonic) or none",
+  ),
 });
 
 /** The whole trainer configuration. */
@@ -327,6 +348,7 @@ export const TrainerConfigSchema = z
     aggregator: section(AggregatorConfigSchema, "How model calls become training rows"),
     advantage: section(AdvantageConfigSchema, "How rewards become advantages"),
     loss: section(LossSectionSchema, "Policy-gradient loss"),
+    mismatch: section(MismatchSectionSchema, "Sampler–trainer mismatch correction"),
     optimizer: section(OptimizerSectionSchema, "Optimiser"),
     total_steps: z
       .number()

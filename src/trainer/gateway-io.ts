@@ -4,6 +4,7 @@
  */
 import type { Logger } from "pino";
 import type { GatewayClient } from "../gateway/client.js";
+import type { ToolParserName } from "../protocol/model.js";
 import type { RolloutRecord } from "./batch.js";
 import { type TrainerConfig, titoTokenizerOf } from "./config.js";
 import type { ReadMark } from "./late-rewards.js";
@@ -30,7 +31,7 @@ export interface ProxyRegistration {
   mode: "passthrough" | "tito";
   /** tito: the tokenizer folder the gateway reads. */
   tokenizer: string | null;
-  tool_parser: "hermes" | "none";
+  tool_parser: ToolParserName;
 }
 
 /**

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { type Logger, pino } from "pino";
 import type { Engine, LossConfig, OptimizerConfig, TrainMetrics, TrainRow } from "../engine/engine.js";
 import type { GatewayClient } from "../gateway/client.js";
-import { assembleBatch, batchOptionsFromConfig, type StepBatch, withTruncatedIsBatch } from "./batch.js";
+import { assembleBatch, batchOptionsFromConfig, type StepBatch } from "./batch.js";
 import { engineCheckpointDir, loadLatestCheckpoint, saveTrainerCheckpoint, type TrainerState } from "./checkpoint.js";
 import type { TrainerConfig } from "./config.js";
 import { DataCursor, type DataItem } from "./data-order.js";
@@ -26,6 +26,7 @@ import { LateRewardWatch } from "./late-rewards.js";
 import { engineAggregation } from "./loss-weights.js";
 import { appendMetrics, meanTrainMetrics, type StepMetrics, stepMetrics, truncateMetricsAfter } from "./metrics.js";
 import { miniBatchIndices } from "./mini-batches.js";
+import { type MismatchStats, mismatchSettingsOf, withMismatchCorrection } from "./mismatch.js";
 import { lacksLogprobs, withRecomputedLogprobs } from "./missing-logprobs.js";
 import { type GroupPlan, GroupTracker, planGroup, trainGroupId } from "./rollout-groups.js";
 import type { PolicyServing } from "./serving.js";
@@ -162,6 +163,8 @@ interface PolicyUpdate {
   updateS: number;
   tisCappedTokens: number;
   recomputedRows: number;
+  /** Mismatch metrics when π_old was recomputed (async, or `mismatch.recompute_old_logprobs`); else null. */
+  mismatch: MismatchStats | null;
 }
 
 /**
@@ -370,16 +373,16 @@ function pauseSettings(run: LoopRun): PauseSettings {
 /** Steps 6–7 while the proxy is paused: batch, train, publish. */
 async function updatePolicy(run: LoopRun, chosen: readonly FinishedGroup[], drainS: number): Promise<PolicyUpdate> {
   const updateStarted = performance.now();
-  const { batch, tisCappedTokens, recomputedRows } = await prepareBatch(run, chosen);
+  const { batch, tisCappedTokens, recomputedRows, mismatch } = await prepareBatch(run, chosen);
   const updates = await trainOnBatch(run, batch);
   await publishIfUpdated(run, updates);
   const updateS = (performance.now() - updateStarted) / 1000;
-  return { batch, updates, drainS, updateS, tisCappedTokens, recomputedRows };
+  return { batch, updates, drainS, updateS, tisCappedTokens, recomputedRows, mismatch };
 }
 
 /**
  * 6. Rows, advantages, loss weights; rows lacking recorded logprobs get recomputed ones (or were dropped); async
- * switches to recomputed π_old logprobs with truncated IS.
+ * (or `mismatch.recompute_old_logprobs`) switches to recomputed π_old logprobs with the mismatch correction.
  */
 async function prepareBatch(run: LoopRun, chosen: readonly FinishedGroup[]) {
   const { config, options } = run;
@@ -391,16 +394,17 @@ async function prepareBatch(run: LoopRun, chosen: readonly FinishedGroup[]) {
     const rolloutIds = batch.missingLogprobRollouts;
     run.log.warn({ step: run.step, rolloutIds, mode: config.missing_logprobs }, "rows without recorded logprobs");
   }
-  if (config.async.enabled && batch.rows.length > 0) {
+  if ((config.async.enabled || config.mismatch.recompute_old_logprobs) && batch.rows.length > 0) {
     const proximal = await options.engine.logprobs(batch.engineRows.map((row) => row.tokenIds));
-    const tis = withTruncatedIsBatch(batch, proximal, config.loss.tis_cap);
+    const corrected = withMismatchCorrection(batch, proximal, mismatchSettingsOf(config));
     return {
-      batch: tis,
-      tisCappedTokens: tis.tisCappedTokens,
+      batch: corrected.batch,
+      tisCappedTokens: corrected.stats.cappedTokens,
       recomputedRows: batch.rows.filter(lacksLogprobs).length,
+      mismatch: corrected.stats,
     };
   }
-  return { ...(await recomputeMissingLogprobs(options.engine, batch)), tisCappedTokens: 0 };
+  return { ...(await recomputeMissingLogprobs(options.engine, batch)), tisCappedTokens: 0, mismatch: null };
 }
 
 /**
@@ -496,6 +500,7 @@ function recordStep(run: LoopRun, record: StepRecord): void {
       stepS: record.stepS,
       train: meanTrainMetrics(updates),
       tisCappedTokens: record.update.tisCappedTokens,
+      mismatch: record.update.mismatch,
       nonFiniteSteps: updates.filter((m) => m.nonFiniteSkipped === true).length,
       recomputedLogprobRows: record.update.recomputedRows,
       lateRewardsMissed: record.lateRewards,

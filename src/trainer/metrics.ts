@@ -7,6 +7,7 @@ import { dirname } from "node:path";
 import type { TrainMetrics } from "../engine/engine.js";
 import { makeDirs } from "../fs/make-dirs.js";
 import type { BatchCounts } from "./batch.js";
+import type { MismatchStats } from "./mismatch.js";
 
 /** One step's metrics; keys are slash-namespaced, values numbers (null where not measured this step). */
 export type StepMetrics = Record<string, number | null>;
@@ -37,6 +38,8 @@ export interface StepFacts {
   train: TrainMetrics | null;
   /** Async: TIS tokens whose weight hit the cap. */
   tisCappedTokens: number;
+  /** Sampler–trainer mismatch, when π_old was recomputed this step; null otherwise. */
+  mismatch: MismatchStats | null;
   /** Optimiser updates the engine skipped for a non-finite loss or gradient norm (see `nonfinite-guard.ts`). */
   nonFiniteSteps: number;
   /** Rows whose missing logprobs the engine recomputed (`missing_logprobs: recompute`, or async π_old). */
@@ -109,6 +112,12 @@ export function stepMetrics(facts: StepFacts, counts: BatchCounts): StepMetrics 
     "async/carried_over": facts.carriedOver,
     "async/stale_groups_dropped": facts.staleGroupsDropped,
     "async/tis_capped_tokens": facts.tisCappedTokens,
+    "mismatch/kl": facts.mismatch?.kl ?? null,
+    "mismatch/ratio_p05": facts.mismatch?.ratioP05 ?? null,
+    "mismatch/ratio_p50": facts.mismatch?.ratioP50 ?? null,
+    "mismatch/ratio_p95": facts.mismatch?.ratioP95 ?? null,
+    "mismatch/masked_fraction": facts.mismatch?.maskedFraction ?? null,
+    "mismatch/masked_rows": facts.mismatch?.maskedRows ?? null,
     "staleness/max": facts.maxStaleness,
     late_rewards_missed: facts.lateRewardsMissed,
     ...rewardMetrics(counts),

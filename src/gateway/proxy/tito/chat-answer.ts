@@ -7,7 +7,7 @@
 
 import { vllmAssistantMessage } from "../../../protocol/assistant-message.js";
 import type { ToolParserName } from "../../../protocol/index.js";
-import { toolCallParser } from "../../../wire/tool-calls.js";
+import { type ChatTool, toolCallParser } from "../../../wire/tool-calls.js";
 
 type Json = Record<string, unknown>;
 
@@ -24,9 +24,13 @@ export function firstChoice(completion: Json): Json {
 }
 
 /** Content and tool calls of generated text under a parser. */
-function parseText(text: string, parser: ToolParserName): { content: string | null; toolCalls: Json[] } {
+function parseText(
+  text: string,
+  parser: ToolParserName,
+  tools: readonly ChatTool[],
+): { content: string | null; toolCalls: Json[] } {
   if (parser === "none") return { content: text, toolCalls: [] };
-  const parsed = toolCallParser(parser).parse(text);
+  const parsed = toolCallParser(parser).parse(text, tools);
   return { content: parsed.content, toolCalls: parsed.toolCalls as unknown as Json[] };
 }
 
@@ -49,12 +53,20 @@ function chatLogprobs(logprobs: unknown): Json | null {
  * @param parser - how tool calls are written in the text
  * @param agentWantsLogprobs - whether the agent asked for `logprobs: true`
  * @param text - the generated text to parse (default: the choice's `text`)
+ * @param tools - the agent's `tools` (`qwen3_coder` types parameter values by their schema)
  * @returns vLLM's chat shape: message (content, tool_calls), finish_reason (`tool_calls` when calls parsed),
  *   `token_ids`, top-level `prompt_token_ids`, usage
  */
-export function chatAnswer(completion: Json, parser: ToolParserName, agentWantsLogprobs: boolean, text?: string): Json {
+export function chatAnswer(
+  completion: Json,
+  parser: ToolParserName,
+  agentWantsLogprobs: boolean,
+  text?: string,
+  tools: readonly ChatTool[] = [],
+): Json {
   const choice = firstChoice(completion);
-  const { content, toolCalls } = parseText(text ?? (typeof choice.text === "string" ? choice.text : ""), parser);
+  const generated = text ?? (typeof choice.text === "string" ? choice.text : "");
+  const { content, toolCalls } = parseText(generated, parser, tools);
   const message = vllmAssistantMessage(content, toolCalls);
   const id = String(completion.id ?? "").replace(/^cmpl-/, "");
   return {

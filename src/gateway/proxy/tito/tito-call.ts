@@ -10,6 +10,7 @@ import { BadRequest, type Model, quoteStart, type ToolParserName } from "../../.
 import type { ChatInput } from "../../../wire/chat.js";
 import { SSE_DONE, sseEvent } from "../../../wire/sse.js";
 import type { TokenizerFolder } from "../../../wire/tokenizer-folder.js";
+import type { ChatTool } from "../../../wire/tool-calls.js";
 import type { AgentReply } from "../agent-reply.js";
 import type { CallRecord } from "../capture.js";
 import { startCall } from "../inflight-calls.js";
@@ -159,10 +160,11 @@ function readAnswer(
   parsed: Json,
   a: Answering,
   wantLogprobs: boolean,
+  tools: readonly ChatTool[],
 ): { chatBody: Json | null; unreadable?: { message: string; code: string } } {
   try {
     const generated = generatedText(firstChoice(parsed), a.folder);
-    return { chatBody: chatAnswer(parsed, a.parser, wantLogprobs, generated) };
+    return { chatBody: chatAnswer(parsed, a.parser, wantLogprobs, generated, tools) };
   } catch (err) {
     const model = quoteStart(a.base.model, 200);
     const message = `Upstream of model ${model} answered ids the tokenizer folder cannot decode: ${(err as Error).message}`;
@@ -181,6 +183,11 @@ interface Answering {
   base: { kind: "completions"; model: string; request: Json; requestText: string; startedAt: number };
 }
 
+/** The agent's `tools`, the entries that are objects (`qwen3_coder` reads their parameter schemas). */
+function agentTools(body: Json): ChatTool[] {
+  return Array.isArray(body.tools) ? (body.tools.filter(isJson) as ChatTool[]) : [];
+}
+
 /** Records the call, then answers the agent (so the next turn finds this one recorded). */
 async function answerAgent(ctx: ProxyContext, a: Answering): Promise<void> {
   const { call, answer, reply, base } = a;
@@ -193,7 +200,9 @@ async function answerAgent(ctx: ProxyContext, a: Answering): Promise<void> {
   }
   const ok = answer.statusCode >= 200 && answer.statusCode < 300 && isJson(parsed);
   const agentBody = call.body.value;
-  const read = ok ? readAnswer(parsed as Json, a, agentBody.logprobs === true) : { chatBody: null };
+  const read = ok
+    ? readAnswer(parsed as Json, a, agentBody.logprobs === true, agentTools(agentBody))
+    : { chatBody: null };
   const chatBody = read.chatBody;
   const message = chatBody ? ((chatBody.choices as Json[])[0]!.message as Json) : {};
   const record: CallRecord = {
