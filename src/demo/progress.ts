@@ -1,6 +1,6 @@
 /**
- * @module Progress of one demo phase: a cli-progress bar on a TTY, a plain line at each quarter elsewhere (logs
- * stay short), then one summary line either way.
+ * @module Progress of one phase (the demo's teacher and SFT, sft, eval): a cli-progress bar with its time left on a
+ * TTY, a plain line at each quarter elsewhere (logs stay short), then one summary line either way.
  */
 import { SingleBar } from "cli-progress";
 
@@ -21,7 +21,11 @@ export interface PhaseProgress {
  */
 export function startPhase(label: string, total: number, stream: NodeJS.WriteStream = process.stdout): PhaseProgress {
   const bar = stream.isTTY
-    ? new SingleBar({ stream, format: `  ${label} [{bar}] {value}/{total} {note}`, hideCursor: true })
+    ? new SingleBar({
+        stream,
+        format: `  ${label} [{bar}] {value}/{total} ETA {eta_formatted} {note}`,
+        hideCursor: true,
+      })
     : null;
   bar?.start(total, 0, { note: "" });
   let quarter = 0;
