@@ -114,7 +114,8 @@ def parse_sampling(value: Any, loc: list) -> SamplingParams:
     return SamplingParams(
         temperature=_number(obj.get("temperature", 1.0), [*loc, "temperature"], low=0),
         top_p=top_p,
-        top_k=int(_number(obj.get("top_k", 0), [*loc, "top_k"], integer=True, low=0)),
+        # -1 is vLLM's "off" and 0 this protocol's: both keep every token (as the engine server takes them).
+        top_k=max(0, int(_number(obj.get("top_k", 0), [*loc, "top_k"], integer=True, low=-1))),
         max_tokens=int(_number(obj.get("max_tokens", 16), [*loc, "max_tokens"], integer=True, low=1)),
         stop_token_ids=tuple(_list(obj.get("stop_token_ids", []), [*loc, "stop_token_ids"], integer=True)),
         stop=tuple(stop),

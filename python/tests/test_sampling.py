@@ -1,6 +1,8 @@
 """Generation: seed determinism, sampled logprobs agree with scoring, stops and limits."""
 
-from arclight_torch.schema import GenerationRequest, SamplingParams
+import pytest
+
+from arclight_torch.schema import GenerationRequest, InvalidRequest, SamplingParams, parse_sampling
 
 
 def _request(prompt, **sampling) -> GenerationRequest:
@@ -51,3 +53,10 @@ def test_max_tokens_and_the_context_bound_the_response(worker):
     assert len(short["token_ids"]) <= 3
     assert len(near_end["token_ids"]) <= 64 - 60
     assert near_end["finish_reason"] in ("length", "stop")
+
+
+def test_top_k_minus_1_is_off_as_in_vllm_and_minus_2_is_refused():
+    assert parse_sampling({"top_k": -1}, ["sampling"]).top_k == 0
+    assert parse_sampling({"top_k": 5}, ["sampling"]).top_k == 5
+    with pytest.raises(InvalidRequest):
+        parse_sampling({"top_k": -2}, ["sampling"])
