@@ -116,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.lora_rank > 0:
         targets = tuple(t for t in args.lora_targets.split(",") if t)
         lora = LoraSettings(args.lora_rank, args.lora_alpha or 2.0 * args.lora_rank, targets)
+    if "LOCAL_RANK" in os.environ:
+        # A rank whose launcher is gone (even SIGKILLed) exits at once, loading or not: its peers are going too, and
+        # rank 0 must not wait on them to say goodbye.
+        watch_parent(lambda: os._exit(0))
     try:
         policy = load_policy(
             args.model,
@@ -134,14 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         policy, token_budget=args.micro_batch_tokens, max_batch_size=args.max_batch_size, threads=args.threads
     )
     if policy.ranks.rank != 0:
-        watch_parent(lambda: os._exit(0))
         worker.follow()
         return 0
     server = make_server(worker, args.host, args.port)
     host, port = server.server_address[:2]
     print(f"arclight-torch: {policy.ranks.world_size} rank(s), rank 0 serves", file=sys.stderr, flush=True)
     print(f"arclight-torch listening on http://{host}:{port}", flush=True)
-    watch_parent(server.shutdown)
+    if "LOCAL_RANK" not in os.environ:
+        watch_parent(server.shutdown)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
