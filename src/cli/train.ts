@@ -3,6 +3,7 @@
  * process on SQLite under runs/NAME/, embedded engine and its OpenAI server, local controller); with `--gateway-url`
  * and/or `--engine-url` it connects to running ones.
  */
+import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { type Logger, pino } from "pino";
@@ -114,10 +115,18 @@ function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, r
   };
 }
 
+/** What an interrupted run can do next: resume from its latest checkpoint, or nothing to resume when it saved none. */
+function stoppedLine(runDir: string): string {
+  if (existsSync(join(runDir, "checkpoints", "latest.json"))) {
+    return "arclight train: stopped (resume with --resume from the latest checkpoint)";
+  }
+  return "arclight train: stopped; it saved no checkpoint (see checkpoint_interval), so --resume cannot continue it";
+}
+
 /** Turns what a stopped or failed run threw into the CLI's answer (exit 130 after an interrupt, else one line). */
-function trainFailure(err: unknown, interrupted: boolean): void {
+function trainFailure(err: unknown, interrupted: boolean, runDir: string): void {
   if (interrupted) {
-    console.error("arclight train: stopped (resume with --resume from the latest checkpoint)");
+    console.error(stoppedLine(runDir));
     process.exitCode = 130;
     return;
   }
@@ -224,7 +233,7 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
       );
     }
   } catch (err) {
-    trainFailure(err, interrupt.signal.aborted);
+    trainFailure(err, interrupt.signal.aborted, runDir);
   } finally {
     interrupt.dispose();
   }
