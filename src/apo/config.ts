@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { ResourceNameSchema } from "../protocol/resource.js";
 import { parseOrThrow } from "../protocol/validate.js";
+import { TrackingConfigSchema } from "../tracking/config.js";
 import { ControllerConfigSchema } from "../trainer/config.js";
 
 /** Gives a strict object schema a `.default()` equal to parsing `{}` with it (see trainer/config.ts). */
@@ -104,6 +105,7 @@ export const ApoConfigSchema = z
     optimiser: section(ApoOptimiserSchema, "The optimiser LLM that critiques and edits prompts"),
     search: section(ApoSearchSchema, "The beam search"),
     seed: z.number().int().default(0).describe("Seed of the minibatch order"),
+    tracking: TrackingConfigSchema,
   })
   .superRefine((config, ctx) => {
     const required: [string, string, unknown][] = [

@@ -17,6 +17,7 @@ import { type ApoResult, type RoundReport, runApoSearch } from "../apo/search.js
 import type { GatewayClient } from "../gateway/client.js";
 import { ResourceNotFound, ValidationFailed } from "../protocol/index.js";
 import { type AgentStack, type AgentStackOptions, startAgentStack } from "../run/stack.js";
+import type { TrackerSet } from "../tracking/tracker.js";
 import { parseTrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { describeFirstFailed } from "../trainer/failure-report.js";
@@ -26,9 +27,10 @@ import { CliError } from "./cli-error.js";
 import { checkRunName, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type KeyFlags, readKeyFile, resolveKey } from "./key-source.js";
 import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
+import { addTrackingOptions, applyTrackingFlags, startTrackers, type TrackingFlags } from "./tracking-flags.js";
 
 /** Flags of `arclight apo`. */
-interface ApoFlags extends KeyFlags {
+interface ApoFlags extends KeyFlags, TrackingFlags {
   gatewayUrl?: string;
   policyEndpoint?: string;
   logLevel: string;
@@ -42,7 +44,7 @@ interface ApoFlags extends KeyFlags {
  */
 function loadApoConfig(path: string, flags: ApoFlags): Readonly<ApoConfig> {
   const sets = flags.set ?? [];
-  let raw = applySetFlags(readConfigFile(path, "apo", path), sets);
+  let raw = applyTrackingFlags(applySetFlags(readConfigFile(path, "apo", path), sets), flags);
   if (flags.gatewayUrl !== undefined) raw = { ...raw, gateway_url: flags.gatewayUrl };
   if (flags.policyEndpoint !== undefined) {
     raw = { ...raw, policy: { ...(raw.policy as object), endpoint: flags.policyEndpoint } };
@@ -141,6 +143,24 @@ function roundLine(report: RoundReport, rounds: number): string {
   );
 }
 
+/** One round for the experiment trackers: its scores and timings as metrics, its beam as a table. */
+function trackRound(trackers: TrackerSet, report: RoundReport): void {
+  const best = report.beam[0];
+  trackers.logMetrics(report.round, {
+    "apo/best_score": best?.score ?? null,
+    "apo/gain": report.gain,
+    "apo/candidates": report.candidates,
+    "apo/bad_round": report.bad ? 1 : 0,
+    "time/round_s": report.timings.round_s,
+    "time/optimiser_s": report.timings.optimiser_s,
+    "time/scoring_s": report.timings.scoring_s,
+  });
+  trackers.logTable("apo/beam", report.round, {
+    columns: ["id", "score", "version", "round", "prompt"],
+    rows: report.beam.map((p) => [p.id, p.score, p.version, p.round, p.prompt]),
+  });
+}
+
 /** The train and validation inputs (validation cut to `data.val_size`). */
 function readInputs(config: Readonly<ApoConfig>): { train: DataItem[]; val: DataItem[] } {
   const train = readDataFile("data.train_path", config.data.train_path as string);
@@ -157,6 +177,7 @@ async function search(
   inputs: { train: DataItem[]; val: DataItem[] },
   runDir: string,
   signal: AbortSignal,
+  trackers: TrackerSet,
 ) {
   const { train, val } = inputs;
   await stack.client.upsertModels([{ model: config.policy.model, endpoint: config.policy.endpoint as string }]);
@@ -196,7 +217,10 @@ async function search(
     initial,
     history: new History(join(runDir, "history.jsonl")),
     seed: config.seed,
-    onRound: (report) => console.log(roundLine(report, config.search.rounds)),
+    onRound: (report) => {
+      console.log(roundLine(report, config.search.rounds));
+      trackRound(trackers, report);
+    },
     onBadOutput: (round, parentId, stage, problems) =>
       console.log(
         `arclight apo: round ${round}: optimiser ${stage} for ${parentId} rejected twice: ${problems.join("; ")}`,
@@ -257,8 +281,13 @@ async function apo(configPath: string, flags: ApoFlags): Promise<void> {
   const logger = pino({ level: logLevel(flags.logLevel) });
   const interrupt = listenForInterrupt("apo", "stopping the agents and the gateway");
   const stack = await startAgentStack(stackOptions(config, flags, runDir, logger, interrupt.signal));
+  const trackers = startTrackers("apo", config.tracking, config.name, { ...config }, logger);
+  let status: "finished" | "failed" = "failed";
   try {
-    report(await search(stack, config, inputs, runDir, interrupt.signal), config, runDir);
+    const result = await search(stack, config, inputs, runDir, interrupt.signal, trackers);
+    report(result, config, runDir);
+    trackers.logSummary("best_prompt_path", join(runDir, "best-prompt.txt"));
+    status = "finished";
   } catch (err) {
     if (err instanceof PromptRunFailed && !interrupt.signal.aborted) {
       await reportRunFailed(err, stack.client, config);
@@ -269,6 +298,7 @@ async function apo(configPath: string, flags: ApoFlags): Promise<void> {
     process.exitCode = 130;
   } finally {
     interrupt.dispose();
+    await trackers.finish(status);
     await stack.close();
   }
 }
@@ -278,7 +308,7 @@ async function apo(configPath: string, flags: ApoFlags): Promise<void> {
  * @param program - the root commander program
  */
 export function registerApo(program: Command): void {
-  program
+  const command = program
     .command("apo")
     .description("Prompt optimisation: beam search over a prompt resource with an optimiser LLM's critiques and edits")
     .argument("<config>", "APO YAML config (see docs/sft-apo.md)")
@@ -290,6 +320,6 @@ export function registerApo(program: Command): void {
       "--set <key=value>",
       "override a config key (dotted path, YAML value), e.g. --set search.rounds=2 --set data.val_size=8; repeatable",
       collectSetFlag,
-    )
-    .action(apo);
+    );
+  addTrackingOptions(command).action(apo);
 }

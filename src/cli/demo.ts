@@ -16,6 +16,7 @@ import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { makeDirs } from "../fs/make-dirs.js";
 import { EMBEDDED_PRESETS } from "../run/engine-factory.js";
+import { TrackingConfigSchema } from "../tracking/config.js";
 import { CliError } from "./cli-error.js";
 import {
   checkRunName,
@@ -26,9 +27,10 @@ import {
   presetFlag,
   seedFlag,
 } from "./common-flags.js";
+import { addTrackingOptions, applyTrackingFlags, startTrackers, type TrackingFlags } from "./tracking-flags.js";
 
 /** Flags of `arclight demo`. */
-interface DemoFlags {
+interface DemoFlags extends TrackingFlags {
   name: string;
   quick?: boolean;
   steps?: string;
@@ -254,7 +256,16 @@ async function demo(flags: DemoFlags): Promise<void> {
       trainThreads,
       decodeThreads,
     };
-    await runStoppable({ ...options, logger: pino({ level }) }, flags.engine);
+    const logger = pino({ level });
+    const tracking = TrackingConfigSchema.parse(applyTrackingFlags({}, flags).tracking ?? {});
+    const trackers = startTrackers("demo", tracking, flags.name, { ...options, budget }, logger);
+    let status: "finished" | "failed" = "failed";
+    try {
+      await runStoppable({ ...options, logger, trackers }, flags.engine);
+      status = process.exitCode === 130 ? "failed" : "finished";
+    } finally {
+      await trackers.finish(status);
+    }
   } finally {
     unlock();
   }
@@ -282,7 +293,7 @@ async function runStoppable(options: Omit<DemoOptions, "signal">, engine: string
  * @param program - the root commander program
  */
 export function registerDemo(program: Command): void {
-  program
+  const command = program
     .command("demo")
     .description(
       "Train the bundled calculator agent with SFT + GRPO on the embedded engine (time and results: docs/benchmarks.md)",
@@ -311,6 +322,6 @@ export function registerDemo(program: Command): void {
       "threads that decode the rollouts' model calls in the embedded engine (default 2 on 2+ cores; 1: slower " +
         "sampling, one core)",
     )
-    .option("--log-level <level>", "pino log level of the components", "warn")
-    .action(demo);
+    .option("--log-level <level>", "pino log level of the components", "warn");
+  addTrackingOptions(command).action(demo);
 }

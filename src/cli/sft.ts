@@ -28,9 +28,10 @@ import { checkRunName, checkRunNameRoom, listenForInterrupt, logLevel, readDataF
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
 import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
 import { openSourceGateway } from "./source-gateway.js";
+import { addTrackingOptions, applyTrackingFlags, startTrackers, type TrackingFlags } from "./tracking-flags.js";
 
 /** Flags of `arclight sft`. */
-interface SftFlags extends EngineFlags {
+interface SftFlags extends EngineFlags, TrackingFlags {
   gatewayUrl?: string;
   db?: string;
   key?: string;
@@ -46,7 +47,7 @@ interface SftFlags extends EngineFlags {
  */
 function loadSftConfig(path: string, flags: SftFlags): Readonly<SftConfig> {
   const sets = flags.set ?? [];
-  let raw = applySetFlags(readConfigFile(path, "sft", path), sets);
+  let raw = applyTrackingFlags(applySetFlags(readConfigFile(path, "sft", path), sets), flags);
   if (flags.gatewayUrl !== undefined) raw = { ...raw, source: { gateway_url: flags.gatewayUrl } };
   if (flags.db !== undefined) raw = { ...raw, source: { db_path: resolve(flags.db) } };
   try {
@@ -205,9 +206,21 @@ async function sft(configPath: string, flags: SftFlags): Promise<void> {
     engine.dispose();
     throw err;
   });
+  const trackers = startTrackers("sft", config.tracking, config.name, { ...config }, logger);
+  let status: "finished" | "failed" = "failed";
   try {
-    const base = { config, client: source.client, engine, checkpointDir, metricsPath: join(runDir, "metrics.jsonl") };
-    report(await runWithProgress({ ...base, signal: interrupt.signal }, config, logger), runDir);
+    const base = {
+      config,
+      client: source.client,
+      engine,
+      checkpointDir,
+      metricsPath: join(runDir, "metrics.jsonl"),
+      onMetrics: (record: Record<string, number | null>) => trackers.logMetrics(record.step ?? 0, record),
+    };
+    const summary = await runWithProgress({ ...base, signal: interrupt.signal }, config, logger);
+    trackers.logSummary("checkpoint_path", summary.checkpointDir);
+    status = "finished";
+    report(summary, runDir);
   } catch (err) {
     if (interrupt.signal.aborted) {
       console.error("arclight sft: stopped");
@@ -218,6 +231,7 @@ async function sft(configPath: string, flags: SftFlags): Promise<void> {
     throw err;
   } finally {
     interrupt.dispose();
+    await trackers.finish(status);
     await source.close();
     engine.dispose();
   }
@@ -228,7 +242,7 @@ async function sft(configPath: string, flags: SftFlags): Promise<void> {
  * @param program - the root commander program
  */
 export function registerSft(program: Command): void {
-  program
+  const command = program
     .command("sft")
     .description("Supervised fine-tuning on recorded rollouts (selection by run, tag, data ids, reward, best-of-N)")
     .argument("<config>", "SFT YAML config (see docs/sft-apo.md)")
@@ -247,6 +261,6 @@ export function registerSft(program: Command): void {
       "--set <key=value>",
       "override a config key (dotted path, YAML value), e.g. --set sft.steps=100 --set select.min_reward=1; repeatable",
       collectSetFlag,
-    )
-    .action(sft);
+    );
+  addTrackingOptions(command).action(sft);
 }

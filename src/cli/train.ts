@@ -24,6 +24,7 @@ import { runTraining, type TrainSummary, totalStepsOf } from "../trainer/loop.js
 import { localControllerSettings } from "../trainer/rollout-groups.js";
 import { longestTrainingRolloutIds } from "../trainer/run-name-room.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
+import { trackingReporter } from "../trainer/tracking-reporter.js";
 import { VllmSamplerError } from "../trainer/vllm-serving.js";
 import { resolveAgentPaths } from "./agent-paths.js";
 import { CliError } from "./cli-error.js";
@@ -35,9 +36,10 @@ import { resolveKey } from "./key-source.js";
 import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
 import { prepareRunDir } from "./run-dir.js";
 import { type SamplerFlags, vllmSamplerOf } from "./sampler-flags.js";
+import { addTrackingOptions, applyTrackingFlags, startTrackers, type TrackingFlags } from "./tracking-flags.js";
 
 /** Flags of `arclight train`. */
-interface TrainFlags extends SamplerFlags, EngineFlags {
+interface TrainFlags extends SamplerFlags, EngineFlags, TrackingFlags {
   resume?: boolean;
   /** An engine checkpoint to start from (weights only; a fresh optimiser). */
   initFrom?: string;
@@ -58,8 +60,8 @@ interface TrainFlags extends SamplerFlags, EngineFlags {
  * Reads the YAML config, applies `--set` overrides and validates; data paths, and the agent command's file arguments,
  * are resolved against the config file's directory (`agent-paths.ts`).
  */
-function loadConfig(path: string, sets: readonly string[]): Readonly<TrainerConfig> {
-  const raw = applySetFlags(readConfigFile(path, "trainer", path), sets);
+function loadConfig(path: string, sets: readonly string[], tracking: TrackingFlags = {}): Readonly<TrainerConfig> {
+  const raw = applyTrackingFlags(applySetFlags(readConfigFile(path, "trainer", path), sets), tracking);
   try {
     const config = parseTrainerConfig(raw);
     const base = dirname(resolve(path));
@@ -170,8 +172,10 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
   );
   const poster = new RunPoster(stack.client, config.name, run.logger);
   poster.start({ ...config }, totalStepsOf(config, run.trainData.length), join(runDir, "metrics.jsonl"));
+  const trackers = startTrackers("train", config.tracking, config.name, { ...config }, run.logger);
+  let status: "finished" | "failed" = "failed";
   try {
-    return await runTraining({
+    const summary = await runTraining({
       config,
       client: stack.client,
       engine: stack.engine,
@@ -182,9 +186,11 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
       resume: flags.resume === true,
       modelName: flags.modelName,
       logger: run.logger,
-      reporter: combineReporters(consoleReporter(), poster),
+      reporter: combineReporters(consoleReporter(), poster, trackingReporter(trackers)),
       signal: run.signal,
     });
+    status = "finished";
+    return summary;
   } catch (err) {
     // Read the agent's output now: a gateway this command started is gone once the stack closes.
     if (err instanceof AllRolloutsFailed) {
@@ -193,7 +199,7 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
     }
     throw err;
   } finally {
-    await poster.flush();
+    await Promise.all([poster.flush(), trackers.finish(status)]);
   }
 }
 
@@ -206,7 +212,7 @@ function engineLabelOf(spec: EngineSpec, initFrom: string | undefined): string {
 
 /** Runs the command; everything started here is stopped before returning. */
 async function train(configPath: string, flags: TrainFlags): Promise<void> {
-  const config = loadConfig(configPath, flags.set ?? []);
+  const config = loadConfig(configPath, flags.set ?? [], flags);
   checkRunName(`name (${configPath})`, config.name);
   if (flags.initFrom !== undefined && flags.resume === true) {
     throw new CliError("--init-from with --resume: --resume continues the run's own checkpoint; give one of them");
@@ -244,7 +250,7 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
  * @param program - the root commander program
  */
 export function registerTrain(program: Command): void {
-  program
+  const command = program
     .command("train")
     .description("Train a policy with GRPO from agent rollouts (starts gateway, engine and controller as needed)")
     .argument("<config>", "trainer YAML config (see docs/configuration.md)")
@@ -274,6 +280,6 @@ export function registerTrain(program: Command): void {
       "--set <key=value>",
       "override a config key (dotted path, YAML value), e.g. --set total_steps=5 --set optimizer.learning_rate=1e-4; repeatable",
       collectSetFlag,
-    )
-    .action(train);
+    );
+  addTrackingOptions(command).action(train);
 }

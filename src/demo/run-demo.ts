@@ -12,6 +12,7 @@ import type { Engine } from "../engine/engine.js";
 import { RemoteEngine } from "../engine/remote/remote-engine.js";
 import { dashboardUrl } from "../gateway/dashboard/url.js";
 import { type Stack, type StackOptions, withStack } from "../run/stack.js";
+import type { TrackerSet } from "../tracking/tracker.js";
 import { engineCheckpointDir, loadLatestCheckpoint } from "../trainer/checkpoint.js";
 import type { TrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
@@ -22,6 +23,7 @@ import { type RewardSummary, readRewards, runRolloutsOnce, summariseRewards } fr
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { parseSftConfig, type SftConfig } from "../trainer/sft-config.js";
 import { runSft } from "../trainer/sft-run.js";
+import { trackingReporter } from "../trainer/tracking-reporter.js";
 import { validationRolloutIds } from "../trainer/validation.js";
 import { startPhase } from "./progress.js";
 import { rewardTableReporter } from "./reporter.js";
@@ -59,6 +61,8 @@ export interface DemoOptions {
   /** Threads that decode in the embedded engine (`EmbeddedEngineOptions.decodeThreads`); default 1. */
   decodeThreads?: number;
   logger: Logger;
+  /** Experiment trackers fed the GRPO run (config, steps, validation tables, checkpoints); absent: none. */
+  trackers?: TrackerSet;
   /** Where the narration goes (default process.stdout). */
   out?: NodeJS.WriteStream;
   /**
@@ -197,6 +201,7 @@ async function validationBefore(run: DemoRun, val: readonly DataItem[]): Promise
   run.say(`[4/6] validation before RL: ${val.length} val problems, greedy`);
   const before = await evaluate(run, val, demoValidationPrefix(run.options.name, "before"));
   appendMetrics(join(run.options.runDir, "metrics.jsonl"), { step: 0, "val/reward_mean": before.mean });
+  run.options.trackers?.logMetrics(0, { "val/reward_mean": before.mean });
   return before;
 }
 
@@ -220,7 +225,11 @@ async function runGrpo(run: DemoRun, train: readonly DataItem[], val: readonly D
     runDir: run.options.runDir,
     modelName: MODEL_NAME,
     logger: run.options.logger,
-    reporter: combineReporters(rewardTableReporter(run.out), poster),
+    reporter: combineReporters(
+      rewardTableReporter(run.out),
+      poster,
+      ...(run.options.trackers ? [trackingReporter(run.options.trackers)] : []),
+    ),
     ...(run.options.signal ? { signal: run.options.signal } : {}),
   });
   await poster.flush();

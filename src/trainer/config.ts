@@ -9,6 +9,7 @@ import { invalidAgentEntry } from "../protocol/agent-match.js";
 import { ToolParserSchema } from "../protocol/model.js";
 import { EnvMapSchema } from "../protocol/rollout.js";
 import { parseOrThrow } from "../protocol/validate.js";
+import { TrackingConfigSchema } from "../tracking/config.js";
 
 /**
  * Gives a strict object schema a `.default()` equal to parsing `{}` with it, so a missing section gets every inner
@@ -432,6 +433,7 @@ export const TrainerConfigSchema = z
       .describe("Save a checkpoint every this many steps; 0: never"),
     val_interval: z.number().int().min(0).default(10).describe("Validate every this many steps; 0: never"),
     seed: z.number().int().default(0).describe("Seed of the data order and sampling"),
+    tracking: TrackingConfigSchema,
   })
   .superRefine((config, ctx) => {
     // In flight must exceed what one step consumes, or async degenerates to sync with extra waiting.

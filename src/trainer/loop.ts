@@ -31,11 +31,15 @@ import { lacksLogprobs, withRecomputedLogprobs } from "./missing-logprobs.js";
 import { type GroupPlan, GroupTracker, planGroup, trainGroupId } from "./rollout-groups.js";
 import type { PolicyServing } from "./serving.js";
 import { toEngineRow } from "./training-row.js";
-import { runValidation } from "./validation.js";
+import { runValidation, type ValidationRow } from "./validation.js";
 
 /** Receives each step's metrics (console table, progress bar); see console-report.ts. */
 export interface StepReporter {
   onStep(metrics: StepMetrics, totalSteps: number): void;
+  /** A validation pass after `step` finished (before that step's {@link onStep}). */
+  onValidation?(step: number, rows: readonly ValidationRow[]): void;
+  /** The trainer checkpoint of `step` was saved in `dir`. */
+  onCheckpoint?(step: number, dir: string): void;
   close(): void;
 }
 
@@ -458,13 +462,16 @@ async function validateAfterStep(run: LoopRun): Promise<number | null> {
   const { config, options } = run;
   const validate = options.valData && config.val_interval > 0 && run.step % config.val_interval === 0;
   if (!validate) return null;
-  return runValidation(options.client, run.tracker, options.valData ?? [], {
+  const result = await runValidation(options.client, run.tracker, options.valData ?? [], {
     config,
     step: run.step,
     policyVersion: run.policyVersion,
     pollMs: run.pollMs,
     ...(options.signal ? { signal: options.signal } : {}),
   });
+  if (result === null) return null;
+  options.reporter?.onValidation?.(run.step, result.rows);
+  return result.rewardMean;
 }
 
 /** What {@link recordStep} writes about one step. */
@@ -528,7 +535,8 @@ async function checkpointIfDue(run: LoopRun): Promise<void> {
     seed: run.seed,
     pending: run.pending,
   };
-  await saveTrainerCheckpoint(run.options.runDir, run.options.engine, saved);
+  const dir = await saveTrainerCheckpoint(run.options.runDir, run.options.engine, saved);
+  run.options.reporter?.onCheckpoint?.(step, dir);
 }
 
 /** Checks the watched rollouts for rewards stored after they were read; warns naming them. @returns their count */

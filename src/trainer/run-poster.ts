@@ -98,6 +98,12 @@ export function combineReporters(...reporters: StepReporter[]): StepReporter {
     onStep: (metrics, totalSteps) => {
       for (const reporter of reporters) reporter.onStep(metrics, totalSteps);
     },
+    onValidation: (step, rows) => {
+      for (const reporter of reporters) reporter.onValidation?.(step, rows);
+    },
+    onCheckpoint: (step, dir) => {
+      for (const reporter of reporters) reporter.onCheckpoint?.(step, dir);
+    },
     close: () => {
       for (const reporter of reporters) reporter.close();
     },

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { parseOrThrow } from "../protocol/validate.js";
+import { TrackingConfigSchema } from "../tracking/config.js";
 import { AggregatorConfigSchema, ControllerConfigSchema, EngineSectionSchema } from "./config.js";
 
 /** Gives a strict object schema a `.default()` equal to parsing `{}` with it (see trainer/config.ts). */
@@ -122,6 +123,7 @@ export const SftConfigSchema = z
     validation: section(SftValidationSchema, "Reward validation before and after SFT"),
     reward_fillna_value: z.number().default(0).describe("Reward of a rollout that posted none"),
     seed: z.number().int().default(0).describe("Seed of the row order and the held-out split"),
+    tracking: TrackingConfigSchema,
   })
   .superRefine((config, ctx) => {
     if ((config.source.gateway_url === null) === (config.source.db_path === null)) {

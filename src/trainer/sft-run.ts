@@ -28,6 +28,8 @@ export interface SftRunOptions {
   onRows?: (rows: SftRows) => void;
   /** Called after each step. */
   onStep?: (step: number, metrics: TrainMetrics) => void;
+  /** Called with every metrics record, as metrics.jsonl gets it (also when `metricsPath` is null). */
+  onMetrics?: (record: Record<string, number | null>) => void;
   /** Checked between steps; the run rejects with its reason once it is aborted. */
   signal?: AbortSignal;
 }
@@ -112,6 +114,7 @@ export async function runSft(options: SftRunOptions): Promise<SftSummary> {
   options.onRows?.(rows);
   const record = (values: Record<string, number | null>) => {
     if (options.metricsPath !== null) appendMetrics(options.metricsPath, values);
+    options.onMetrics?.(values);
   };
   const heldOutLossBefore = await heldOutLoss(engine, rows.heldOut);
   const rewardBefore = (await options.validateReward?.("before")) ?? null;

@@ -37,23 +37,41 @@ export function validationRolloutIds(runName: string, step: number, valData: rea
   return valData.map((item) => rolloutOnceId(validationPrefix(runName, step), item.index));
 }
 
+/** One validation rollout, as the validation table shows it. */
+export interface ValidationRow {
+  rolloutId: string;
+  /** The input's index in the validation file. */
+  dataIndex: number;
+  input: unknown;
+  /** Final reward (`reward_fillna_value` for a failed rollout or one without a reward). */
+  reward: number;
+  failed: boolean;
+}
+
+/** What one validation pass gave. */
+export interface ValidationResult {
+  rewardMean: number;
+  /** One row per validation input, input order. */
+  rows: ValidationRow[];
+}
+
 /**
  * Runs one validation pass and waits for every rollout.
  * @param client - gateway client
  * @param tracker - the loop's tracker (validation rollouts are tracked, then forgotten)
  * @param valData - validation inputs
  * @param context - config, step, version, poll interval
- * @returns the mean final reward, or null without validation inputs
+ * @returns the mean final reward and each rollout's row, or null without validation inputs
  */
 export async function runValidation(
   client: GatewayClient,
   tracker: GroupTracker,
   valData: readonly DataItem[],
   context: ValidationContext,
-): Promise<number | null> {
+): Promise<ValidationResult | null> {
   if (valData.length === 0) return null;
   const { config, step } = context;
-  const { rewards } = await runRolloutsOnce(client, valData, {
+  const { rewards, failedIds } = await runRolloutsOnce(client, valData, {
     prefix: validationPrefix(config.name, step),
     isTrain: false,
     config,
@@ -63,5 +81,14 @@ export async function runValidation(
     pollMs: context.pollMs,
     ...(context.signal ? { signal: context.signal } : {}),
   });
-  return rewards.reduce((a, b) => a + b, 0) / rewards.length;
+  const ids = validationRolloutIds(config.name, step, valData);
+  const failed = new Set(failedIds);
+  const rows = valData.map((item, i) => ({
+    rolloutId: ids[i]!,
+    dataIndex: item.index,
+    input: item.input,
+    reward: rewards[i]!,
+    failed: failed.has(ids[i]!),
+  }));
+  return { rewardMean: rewards.reduce((a, b) => a + b, 0) / rewards.length, rows };
 }

@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { TrackingConfigSchema } from "../tracking/config.js";
+import { parseTrainerConfig } from "../trainer/config.js";
+import { applyTrackingFlags } from "./tracking-flags.js";
+
+describe("tracking flags and config", () => {
+  it("every tracker is off by default", () => {
+    expect(parseTrainerConfig({}).tracking).toEqual({
+      wandb: { project: "", entity: "", mode: "online" },
+      mlflow: { tracking_uri: "", experiment: "arclight" },
+      tensorboard: { dir: "" },
+    });
+  });
+
+  it("flags set their keys as text over the YAML's, keeping the YAML's other keys", () => {
+    const raw = { tracking: { mlflow: { experiment: "from-yaml" }, wandb: { entity: "team" } } };
+    const out = applyTrackingFlags(raw, {
+      wandbProject: "123",
+      tensorboardDir: "tb",
+      mlflowTrackingUri: "http://h:5000",
+    });
+    expect(TrackingConfigSchema.parse(out.tracking)).toEqual({
+      wandb: { project: "123", entity: "team", mode: "online" },
+      mlflow: { tracking_uri: "http://h:5000", experiment: "from-yaml" },
+      tensorboard: { dir: "tb" },
+    });
+    expect(raw).toEqual({ tracking: { mlflow: { experiment: "from-yaml" }, wandb: { entity: "team" } } });
+  });
+
+  it("refuses an unknown tracking key and W&B's offline mode, naming them", () => {
+    expect(() => parseTrainerConfig({ tracking: { wandb: { projekt: "x" } } })).toThrow(/projekt/);
+    expect(() => parseTrainerConfig({ tracking: { wandb: { mode: "offline" } } })).toThrow(/mode/);
+  });
+});

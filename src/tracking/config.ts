@@ -1,0 +1,48 @@
+/** @module Experiment tracking settings (`tracking:` in the trainer, SFT and APO YAML): W&B, MLflow, TensorBoard. */
+import { z } from "zod";
+
+/** Weights & Biases: a run per command, through W&B's HTTP API. */
+export const WandbConfigSchema = z.strictObject({
+  project: z.string().default("").describe("W&B project; empty: no W&B run"),
+  entity: z.string().default("").describe("W&B entity (user or team); empty: the API key's default entity"),
+  mode: z
+    .enum(["online", "disabled"])
+    .default("online")
+    .describe(
+      "online: log through W&B's HTTP API (base URL WANDB_BASE_URL, default https://api.wandb.ai; key WANDB_API_KEY); " +
+        "disabled: no W&B run. W&B's offline mode is not offered (docs/tracking.md)",
+    ),
+});
+
+/** MLflow: a run per command, through the tracking server's REST API. */
+export const MlflowConfigSchema = z.strictObject({
+  tracking_uri: z
+    .string()
+    .default("")
+    .describe("MLflow tracking server, http(s)://host:port; empty: no MLflow run. Token: MLFLOW_TRACKING_TOKEN"),
+  experiment: z.string().default("arclight").describe("MLflow experiment name; created when missing"),
+});
+
+/** TensorBoard: event files written by the trainer. */
+export const TensorboardConfigSchema = z.strictObject({
+  dir: z.string().default("").describe("folder of TensorBoard event files (one subfolder per run name); empty: none"),
+});
+
+/** A strict object schema defaulting to parsing `{}` with it, so a missing section gets every inner default. */
+function section<S extends z.ZodObject>(schema: S, description: string) {
+  // `as never`: TypeScript cannot see that a generic object schema's output is never undefined.
+  return schema.default(() => schema.parse({}) as never).describe(description);
+}
+
+/** Every tracker; each is off until its key (project, tracking_uri, dir) is set. */
+export const TrackingConfigSchema = section(
+  z.strictObject({
+    wandb: section(WandbConfigSchema, "Weights & Biases run"),
+    mlflow: section(MlflowConfigSchema, "MLflow run"),
+    tensorboard: section(TensorboardConfigSchema, "TensorBoard event files"),
+  }),
+  "experiment trackers that get every step's metrics, the config, validation tables and the final checkpoint path",
+);
+
+/** Tracking settings, defaults applied. */
+export type TrackingConfig = z.infer<typeof TrackingConfigSchema>;

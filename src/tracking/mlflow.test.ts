@@ -1,0 +1,68 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { configParams, MlflowTracker } from "./mlflow.js";
+import { FakeMlflow } from "./testing/fake-mlflow.js";
+
+const servers: FakeMlflow[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) await server.close();
+});
+
+async function server(): Promise<FakeMlflow> {
+  const fake = await FakeMlflow.start();
+  servers.push(fake);
+  return fake;
+}
+
+describe("MLflow tracker (REST API)", () => {
+  it("creates the experiment and a run, logs params, metrics per step, a table and the checkpoint, then ends it", async () => {
+    const mlflow = await server();
+    const tracker = new MlflowTracker(mlflow.url, "agents", "run-a");
+    await tracker.start({ name: "run-a", loss: { clip_low: 0.2 }, data: { val_path: null } });
+    await tracker.logMetrics(1, { "reward/mean": 0.25, loss: 1.5 });
+    await tracker.logMetrics(2, { "reward/mean": 0.75, loss: 1.25 });
+    await tracker.logTable("validation", 2, { columns: ["input", "reward"], rows: [["2+2", 1]] });
+    await tracker.logSummary("checkpoint_path", "/runs/run-a/checkpoints/step-2");
+    await tracker.finish("finished");
+
+    expect(mlflow.experiments.get("agents")).toBe("1");
+    const run = mlflow.runs.get(tracker.id())!;
+    expect(run.info).toMatchObject({ experiment_id: "1", run_name: "run-a", status: "FINISHED" });
+    expect(run.params).toEqual({ name: "run-a", "loss.clip_low": "0.2", "data.val_path": "null" });
+    expect(run.metrics["reward/mean"]!.map((m) => [m.step, m.value])).toEqual([
+      [1, 0.25],
+      [2, 0.75],
+    ]);
+    expect(run.tags["mlflow.runName"]).toBe("run-a");
+    expect(run.tags["arclight.checkpoint_path"]).toBe("/runs/run-a/checkpoints/step-2");
+    expect(JSON.parse(run.tags["mlflow.loggedArtifacts"]!)).toEqual([
+      { path: "validation/step_2.json", type: "table" },
+    ]);
+    expect(mlflow.artifacts.get(`1/${tracker.id()}/artifacts/validation/step_2.json`)).toEqual({
+      columns: ["input", "reward"],
+      data: [["2+2", 1]],
+    });
+  });
+
+  it("reuses an experiment that exists and marks a failed run FAILED", async () => {
+    const mlflow = await server();
+    mlflow.experiments.set("agents", "7");
+    const tracker = new MlflowTracker(`${mlflow.url}/`, "agents", "run-b");
+    await tracker.start({});
+    await tracker.finish("failed");
+    expect(mlflow.runs.get(tracker.id())!.info).toMatchObject({ experiment_id: "7", status: "FAILED" });
+    expect(mlflow.calls).not.toContain("POST /api/2.0/mlflow/experiments/create");
+  });
+
+  it("fails with the server's answer when the server refuses", async () => {
+    const mlflow = await server();
+    mlflow.failWith = 503;
+    await expect(new MlflowTracker(mlflow.url, "agents", "run-c").start({})).rejects.toThrow(/answered 503/);
+  });
+
+  it("flattens nested config keys and cuts long values to 500 characters", () => {
+    const params = configParams({ a: { b: [1, 2] }, s: "x".repeat(600) });
+    expect(params[0]).toEqual(["a.b", "[1,2]"]);
+    expect(params[1]![1]).toHaveLength(500);
+    expect(params[1]![1].endsWith("…")).toBe(true);
+  });
+});

@@ -1,0 +1,55 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { FakeWandb } from "./testing/fake-wandb.js";
+import { WandbTracker } from "./wandb.js";
+
+const servers: FakeWandb[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) await server.close();
+});
+
+async function server(): Promise<FakeWandb> {
+  const fake = await FakeWandb.start("secret-key");
+  servers.push(fake);
+  return fake;
+}
+
+describe("W&B tracker (HTTP API)", () => {
+  it("creates the run with its config, streams history rows, a table, the summary and the exit code", async () => {
+    const wandb = await server();
+    const tracker = new WandbTracker(wandb.url, "secret-key", "agents", "team", "run-a");
+    await tracker.start({ name: "run-a", loss: { clip_low: 0.2 } });
+    await tracker.logMetrics(1, { "reward/mean": 0.25 });
+    await tracker.logMetrics(2, { "reward/mean": 0.75 });
+    await tracker.logTable("validation", 2, { columns: ["input", "reward"], rows: [["2+2", 1]] });
+    await tracker.logSummary("checkpoint_path", "/runs/run-a/checkpoints/step-2");
+    await tracker.finish("finished");
+
+    const run = wandb.runs.get(`team/agents/${tracker.runId}`)!;
+    expect(run.displayName).toBe("run-a");
+    expect(run.config).toEqual({
+      name: { value: "run-a", desc: null },
+      loss: { value: { clip_low: 0.2 }, desc: null },
+    });
+    expect(run.history.map((row) => [row._step, row["reward/mean"]])).toEqual([
+      [1, 0.25],
+      [2, 0.75],
+      [2, undefined],
+    ]);
+    expect(run.history[2]!.validation).toEqual({ _type: "table", columns: ["input", "reward"], data: [["2+2", 1]] });
+    expect(run.summary).toMatchObject({ "reward/mean": 0.75, checkpoint_path: "/runs/run-a/checkpoints/step-2" });
+    expect(run.exitcode).toBe(0);
+  });
+
+  it("uses the entity W&B answers when none is configured, and exit code 1 for a failed run", async () => {
+    const wandb = await server();
+    const tracker = new WandbTracker(wandb.url, "secret-key", "agents", "", "run-b");
+    await tracker.start({});
+    await tracker.finish("failed");
+    expect(wandb.runs.get(`${wandb.defaultEntity}/agents/${tracker.runId}`)!.exitcode).toBe(1);
+  });
+
+  it("fails naming the status when the key is refused", async () => {
+    const wandb = await server();
+    await expect(new WandbTracker(wandb.url, "wrong", "agents", "", "run-c").start({})).rejects.toThrow(/answered 401/);
+  });
+});
