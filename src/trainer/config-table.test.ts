@@ -43,7 +43,7 @@ describe("config table", () => {
     expect(keys).toContain("controller.reuse_processes");
     expect(keys).toContain("engine.decode_threads");
     expect(keys).toContain("mismatch.mask_level");
-    expect(keys).toHaveLength(82);
+    expect(keys).toHaveLength(89);
   });
 
   it("matches the table in docs/configuration.md (regenerate it from renderConfigTable(TrainerConfigSchema) when this fails)", () => {
