@@ -195,11 +195,30 @@ function writeCurves(arm: string, runs: readonly RunResult[]): void {
   writeFileSync(join(OUT, `curves-${arm}${TAG}.csv`), `${rows.join("\n")}\n`);
 }
 
+/** Per arm, the mean over seeds of a series at each step (markdown rows), with the seeds' min–max at the last. */
+function curveTable(results: readonly RunResult[], key: "reward" | "entropy", title: string): string[] {
+  const steps = Array.from({ length: STEPS }, (_, i) => i + 1);
+  const rows = [
+    `| ${title}, mean over seeds | ${steps.join(" | ")} | last step min–max |`,
+    `|---|${steps.map(() => "---").join("|")}|---|`,
+  ];
+  for (const arm of ARMS) {
+    const runs = results.filter((r) => r.arm === arm.name && r.ok);
+    const at = (i: number) => stats(runs.flatMap((r) => (typeof r[key][i] === "number" ? [r[key][i] as number] : [])));
+    const last = at(STEPS - 1);
+    rows.push(
+      `| ${arm.name} | ${steps.map((step) => fmt(at(step - 1)?.mean)).join(" | ")} | ${fmt(last?.min)}–${fmt(last?.max)} |`,
+    );
+  }
+  return rows;
+}
+
 /** One markdown table: per arm, final greedy validation and end-of-run train reward (mean, range, sd) and entropy. */
 function writeTable(results: readonly RunResult[]): string {
+  const validated = results.some((r) => r.val.length > 0);
   const lines = [
-    "| Arm | Runs | Val reward, last step: mean (min–max), sd | Train reward, last 3 steps: mean (min–max), sd | Entropy step 1 → last (nats) | Calls per rollout | Wall per run (median) |",
-    "|---|---|---|---|---|---|---|",
+    `| Arm | Runs |${validated ? " Val reward, last step: mean (min–max), sd |" : ""} Train reward, last 3 steps: mean (min–max), sd | Entropy step 1 → last (nats) | Calls per rollout | Wall per run (median) |`,
+    `|---|---|${validated ? "---|" : ""}---|---|---|---|`,
   ];
   const spreads: number[] = [];
   for (const arm of ARMS) {
@@ -210,11 +229,11 @@ function writeTable(results: readonly RunResult[]): string {
     const e1 = stats(runs.flatMap((r) => (tailMean(r.entropy, 1) === null ? [] : [tailMean(r.entropy, 1)!])));
     const calls = stats(runs.flatMap((r) => r.callsPerRollout.filter((v): v is number => typeof v === "number")));
     const walls = runs.map((r) => r.wallS).sort((a, b) => a - b);
-    if (train) spreads.push(train.sd);
+    if (train && train.n >= 2) spreads.push(train.sd);
     const cell = (s: ReturnType<typeof stats>) =>
       s ? `${fmt(s.mean)} (${fmt(s.min)}–${fmt(s.max)}), ${fmt(s.sd)}` : "-";
     lines.push(
-      `| ${arm.name} | ${runs.length} | ${cell(val)} | ${cell(train)} | ${fmt(e0?.mean)} → ${fmt(e1?.mean)} | ` +
+      `| ${arm.name} | ${runs.length} |${validated ? ` ${cell(val)} |` : ""} ${cell(train)} | ${fmt(e0?.mean)} → ${fmt(e1?.mean)} | ` +
         `${fmt(calls?.mean)} | ${walls.length ? walls[Math.floor(walls.length / 2)]!.toFixed(0) : "-"} s |`,
     );
   }
@@ -225,6 +244,12 @@ function writeTable(results: readonly RunResult[]): string {
     "",
     `Seed noise: pooled sd over seeds of the end-of-run train reward ${fmt(sd)}; two arms of ${n} seeds differ ` +
       `beyond noise (about 95%) when their means differ by more than ${fmt(2 * sd * Math.sqrt(2 / n))}.`,
+  );
+  lines.push(
+    "",
+    ...curveTable(results, "reward", "Train reward"),
+    "",
+    ...curveTable(results, "entropy", "Entropy (nats)"),
   );
   const table = lines.join("\n");
   writeFileSync(join(OUT, `table${TAG}.md`), `${table}\n`);

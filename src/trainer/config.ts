@@ -302,7 +302,7 @@ export const AgentsConfigSchema = z.strictObject({
     .describe("Model name the frozen snapshot is registered under (the gateway routes frozen agents to it)"),
 });
 
-/** DAPO's dynamic sampling (dynamic-sampling.ts; docs/credit.md §7). */
+/** DAPO's dynamic sampling (dynamic-sampling.ts; docs/credit.md §6). */
 export const DynamicSamplingConfigSchema = z.strictObject({
   enabled: z
     .boolean()
@@ -319,7 +319,7 @@ export const DynamicSamplingConfigSchema = z.strictObject({
     .describe("Extra sampling rounds a step may run; after them it trains on the groups it kept"),
 });
 
-/** DAPO's overlong reward shaping (overlong.ts; docs/credit.md §7). */
+/** DAPO's overlong reward shaping (overlong.ts; docs/credit.md §6). */
 export const OverlongShapingConfigSchema = z
   .strictObject({
     max_length: z
