@@ -99,6 +99,44 @@ describe("trainer loop", () => {
     expect(plain.metrics[0]?.["mismatch/kl"]).toBeNull();
   });
 
+  it("dynamic sampling drops groups whose rollouts all got one reward and samples more until the batch is full", async () => {
+    const s = await stack();
+    // Even inputs: every rollout gets 1 (no spread); odd inputs: reward = the rollout's index in its group (0, 1).
+    const trainData = Array.from({ length: 8 }, (_, i) => ({
+      index: i,
+      input: i % 2 === 0 ? { prompt: `say a ${i}`, reward: 1 } : { prompt: `say a ${i}`, reward_by_index: true },
+    }));
+    const cfg = config({
+      train_batch_size: 2,
+      total_steps: 2,
+      dynamic_sampling: { enabled: true, max_extra_rounds: 4 },
+    });
+    const summary = await runTraining(options(s, { config: cfg, trainData }));
+    for (const m of summary.metrics) {
+      expect(m["sampling/rollouts_kept"]).toBe(4); // two groups of n = 2, each with a spread
+      expect(m.rollouts).toBe(4);
+      expect(m.zero_adv_groups).toBe(0);
+      expect(m["sampling/rollouts_sampled"]).toBe(4 + 2 * (m["sampling/groups_dropped"] as number));
+    }
+    const dropped = summary.metrics.reduce((a, m) => a + (m["sampling/groups_dropped"] as number), 0);
+    expect(dropped).toBeGreaterThan(0);
+
+    // Only flat groups: after max_extra_rounds the step trains on what it kept (nothing), and says what it cost.
+    const flat = items(8, { reward: 1 });
+    const none = config({
+      name: "flat",
+      train_batch_size: 2,
+      total_steps: 1,
+      dynamic_sampling: { enabled: true, max_extra_rounds: 1 },
+    });
+    const [only] = (await runTraining(options(s, { config: none, trainData: flat, runDir: join(s.dir, "runs", "f") })))
+      .metrics;
+    expect(only?.["sampling/rollouts_sampled"]).toBe(8);
+    expect(only?.["sampling/rollouts_kept"]).toBe(0);
+    expect(only?.["sampling/extra_rounds"]).toBe(1);
+    expect(only?.rows).toBe(0);
+  }, 120_000);
+
   it("a crashing agent fails only its rollout: dropped from its group, the step trains on the rest", async () => {
     const s = await stack();
     const cfg = config({ train_batch_size: 2, total_steps: 1, failed_rollouts: "drop" });

@@ -86,11 +86,13 @@ class TrainRow:
 @dataclass(frozen=True)
 class LossConfig:
     kind: Literal["ppo", "sft"]
-    aggregation: Literal["token-mean", "weighted"]
+    aggregation: Literal["token-mean", "weighted", "constant"]
     clip_low: float = 0.2
     clip_high: float = 0.2
     dual_clip: float | None = None
     kl_coef: float = 0.0
+    objective: Literal["ppo", "gspo", "cispo"] = "ppo"
+    normalizer: float | None = None  # constant aggregation: the step's denominator
 
 
 @dataclass(frozen=True)
@@ -170,13 +172,22 @@ def _train_row(value: Any, loc: list) -> TrainRow:
 
 
 def _loss(value: Any, loc: list) -> LossConfig:
-    obj = _object(value, loc, {"kind", "aggregation", "clip_low", "clip_high", "dual_clip", "kl_coef"})
+    fields = {"kind", "aggregation", "clip_low", "clip_high", "dual_clip", "kl_coef", "objective", "normalizer"}
+    obj = _object(value, loc, fields)
     kind = _required(obj, "kind", loc)
     if kind not in ("ppo", "sft"):
         raise _fail([*loc, "kind"], "Input should be 'ppo' or 'sft'", "literal_error")
     aggregation = _required(obj, "aggregation", loc)
-    if aggregation not in ("token-mean", "weighted"):
-        raise _fail([*loc, "aggregation"], "Input should be 'token-mean' or 'weighted'", "literal_error")
+    allowed = ("token-mean", "weighted", "constant") if kind == "ppo" else ("token-mean", "weighted")
+    if aggregation not in allowed:
+        names = ", ".join(f"'{a}'" for a in allowed)
+        raise _fail([*loc, "aggregation"], f"Input should be one of {names}", "literal_error")
+    objective = obj.get("objective", "ppo")
+    if objective not in ("ppo", "gspo", "cispo"):
+        raise _fail([*loc, "objective"], "Input should be 'ppo', 'gspo' or 'cispo'", "literal_error")
+    normalizer = obj.get("normalizer")
+    if aggregation == "constant" and (normalizer is None or _number(normalizer, [*loc, "normalizer"]) <= 0):
+        raise _fail([*loc, "normalizer"], "Input should be greater than 0 for constant aggregation")
     dual = obj.get("dual_clip")
     if dual is not None and _number(dual, [*loc, "dual_clip"]) <= 1:
         raise _fail([*loc, "dual_clip"], "Input should be greater than 1")
@@ -189,6 +200,8 @@ def _loss(value: Any, loc: list) -> LossConfig:
         clip_high=_number(_required(obj, "clip_high", loc), [*loc, "clip_high"], low=0),
         dual_clip=dual,
         kl_coef=_number(obj.get("kl_coef", 0), [*loc, "kl_coef"], low=0),
+        objective=objective,
+        normalizer=None if normalizer is None else float(normalizer),
     )
 
 

@@ -55,7 +55,9 @@ def check_rows(rows: list[TrainRow], context_length: int, vocab: int, loss: Loss
 
 
 def loss_denominator(rows: list[TrainRow], loss: LossConfig) -> float:
-    """Sum of mask * weight over the step's target tokens (positions 1..T-1)."""
+    """Sum of mask * weight over the step's target tokens (positions 1..T-1); the loss's normalizer when constant."""
+    if loss.aggregation == "constant":
+        return float(loss.normalizer or 0.0)
     total = 0.0
     for row in rows:
         weight = row.weight if loss.aggregation == "weighted" else 1.0
@@ -164,6 +166,7 @@ def _accumulate(module, rows: list[TrainRow], loss: LossConfig, denominator: flo
         old_logprobs=batch.get("old_logprobs"),
         ref_logprobs=batch.get("ref_logprobs"),
         is_weights=batch.get("is_weights"),
+        sequence_ids=batch["sequence_ids"],
     )
     parts = micro_batch_loss(tokens, loss, denominator)
     if not real:
@@ -198,10 +201,12 @@ def _pack(rows: list[TrainRow], loss: LossConfig, device, packed: bool = True) -
 
     inputs, targets = grid(0, torch.long), grid(0, torch.long)
     mask, weights, advantages = grid(), grid(), grid()
+    sequences = grid(-1, torch.long)  # which row each position belongs to (GSPO's sequences); -1: padding
     optional = {f: grid(1.0 if f == "is_weights" else 0.0) for f in ("old_logprobs", "ref_logprobs", "is_weights")}
-    for row, (b, o) in zip(rows, places):
+    for index, (row, (b, o)) in enumerate(zip(rows, places)):
         n = len(row.token_ids) - 1
         span = slice(o, o + n)
+        sequences[b, span] = index
         ids = torch.tensor(row.token_ids)
         inputs[b, span], targets[b, span] = ids[:-1], ids[1:]
         row_mask = torch.tensor(row.loss_mask[1:], dtype=torch.float32)
@@ -217,6 +222,7 @@ def _pack(rows: list[TrainRow], loss: LossConfig, device, packed: bool = True) -
                 values[b, span] = torch.where(trained, recorded, values[b, span])
     out = {"inputs": inputs, "targets": targets}
     out |= {"mask": mask.flatten(), "weights": weights.flatten(), "advantages": advantages.flatten()}
+    out["sequence_ids"] = sequences.flatten()
     out |= {f: v.flatten() for f, v in optional.items() if getattr(rows[0], f) is not None}
     out = {k: v.to(device) for k, v in out.items()}
     out["positions"] = None if positions is None else positions.to(device)

@@ -95,13 +95,28 @@ export type LossConfig =
       /** KL coefficient β against `refLogprobs`; 0 disables the KL term. */
       klCoef: number;
       /**
+       * The policy objective (default `ppo`): `ppo` clips each token's ratio; `gspo` uses one ratio per row (the
+       * geometric mean of its tokens' ratios) and clips it for the whole row; `cispo` weights REINFORCE's
+       * −A·logprob by the clipped ratio as a constant, so every token keeps a gradient. Formulas: `embedded/loss.ts`.
+       */
+      objective?: PolicyObjective;
+      /**
        * `token-mean`: mean over all masked tokens of the step. `weighted`: Σ weight·loss / Σ weight, both sums over
        * the step's masked tokens, each token carrying its row's `weight`; with weight = 1 / (masked tokens of the
-       * row's rollout) this is the mean over rollouts of each rollout's token-mean.
+       * row's rollout) this is the mean over rollouts of each rollout's token-mean. `constant`: Σ loss / `normalizer`,
+       * a denominator that does not depend on lengths (Dr. GRPO).
        */
-      aggregation: "token-mean" | "weighted";
+      aggregation: LossAggregation;
+      /** `constant` aggregation only: the step's denominator (> 0), e.g. rollouts × a fixed length. */
+      normalizer?: number;
     }
   | { kind: "sft"; aggregation: "token-mean" | "weighted" };
+
+/** The policy objectives of a PPO-kind loss (see {@link LossConfig}). */
+export type PolicyObjective = "ppo" | "gspo" | "cispo";
+
+/** How a step's per-token losses are summed and divided (see {@link LossConfig}). */
+export type LossAggregation = "token-mean" | "weighted" | "constant";
 
 /** Optimiser settings of one `trainStep`. */
 export interface OptimizerConfig {

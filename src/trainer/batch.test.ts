@@ -138,6 +138,8 @@ describe("assembleBatch", () => {
       intermediateHits: {},
       intermediateUnattributed: 0,
       callRewardSum: 0,
+      overlongPenalized: 0,
+      overlongPenaltySum: 0,
     });
     expect(batch.mismatches).toEqual([
       { rolloutId: "r1", turn: 2, position: 1, kind: "token_differs" },
@@ -251,5 +253,35 @@ describe("withTruncatedIsBatch", () => {
     const batch = assembleBatch([ROLLOUTS[2]!], OPTIONS);
     expect(() => withTruncatedIsBatch(batch, [], 2)).toThrow(RangeError);
     expect(() => withTruncatedIsBatch(batch, [[0, -1]], 2)).toThrow(/row 0 has 3 tokens, got 2 logprobs/);
+  });
+});
+
+describe("assembleBatch with DAPO's overlong shaping and Dr. GRPO's advantage", () => {
+  // Two rollouts of one group, both rewarded 1: 2 and 5 generated tokens.
+  const group: RolloutRecord[] = [
+    { rolloutId: "a", dataId: "g", events: events({ prompt: [1], response: [10, 11] }, 1) },
+    { rolloutId: "b", dataId: "g", events: events({ prompt: [1], response: [20, 21, 22, 23, 24] }, 1) },
+  ];
+  const limits = { maxPromptLength: 8, maxResponseLength: 8 };
+
+  it("adds the length penalty to the final reward before the group statistics, and counts it", () => {
+    // L_max 4, L_cache 2: 2 tokens → 0, 5 tokens → −1; GRPO without std: A = ±0.5.
+    const batch = assembleBatch(group, { ...OPTIONS, limits, overlong: { maxLength: 4, buffer: 2, factor: 1 } });
+    expect(batch.rows.map((r) => r.advantage)).toEqual([0.5, -0.5]);
+    expect(batch.rewards.map((r) => r.reward)).toEqual([1, 1]);
+    expect(batch.counts.overlongPenalized).toBe(1);
+    expect(batch.counts.overlongPenaltySum).toBe(-1);
+    expect(assembleBatch(group, { ...OPTIONS, limits }).rows.map((r) => r.advantage)).toEqual([0, 0]);
+  });
+
+  it("reads dr_grpo as GRPO without the std division, and overlong_shaping from the config", () => {
+    const config = parseTrainerConfig({
+      advantage: { estimator: "dr_grpo", norm_by_std: true },
+      overlong_shaping: { max_length: 4, buffer: 2 },
+    });
+    const options = batchOptionsFromConfig(config);
+    expect(options.advantage).toMatchObject({ estimator: "grpo", normByStd: false });
+    expect(options.overlong).toEqual({ maxLength: 4, buffer: 2, factor: 1 });
+    expect(batchOptionsFromConfig(parseTrainerConfig({})).overlong).toBeUndefined();
   });
 });

@@ -11,11 +11,12 @@ import type { IntermediateRule, TrainerConfig } from "./config.js";
 import { type CreditMode, callReturns, rolloutValue, scoreRow } from "./credit.js";
 import { type AdvantageOptions, computeBatchAdvantages } from "./group-advantage.js";
 import { intermediateRewarder, ruleName } from "./intermediate-rewards.js";
-import { perRolloutMeanWeights, withTruncatedIs } from "./loss-weights.js";
+import { type LossAggregationName, perRolloutMeanWeights, withTruncatedIs } from "./loss-weights.js";
 import { flooredLogprobTokens, lacksLogprobs } from "./missing-logprobs.js";
+import { type OverlongShaping, overlongPenalty } from "./overlong.js";
 import type { RewardPolicy } from "./reward-policy.js";
 import type { LengthLimits } from "./row-limits.js";
-import { type ScoredRow, toEngineRow, trainableTokens } from "./training-row.js";
+import { type ScoredRow, type TrainingRow, toEngineRow, trainableTokens } from "./training-row.js";
 import { extractTriplets, type RolloutTriplets, type TripletEventFields } from "./triplets.js";
 
 /** One finished rollout as read from the gateway. */
@@ -32,7 +33,7 @@ export interface BatchOptions {
   level: "transition" | "trajectory";
   limits: LengthLimits;
   advantage: AdvantageOptions;
-  aggregation: "token-mean" | "per-rollout-mean";
+  aggregation: LossAggregationName;
   rewardFillnaValue: number;
   /**
    * Rows lacking a recorded logprob on some trained token: `recompute` keeps them (the loop fills the gaps with the
@@ -47,6 +48,8 @@ export interface BatchOptions {
   intermediateRewards?: readonly IntermediateRule[];
   /** Only these agents' calls become rows; every call when absent. */
   agents?: AgentFilter;
+  /** DAPO's overlong reward shaping of the final reward (overlong.ts); none when absent. */
+  overlong?: OverlongShaping;
 }
 
 /** What one step's data contained; the loop turns these into metrics. */
@@ -100,6 +103,9 @@ export interface BatchCounts {
   intermediateUnattributed: number;
   /** Σ of the per-call rewards (events + rules) over the batch's rollouts. */
   callRewardSum: number;
+  /** Rollouts whose final reward got an overlong penalty, and the penalties' sum (overlong_shaping). */
+  overlongPenalized: number;
+  overlongPenaltySum: number;
 }
 
 /** One step's training data. */
@@ -128,9 +134,10 @@ export function batchOptionsFromConfig(config: TrainerConfig): BatchOptions {
       maxPromptLength: config.aggregator.max_prompt_length,
       maxResponseLength: config.aggregator.max_response_length,
     },
+    // Dr. GRPO's advantage is GRPO's without the std division (arXiv:2503.20783, §3.2).
     advantage: {
-      estimator: config.advantage.estimator,
-      normByStd: config.advantage.norm_by_std,
+      estimator: config.advantage.estimator === "dr_grpo" ? "grpo" : config.advantage.estimator,
+      normByStd: config.advantage.estimator === "dr_grpo" ? false : config.advantage.norm_by_std,
       rolloutLevel: config.advantage.rollout_level,
       reinforceBaseline: config.advantage.reinforce_baseline,
     },
@@ -141,7 +148,14 @@ export function batchOptionsFromConfig(config: TrainerConfig): BatchOptions {
     credit: { mode: config.credit.mode, gamma: config.credit.gamma },
     intermediateRewards: config.intermediate_rewards,
     ...trainedAgents(config.agents),
+    ...overlongOf(config.overlong_shaping),
   };
+}
+
+/** The overlong shaping option of a config: present only when `overlong_shaping.max_length` is set. */
+function overlongOf(shaping: TrainerConfig["overlong_shaping"]): { overlong?: OverlongShaping } {
+  if (shaping.max_length === null) return {};
+  return { overlong: { maxLength: shaping.max_length, buffer: shaping.buffer, factor: shaping.factor } };
 }
 
 /**
@@ -225,6 +239,8 @@ function emptyCounts(rollouts: number): BatchCounts {
     intermediateHits: {},
     intermediateUnattributed: 0,
     callRewardSum: 0,
+    overlongPenalized: 0,
+    overlongPenaltySum: 0,
   };
 }
 
@@ -324,7 +340,7 @@ function broadcasts(options: BatchOptions): boolean {
  * the rule hits and reward sums are added to `counts`.
  */
 function creditRollouts(
-  built: readonly { triplets: RolloutTriplets }[],
+  built: readonly { triplets: RolloutTriplets; aggregate: AggregateResult }[],
   options: BatchOptions,
   counts: BatchCounts,
 ): CreditedRollout[] {
@@ -332,7 +348,8 @@ function creditRollouts(
   const rewarder = intermediateRewarder(rules);
   for (const rule of rules) counts.intermediateHits[ruleName(rule)] = 0;
   const { mode, gamma } = options.credit ?? { mode: "broadcast", gamma: 1 };
-  return built.map(({ triplets }) => {
+  return built.map(({ triplets, aggregate }) => {
+    const reward = triplets.reward + shapedPenalty(aggregate.rows, options, counts);
     const intermediate = rewarder(triplets.calls, triplets.spans);
     for (const [name, hits] of Object.entries(intermediate.hits)) {
       counts.intermediateHits[name] = (counts.intermediateHits[name] ?? 0) + hits;
@@ -340,9 +357,21 @@ function creditRollouts(
     counts.intermediateUnattributed += intermediate.unattributed;
     const callRewards = triplets.callRewards.map((r, t) => r + (intermediate.callRewards[t] ?? 0));
     counts.callRewardSum += callRewards.reduce((sum, r) => sum + r, 0);
-    const returns = callReturns(triplets.reward, callRewards, mode, gamma);
-    return { returns, value: rolloutValue(triplets.reward, returns) };
+    const returns = callReturns(reward, callRewards, mode, gamma);
+    return { returns, value: rolloutValue(reward, returns) };
   });
+}
+
+/** The overlong penalty of one rollout (its rows' trained tokens as its length), counted; 0 without shaping. */
+function shapedPenalty(rows: readonly TrainingRow[], options: BatchOptions, counts: BatchCounts): number {
+  if (options.overlong === undefined || rows.length === 0) return 0;
+  const penalty = overlongPenalty(
+    rows.reduce((sum, row) => sum + trainableTokens(row), 0),
+    options.overlong,
+  );
+  if (penalty < 0) counts.overlongPenalized += 1;
+  counts.overlongPenaltySum += penalty;
+  return penalty;
 }
 
 /**

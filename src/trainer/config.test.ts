@@ -15,14 +15,44 @@ describe("trainer config", () => {
   it("keeps the other defaults of a section given in part", () => {
     const config = parseTrainerConfig({ loss: { clip_low: 0.1 }, n: 8 });
     expect(config.loss).toEqual({
+      objective: "ppo",
       aggregation: "per-rollout-mean",
+      norm_length: null,
       clip_low: 0.1,
-      clip_high: 0.28,
+      clip_high: null,
       dual_clip: null,
       kl_coef: 0,
       tis_cap: 2,
     });
     expect(config.n).toBe(8);
+  });
+
+  it("selects the objectives by name and refuses unknown ones with the names it knows", () => {
+    const config = parseTrainerConfig({
+      advantage: { estimator: "dr_grpo" },
+      loss: { objective: "gspo", aggregation: "token-sum-norm", norm_length: 512 },
+      dynamic_sampling: { enabled: true, max_extra_rounds: 2 },
+      overlong_shaping: { max_length: 256, buffer: 32 },
+    });
+    expect(config.loss.objective).toBe("gspo");
+    expect(config.dynamic_sampling).toEqual({ enabled: true, max_extra_rounds: 2 });
+    expect(config.overlong_shaping).toEqual({ max_length: 256, buffer: 32, factor: 1 });
+    expect(() => parseTrainerConfig({ loss: { objective: "gpso" } })).toThrow(
+      /loss\.objective: unknown loss objective "gpso": one of ppo, gspo, cispo/,
+    );
+    expect(() => parseTrainerConfig({ advantage: { estimator: "drgrpo" } })).toThrow(
+      /advantage\.estimator: unknown advantage estimator "drgrpo": one of grpo, dr_grpo, rloo, reinforce/,
+    );
+    expect(() => parseTrainerConfig({ loss: { aggregation: "seq-mean" } })).toThrow(/unknown loss aggregation/);
+    expect(() => parseTrainerConfig({ loss: { objective: "cispo", dual_clip: 3 } })).toThrow(
+      /loss\.dual_clip: dual_clip applies to objective ppo only, not cispo/,
+    );
+    expect(() => parseTrainerConfig({ overlong_shaping: { max_length: 16, buffer: 16 } })).toThrow(
+      /overlong_shaping\.buffer: buffer must be smaller than max_length/,
+    );
+    expect(() =>
+      parseTrainerConfig({ dynamic_sampling: { enabled: true }, async: { enabled: true, async_train_batch_size: 9 } }),
+    ).toThrow(/dynamic_sampling\.enabled: dynamic sampling runs in sync mode only/);
   });
 
   it("rejects unknown keys at any depth, naming them", () => {

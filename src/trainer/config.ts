@@ -91,12 +91,22 @@ export const AggregatorConfigSchema = z.strictObject({
     .describe("Maximum response-region length (tokens); longer rows are truncated"),
 });
 
+/** The policy objectives `loss.objective` names (engine `PolicyObjective`). */
+export const POLICY_OBJECTIVES = ["ppo", "gspo", "cispo"] as const;
+
 /** How rewards become advantages. */
 export const AdvantageConfigSchema = z.strictObject({
   estimator: z
-    .enum(["grpo", "rloo", "reinforce"])
+    .enum(["grpo", "dr_grpo", "rloo", "reinforce"], {
+      error: (issue) =>
+        `unknown advantage estimator ${JSON.stringify(issue.input)}: one of grpo, dr_grpo, rloo, reinforce`,
+    })
     .default("grpo")
-    .describe("grpo: group mean baseline; rloo: leave-one-out baseline; reinforce: batch baseline"),
+    .describe(
+      "grpo: group mean baseline (÷ std with norm_by_std); dr_grpo: group mean baseline, never ÷ std (Dr. GRPO, " +
+        "arXiv:2503.20783; pair it with loss.aggregation token-sum-norm); rloo: leave-one-out baseline; " +
+        "reinforce: batch baseline",
+    ),
   norm_by_std: z.boolean().default(true).describe("grpo only: divide by the group's standard deviation (+1e-6)"),
   rollout_level: z
     .boolean()
@@ -110,18 +120,56 @@ export const AdvantageConfigSchema = z.strictObject({
 
 /** The policy-gradient loss. */
 export const LossSectionSchema = z.strictObject({
+  objective: z
+    .enum(POLICY_OBJECTIVES, {
+      error: (issue) => `unknown loss objective ${JSON.stringify(issue.input)}: one of ${POLICY_OBJECTIVES.join(", ")}`,
+    })
+    .default("ppo")
+    .describe(
+      "ppo: clipped token ratio (GRPO/DAPO's surrogate); gspo: one clipped ratio per sequence (arXiv:2507.18071); " +
+        "cispo: clipped stop-gradient ratio weighting −A·logprob, every token keeps a gradient (arXiv:2506.13585)",
+    ),
   aggregation: z
-    .enum(["token-mean", "per-rollout-mean"])
+    .enum(["token-mean", "per-rollout-mean", "token-sum-norm"], {
+      error: (issue) =>
+        `unknown loss aggregation ${JSON.stringify(issue.input)}: one of token-mean, per-rollout-mean, token-sum-norm`,
+    })
     .default("per-rollout-mean")
-    .describe("token-mean: every masked token weighs the same; per-rollout-mean: every rollout weighs the same"),
-  clip_low: z.number().min(0).max(1).default(0.2).describe("PPO lower clip ε_low: ratios below 1 − ε_low are clipped"),
-  clip_high: z.number().min(0).default(0.28).describe("PPO upper clip ε_high: ratios above 1 + ε_high are clipped"),
+    .describe(
+      "token-mean: every masked token weighs the same (DAPO's token-level loss); per-rollout-mean: every rollout " +
+        "weighs the same; token-sum-norm: each rollout's token sum ÷ norm_length, mean over rollouts (Dr. GRPO)",
+    ),
+  norm_length: z
+    .number()
+    .int()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe("token-sum-norm only: the constant length normaliser (tokens); null: aggregator.max_response_length"),
+  clip_low: z
+    .number()
+    .min(0)
+    .max(1)
+    .nullable()
+    .default(null)
+    .describe(
+      "Lower clip ε_low: ratios below 1 − ε_low are clipped; null: the objective's (ppo 0.2, gspo 3e-4, cispo 1, " +
+        "i.e. no lower bound)",
+    ),
+  clip_high: z
+    .number()
+    .min(0)
+    .nullable()
+    .default(null)
+    .describe(
+      "Upper clip ε_high: ratios above 1 + ε_high are clipped; null: the objective's (ppo 0.28, gspo 4e-4, cispo 0.28)",
+    ),
   dual_clip: z
     .number()
     .gt(1)
     .nullable()
     .default(null)
-    .describe("Dual-clip constant c (> 1) bounding the loss of negative advantages; null disables it"),
+    .describe("ppo only: dual-clip constant c (> 1) bounding the loss of negative advantages; null disables it"),
   kl_coef: z
     .number()
     .min(0)
@@ -155,6 +203,17 @@ export const MismatchSectionSchema = z.strictObject({
   mask_low: z.number().gt(0).max(1).default(0.5).describe("Lower edge of the masked-IS ratio band"),
   mask_high: z.number().min(1).default(2).describe("Upper edge of the masked-IS ratio band"),
 });
+
+/**
+ * Clip ranges (ε_low, ε_high) of each objective when `loss.clip_low` / `clip_high` are null: PPO with DAPO's clip-higher
+ * (arXiv:2503.14476, §3.1: 0.2 / 0.28), GSPO's sequence-ratio range (arXiv:2507.18071, §5.1: 3e-4 / 4e-4), CISPO with
+ * no lower bound on the IS weight, as MiniMax-M1 ran it (arXiv:2506.13585, §3.1), and 0.28 above.
+ */
+export const OBJECTIVE_CLIPS: Record<(typeof POLICY_OBJECTIVES)[number], { low: number; high: number }> = {
+  ppo: { low: 0.2, high: 0.28 },
+  gspo: { low: 3e-4, high: 4e-4 },
+  cispo: { low: 1, high: 0.28 },
+};
 
 /** The optimiser. */
 export const OptimizerSectionSchema = z.strictObject({
@@ -243,6 +302,49 @@ export const AgentsConfigSchema = z.strictObject({
     .default("frozen")
     .describe("Model name the frozen snapshot is registered under (the gateway routes frozen agents to it)"),
 });
+
+/** DAPO's dynamic sampling (dynamic-sampling.ts; docs/credit.md §6). */
+export const DynamicSamplingConfigSchema = z.strictObject({
+  enabled: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Drop groups whose rollouts all got one final reward and sample more inputs until train_batch_size groups " +
+        "with a spread are in hand (DAPO, arXiv:2503.14476 §3.2); sync only; cost per step in sampling/*",
+    ),
+  max_extra_rounds: z
+    .number()
+    .int()
+    .min(0)
+    .default(3)
+    .describe("Extra sampling rounds a step may run; after them it trains on the groups it kept"),
+});
+
+/** DAPO's overlong reward shaping (overlong.ts; docs/credit.md §6). */
+export const OverlongShapingConfigSchema = z
+  .strictObject({
+    max_length: z
+      .number()
+      .int()
+      .min(2)
+      .nullable()
+      .default(null)
+      .describe(
+        "L_max (tokens a rollout generates, all its calls): past it the full penalty; null disables the shaping " +
+          "(DAPO, arXiv:2503.14476 §3.4)",
+      ),
+    buffer: z
+      .number()
+      .int()
+      .min(1)
+      .default(64)
+      .describe("L_cache (tokens): the penalty grows linearly from 0 at L_max − L_cache to −factor at L_max"),
+    factor: z.number().min(0).default(1).describe("Scale of the penalty added to the final reward (1: down to −1)"),
+  })
+  .refine((o) => o.max_length === null || o.buffer < o.max_length, {
+    message: "buffer must be smaller than max_length",
+    path: ["buffer"],
+  });
 
 /** Collocated asynchronous training. */
 export const AsyncConfigSchema = z.strictObject({
@@ -422,6 +524,8 @@ export const TrainerConfigSchema = z
         "Lease (s) of the trainer's proxy pause, renewed every third of it while the update runs: a trainer that " +
           "dies mid-update leaves the gateway paused at most this long",
       ),
+    dynamic_sampling: section(DynamicSamplingConfigSchema, "DAPO dynamic sampling: groups with a reward spread only"),
+    overlong_shaping: section(OverlongShapingConfigSchema, "DAPO overlong reward shaping by response length"),
     async: section(AsyncConfigSchema, "Collocated asynchronous training"),
     engine: section(EngineSectionSchema, "Which engine trains and serves the policy"),
     proxy: section(ProxyConfigSchema, "How the gateway's proxy serves the policy's chat calls"),
@@ -442,6 +546,20 @@ export const TrainerConfigSchema = z
         code: "custom",
         path: ["async", "async_train_batch_size"],
         message: `must exceed train_batch_size (${config.train_batch_size}) when async is enabled`,
+      });
+    }
+    if (config.dynamic_sampling.enabled && config.async.enabled) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["dynamic_sampling", "enabled"],
+        message: "dynamic sampling runs in sync mode only (async.enabled is true)",
+      });
+    }
+    if (config.loss.dual_clip !== null && config.loss.objective !== "ppo") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["loss", "dual_clip"],
+        message: `dual_clip applies to objective ppo only, not ${config.loss.objective}`,
       });
     }
     if (config.proxy.mode === "tito" && titoTokenizerOf(config) === null) {

@@ -10,8 +10,9 @@ import type { Engine, LossConfig, OptimizerConfig, TrainMetrics, TrainRow } from
 import type { GatewayClient } from "../gateway/client.js";
 import { assembleBatch, batchOptionsFromConfig, type StepBatch } from "./batch.js";
 import { engineCheckpointDir, loadLatestCheckpoint, saveTrainerCheckpoint, type TrainerState } from "./checkpoint.js";
-import type { TrainerConfig } from "./config.js";
+import { OBJECTIVE_CLIPS, type TrainerConfig } from "./config.js";
 import { DataCursor, type DataItem } from "./data-order.js";
+import { keepGroupsWithSpread, type SamplingCost } from "./dynamic-sampling.js";
 import { AllRolloutsFailed } from "./failure-report.js";
 import {
   type FinishedGroup,
@@ -23,7 +24,7 @@ import {
   withPausedProxy,
 } from "./gateway-io.js";
 import { LateRewardWatch } from "./late-rewards.js";
-import { engineAggregation } from "./loss-weights.js";
+import { engineAggregation, tokenSumNormalizer } from "./loss-weights.js";
 import { appendMetrics, meanTrainMetrics, type StepMetrics, stepMetrics, truncateMetricsAfter } from "./metrics.js";
 import { miniBatchIndices } from "./mini-batches.js";
 import { type MismatchStats, mismatchSettingsOf, withMismatchCorrection } from "./mismatch.js";
@@ -96,8 +97,9 @@ function lossAndOptimizer(config: TrainerConfig): { loss: LossConfig; optimizer:
   return {
     loss: {
       kind: "ppo",
-      clipLow: config.loss.clip_low,
-      clipHigh: config.loss.clip_high,
+      objective: config.loss.objective,
+      clipLow: config.loss.clip_low ?? OBJECTIVE_CLIPS[config.loss.objective].low,
+      clipHigh: config.loss.clip_high ?? OBJECTIVE_CLIPS[config.loss.objective].high,
       ...(config.loss.dual_clip === null ? {} : { dualClip: config.loss.dual_clip }),
       klCoef: config.loss.kl_coef,
       aggregation: engineAggregation(config.loss.aggregation),
@@ -153,10 +155,12 @@ interface LoopRun {
   anySucceeded: boolean;
 }
 
-/** The groups a step trains on and how many stale ones were dropped while waiting. */
+/** The groups a step trains on, how many stale ones were dropped while waiting, and dynamic sampling's cost. */
 interface ChosenGroups {
   chosen: FinishedGroup[];
   staleGroupsDropped: number;
+  /** Null when dynamic sampling is off. */
+  sampling?: SamplingCost | null;
 }
 
 /** What a policy update did (steps 6–7). */
@@ -243,8 +247,7 @@ async function runStep(run: LoopRun): Promise<void> {
   options.signal?.throwIfAborted();
   const stepStarted = performance.now();
   await launchGroups(run);
-  const groups = await waitForGroups(run);
-  stopIfAgentCannotRun(run, groups.chosen);
+  const groups = await collectGroups(run);
   const waitS = (performance.now() - stepStarted) / 1000;
   const versionAtTrain = run.policyVersion;
   // 5. Pause the proxy and drain the calls in flight: no call may straddle the weight update. The proxy is resumed
@@ -280,6 +283,38 @@ function stopIfAgentCannotRun(run: LoopRun, chosen: readonly FinishedGroup[]): v
 }
 
 /**
+ * 4–4c. The step's groups: wait for them ({@link waitForGroups}; a run whose agent cannot run stops here); with
+ * dynamic sampling, keep only groups whose rewards differ and launch as many new groups as are missing, up to
+ * `max_extra_rounds` more rounds (DAPO, arXiv:2503.14476 §3.2), counting what was sampled and kept.
+ */
+async function collectGroups(run: LoopRun): Promise<ChosenGroups> {
+  const first = await waitForGroups(run);
+  stopIfAgentCannotRun(run, first.chosen);
+  const { dynamic_sampling: settings, train_batch_size: batchSize } = run.config;
+  if (!settings.enabled) return { ...first, sampling: null };
+  const options = batchOptionsFromConfig(run.config);
+  const rollouts = (groups: readonly FinishedGroup[]) => groups.reduce((a, g) => a + g.plan.rolloutIds.length, 0);
+  const cost: SamplingCost = { rolloutsSampled: 0, rolloutsKept: 0, groupsDropped: 0, extraRounds: 0 };
+  const kept: FinishedGroup[] = [];
+  let round = first;
+  let staleGroupsDropped = first.staleGroupsDropped;
+  for (;;) {
+    cost.rolloutsSampled += rollouts(round.chosen);
+    const split = keepGroupsWithSpread(round.chosen, options, batchSize - kept.length);
+    kept.push(...split.kept);
+    cost.groupsDropped += split.dropped;
+    if (kept.length >= batchSize || cost.extraRounds >= settings.max_extra_rounds) break;
+    cost.extraRounds += 1;
+    for (let i = kept.length; i < batchSize; i++) await launchOneGroup(run);
+    round = await waitForGroups(run);
+    staleGroupsDropped += round.staleGroupsDropped;
+  }
+  cost.rolloutsKept = rollouts(kept);
+  run.log.info({ step: run.step + 1, ...cost }, "dynamic sampling");
+  return { chosen: kept, staleGroupsDropped, sampling: cost };
+}
+
+/**
  * 3. Launch groups: sync keeps train_batch_size in flight, async async_train_batch_size, never more than the
  * remaining steps can use.
  */
@@ -287,20 +322,18 @@ async function launchGroups(run: LoopRun): Promise<void> {
   const { config } = run;
   const inFlight = config.async.enabled ? config.async.async_train_batch_size : config.train_batch_size;
   const stillNeeded = (run.totalSteps - run.step) * config.train_batch_size;
-  while (run.pending.length < Math.min(inFlight, stillNeeded)) {
-    const { item, epoch } = run.cursor.next();
-    const base = trainGroupId(config.name, epoch, item.index);
-    const fields = {
-      dataIndex: item.index,
-      input: item.input,
-      isTrain: true,
-      batchIdx: run.step,
-      launchVersion: run.policyVersion,
-    };
-    const plan = planGroup(base, fields, config.n);
-    await launchGroup(run.options.client, plan, config);
-    run.pending.push(plan);
-  }
+  while (run.pending.length < Math.min(inFlight, stillNeeded)) await launchOneGroup(run);
+}
+
+/** Launches the group of the data cursor's next input. */
+async function launchOneGroup(run: LoopRun): Promise<void> {
+  const { config } = run;
+  const { item, epoch } = run.cursor.next();
+  const base = trainGroupId(config.name, epoch, item.index);
+  const fields = { dataIndex: item.index, input: item.input, isTrain: true, batchIdx: run.step };
+  const plan = planGroup(base, { ...fields, launchVersion: run.policyVersion }, config.n);
+  await launchGroup(run.options.client, plan, config);
+  run.pending.push(plan);
 }
 
 /** Sync: the step trains once every launched group is complete, on all of them. */
@@ -431,7 +464,11 @@ async function trainOnBatch(run: LoopRun, batch: StepBatch): Promise<TrainMetric
     for (const indices of miniBatches) {
       const metrics = await options.engine.trainStep(
         indices.map((i) => rows[i] as TrainRow),
-        loss,
+        withNormalizer(
+          loss,
+          config,
+          indices.map((i) => batch.rows[i]?.rolloutId ?? ""),
+        ),
         optimizer,
       );
       updates.push(metrics);
@@ -443,6 +480,13 @@ async function trainOnBatch(run: LoopRun, batch: StepBatch): Promise<TrainMetric
     }
   }
   return updates;
+}
+
+/** `token-sum-norm`: the update's constant denominator (its rollouts × `loss.norm_length`); other losses as they are. */
+function withNormalizer(loss: LossConfig, config: TrainerConfig, rolloutIds: readonly string[]): LossConfig {
+  if (loss.kind !== "ppo" || loss.aggregation !== "constant") return loss;
+  const normLength = config.loss.norm_length ?? config.aggregator.max_response_length;
+  return { ...loss, normalizer: tokenSumNormalizer(rolloutIds, normLength) };
 }
 
 /** Publishes the new weights and bumps the version, unless every update was skipped (then nothing changed). */
@@ -511,6 +555,7 @@ function recordStep(run: LoopRun, record: StepRecord): void {
       nonFiniteSteps: updates.filter((m) => m.nonFiniteSkipped === true).length,
       recomputedLogprobRows: record.update.recomputedRows,
       lateRewardsMissed: record.lateRewards,
+      sampling: record.groups.sampling ?? null,
     },
     batch.counts,
   );

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   engineAggregation,
   perRolloutMeanWeights,
+  tokenSumNormalizer,
   truncatedIsWeights,
   weightedLoss,
   withTruncatedIs,
@@ -87,5 +88,19 @@ describe("truncated importance sampling", () => {
     expect(out.row.isWeights).toEqual([1, 1, 1.5]);
     expect(out.cappedTokens).toBe(1);
     expect(scored.oldLogprobs).toEqual([-1, null, -1]);
+  });
+});
+
+describe("Dr. GRPO's constant normaliser", () => {
+  it("is the update's distinct rollouts times the fixed length, whatever the rows' lengths", () => {
+    expect(tokenSumNormalizer(["a", "a", "a", "b"], 80)).toBe(160);
+    expect(tokenSumNormalizer(["a"], 80)).toBe(80);
+    expect(() => tokenSumNormalizer(["a"], 0)).toThrow(RangeError);
+  });
+
+  it("maps to the engine's constant aggregation", () => {
+    expect(engineAggregation("token-sum-norm")).toBe("constant");
+    expect(engineAggregation("per-rollout-mean")).toBe("weighted");
+    expect(engineAggregation("token-mean")).toBe("token-mean");
   });
 });

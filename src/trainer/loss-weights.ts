@@ -2,15 +2,36 @@
  * @module Loss normalisation weights: per-rollout-mean row weights (every rollout weighs the same whatever its number
  * of rows and tokens), and truncated importance-sampling weights for rollouts sampled by an older or different policy.
  */
+import type { LossAggregation } from "../engine/engine.js";
 import { type ScoredRow, type TrainingRow, trainableTokens } from "./training-row.js";
+
+/** The trainer's `loss.aggregation` values. */
+export type LossAggregationName = "token-mean" | "per-rollout-mean" | "token-sum-norm";
 
 /**
  * Maps the trainer's loss aggregation to the engine's.
- * @param aggregation - `token-mean` or `per-rollout-mean`
- * @returns `token-mean`, or `weighted` (rows then carry {@link perRolloutMeanWeights})
+ * @param aggregation - `token-mean`, `per-rollout-mean` or `token-sum-norm`
+ * @returns `token-mean`, `weighted` (rows then carry {@link perRolloutMeanWeights}) or `constant` (the update's
+ *   denominator is {@link tokenSumNormalizer})
  */
-export function engineAggregation(aggregation: "token-mean" | "per-rollout-mean"): "token-mean" | "weighted" {
+export function engineAggregation(aggregation: LossAggregationName): LossAggregation {
+  if (aggregation === "token-sum-norm") return "constant";
   return aggregation === "per-rollout-mean" ? "weighted" : "token-mean";
+}
+
+/**
+ * Dr. GRPO's constant normaliser for one update: L = Σ_r Σ_{t∈r} ℓ_t / (R · normLength), the mean over the update's
+ * R rollouts of each rollout's token sum divided by one fixed length, so a rollout's weight per token does not
+ * shrink as it grows (per-rollout-mean's 1/M_r does: the length bias Dr. GRPO removes).
+ * @param rolloutIds_D - the rollout of each row of the update, [D]
+ * @param normLength - the constant length (tokens), e.g. the longest response allowed
+ * @returns R · normLength
+ * @throws {RangeError} when `normLength` is not positive
+ * @see Liu et al., "Understanding R1-Zero-Like Training: A Critical Perspective", arXiv:2503.20783, §3.2 (Dr. GRPO)
+ */
+export function tokenSumNormalizer(rolloutIds_D: readonly string[], normLength: number): number {
+  if (!(normLength > 0)) throw new RangeError(`normLength must be > 0, got ${normLength}`);
+  return new Set(rolloutIds_D).size * normLength;
 }
 
 /**

@@ -7,6 +7,7 @@ import { dirname } from "node:path";
 import type { TrainMetrics } from "../engine/engine.js";
 import { makeDirs } from "../fs/make-dirs.js";
 import type { BatchCounts } from "./batch.js";
+import { type SamplingCost, samplingMetrics } from "./dynamic-sampling.js";
 import type { MismatchStats } from "./mismatch.js";
 
 /** One step's metrics; keys are slash-namespaced, values numbers (null where not measured this step). */
@@ -46,6 +47,8 @@ export interface StepFacts {
   recomputedLogprobRows: number;
   /** Rewards stored after the trainer had read their rollout (checked one step later); never trained. */
   lateRewardsMissed: number;
+  /** What dynamic sampling did this step; null when it is off. */
+  sampling: SamplingCost | null;
 }
 
 /** Population mean and standard deviation; nulls for an empty list. */
@@ -120,6 +123,7 @@ export function stepMetrics(facts: StepFacts, counts: BatchCounts): StepMetrics 
     "mismatch/masked_rows": facts.mismatch?.maskedRows ?? null,
     "staleness/max": facts.maxStaleness,
     late_rewards_missed: facts.lateRewardsMissed,
+    ...samplingMetrics(facts.sampling),
     ...rewardMetrics(counts),
   };
 }
@@ -135,6 +139,8 @@ function rewardMetrics(counts: BatchCounts): StepMetrics {
     "rewards/unmatched": counts.unmatchedRewards,
     "rewards/overridden": counts.overriddenRewards,
     "rewards/call_sum": counts.callRewardSum,
+    "rewards/overlong_penalized": counts.overlongPenalized,
+    "rewards/overlong_penalty_sum": counts.overlongPenaltySum,
   };
   for (const [name, hits] of Object.entries(counts.intermediateHits)) out[`intermediate/${name}/hits`] = hits;
   if (Object.keys(counts.intermediateHits).length > 0) {

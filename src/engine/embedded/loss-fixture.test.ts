@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { LossConfig } from "../engine.js";
+import type { LossAggregation, LossConfig, PolicyObjective } from "../engine.js";
 import { initWasmBackend } from "./backend.js";
 import { microBatchLoss } from "./loss.js";
 
@@ -17,7 +17,9 @@ interface LossCase {
   name: string;
   loss: {
     kind: "ppo" | "sft";
-    aggregation: "token-mean" | "weighted";
+    aggregation: LossAggregation;
+    objective?: PolicyObjective;
+    normalizer?: number;
     clip_low?: number;
     clip_high?: number;
     dual_clip?: number;
@@ -31,6 +33,7 @@ interface LossCase {
     advantages: number[];
     mask: number[];
     weights: number[];
+    row_width?: number;
   };
   expected: { loss: number; clipped_tokens: number; approx_kl_sum: number; grad_logprobs: number[] };
 }
@@ -39,9 +42,11 @@ const fixture = resolve(import.meta.dirname, "../../../test/fixtures/loss-cases.
 const cases = (JSON.parse(readFileSync(fixture, "utf8")) as { cases: LossCase[] }).cases;
 
 function lossConfig(wire: LossCase["loss"]): LossConfig {
-  if (wire.kind === "sft") return { kind: "sft", aggregation: wire.aggregation };
+  if (wire.kind === "sft") return { kind: "sft", aggregation: wire.aggregation as "token-mean" | "weighted" };
   return {
     kind: "ppo",
+    objective: wire.objective,
+    normalizer: wire.normalizer,
     clipLow: wire.clip_low!,
     clipHigh: wire.clip_high!,
     dualClip: wire.dual_clip,
@@ -55,7 +60,7 @@ describe("embedded loss matches the shared hand-computed fixture", () => {
     it(c.name, () => {
       const t = c.tokens;
       const optional = (values?: number[]) => (values ? tf.tensor1d(values) : null);
-      const denominator = t.mask.reduce((sum, m, i) => sum + m * t.weights[i]!, 0);
+      const denominator = c.loss.normalizer ?? t.mask.reduce((sum, m, i) => sum + m * t.weights[i]!, 0);
       const config = lossConfig(c.loss);
       let clipped = 0;
       let approxKl = 0;
@@ -69,6 +74,7 @@ describe("embedded loss matches the shared hand-computed fixture", () => {
             oldLogprobs: optional(t.old_logprobs),
             refLogprobs: optional(t.ref_logprobs),
             isWeights: optional(t.is_weights),
+            rowWidth: t.row_width,
           },
           config,
           denominator,

@@ -34,6 +34,8 @@ export interface PackedBatch {
  */
 export function checkRows(rows: TrainRow[], maxLength: number, vocab: number, loss: LossConfig): void {
   if (rows.length === 0) throw new RangeError("trainStep needs at least one row");
+  if (loss.aggregation === "constant" && !(loss.kind === "ppo" && (loss.normalizer ?? 0) > 0))
+    throw new RangeError("constant aggregation needs a PPO-kind loss with normalizer > 0");
   for (const [i, row] of rows.entries()) {
     checkRow(row, i, maxLength, loss);
     const id = row.tokenIds.find((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
@@ -74,9 +76,10 @@ function checkRow(row: TrainRow, index: number, maxLength: number, loss: LossCon
  * Σ mask·weight over a whole step: the loss denominator that makes micro-batch gradients add up exactly.
  * @param rows - every row of the step
  * @param loss - aggregation kind
- * @returns masked tokens (token-mean) or their summed row weights (weighted)
+ * @returns masked tokens (token-mean), their summed row weights (weighted), or the loss's `normalizer` (constant)
  */
 export function lossDenominator(rows: TrainRow[], loss: LossConfig): number {
+  if (loss.aggregation === "constant") return loss.kind === "ppo" ? (loss.normalizer ?? 0) : 0;
   let total = 0;
   for (const row of rows) {
     const weight = loss.aggregation === "weighted" ? row.weight! : 1;

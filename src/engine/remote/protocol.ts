@@ -133,6 +133,8 @@ export function toWireLoss(loss: LossConfig) {
   return {
     kind: "ppo",
     aggregation: loss.aggregation,
+    ...(loss.objective === undefined ? {} : { objective: loss.objective }),
+    ...(loss.normalizer === undefined ? {} : { normalizer: loss.normalizer }),
     clip_low: loss.clipLow,
     clip_high: loss.clipHigh,
     ...(loss.dualClip === undefined ? {} : { dual_clip: loss.dualClip }),
