@@ -1,6 +1,6 @@
 """`python -m arclight_agent run package.module:ClassName`: runs one rollout with a Python agent class (what the
 controller starts for a Python `agent_class`). Exit 0 when it returns; 1 with the traceback on stderr when it raises;
-2 on a bad command line or a spec that names nothing runnable."""
+2 on a bad command line, a spec that names nothing runnable, or outside a rollout (no rollout environment)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 
+from .env import NotInRollout
 from .runner import AgentClassError, run_agent_class
 
 
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, os.getcwd())
     try:
         run_agent_class(args.agent_class)
-    except AgentClassError as err:
+    except (AgentClassError, NotInRollout) as err:
         print(f"arclight agent runner: {err}", file=sys.stderr)
         return 2
     return 0

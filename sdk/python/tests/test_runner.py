@@ -3,6 +3,7 @@ a traceback and a non-zero exit on failure."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -140,3 +141,13 @@ def test_a_return_that_is_not_a_number_fails_the_run(gateway, tmp_path, python_e
     rid = gateway.running_rollout()
     done = run(gateway, tmp_path, python_env, "my_agents.agents:BadReturn", rid)
     assert done.returncode == 1 and "finite number or None" in done.stderr
+
+
+def test_outside_a_rollout_the_runner_says_so_in_one_line_and_exits_2():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGL_")}
+    done = subprocess.run(
+        [PYTHON, "-m", "arclight_agent", "run", "nosuch.module:Agent"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("arclight agent runner: not running inside an arclight rollout")
+    assert "Traceback" not in done.stderr
