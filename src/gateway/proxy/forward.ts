@@ -3,10 +3,10 @@
  * (JSON, or SSE relayed event by event as it arrives), and record one `model_request` event.
  */
 import { performance } from "node:perf_hooks";
+import type { FastifyReply } from "fastify";
 import { withOpenaiError } from "../../http/error-handler.js";
 import { NoEndpoint } from "../../protocol/index.js";
 import { quoteStart } from "../../protocol/text.js";
-import type { AgentReply } from "./agent-reply.js";
 import { routedOptions } from "./agent-route.js";
 import { DrainDeadline } from "./call-abort.js";
 import type { CallRecord, CaptureReason, ProxyEndpointKind } from "./capture.js";
@@ -41,7 +41,7 @@ function parseJson(text: string): unknown {
  * @throws {StoreUnavailable} the answer's event could not be committed: the agent gets 503 + `Retry-After` instead of
  *   the answer
  */
-export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: AgentReply): Promise<void> {
+export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: FastifyReply): Promise<void> {
   const startedAt = performance.now();
   const ids = upstreamRequestIds();
   // The agent's body `request_id` is replaced per try; a body without one stays without (vLLM names the request
@@ -141,7 +141,7 @@ async function recordAbort(
 }
 
 /** Passes the upstream's `Retry-After` on with a final 429 or 503, so the agent's client waits as the server asked. */
-function withRetryAfter(reply: AgentReply, answer: UpstreamAnswer): AgentReply {
+function withRetryAfter(reply: FastifyReply, answer: UpstreamAnswer): FastifyReply {
   const passOn = answer.retryAfter !== undefined && (answer.statusCode === 429 || answer.statusCode === 503);
   return passOn ? reply.header("retry-after", answer.retryAfter!) : reply;
 }
@@ -166,7 +166,7 @@ async function relayBody(
   ctx: ProxyContext,
   call: TrackedCall,
   answer: UpstreamAnswer,
-  reply: AgentReply,
+  reply: FastifyReply,
   base: CallBase,
 ): Promise<void> {
   const text = answer.body!.toString("utf8");

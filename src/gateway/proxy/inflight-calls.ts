@@ -4,7 +4,7 @@
  * forever), and {@link startCall}, which every model call (chat, completions, tito) runs under.
  */
 
-import type { AgentReply } from "./agent-reply.js";
+import type { FastifyReply } from "fastify";
 import { CallAbort, CallDeadline, DrainDeadline } from "./call-abort.js";
 import type { PauseController } from "./pause.js";
 
@@ -80,7 +80,7 @@ export interface RunningCall {
  * @param reply - the agent's reply (its raw response's `close` means the agent left, or the answer was sent)
  * @param totalMs - the call's total deadline (`upstreamTotalTimeoutMs`), ms
  */
-export function startCall(inflight: InflightCalls, reply: AgentReply, totalMs: number): RunningCall {
+export function startCall(inflight: InflightCalls, reply: FastifyReply, totalMs: number): RunningCall {
   const signal = new CallAbort();
   const onClose = (): void => signal.abort();
   reply.raw.once("close", onClose);
