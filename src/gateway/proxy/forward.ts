@@ -5,12 +5,12 @@
 import { performance } from "node:perf_hooks";
 import type { FastifyReply } from "fastify";
 import { withOpenaiError } from "../../http/error-handler.js";
+import { agentFilter } from "../../protocol/agent-match.js";
 import { NoEndpoint } from "../../protocol/index.js";
 import { quoteStart } from "../../protocol/text.js";
-import { routedOptions } from "./agent-route.js";
-import { DrainDeadline } from "./call-abort.js";
+import { DrainDeadline, startCall } from "./call-lifetime.js";
 import type { CallRecord, CaptureReason, ProxyEndpointKind } from "./capture.js";
-import { startCall } from "./inflight-calls.js";
+import type { ProxyOptions } from "./options.js";
 import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
 import { recordCall } from "./record-call.js";
 import { upstreamRequestIds } from "./request-ids.js";
@@ -257,4 +257,28 @@ function substituteAnswer(
   const code = is2xx ? "upstream_bad_answer" : "upstream_empty_body";
   const error = empty ? { message: detail, code } : { message: detail, code, upstream_body: text.slice(0, 4096) };
   return { status: is2xx ? 502 : answer.statusCode, body: { detail, code }, error };
+}
+
+/** Agent name (or `/regex/`) → model name the call is looked up and sent upstream as. */
+export type AgentRoutes = Readonly<Record<string, string>>;
+
+/**
+ * Compiles the routes once.
+ * @param routes - entries in config order; the first that matches wins
+ * @returns agent name → routed model name, or undefined when no entry matches (or the call names no agent)
+ * @throws {SyntaxError} for a `/regex/` entry that does not compile (the config schema refuses it first)
+ */
+export function agentRouter(routes: AgentRoutes): (agentName: string | undefined) => string | undefined {
+  const compiled = Object.entries(routes).map(([entry, model]) => ({ matches: agentFilter([entry]), model }));
+  return (agentName) => compiled.find((route) => route.matches(agentName))?.model;
+}
+
+/**
+ * The proxy options for one call: the routed model name in place of `modelName` when the call's agent is routed.
+ * @param options - the proxy's options
+ * @param routedModel - what {@link agentRouter} gave the call's agent
+ * @returns `options` itself, or a copy naming the routed model
+ */
+export function routedOptions(options: ProxyOptions, routedModel: string | undefined): ProxyOptions {
+  return routedModel === undefined ? options : { ...options, modelName: routedModel };
 }

@@ -11,7 +11,7 @@ import { PassThrough } from "node:stream";
 import type { FastifyReply } from "fastify";
 import type { ArclightError } from "../../protocol/index.js";
 import { SSE_DONE, SseParser, sseEvent } from "../../wire/sse.js";
-import { proxyAbortError } from "./call-abort.js";
+import { proxyAbortError } from "./call-lifetime.js";
 import type { CaptureReason, ProxyEndpointKind } from "./capture.js";
 import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
 import { recordCall } from "./record-call.js";
