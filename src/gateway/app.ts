@@ -79,7 +79,6 @@ export function rolloutIdFromUrl(url: string): string | undefined {
 function bindRolloutId(app: FastifyInstance): void {
   app.setChildLoggerFactory((logger, bindings, options, rawRequest) => {
     const rolloutId = rolloutIdFromUrl(rawRequest.url ?? "");
-    // Object.assign, not `{ ...bindings, rolloutId }`: properties written after a leading spread are slow on Node 20 (docs/benchmarks.md, "Object spread").
     return logger.child(rolloutId === undefined ? bindings : Object.assign({}, bindings, { rolloutId }), options);
   });
 }
@@ -93,7 +92,6 @@ function closeConnectionsWhenClosing(app: FastifyInstance): void {
   app.addHook("preClose", async () => {
     closing = true;
   });
-  // Callback style, not async: every answer passes here, and an async hook costs a promise each.
   app.addHook("onSend", (_request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
     done(null, payload);

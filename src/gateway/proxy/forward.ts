@@ -184,7 +184,6 @@ async function relayBody(
       "upstream answer unusable",
     );
   }
-  // Fields named, not `{ ...base, more }`: properties written after a leading spread are slow on Node 20 (docs/benchmarks.md, "Object spread").
   const record: CallRecord = {
     kind: base.kind,
     model: base.model,

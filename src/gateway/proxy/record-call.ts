@@ -35,7 +35,6 @@ export async function recordCall(
   extra: Record<string, unknown> = {},
 ): Promise<void> {
   try {
-    // Assigned onto the fresh record, not spread into another copy: this runs on every call.
     const data = Object.assign(buildModelRequestData(record), call.identity, call.requestIds, extra);
     const dataJson = modelRequestDataJson(data, known);
     await store.appendEvents(call.rolloutId, call.attemptId, [{ event_type: "model_request", data, dataJson }]);
@@ -83,8 +82,7 @@ export function modelRequestDataJson(data: ModelRequestData, known: KnownJson): 
   if (request === undefined || response === undefined) return JSON.stringify(data);
   let json = "{";
   let position = 0;
-  // One pass over the keys in order, each written as JSON.stringify would (an undefined value is left out); no copy
-  // of `data` without the two texts (a rest object and its stringify cost more than the rest of this function).
+  // One pass over the keys in order, each written as JSON.stringify would (an undefined value is left out).
   for (const key in data) {
     const value = (data as unknown as Record<string, unknown>)[key];
     // Anything but the key order buildModelRequestData writes falls back to the plain path (so the two texts are

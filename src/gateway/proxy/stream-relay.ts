@@ -143,7 +143,6 @@ export async function relayStream(
       ctx.store,
       call,
       {
-        // Fields named, not `...base`: properties written after a leading spread are slow on Node 20 (docs/benchmarks.md, "Object spread").
         kind: base.kind,
         model: base.model,
         request: base.request,
