@@ -95,7 +95,7 @@ export async function forwardTitoCall(
   const ids = upstreamRequestIds();
   const request: Json = { ...upstreamBody(call, ctx, plan, folder.endOfTurn.id), request_id: ids.idOf(0) };
   const requestText = JSON.stringify(request);
-  // The same lifetime as every model call: agent hang-up, total deadline, drain deadline (`inflight-calls.ts`).
+  // The same lifetime as every model call: agent hang-up, total deadline, drain deadline (`call-lifetime.ts`).
   const running = startCall(ctx.inflight, reply, ctx.options.upstreamTotalTimeoutMs);
   const { signal } = running;
   try {
