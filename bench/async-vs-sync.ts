@@ -7,7 +7,7 @@ import { cpus } from "node:os";
 import { join } from "node:path";
 import { parseTrainerConfig } from "../src/trainer/config.js";
 import { runTraining } from "../src/trainer/loop.js";
-import { startTrainerStack, TEST_AGENT } from "../src/trainer/testing/stack.js";
+import { startTrainerStack, TEST_AGENT } from "../test/support/stack.js";
 
 const K = 5;
 const TRAIN_BATCH = 4;

@@ -207,7 +207,7 @@ async function startAppGateway(
   );
   const rollouts = await store.createRollouts(creates);
   const logger = gatewayLogger(config.log_level, "/dev/null");
-  const app = buildApp({ store, config, logger, proxyLane: process.env.BENCH_PROXY_LANE !== "off" });
+  const app = buildApp({ store, config, logger });
   const baseUrl = await app.listen({ host: "127.0.0.1", port: 0 });
   const keys = rollouts.map((rollout) => agentKeyFor(config.key, rollout, currentAttemptOf(rollout.status)));
   const rids = rollouts.map((r) => r.rollout_id);
@@ -223,8 +223,7 @@ async function startHarnessGateway(
   store: BenchStore | undefined,
 ): Promise<{ info: GatewayInfo; store: BenchStore }> {
   const { startProxyHarness } = await import("../src/gateway/testing/proxy-harness.js");
-  const lane = process.env.BENCH_PROXY_LANE !== "off";
-  const h = await startProxyHarness({ models, lane, ...(store ? { store } : {}) });
+  const h = await startProxyHarness({ models, ...(store ? { store } : {}) });
   const rids = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => h.newRollout(`ro-bench-${i}`)));
   return { info: { base: h.openaiBase("ROLLOUT"), rids, keys: rids.map(() => h.key) }, store: h.store };
 }
@@ -662,32 +661,7 @@ function gatewayFlag(): "app" | "harness" {
   return value;
 }
 
-/** The `--proxy-lane` flag: `on` (default: the gateway's direct path for model calls) or `off` (every call through Fastify). */
-function proxyLaneFlag(): "on" | "off" {
-  const value = flagValue("--proxy-lane") ?? "on";
-  if (value !== "on" && value !== "off") throw new Error(`--proxy-lane must be on or off, got ${value}`);
-  return value;
-}
-
-/**
- * The `--versus` flag (`--paired` only): what the fourth server is. `fastify` (default): the Fastify floor. `gateway`:
- * a second gateway whose direct path is set the other way from `--proxy-lane`, so the two are compared in one run.
- */
-function versusFlag(): "fastify" | "gateway" {
-  const value = flagValue("--versus") ?? "fastify";
-  if (value !== "fastify" && value !== "gateway") throw new Error(`--versus must be fastify or gateway, got ${value}`);
-  return value;
-}
-
-/** How the printed figures name the fourth server (`--versus`). */
-function fourthName(): string {
-  if (process.env.BENCH_VERSUS !== "gateway") return "Fastify floor";
-  return `gateway with the direct path ${process.env.BENCH_PROXY_LANE === "off" ? "on" : "off"}`;
-}
-
 const FLAGS = new Set([
-  "--versus",
-  "--proxy-lane",
   "--store",
   "--body",
   "--rounds",
@@ -745,7 +719,6 @@ function checkArgs(args: readonly string[]): void {
   }
   if (seen.has("--rate") && seen.has("--paired"))
     throw new Error("--paired RATE sets the rate: give --rate or --paired");
-  if (seen.has("--versus") && !seen.has("--paired")) throw new Error("--versus applies to --paired runs only");
   if (seen.has("--gateway-config") && args[args.indexOf("--gateway") + 1] === "harness") {
     throw new Error("--gateway-config applies to --gateway app only");
   }
@@ -760,9 +733,6 @@ const USAGE = `usage: npx tsx bench/proxy.ts [FLAG VALUE ...]   (or npm run benc
   --body small|large    the chat body (default small; large: 24 turns, ~24 kB)
   --gateway app|harness the gateway as arclight gateway runs it (default), or the proxy test harness
   --gateway-config JSON gateway configuration keys for --gateway app, e.g. '{"log_level":"warn"}'
-  --proxy-lane on|off   on (default): model calls take the gateway's direct path (proxy-lane.ts); off: all through Fastify
-  --versus fastify|gateway  with --paired: the fourth server is the Fastify floor (default) or a second gateway with
-                        the direct path the other way from --proxy-lane
   --profile DIR         one more round with every server profiling itself; profiles and a table in DIR
 env BENCH_DURATION_MS   each run's measured time, ms (default 5000)`;
 
@@ -787,8 +757,6 @@ async function main(): Promise<void> {
   BODY = requestBody();
   process.env.BENCH_GATEWAY = gatewayFlag();
   process.env.BENCH_GATEWAY_CONFIG = await gatewayConfigFlag();
-  process.env.BENCH_PROXY_LANE = proxyLaneFlag();
-  process.env.BENCH_VERSUS = versusFlag();
   // Every flag's value is checked first (a bad one is named even in a tree whose build is stale), then the build.
   checkBuild();
   UPSTREAM_BODY = await upstreamBody(process.env.BENCH_GATEWAY_CONFIG);
@@ -879,9 +847,9 @@ const SERVER_NAMES: Record<Middle, string> = {
   proxied: "gateway",
 };
 
-/** {@link SERVER_NAMES}, with the fourth server named by `--versus`. */
+/** The printed name of a server. */
 function serverName(kind: Middle): string {
-  return kind === "framework" ? fourthName() : SERVER_NAMES[kind];
+  return SERVER_NAMES[kind];
 }
 
 /**
@@ -955,16 +923,7 @@ async function startServers(storeEnv: Record<string, string>): Promise<Servers> 
   const gateway = await startWorker({ BENCH_ROLE: "gateway", BENCH_UPSTREAM_URL: upstreamUrl, ...storeEnv });
   const bare = await startWorker({ BENCH_ROLE: "bare", BENCH_UPSTREAM_URL: upstreamUrl });
   const capture = await startWorker({ BENCH_ROLE: "capture", BENCH_UPSTREAM_URL: upstreamUrl });
-  const versus = process.env.BENCH_VERSUS === "gateway";
-  const framework = versus
-    ? await startWorker({
-        BENCH_ROLE: "gateway",
-        BENCH_UPSTREAM_URL: upstreamUrl,
-        BENCH_PROXY_LANE: process.env.BENCH_PROXY_LANE === "off" ? "on" : "off",
-        ...(storeEnv.BENCH_SQLITE_PATH ? { BENCH_SQLITE_PATH: `${storeEnv.BENCH_SQLITE_PATH}-versus` } : {}),
-      })
-    : await startWorker({ BENCH_ROLE: "framework", BENCH_UPSTREAM_URL: upstreamUrl });
-  const second = framework.info as unknown as GatewayInfo;
+  const framework = await startWorker({ BENCH_ROLE: "framework", BENCH_UPSTREAM_URL: upstreamUrl });
   const { base, rids, keys, store } = gateway.info as unknown as GatewayInfo & { store: string };
   const none = (): Record<string, string> => ({});
   const kinds = {
@@ -986,20 +945,13 @@ async function startServers(storeEnv: Record<string, string>): Promise<Servers> 
       headers: (c: number) => ({ "x-bench-rollout": `ro-bench-${c}` }),
       body: UPSTREAM_BODY,
     },
-    framework: versus
-      ? {
-          middle: framework.worker,
-          url: (c: number): string => `${second.base.replace("ROLLOUT", second.rids[c]!)}/chat/completions`,
-          headers: (c: number): Record<string, string> => ({ authorization: `Bearer ${second.keys[c]!}` }),
-          body: BODY,
-        }
-      : {
-          middle: framework.worker,
-          url: (c: number): string =>
-            `${framework.info.url as string}/proxy/rollout/ro-bench-${c}/attempt/0/mode/train/openai/v1/chat/completions`,
-          headers: none,
-          body: UPSTREAM_BODY,
-        },
+    framework: {
+      middle: framework.worker,
+      url: (c: number): string =>
+        `${framework.info.url as string}/proxy/rollout/ro-bench-${c}/attempt/0/mode/train/openai/v1/chat/completions`,
+      headers: none,
+      body: UPSTREAM_BODY,
+    },
     proxied: {
       middle: gateway.worker,
       url: (c: number): string => `${base.replace("ROLLOUT", rids[c]!)}/chat/completions`,
@@ -1021,7 +973,7 @@ async function stopServers(servers: Servers): Promise<void> {
 function setupTail(store: string): string {
   const config = process.env.BENCH_GATEWAY_CONFIG === "{}" ? "" : ` ${process.env.BENCH_GATEWAY_CONFIG}`;
   return (
-    `gateway: ${process.env.BENCH_GATEWAY}${config}, direct path ${process.env.BENCH_PROXY_LANE}; store: ${store}; request body ${BODY.length} bytes (to the ` +
+    `gateway: ${process.env.BENCH_GATEWAY}${config}; store: ${store}; request body ${BODY.length} bytes (to the ` +
     `upstream and the pass-throughs: the gateway's upstream body, ${UPSTREAM_BODY.length} bytes); node ${process.version}`
   );
 }
@@ -1146,7 +1098,7 @@ async function comparePaired(
   console.log(
     `setup: ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(2)}, ${rounds} round` +
       `${rounds === 1 ? "" : "s"} of ${DURATION_MS} ms after ${WARMUP_MS} ms warm-up, in each the bare pass-through, ` +
-      `bare + capture, the ${fourthName()} and the gateway served at the same time, each offered ${callRate} calls/s open-loop (at most ` +
+      `bare + capture, the Fastify floor and the gateway served at the same time, each offered ${callRate} calls/s open-loop (at most ` +
       `${CONCURRENCY} in flight); non-stream chat calls; the floor always commits to its own SQLite file; ` +
       setupTail(servers.store),
   );
@@ -1184,7 +1136,7 @@ async function comparePaired(
       `${round === 0 ? "warm-up round, not counted" : `round ${round}`}: CPU per call over the round's ` +
         `${WARMUP_MS + DURATION_MS} ms (its ${WARMUP_MS} ms warm-up included), µs: ` +
         `${MIDDLES.map((kind) => `${serverName(kind)} ${cpu[kind].toFixed(0)}`).join(", ")}: ` +
-        `gateway ${ratio.gateway.toFixed(2)}× bare, floor ${ratio.floor.toFixed(2)}× bare, ${fourthName()} ` +
+        `gateway ${ratio.gateway.toFixed(2)}× bare, floor ${ratio.floor.toFixed(2)}× bare, Fastify floor ` +
         `${ratio.framework.toFixed(2)}× bare; p50: ${each(p50)}; late / unsent calls: ${each((r) => `${r.late} / ${r.unsent}`)}`,
     );
   }
@@ -1192,8 +1144,8 @@ async function comparePaired(
   console.log(
     `gateway CPU per call vs bare pass-through at ${callRate} calls/s each, median of ${rounds} paired ` +
       `round${rounds === 1 ? "" : "s"}: ${med("gateway")}× (target <= 2×); floor (bare + durable capture): ` +
-      `${med("floor")}× bare; ${fourthName()}${process.env.BENCH_VERSUS === "gateway" ? "" : " (the floor inside Fastify as the gateway configures it)"}: ` +
-      `${med("framework")}× bare; gateway / floor: ${med("ofFloor")}×; gateway / ${fourthName()}: ` +
+      `${med("floor")}× bare; Fastify floor (the floor inside Fastify as the gateway configures it): ` +
+      `${med("framework")}× bare; gateway / floor: ${med("ofFloor")}×; gateway / Fastify floor: ` +
       `${med("ofFramework")}× (medians of the per-round ratios). The ratios grow with the rate (at a few calls/s each ` +
       "call's wake-ups, the same for every server, are most of its cost): compare them at one rate, one the servers " +
       "keep up with (late calls few, none unsent)",

@@ -12,12 +12,7 @@ import type { TrainRow } from "../src/engine/engine.js";
 import type { Event } from "../src/protocol/event.js";
 import { parseTrainerConfig, type TrainerConfigInput } from "../src/trainer/config.js";
 import { runTraining, type TrainLoopOptions } from "../src/trainer/loop.js";
-import {
-  startTrainerStack,
-  TEST_AGENT,
-  type TrainerStack,
-  type TrainerStackOptions,
-} from "../src/trainer/testing/stack.js";
+import { startTrainerStack, TEST_AGENT, type TrainerStack, type TrainerStackOptions } from "./support/stack.js";
 
 type Json = Record<string, unknown>;
 

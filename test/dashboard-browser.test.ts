@@ -13,7 +13,7 @@ import { launchChromium, skipWithoutChromium } from "../src/testing/chromium.js"
 import { parseTrainerConfig } from "../src/trainer/config.js";
 import { runTraining, type TrainSummary } from "../src/trainer/loop.js";
 import { RunPoster } from "../src/trainer/run-poster.js";
-import { startTrainerStack, TEST_AGENT, type TrainerStack } from "../src/trainer/testing/stack.js";
+import { startTrainerStack, TEST_AGENT, type TrainerStack } from "./support/stack.js";
 
 const SHOTS = fileURLToPath(new URL("../test-output/dashboard/", import.meta.url));
 const TOTAL_STEPS = 4;

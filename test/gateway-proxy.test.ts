@@ -4,6 +4,7 @@
  * upstream token ids, and the trainer's pause/resume reaches the proxy through the gateway client.
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -94,5 +95,29 @@ describe("gateway app with the LLM proxy mounted", () => {
     });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ detail: expect.stringContaining("nope") });
+  });
+  it("answers a model call whose client half-closes after sending it (nc -N), as the API routes do", async () => {
+    const { gateway, client } = await start();
+    await client.createRollouts([{ rollout_id: "r-half", input: {} }]);
+    const body = JSON.stringify({ model: "policy", messages: [{ role: "user", content: "hi" }] });
+    const request =
+      "POST /proxy/rollout/r-half/attempt/0/mode/train/openai/v1/chat/completions HTTP/1.1\r\n" +
+      `host: 127.0.0.1\r\nauthorization: Bearer test-key\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(gateway.url).port), "127.0.0.1");
+      const chunks: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+      socket.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+      socket.on("error", reject);
+      // Write the whole request, then end this side of the connection: the answer must still come back.
+      socket.end(request);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    const json = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)) as { choices: unknown[] };
+    expect(json.choices).toHaveLength(1);
+    const events = await client.getEvents("r-half");
+    const calls = events.filter((e) => e.event_type === "model_request");
+    expect(calls.map((e) => (e.data as { status?: string }).status)).toEqual(["ok"]);
   });
 });

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../src/testing/temp-dir.js";
 import { parseTrainerConfig, type TrainerConfigInput } from "../src/trainer/config.js";
 import { runTraining } from "../src/trainer/loop.js";
-import { startTrainerStack, TEST_AGENT, type TrainerStack } from "../src/trainer/testing/stack.js";
+import { startTrainerStack, TEST_AGENT, type TrainerStack } from "./support/stack.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
 const exec = promisify(execFile);

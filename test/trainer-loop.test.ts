@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { TrainRow } from "../src/engine/engine.js";
 import { parseTrainerConfig, type TrainerConfigInput } from "../src/trainer/config.js";
 import { runTraining, type TrainLoopOptions } from "../src/trainer/loop.js";
-import { startTrainerStack, TEST_AGENT, type TrainerStack } from "../src/trainer/testing/stack.js";
+import { startTrainerStack, TEST_AGENT, type TrainerStack } from "./support/stack.js";
 
 const stacks: TrainerStack[] = [];
 afterEach(async () => {

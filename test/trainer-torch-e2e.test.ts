@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { skipWithoutPython, testPython } from "../src/testing/python.js";
 import { tempDir } from "../src/testing/temp-dir.js";
-import { TEST_AGENT } from "../src/trainer/testing/stack.js";
+import { TEST_AGENT } from "./support/stack.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
 const exec = promisify(execFile);

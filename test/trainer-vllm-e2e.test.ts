@@ -15,7 +15,7 @@ import { FakeVllm } from "../src/gateway/testing/fake-vllm.js";
 import { SqliteStore } from "../src/store/sqlite.js";
 import { skipWithoutPython, testPython } from "../src/testing/python.js";
 import { tempDir } from "../src/testing/temp-dir.js";
-import { TEST_AGENT } from "../src/trainer/testing/stack.js";
+import { TEST_AGENT } from "./support/stack.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
 const exec = promisify(execFile);

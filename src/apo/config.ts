@@ -7,7 +7,7 @@ import { z } from "zod";
 import { ResourceNameSchema } from "../protocol/resource.js";
 import { parseOrThrow } from "../protocol/validate.js";
 import { TrackingConfigSchema } from "../tracking/config.js";
-import { ControllerConfigSchema } from "../trainer/config.js";
+import { AgentLaunchSchema } from "../trainer/config.js";
 
 /** Gives a strict object schema a `.default()` equal to parsing `{}` with it (see trainer/config.ts). */
 function section<S extends z.ZodType>(schema: S, description: string) {
@@ -98,7 +98,7 @@ export const ApoConfigSchema = z
       ),
     prompt: section(ApoPromptSchema, "The prompt resource and how agents receive it"),
     data: section(ApoDataSchema, "Train and validation inputs"),
-    agent: section(ControllerConfigSchema, "How the agents are started (as the trainer config's controller section)"),
+    agent: section(AgentLaunchSchema, "How the agents are started (as the trainer config's controller section)"),
     rollout_timeout_seconds: z.number().gt(0).default(300).describe("A rollout still running after this fails (s)"),
     reward_fillna_value: z.number().default(0).describe("Reward of a rollout that posted none"),
     policy: section(ApoPolicySchema, "The policy model the agents call"),

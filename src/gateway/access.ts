@@ -28,12 +28,7 @@ const OWN_ROLLOUT_ROUTES = new Set([
 type Params = Record<string, string | undefined>;
 
 /** @returns why the agent may not make this call, or undefined when it may */
-export function agentRefusal(
-  claims: AgentTokenClaims,
-  method: string,
-  route: string,
-  params: Params,
-): string | undefined {
+function agentRefusal(claims: AgentTokenClaims, method: string, route: string, params: Params): string | undefined {
   const verb = method === "HEAD" ? "GET" : method;
   // Built only for a refusal: every agent call passes here, and most are allowed.
   const own = (): string => `rollout ${claims.rollout_id} attempt ${claims.attempt_id} (${claims.mode})`;

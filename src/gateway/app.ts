@@ -7,6 +7,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import { pino } from "pino";
 import { errorHandler, pathForDetail } from "../http/error-handler.js";
+import { answerHalfClosedRequests } from "../http/half-close.js";
 import { serverTimeoutOptions } from "../http/server-timeouts.js";
 import { NotFound } from "../protocol/index.js";
 import type { SharedPause } from "../store/shared-pause.js";
@@ -21,7 +22,6 @@ import { clientErrorHandler } from "./parser-errors.js";
 import { agentPathRewrite } from "./proxy/agent-identity.js";
 import { PauseController } from "./proxy/pause.js";
 import { ProxyService } from "./proxy/proxy-service.js";
-import { type LaneSlot, laneServerFactory, ProxyLane } from "./proxy-lane.js";
 import { requestGate } from "./request-gate.js";
 import { GatewayLogController, requestForLog, requestId } from "./request-log.js";
 import { RolloutLeases, watchLeases } from "./rollout-leases.js";
@@ -59,11 +59,6 @@ export interface BuildAppOptions {
   logger?: FastifyBaseLogger;
   /** Folder of the built dashboard; default this package's `dist/ui`. */
   uiDir?: string;
-  /**
-   * Serve well-formed model calls on the direct path (`proxy-lane.ts`) before Fastify routes them; default true.
-   * False sends every call through the Fastify route (the answers are the same; tests and benches compare the two).
-   */
-  proxyLane?: boolean;
 }
 
 /** Rollout id named by a request path: `/api/rollouts/{id}[/...]` (not `/terminal`) or `/proxy/rollout/{rid}/...`. */
@@ -84,7 +79,6 @@ export function rolloutIdFromUrl(url: string): string | undefined {
 function bindRolloutId(app: FastifyInstance): void {
   app.setChildLoggerFactory((logger, bindings, options, rawRequest) => {
     const rolloutId = rolloutIdFromUrl(rawRequest.url ?? "");
-    // Object.assign, not `{ ...bindings, rolloutId }`: properties written after a leading spread are slow on Node 20 (docs/benchmarks.md, "Object spread").
     return logger.child(rolloutId === undefined ? bindings : Object.assign({}, bindings, { rolloutId }), options);
   });
 }
@@ -92,19 +86,16 @@ function bindRolloutId(app: FastifyInstance): void {
 /**
  * Once `close()` has begun, answers carry `Connection: close`, so a keep-alive client whose request was in flight
  * does not hold the server open after its answer (Node only closes connections that are idle when close starts).
- * @returns whether close has begun (the proxy's direct path reads it)
  */
-function closeConnectionsWhenClosing(app: FastifyInstance): () => boolean {
+function closeConnectionsWhenClosing(app: FastifyInstance): void {
   let closing = false;
   app.addHook("preClose", async () => {
     closing = true;
   });
-  // Callback style, not async: every answer passes here, and an async hook costs a promise each.
   app.addHook("onSend", (_request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
     done(null, payload);
   });
-  return () => closing;
 }
 
 /**
@@ -138,9 +129,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   );
   const metrics = createGatewayMetrics(store);
   const logController = new GatewayLogController();
-  const slot: LaneSlot = {};
   const app = Fastify({
-    serverFactory: laneServerFactory(slot),
     loggerInstance: logger,
     bodyLimit: config.body_limit_bytes,
     genReqId: (req) => requestId(req.headers["x-request-id"]),
@@ -154,6 +143,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     frameworkErrors: frameworkErrorHandler(logController, metrics),
     ...serverTimeoutOptions(config.headers_timeout_seconds, config.request_timeout_seconds),
   });
+  answerHalfClosedRequests(app.server);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(async (request) => {
     throw new NotFound(`Route ${request.method} ${pathForDetail(request.url)} not found`);
@@ -162,15 +152,13 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   const sessions = new DashboardSessions({ gatewayKey: config.key, dashboardKey: config.dashboard_key });
   app.addHook("onRequest", requestGate(config.key, config.dashboard ? dashboardAuth(sessions) : undefined));
   bindRolloutId(app);
-  const isClosing = closeConnectionsWhenClosing(app);
+  closeConnectionsWhenClosing(app);
   installMetricsHooks(app, metrics);
   for (const plugin of ROUTE_PLUGINS) void app.register(plugin, { store, config, metrics });
   void app.register(metricsRoutes, { registry: metrics.registry });
   void app.register(otlpRoutes, { store, bodyLimitBytes: config.body_limit_bytes, metrics });
   const proxy = new ProxyService(store, proxyOptionsOf(config), new PauseController(options.sharedPause), logger);
   void app.register(proxyRoutes, { service: proxy });
-  if (options.proxyLane !== false)
-    slot.lane = new ProxyLane(app, { service: proxy, key: config.key, metrics, isClosing });
   if (config.dashboard) void app.register(dashboardRoutes, { store, config, metrics, sessions, uiDir: options.uiDir });
   const leases = new RolloutLeases();
   void app.register(leaseRoutes, { store, leases });

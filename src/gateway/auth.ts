@@ -67,13 +67,12 @@ const DASHBOARD: Principal = Object.freeze({ kind: "dashboard" });
 
 /**
  * Builds the check of a request's credential alone (no public paths, no dashboard sessions): the principal of the key
- * or token its headers present. The gateway's direct proxy path uses it (`proxy-lane.ts`); {@link makeAuthCheck}
- * builds on it.
+ * or token its headers present; {@link makeAuthCheck} builds on it.
  * @param key - the gateway's admin key; empty disables auth (every request is admin)
  * @returns a synchronous check: the principal, or undefined when the headers present no key
  * @throws {Unauthorized} from the check, for a wrong key or a forged or expired agent token (HTTP 401)
  */
-export function makeCredentialCheck(key: string): (headers: IncomingHttpHeaders) => Principal | undefined {
+function makeCredentialCheck(key: string): (headers: IncomingHttpHeaders) => Principal | undefined {
   if (key === "") return () => ADMIN;
   const isAdminKey = keyMatcher(key);
   const tokens = new AgentTokenVerifier(key);

@@ -66,7 +66,7 @@ export interface RolloutDetail {
 }
 
 /** Body of `POST /proxy/pause`. */
-export interface PauseRequest {
+export interface PauseCallBody {
   /** Seconds the proxy tells agents to wait (`Retry-After`). */
   retry_after_seconds?: number;
   /** Why the proxy is paused, e.g. "weight update". */
@@ -321,7 +321,7 @@ export class GatewayClient {
   }
 
   /** `POST /proxy/pause`: new proxy calls get 429 with `Retry-After` until {@link GatewayClient.resumeProxy}. */
-  pauseProxy(pause: PauseRequest = {}): Promise<ProxyState> {
+  pauseProxy(pause: PauseCallBody = {}): Promise<ProxyState> {
     return this.send({ method: "POST", path: "/proxy/pause", body: pause, idempotent: true });
   }
 

@@ -16,7 +16,7 @@ export interface JsonBodyText {
  * A JSON parser: the value of a JSON text.
  * @throws the parser's error for invalid JSON or a poisoned prototype
  */
-export type JsonParse = (text: string) => unknown;
+type JsonParse = (text: string) => unknown;
 
 /**
  * Fastify's own JSON parser as a {@link JsonParse}: prototype-poisoning-safe, with Fastify's errors. A `__proto__` key
@@ -26,7 +26,7 @@ export type JsonParse = (text: string) => unknown;
  * @param app - any Fastify instance
  * @throws {Error} from the returned parser, should Fastify's parser ever stop answering synchronously
  */
-export function fastifyJsonParse(app: FastifyInstance): JsonParse {
+function fastifyJsonParse(app: FastifyInstance): JsonParse {
   const parser = app.getDefaultJsonParser("remove", "ignore");
   return (text) => {
     let answered = false;
@@ -50,7 +50,7 @@ export function fastifyJsonParse(app: FastifyInstance): JsonParse {
  * @returns the text with its value; undefined for an empty body
  * @throws {BadRequest} invalid JSON, or nesting deeper than {@link MAX_JSON_DEPTH} levels (checked before parsing)
  */
-export function parseJsonText(parse: JsonParse, raw: string): JsonBodyText | undefined {
+function parseJsonText(parse: JsonParse, raw: string): JsonBodyText | undefined {
   // A leading byte order mark is not JSON (RFC 8259 §8.1 lets a reader ignore it); the text kept is without it.
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   if (text.trim() === "") return undefined;

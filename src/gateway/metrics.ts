@@ -108,32 +108,10 @@ export function installMetricsHooks(app: FastifyInstance, metrics: GatewayMetric
  * @param reply - its reply, already sent
  */
 export function countAnswer(metrics: GatewayMetrics, request: FastifyRequest, reply: FastifyReply): void {
-  countRouteAnswer(
-    metrics,
-    request.method,
-    request.routeOptions.url ?? "unmatched",
-    reply.statusCode,
-    reply.elapsedTime,
-  );
-}
-
-/**
- * Counts one sent answer, for any way a request came in (Fastify's hooks, the proxy's direct path).
- * @param metrics - the app's metrics
- * @param method - the request's method
- * @param route - its route pattern, e.g. `/api/rollouts/:id`
- * @param status - the answer's status code
- * @param elapsedMs - from request received to answer sent, ms
- */
-export function countRouteAnswer(
-  metrics: GatewayMetrics,
-  method: string,
-  route: string,
-  status: number,
-  elapsedMs: number,
-): void {
-  metrics.requests.inc({ method, route, status: String(status) });
-  metrics.latency.observe({ method, route }, elapsedMs / 1000);
+  const { method } = request;
+  const route = request.routeOptions.url ?? "unmatched";
+  metrics.requests.inc({ method, route, status: String(reply.statusCode) });
+  metrics.latency.observe({ method, route }, reply.elapsedTime / 1000);
 }
 
 /**
@@ -142,6 +120,6 @@ export function countRouteAnswer(
  * @param error - what the request failed with
  * @param route - the request's route pattern
  */
-export function countStaleWrite(metrics: GatewayMetrics, error: unknown, route: string): void {
+function countStaleWrite(metrics: GatewayMetrics, error: unknown, route: string): void {
   if (error instanceof StaleAttempt) metrics.staleWrites.inc({ route });
 }

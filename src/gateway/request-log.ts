@@ -2,7 +2,7 @@
  * @module The gateway's request ids and its one log line per request (Fastify's `genReqId` and `logController`).
  */
 import { randomUUID } from "node:crypto";
-import { type FastifyBaseLogger, type FastifyReply, type FastifyRequest, LogController } from "fastify";
+import { type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import { quoteStart } from "../protocol/index.js";
 
 /**
@@ -29,28 +29,10 @@ export class GatewayLogController extends LogController {
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    logRequestEnd(reply.log, error, request, reply, reply.elapsedTime);
+    const responseTime = reply.elapsedTime;
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime }, "request errored");
+    else reply.log.info({ req: request, res: reply, responseTime }, "request completed");
   }
-}
-
-/**
- * The one line at a request's end, for any way it came in (Fastify's log controller, the proxy's direct path):
- * `request completed` (info), or `request errored` (error) when the answer failed.
- * @param log - the request's logger
- * @param error - the answer's failure, if any
- * @param request - what the `req` serializer reads ({@link requestForLog}'s fields)
- * @param answer - what the `res` serializer reads (`statusCode`)
- * @param responseTime - ms from request received to answer sent
- */
-export function logRequestEnd(
-  log: FastifyBaseLogger,
-  error: Error | null | undefined,
-  request: LoggedRequest,
-  answer: { statusCode: number },
-  responseTime: number,
-): void {
-  if (error) log.error({ req: request, res: answer, err: error, responseTime }, "request errored");
-  else log.info({ req: request, res: answer, responseTime }, "request completed");
 }
 
 /** The fields of a request that its log line shows ({@link requestForLog}); a Fastify request has them all. */
@@ -70,7 +52,7 @@ export const MAX_LOGGED_URL_CHARS = 1000;
  * How a request appears in a log line (pino's `req` serializer, set on the gateway's logger): Fastify's fields, with
  * a URL over {@link MAX_LOGGED_URL_CHARS} characters cut to its start and its length
  * (`/api/rollouts/yyy… (15009 characters)`).
- * @param request - the request being logged (a Fastify request, or the proxy's direct path's fields)
+ * @param request - the request being logged
  */
 export function requestForLog(request: LoggedRequest): Record<string, unknown> {
   return {

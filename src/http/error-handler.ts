@@ -4,7 +4,7 @@
  * `ArclightError` → its status + `{detail, code}` and its extra `fields`; validation → 422 with FastAPI-shaped `detail` items;
  * Fastify client errors (bad JSON, body too large) → their 4xx; anything else → 500, logged with its stack.
  */
-import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { ArclightError, quoteStart, ValidationFailed } from "../protocol/index.js";
 import { type OpenaiErrorObject, openaiErrorObject } from "../wire/error-bodies.js";
 
@@ -125,46 +125,11 @@ function answerError(err: unknown, request: FastifyRequest, reply: FastifyReply,
   else if (body.code === "fst_err_ctp_body_too_large") {
     body.detail = `Request body is too large: the limit is ${request.routeOptions.bodyLimit} bytes`;
   }
-  sendErrorResponse(err, answer, request.log, reply, openaiShape);
-}
-
-/** What {@link sendErrorAnswer} writes on: Fastify's reply, or any reply with the same three methods. */
-export interface ErrorReply {
-  status(code: number): unknown;
-  header(name: string, value: string): unknown;
-  send(payload: object): unknown;
-}
-
-/**
- * Answers `err` on a reply that is not Fastify's own (the gateway's direct proxy path), as {@link errorHandler} or,
- * with `openaiShape`, {@link openaiClientErrorHandler} would: the {@link toErrorResponse} body, `retry-after` for a
- * retryable error, a log line (`request failed` with the stack for 5xx, `request rejected` for 4xx).
- * @param err - what was thrown
- * @param log - the request's logger
- * @param reply - where the answer goes; its status and headers are set, then `send` is called once
- * @param openaiShape - true: OpenAI's `error` object beside `detail` ({@link withOpenaiError})
- */
-export function sendErrorAnswer(
-  err: unknown,
-  log: Pick<FastifyBaseLogger, "error" | "info">,
-  reply: ErrorReply,
-  openaiShape: boolean,
-): void {
-  sendErrorResponse(err, toErrorResponse(err), log, reply, openaiShape);
-}
-
-function sendErrorResponse(
-  err: unknown,
-  { status, body }: { status: number; body: ErrorBody },
-  log: Pick<FastifyBaseLogger, "error" | "info">,
-  reply: ErrorReply,
-  openaiShape: boolean,
-): void {
+  const { status } = answer;
   // A retryable error (503 store busy, 429) tells the client when to come back, as a header and in the body.
   const retryAfter = (body as { retry_after_seconds?: unknown }).retry_after_seconds;
   if (typeof retryAfter === "number") reply.header("retry-after", String(Math.ceil(retryAfter)));
-  if (status >= 500) log.error({ err }, "request failed");
-  else log.info({ status, code: body.code }, "request rejected");
-  reply.status(status);
-  reply.send(openaiShape ? withOpenaiError(status, body) : body);
+  if (status >= 500) request.log.error({ err }, "request failed");
+  else request.log.info({ status, code: body.code }, "request rejected");
+  void reply.status(status).send(openaiShape ? withOpenaiError(status, body) : body);
 }

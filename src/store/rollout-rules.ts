@@ -18,7 +18,7 @@ import {
 } from "../protocol/index.js";
 
 /** What the attempt checks read of a rollout: its id, state and current attempt. */
-export interface RolloutGate {
+export interface AttemptCheckedRollout {
   rollout_id: string;
   status: Pick<RolloutStatus, "state" | "last_attempt_id">;
 }
@@ -156,7 +156,7 @@ export interface EventWriteCheck {
  * @throws {StaleAttempt} `attemptId` is a superseded attempt
  */
 export function checkEventWrite(
-  rollout: RolloutGate,
+  rollout: AttemptCheckedRollout,
   attemptId: string,
   wasCurrent: (attemptId: string) => boolean,
 ): EventWriteCheck {

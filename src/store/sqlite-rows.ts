@@ -11,13 +11,13 @@ import {
   withMetadataDefaults,
 } from "../protocol/index.js";
 
-/** Columns every rollout read selects, in {@link RolloutRow} order. */
+/** Columns every rollout read selects, in {@link RolloutSqlRow} order. */
 export const ROLLOUT_COLUMNS =
   "rollout_id, input, is_train, config, metadata, state, k8s_job_name, last_attempt_id, error_message, version, " +
   "created_at, updated_at";
 
 /** One row of `rollouts` as read by {@link ROLLOUT_COLUMNS}. */
-export interface RolloutRow {
+export interface RolloutSqlRow {
   rollout_id: string;
   input: string;
   is_train: number;
@@ -49,7 +49,7 @@ export interface EventRow {
 }
 
 /** @returns the wire rollout of a stored row (a fresh object) */
-export function rolloutFromRow(row: RolloutRow): Rollout {
+export function rolloutFromRow(row: RolloutSqlRow): Rollout {
   return {
     rollout_id: row.rollout_id,
     input: JSON.parse(row.input),

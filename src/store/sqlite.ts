@@ -26,14 +26,14 @@ import {
 } from "../protocol/index.js";
 import { StoreOpenError } from "./errors.js";
 import { type BusyRetry, busyRetryDelayMs, DEFAULT_BUSY_RETRY, GroupCommit } from "./group-commit.js";
-import { applyPatch, buildRollout, checkEventWrite, nowSeconds, type RolloutGate } from "./rollout-rules.js";
+import { type AttemptCheckedRollout, applyPatch, buildRollout, checkEventWrite, nowSeconds } from "./rollout-rules.js";
 import { migrate } from "./sqlite-migrations.js";
 import {
   EVENT_COLUMNS,
   type EventRow,
   eventFromRow,
   ROLLOUT_COLUMNS,
-  type RolloutRow,
+  type RolloutSqlRow,
   rolloutFromRow,
   rolloutStatusToParams,
   rolloutToParams,
@@ -254,7 +254,7 @@ export class SqliteStore implements Store {
 
   private readRollout(rolloutId: string): Rollout | undefined {
     const row = this.stmt(`SELECT ${ROLLOUT_COLUMNS} FROM rollouts WHERE rollout_id = ?`).get(rolloutId);
-    return row ? rolloutFromRow(row as RolloutRow) : undefined;
+    return row ? rolloutFromRow(row as RolloutSqlRow) : undefined;
   }
 
   async createRollouts(creates: readonly RolloutCreate[]): Promise<Rollout[]> {
@@ -302,7 +302,7 @@ export class SqliteStore implements Store {
     }
     const filter = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
     const sql = `SELECT ${ROLLOUT_COLUMNS} FROM rollouts ${filter} ORDER BY seq LIMIT ? OFFSET ?`;
-    const rows = this.stmt(sql).all(...params, limit, offset) as RolloutRow[];
+    const rows = this.stmt(sql).all(...params, limit, offset) as RolloutSqlRow[];
     return rows.map(rolloutFromRow);
   }
 
@@ -362,7 +362,7 @@ export class SqliteStore implements Store {
   private appendNow(rolloutId: string, attemptId: string, events: readonly EventWrite[]): Event[] {
     // Only the state and current attempt: parsing the rollout's JSON columns would be wasted work here.
     const gate = this.stmt("SELECT state, last_attempt_id FROM rollouts WHERE rollout_id = ?").get(rolloutId) as
-      | RolloutGate["status"]
+      | AttemptCheckedRollout["status"]
       | undefined;
     if (!gate) throw new RolloutNotFound(rolloutId);
     const byId = this.stmt(`SELECT ${EVENT_COLUMNS} FROM events WHERE rollout_id = ? AND event_id = ?`);

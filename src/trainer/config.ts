@@ -36,7 +36,7 @@ export const DataConfigSchema = z.strictObject({
 });
 
 /** How agents are started (local processes; a Kubernetes template comes later). */
-export const ControllerConfigSchema = z
+export const AgentLaunchSchema = z
   .strictObject({
     command: z
       .array(z.string())
@@ -447,7 +447,7 @@ export const TrainerConfigSchema = z
     train_batch_size: z.number().int().min(1).default(8).describe("Groups per training step"),
     n: z.number().int().min(1).default(4).describe("Rollouts per group (group size), all on the same input"),
     rollout_timeout_seconds: z.number().gt(0).default(600).describe("A rollout still running after this is failed (s)"),
-    controller: section(ControllerConfigSchema, "How agents are started"),
+    controller: section(AgentLaunchSchema, "How agents are started"),
     aggregator: section(AggregatorConfigSchema, "How model calls become training rows"),
     advantage: section(AdvantageConfigSchema, "How rewards become advantages"),
     loss: section(LossSectionSchema, "Policy-gradient loss"),

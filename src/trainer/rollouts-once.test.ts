@@ -3,9 +3,9 @@
  * input with pre-assigned ids, rewards read back in input order, a crashed agent named and filled.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTrainerStack, TEST_AGENT, type TrainerStack } from "../../test/support/stack.js";
 import { parseTrainerConfig } from "./config.js";
 import { rolloutOnceId, runRolloutsOnce, summariseRewards } from "./rollouts-once.js";
-import { startTrainerStack, TEST_AGENT, type TrainerStack } from "./testing/stack.js";
 
 let stack: TrainerStack;
 beforeAll(async () => {

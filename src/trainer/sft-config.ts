@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { parseOrThrow } from "../protocol/validate.js";
 import { TrackingConfigSchema } from "../tracking/config.js";
-import { AggregatorConfigSchema, ControllerConfigSchema, EngineSectionSchema } from "./config.js";
+import { AgentLaunchSchema, AggregatorConfigSchema, EngineSectionSchema } from "./config.js";
 
 /** Gives a strict object schema a `.default()` equal to parsing `{}` with it (see trainer/config.ts). */
 function section<S extends z.ZodType>(schema: S, description: string) {
@@ -96,7 +96,7 @@ export const SftValidationSchema = z.strictObject({
     .nullable()
     .default(null)
     .describe("JSONL file of validation inputs, run once each before and after SFT (greedy); null: no rollouts"),
-  controller: section(ControllerConfigSchema, "How the validation agents are started (as in the trainer config)"),
+  controller: section(AgentLaunchSchema, "How the validation agents are started (as in the trainer config)"),
   rollout_timeout_seconds: z
     .number()
     .gt(0)

@@ -14,7 +14,7 @@ import { dataIdOf, type Rollout, type RolloutState } from "../../protocol/index.
 import type { Store } from "../../store/store.js";
 
 /** One rollout as the dashboard's table shows it. Times are epoch seconds. */
-export interface RolloutRow {
+export interface RolloutTableRow {
   rollout_id: string;
   state: RolloutState;
   is_train: boolean;
@@ -52,7 +52,7 @@ export interface RolloutFilter {
 
 /** A page of rows, newest first, and how many rows match in all. */
 export interface RolloutPage {
-  items: RolloutRow[];
+  items: RolloutTableRow[];
   total: number;
 }
 
@@ -90,7 +90,7 @@ function lastPathSegment(arg: string): string {
 }
 
 /** A rollout's summary row (reward not yet read). */
-function rowOf(rollout: Rollout): RolloutRow {
+function rowOf(rollout: Rollout): RolloutTableRow {
   const step = rollout.metadata.batch_idx;
   return {
     rollout_id: rollout.rollout_id,
@@ -108,7 +108,7 @@ function rowOf(rollout: Rollout): RolloutRow {
 }
 
 /** True when the row passes every filter field that is set. */
-function matches(row: RolloutRow, filter: RolloutFilter): boolean {
+function matches(row: RolloutTableRow, filter: RolloutFilter): boolean {
   if (filter.states && filter.states.length > 0 && !filter.states.includes(row.state)) return false;
   if (filter.isTrain !== undefined && row.is_train !== filter.isTrain) return false;
   if (filter.run !== undefined && !row.rollout_id.startsWith(`${filter.run}-`)) return false;
@@ -125,8 +125,8 @@ function matches(row: RolloutRow, filter: RolloutFilter): boolean {
 export class RolloutIndex {
   private readonly store: Store;
   /** Rows in creation order. */
-  private rows: RolloutRow[] = [];
-  private readonly byId = new Map<string, RolloutRow>();
+  private rows: RolloutTableRow[] = [];
+  private readonly byId = new Map<string, RolloutTableRow>();
   /** Ids of rows last seen queuing or running. */
   private readonly live = new Set<string>();
   private syncedRevision: number | undefined;
@@ -156,10 +156,10 @@ export class RolloutIndex {
    * @returns matching rows newest first, sliced to the page, and the number matching
    */
   query(filter: RolloutFilter): RolloutPage {
-    const items: RolloutRow[] = [];
+    const items: RolloutTableRow[] = [];
     let total = 0;
     for (let i = this.rows.length - 1; i >= 0; i -= 1) {
-      const row = this.rows[i] as RolloutRow;
+      const row = this.rows[i] as RolloutTableRow;
       if (!matches(row, filter)) continue;
       if (total >= filter.offset && items.length < filter.limit) items.push(row);
       total += 1;

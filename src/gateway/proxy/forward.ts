@@ -3,14 +3,14 @@
  * (JSON, or SSE relayed event by event as it arrives), and record one `model_request` event.
  */
 import { performance } from "node:perf_hooks";
+import type { FastifyReply } from "fastify";
 import { withOpenaiError } from "../../http/error-handler.js";
+import { agentFilter } from "../../protocol/agent-match.js";
 import { NoEndpoint } from "../../protocol/index.js";
 import { quoteStart } from "../../protocol/text.js";
-import type { AgentReply } from "./agent-reply.js";
-import { routedOptions } from "./agent-route.js";
-import { DrainDeadline } from "./call-abort.js";
+import { DrainDeadline, startCall } from "./call-lifetime.js";
 import type { CallRecord, CaptureReason, ProxyEndpointKind } from "./capture.js";
-import { startCall } from "./inflight-calls.js";
+import type { ProxyOptions } from "./options.js";
 import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
 import { recordCall } from "./record-call.js";
 import { upstreamRequestIds } from "./request-ids.js";
@@ -41,7 +41,7 @@ function parseJson(text: string): unknown {
  * @throws {StoreUnavailable} the answer's event could not be committed: the agent gets 503 + `Retry-After` instead of
  *   the answer
  */
-export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: AgentReply): Promise<void> {
+export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: FastifyReply): Promise<void> {
   const startedAt = performance.now();
   const ids = upstreamRequestIds();
   // The agent's body `request_id` is replaced per try; a body without one stays without (vLLM names the request
@@ -141,7 +141,7 @@ async function recordAbort(
 }
 
 /** Passes the upstream's `Retry-After` on with a final 429 or 503, so the agent's client waits as the server asked. */
-function withRetryAfter(reply: AgentReply, answer: UpstreamAnswer): AgentReply {
+function withRetryAfter(reply: FastifyReply, answer: UpstreamAnswer): FastifyReply {
   const passOn = answer.retryAfter !== undefined && (answer.statusCode === 429 || answer.statusCode === 503);
   return passOn ? reply.header("retry-after", answer.retryAfter!) : reply;
 }
@@ -166,7 +166,7 @@ async function relayBody(
   ctx: ProxyContext,
   call: TrackedCall,
   answer: UpstreamAnswer,
-  reply: AgentReply,
+  reply: FastifyReply,
   base: CallBase,
 ): Promise<void> {
   const text = answer.body!.toString("utf8");
@@ -184,7 +184,6 @@ async function relayBody(
       "upstream answer unusable",
     );
   }
-  // Fields named, not `{ ...base, more }`: properties written after a leading spread are slow on Node 20 (docs/benchmarks.md, "Object spread").
   const record: CallRecord = {
     kind: base.kind,
     model: base.model,
@@ -257,4 +256,28 @@ function substituteAnswer(
   const code = is2xx ? "upstream_bad_answer" : "upstream_empty_body";
   const error = empty ? { message: detail, code } : { message: detail, code, upstream_body: text.slice(0, 4096) };
   return { status: is2xx ? 502 : answer.statusCode, body: { detail, code }, error };
+}
+
+/** Agent name (or `/regex/`) → model name the call is looked up and sent upstream as. */
+export type AgentRoutes = Readonly<Record<string, string>>;
+
+/**
+ * Compiles the routes once.
+ * @param routes - entries in config order; the first that matches wins
+ * @returns agent name → routed model name, or undefined when no entry matches (or the call names no agent)
+ * @throws {SyntaxError} for a `/regex/` entry that does not compile (the config schema refuses it first)
+ */
+export function agentRouter(routes: AgentRoutes): (agentName: string | undefined) => string | undefined {
+  const compiled = Object.entries(routes).map(([entry, model]) => ({ matches: agentFilter([entry]), model }));
+  return (agentName) => compiled.find((route) => route.matches(agentName))?.model;
+}
+
+/**
+ * The proxy options for one call: the routed model name in place of `modelName` when the call's agent is routed.
+ * @param options - the proxy's options
+ * @param routedModel - what {@link agentRouter} gave the call's agent
+ * @returns `options` itself, or a copy naming the routed model
+ */
+export function routedOptions(options: ProxyOptions, routedModel: string | undefined): ProxyOptions {
+  return routedModel === undefined ? options : { ...options, modelName: routedModel };
 }

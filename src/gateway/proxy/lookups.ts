@@ -10,7 +10,7 @@ import type { Model, RolloutState } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
 
 /** The part of a rollout the proxy checks on every call. */
-export interface RolloutGate {
+export interface CallRolloutState {
   readonly lastAttemptId: string | null;
   readonly state: RolloutState;
 }
@@ -26,7 +26,7 @@ export class ProxyLookups {
   private revision = Number.NaN;
   /** Bumped whenever the caches are dropped: a read begun before a drop is not cached after it. */
   private generation = 0;
-  private readonly rollouts = new Map<string, RolloutGate>();
+  private readonly rollouts = new Map<string, CallRolloutState>();
   private readonly endpoints = new Map<string, readonly Model[]>();
 
   constructor(private readonly store: Store) {}
@@ -35,7 +35,7 @@ export class ProxyLookups {
    * The rollout's current attempt and state.
    * @returns undefined for an unknown rollout (not cached: it may be created at any time)
    */
-  async rollout(rolloutId: string): Promise<RolloutGate | undefined> {
+  async rollout(rolloutId: string): Promise<CallRolloutState | undefined> {
     const generation = this.generation;
     const cached = this.rollouts.get(rolloutId);
     if (cached) return cached;

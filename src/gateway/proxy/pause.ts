@@ -24,7 +24,7 @@ export interface PauseState {
 }
 
 /** A pause or resume as `POST /proxy/pause` and `/proxy/resume` ask for it. */
-export interface PauseRequest {
+export interface PauseChange {
   paused: boolean;
   retry_after_seconds: number;
   reason: string | null;
@@ -133,7 +133,7 @@ export class PauseController {
    *   watched by this replica (pausing again renews it)
    * @throws {StoreUnavailable} the shared state cannot be written
    */
-  async setPaused(next: PauseRequest): Promise<void> {
+  async setPaused(next: PauseChange): Promise<void> {
     const lease = next.paused ? (next.lease_seconds ?? null) : null;
     const expiresAtMs = lease === null ? null : this.nowMs() + lease * 1000;
     if (this.shared) {

@@ -3,9 +3,8 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Store } from "../../store/store.js";
 import type { TokenizerFolders } from "../../wire/tokenizer-folder.js";
 import type { CallIdentity } from "./agent-identity.js";
-import type { CallAbort } from "./call-abort.js";
+import type { CallAbort, InflightCalls } from "./call-lifetime.js";
 import type { ProxyEndpointKind } from "./capture.js";
-import type { InflightCalls } from "./inflight-calls.js";
 import type { ProxyLookups } from "./lookups.js";
 import type { ProxyOptions } from "./options.js";
 import type { AgentBody, ProxyMode } from "./rewrite.js";
@@ -23,7 +22,7 @@ export interface ProxyContext {
   tokenizers: TokenizerFolders;
   /** The model name a call's agent is routed to (`agent_routes`, `agent-route.ts`); absent: no routing. */
   routeAgent?: (agentName: string | undefined) => string | undefined;
-  /** The calls in flight, for the drain deadline (see `inflight-calls.ts`). */
+  /** The calls in flight, for the drain deadline (see `call-lifetime.ts`). */
   inflight: InflightCalls;
 }
 
@@ -49,7 +48,7 @@ export interface ProxyCall {
 
 /**
  * A call under way: the request ids recorded on its event (see `request-ids.ts`) and the signal that aborts it (the
- * agent hung up, the total deadline passed, or the drain deadline; see `call-abort.ts`).
+ * agent hung up, the total deadline passed, or the drain deadline; see `call-lifetime.ts`).
  */
 export type TrackedCall = ProxyCall & {
   requestIds: { agent_request_id?: string; upstream_request_id: string };

@@ -1,12 +1,11 @@
 /**
- * @module The proxy's model-call handler, shared by its two ways in: the Fastify routes (`routes/proxy.ts`) and the
- * gateway's direct path for well-formed calls (`gateway/proxy-lane.ts`). Given a call's path parameters, its JSON
+ * @module The proxy's model-call handler behind the Fastify routes (`routes/proxy.ts`). Given a call's path parameters, its JSON
  * body and its reply, it checks the pause gate and the attempt, translates the Responses and Anthropic APIs, and
  * forwards the call (`forward.ts`). It owns what every call shares: the upstream pool, lookups, tokenizer folders,
  * the Responses history and the calls in flight.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import type { FastifyBaseLogger } from "fastify";
+import type { FastifyBaseLogger, FastifyReply } from "fastify";
 import {
   BadRequest,
   currentAttemptOf,
@@ -19,12 +18,10 @@ import type { Store } from "../../store/store.js";
 import { TokenizerFolders } from "../../wire/tokenizer-folder.js";
 import type { JsonBodyText } from "../json-body.js";
 import { callIdentity } from "./agent-identity.js";
-import type { AgentReply } from "./agent-reply.js";
-import { agentRouter } from "./agent-route.js";
+import { InflightCalls, watchDrain } from "./call-lifetime.js";
 import type { ProxyEndpointKind } from "./capture.js";
 import { EndpointPicker } from "./endpoint-picker.js";
-import { forwardCall } from "./forward.js";
-import { InflightCalls, watchDrain } from "./inflight-calls.js";
+import { agentRouter, forwardCall } from "./forward.js";
 import { ProxyLookups } from "./lookups.js";
 import type { ProxyOptions } from "./options.js";
 import type { PauseController } from "./pause.js";
@@ -123,7 +120,7 @@ export class ProxyService {
    *   what {@link forwardCall} throws (`NoEndpoint` 503, `UpstreamFailed` 502, `UpstreamTimeout` 504,
    *   `StoreUnavailable` 503)
    */
-  async serve(incoming: IncomingCall, reply: AgentReply): Promise<void> {
+  async serve(incoming: IncomingCall, reply: FastifyReply): Promise<void> {
     const { rid, aid, mode } = incoming.params;
     checkMode(mode);
     const release = this.pause.tryEnter();
@@ -178,7 +175,7 @@ export class ProxyService {
 }
 
 /** 429 for a paused gateway: AGL's body (`error`, `reason`) plus `detail`, and AGL's headers. */
-function sendPaused(reply: AgentReply, pause: PauseController): void {
+function sendPaused(reply: FastifyReply, pause: PauseController): void {
   const state = pause.state();
   reply
     .status(429)

@@ -8,10 +8,10 @@
 import { once } from "node:events";
 import { performance } from "node:perf_hooks";
 import { PassThrough } from "node:stream";
+import type { FastifyReply } from "fastify";
 import type { ArclightError } from "../../protocol/index.js";
 import { SSE_DONE, SseParser, sseEvent } from "../../wire/sse.js";
-import type { AgentReply } from "./agent-reply.js";
-import { proxyAbortError } from "./call-abort.js";
+import { proxyAbortError } from "./call-lifetime.js";
 import type { CaptureReason, ProxyEndpointKind } from "./capture.js";
 import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
 import { recordCall } from "./record-call.js";
@@ -49,7 +49,7 @@ function streamErrorEvent(message: string, code: number, withDone: boolean): str
 }
 
 /** Starts the SSE answer to the agent with the upstream's status; the returned stream is its body. */
-function openAgentStream(call: ProxyCall, status: number, reply: AgentReply): PassThrough {
+function openAgentStream(call: ProxyCall, status: number, reply: FastifyReply): PassThrough {
   const out = new PassThrough();
   // A write after the agent hung up fails here; the upstream side is aborted by the reply's "close" and recorded.
   out.on("error", (err) => call.log.debug({ err }, "agent stream closed"));
@@ -128,7 +128,7 @@ export async function relayStream(
   ctx: ProxyContext,
   call: TrackedCall,
   answer: UpstreamAnswer,
-  reply: AgentReply,
+  reply: FastifyReply,
   base: StreamCallBase,
 ): Promise<void> {
   const out = openAgentStream(call, answer.statusCode, reply);
@@ -143,7 +143,6 @@ export async function relayStream(
       ctx.store,
       call,
       {
-        // Fields named, not `...base`: properties written after a leading spread are slow on Node 20 (docs/benchmarks.md, "Object spread").
         kind: base.kind,
         model: base.model,
         request: base.request,

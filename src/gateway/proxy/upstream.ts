@@ -13,7 +13,7 @@
 import type { Readable } from "node:stream";
 import { Agent } from "undici";
 import { type ArclightError, type Model, UpstreamFailed, UpstreamTimeout } from "../../protocol/index.js";
-import { type CallAbort, proxyAbortError } from "./call-abort.js";
+import { type CallAbort, proxyAbortError } from "./call-lifetime.js";
 import type { EndpointPicker } from "./endpoint-picker.js";
 import type { ProxyOptions } from "./options.js";
 import { parseRetryAfterMs, RetryBudget } from "./retry-budget.js";

@@ -47,9 +47,8 @@ const PREFIX = PROXY_ROUTE_PREFIX;
  * Responses API) and `POST {PREFIX}/anthropic/v1/messages` (Anthropic Messages API), both translated to chat
  * completions upstream, each served by {@link ProxyService.serve}; `GET …/models` (OpenAI's model list: the
  * configured model name, else every registered model); `POST /proxy/pause`, `POST /proxy/resume` and
- * `GET /proxy/state` (a pause may carry a lease, `lease_seconds`; without one it lasts until resumed). Register it in the app with the error
- * handler and auth hook set on the parent; the plugin closes the service on `onClose`. The gateway serves most model
- * calls before they reach these routes (`gateway/proxy-lane.ts`); these serve the rest, with the same answers.
+ * `GET /proxy/state` (a pause may carry a lease, `lease_seconds`; without one it lasts until resumed). Register it in
+ * the app with the error handler and auth hook set on the parent; the plugin closes the service on `onClose`.
  * @throws {NotFound} unknown mode or path (404), and what {@link ProxyService.serve} throws
  */
 export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, { service }) => {

@@ -4,13 +4,13 @@
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import { errorHandler } from "../../http/error-handler.js";
+import { answerHalfClosedRequests } from "../../http/half-close.js";
 import { type ModelInput, RolloutCreateSchema } from "../../protocol/index.js";
 import { MemoryStore } from "../../store/memory.js";
 import type { Store } from "../../store/store.js";
 import { type ProxyOptionsInput, resolveProxyOptions } from "../proxy/options.js";
 import { PauseController } from "../proxy/pause.js";
 import { ProxyService } from "../proxy/proxy-service.js";
-import { type LaneSlot, laneServerFactory, ProxyLane } from "../proxy-lane.js";
 import { requestGate } from "../request-gate.js";
 import { proxyRoutes } from "../routes/proxy.js";
 
@@ -32,18 +32,10 @@ export interface ProxyHarness {
 /**
  * Starts the harness.
  * @param setup - proxy options, registered endpoints, store (memory by default), API key ("test-key" by default), and
- *   `lane: false` to send every call through the Fastify route instead of the direct path (`proxy-lane.ts`), and the
- *   clock pause leases are measured by (`nowMs`, default `Date.now`)
+ *   the clock pause leases are measured by (`nowMs`, default `Date.now`)
  */
 export async function startProxyHarness(
-  setup: {
-    options?: ProxyOptionsInput;
-    models?: ModelInput[];
-    store?: Store;
-    key?: string;
-    lane?: boolean;
-    nowMs?: () => number;
-  } = {},
+  setup: { options?: ProxyOptionsInput; models?: ModelInput[]; store?: Store; key?: string; nowMs?: () => number } = {},
 ): Promise<ProxyHarness> {
   const store = setup.store ?? new MemoryStore();
   const key = setup.key ?? "test-key";
@@ -57,17 +49,12 @@ export async function startProxyHarness(
     await store.upsertModels(setup.models.map((m) => ({ version: 0, ...m })));
   }
   const pause = new PauseController(undefined, setup.nowMs);
-  const slot: LaneSlot = {};
-  const app = Fastify({ logger: false, serverFactory: laneServerFactory(slot) });
+  const app = Fastify({ logger: false });
+  answerHalfClosedRequests(app.server);
   app.setErrorHandler(errorHandler);
   app.addHook("onRequest", requestGate(key));
-  let closing = false;
-  app.addHook("preClose", async () => {
-    closing = true;
-  });
   const service = new ProxyService(store, options, pause, app.log);
   await app.register(proxyRoutes, { service });
-  if (setup.lane !== false) slot.lane = new ProxyLane(app, { service, key, isClosing: () => closing });
   const baseUrl = await app.listen({ host: "127.0.0.1", port: 0 });
   let counter = 0;
   return {

@@ -2,7 +2,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { MemoryStore } from "../../store/memory.js";
 import type { Store } from "../../store/store.js";
-import { type BuildAppOptions, buildApp } from "../app.js";
+import { buildApp } from "../app.js";
 import { type GatewayConfigInput, gatewayConfig } from "../config.js";
 
 /** A running test gateway. */
@@ -22,17 +22,15 @@ export interface TestGateway {
  * @param config - config overrides; `key` defaults to "test-key"
  * @param store - the store to serve; a fresh MemoryStore when absent
  * @param logger - root logger; silent when absent
- * @param app - further app options (`proxyLane: false` sends every model call through the Fastify route)
  */
 export async function startTestGateway(
   config: GatewayConfigInput = {},
   store?: Store,
   logger?: FastifyBaseLogger,
-  app?: Pick<BuildAppOptions, "proxyLane">,
 ): Promise<TestGateway> {
   const usedStore = store ?? new MemoryStore();
   const frozen = gatewayConfig({ key: "test-key", ...config });
-  const server = buildApp({ ...app, store: usedStore, config: frozen, logger });
+  const server = buildApp({ store: usedStore, config: frozen, logger });
   await server.listen({ host: "127.0.0.1", port: 0 });
   const address = server.server.address();
   if (address === null || typeof address === "string") throw new Error("gateway did not bind a TCP port");

@@ -5,15 +5,15 @@
  * whose ids are exactly those the upstream received and produced, with a `tito` field saying how the prompt was built.
  */
 import { performance } from "node:perf_hooks";
+import type { FastifyReply } from "fastify";
 import { withOpenaiError } from "../../../http/error-handler.js";
 import { BadRequest, type Model, quoteStart, type ToolParserName } from "../../../protocol/index.js";
 import type { ChatInput } from "../../../wire/chat.js";
 import { SSE_DONE, sseEvent } from "../../../wire/sse.js";
 import type { TokenizerFolder } from "../../../wire/tokenizer-folder.js";
 import type { ChatTool } from "../../../wire/tool-calls.js";
-import type { AgentReply } from "../agent-reply.js";
+import { startCall } from "../call-lifetime.js";
 import type { CallRecord } from "../capture.js";
-import { startCall } from "../inflight-calls.js";
 import type { ProxyCall, ProxyContext, TrackedCall } from "../proxy-call.js";
 import { recordCall } from "../record-call.js";
 import { upstreamRequestIds } from "../request-ids.js";
@@ -84,7 +84,7 @@ export async function forwardTitoCall(
   ctx: ProxyContext,
   call: ProxyCall,
   endpoints: readonly Model[],
-  reply: AgentReply,
+  reply: FastifyReply,
 ): Promise<void> {
   const startedAt = performance.now();
   const model = endpoints[0]!;
@@ -95,7 +95,7 @@ export async function forwardTitoCall(
   const ids = upstreamRequestIds();
   const request: Json = { ...upstreamBody(call, ctx, plan, folder.endOfTurn.id), request_id: ids.idOf(0) };
   const requestText = JSON.stringify(request);
-  // The same lifetime as every model call: agent hang-up, total deadline, drain deadline (`inflight-calls.ts`).
+  // The same lifetime as every model call: agent hang-up, total deadline, drain deadline (`call-lifetime.ts`).
   const running = startCall(ctx.inflight, reply, ctx.options.upstreamTotalTimeoutMs);
   const { signal } = running;
   try {
@@ -179,7 +179,7 @@ interface Answering {
   answer: UpstreamAnswer;
   parser: ToolParserName;
   folder: TokenizerFolder;
-  reply: AgentReply;
+  reply: FastifyReply;
   base: { kind: "completions"; model: string; request: Json; requestText: string; startedAt: number };
 }
 
@@ -234,7 +234,7 @@ async function answerAgent(ctx: ProxyContext, a: Answering): Promise<void> {
 }
 
 /** The answer as SSE: chat chunks, or the translated API's events. */
-function sendStream(call: ProxyCall, chatBody: Json, reply: AgentReply): void {
+function sendStream(call: ProxyCall, chatBody: Json, reply: FastifyReply): void {
   const options = call.body.value.stream_options;
   const includeUsage = isJson(options) && options.include_usage === true;
   const chunks = chatChunks(chatBody, includeUsage || call.translation !== undefined);

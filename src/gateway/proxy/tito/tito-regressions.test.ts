@@ -9,11 +9,11 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { trajectoryRows } from "../../../../test/support/tito-rows.js";
 import type { ProxyModelMode } from "../../../protocol/index.js";
 import { readTokenizerFolder } from "../../../wire/tokenizer-folder.js";
 import { agentCall } from "../../testing/proxy-client.js";
 import { type ProxyHarness, startProxyHarness } from "../../testing/proxy-harness.js";
-import { trajectoryRows } from "./testing/rows.js";
 import { TokenVllm } from "./testing/token-vllm.js";
 import { QWEN2_TOKENIZER_DIR, qwen3TokenizerDir } from "./testing/tokenizer-fixture.js";
 

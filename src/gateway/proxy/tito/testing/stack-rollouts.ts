@@ -8,9 +8,9 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { trajectoryRows } from "../../../../../test/support/tito-rows.js";
 import type { Store } from "../../../../store/store.js";
 import type { ProxyHarness } from "../../../testing/proxy-harness.js";
-import { trajectoryRows } from "./rows.js";
 import type { FakeModel } from "./token-vllm.js";
 
 const AGENTS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../../../../../test/fixtures/tito");

@@ -2,11 +2,11 @@
  * @module The trajectory rows the trainer would build from one rollout's recorded calls (the triplet view, then
  * trajectory aggregation), for `tito` tests and the tito bench.
  */
-import { toTripletEvents } from "../../../../protocol/index.js";
-import type { Store } from "../../../../store/store.js";
-import type { AggregateResult } from "../../../../trainer/aggregate-result.js";
-import { aggregateTrajectories } from "../../../../trainer/aggregate-trajectory.js";
-import { extractTriplets } from "../../../../trainer/triplets.js";
+import { toTripletEvents } from "../../src/protocol/index.js";
+import type { Store } from "../../src/store/store.js";
+import type { AggregateResult } from "../../src/trainer/aggregate-result.js";
+import { aggregateTrajectories } from "../../src/trainer/aggregate-trajectory.js";
+import { extractTriplets } from "../../src/trainer/triplets.js";
 
 /**
  * Aggregates a rollout's recorded calls into trajectory rows, without length limits.

@@ -1,12 +1,69 @@
 /**
- * @module The proxied calls in flight on this gateway, each with its abort switch, the drain watchdog that aborts the
- * ones still running `drainTimeoutMs` after the proxy paused (a trickling upstream must not hold a weight update
- * forever), and {@link startCall}, which every model call (chat, completions, tito) runs under.
+ * @module The lifetime of a model call: its abort switch ({@link CallAbort}) and why the proxy cut it short (its total
+ * deadline, or a drain after a pause), the calls in flight on this gateway with the drain watchdog, and
+ * {@link startCall}, which every model call (chat, completions, tito) runs under.
  */
-
-import type { AgentReply } from "./agent-reply.js";
-import { CallAbort, CallDeadline, DrainDeadline } from "./call-abort.js";
+import { EventEmitter } from "node:events";
+import type { FastifyReply } from "fastify";
+import { type ArclightError, CallAborted, UpstreamTimeout } from "../../protocol/index.js";
 import type { PauseController } from "./pause.js";
+
+/**
+ * The abort switch of one proxied call, and its signal: an `EventEmitter` with `aborted` and `reason`, which undici
+ * takes as a request's `signal` (it listens once for `abort`). Emits `abort` once, on the first
+ * {@link CallAbort.abort}.
+ */
+export class CallAbort extends EventEmitter {
+  /** True once {@link abort} was called. */
+  aborted = false;
+  /** What {@link abort} was given: a {@link CallDeadline}, a {@link DrainDeadline}, or undefined (the agent left). */
+  reason: unknown = undefined;
+
+  /** Aborts the call (later calls do nothing). @param reason - why; see {@link reason} */
+  abort(reason?: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.emit("abort");
+  }
+}
+
+/** The call's total deadline (`upstreamTotalTimeoutMs`) passed. */
+export class CallDeadline extends Error {
+  /** @param limitMs - the deadline that passed, ms */
+  constructor(readonly limitMs: number) {
+    super(`Upstream call did not finish within ${limitMs} ms`);
+    this.name = "CallDeadline";
+  }
+}
+
+/** The proxy paused and the call was still running `limitMs` later. */
+export class DrainDeadline extends Error {
+  /**
+   * @param limitMs - the drain deadline, ms
+   * @param retryAfterSeconds - the pause's `Retry-After`
+   */
+  constructor(
+    readonly limitMs: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`Call aborted: the gateway paused for a weight update and the call was still running ${limitMs} ms later`);
+    this.name = "DrainDeadline";
+  }
+}
+
+/**
+ * The wire error for a call the proxy aborted, or null when `signal` was not aborted by the proxy (the agent left).
+ * @param signal - the call's abort signal
+ * @returns `UpstreamTimeout` (504) for a passed deadline, `CallAborted` (503 + `Retry-After`) for a drain
+ */
+export function proxyAbortError(signal: CallAbort | undefined): ArclightError | null {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof CallDeadline) return new UpstreamTimeout(reason.message, { cause: reason });
+  if (reason instanceof DrainDeadline)
+    return new CallAborted(reason.message, reason.retryAfterSeconds, { cause: reason });
+  return null;
+}
 
 /** The abort switches of the calls in flight. */
 export class InflightCalls {
@@ -80,7 +137,7 @@ export interface RunningCall {
  * @param reply - the agent's reply (its raw response's `close` means the agent left, or the answer was sent)
  * @param totalMs - the call's total deadline (`upstreamTotalTimeoutMs`), ms
  */
-export function startCall(inflight: InflightCalls, reply: AgentReply, totalMs: number): RunningCall {
+export function startCall(inflight: InflightCalls, reply: FastifyReply, totalMs: number): RunningCall {
   const signal = new CallAbort();
   const onClose = (): void => signal.abort();
   reply.raw.once("close", onClose);

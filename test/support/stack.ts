@@ -9,17 +9,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
-import { EmbeddedEngine } from "../../engine/embedded/engine.js";
-import type { GatewayClient } from "../../gateway/client.js";
-import type { GatewayConfigInput } from "../../gateway/config.js";
-import { startTestGateway, type TestGateway } from "../../gateway/testing/serve.js";
-import { startStack } from "../../run/stack.js";
-import { openStore } from "../../store/open.js";
-import type { PolicyServing } from "../serving.js";
-import { startTamperUpstream, type Tamper } from "./tamper-upstream.js";
+import { EmbeddedEngine } from "../../src/engine/embedded/engine.js";
+import type { GatewayClient } from "../../src/gateway/client.js";
+import type { GatewayConfigInput } from "../../src/gateway/config.js";
+import { startTestGateway, type TestGateway } from "../../src/gateway/testing/serve.js";
+import { startStack } from "../../src/run/stack.js";
+import { openStore } from "../../src/store/open.js";
+import type { PolicyServing } from "../../src/trainer/serving.js";
+import { startTamperUpstream, type Tamper } from "../../src/trainer/testing/tamper-upstream.js";
 
 /** Path of the test agent (test/fixtures/trainer-agent.mjs). */
-export const TEST_AGENT = fileURLToPath(new URL("../../../test/fixtures/trainer-agent.mjs", import.meta.url));
+export const TEST_AGENT = fileURLToPath(new URL("../fixtures/trainer-agent.mjs", import.meta.url));
 
 /** A running stack. */
 export interface TrainerStack {
