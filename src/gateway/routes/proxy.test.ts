@@ -127,6 +127,17 @@ describe("proxy routing and errors", () => {
     const other = await agentCall(h, rid, "v1/embeddings", {});
     expect((other.json as { detail: string }).detail).not.toContain("Anthropic");
   });
+  it("names the OpenAI base URL when an OpenAI client is given the Anthropic base", async () => {
+    const { h, rid } = await setup();
+    // The OpenAI SDK appends /chat/completions to its base URL: `…/anthropic` becomes `…/anthropic/chat/completions`.
+    const answer = await agentCall(h, rid, "../../anthropic/chat/completions", chatRequest());
+    expect(answer.status).toBe(404);
+    expect((answer.json as { detail: string }).detail).toBe(
+      `No proxy route POST /proxy/rollout/${rid}/attempt/0/mode/train/anthropic/chat/completions: the OpenAI APIs ` +
+        `are served under /proxy/rollout/${rid}/attempt/0/mode/train/openai/v1, not under the Anthropic base ` +
+        "…/anthropic: give the OpenAI client that base URL (AGL_OPENAI_BASE_URL)",
+    );
+  });
 });
 
 describe("upstream body", () => {

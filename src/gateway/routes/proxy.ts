@@ -86,7 +86,7 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
     }
   });
   app.all<{ Params: CallParams & { "*": string } }>(`${PREFIX}/*`, async (request) => {
-    const hint = anthropicBaseHint(request.params);
+    const hint = wrongBaseHint(request.params);
     throw new NotFound(`No proxy route ${request.method} ${pathForDetail(request.url)}${hint}`);
   });
 
@@ -94,18 +94,28 @@ export const proxyRoutes: FastifyPluginAsync<ProxyRoutesOptions> = async (app, {
 };
 
 /**
- * The hint for an Anthropic client given the OpenAI base URL: the SDK appends `/v1/messages` to its base, so
- * `…/openai/v1` becomes `…/openai/v1/v1/messages`, a path no route serves.
+ * The hint for a client given the other API's base URL. The Anthropic SDK appends `/v1/messages` to its base, so the
+ * OpenAI base `…/openai/v1` becomes `…/openai/v1/v1/messages`; the OpenAI SDK appends `/chat/completions` (or
+ * `/responses`, `/completions`, `/models`), so the Anthropic base `…/anthropic` becomes `…/anthropic/chat/completions`.
+ * Neither path has a route.
  * @param params - the unmatched proxy path's parameters; `*` is the part after `mode/{mode}/`
- * @returns `": …"` naming the Anthropic base URL when the path is a `messages` call under `openai/`, else `""`
+ * @returns `": …"` naming the right base URL for such a path, else `""`
  */
-function anthropicBaseHint(params: CallParams & { "*": string }): string {
-  if (!/^openai\/(?:.*\/)?messages\/?$/.test(params["*"])) return "";
-  const base = `/proxy/rollout/${params.rid}/attempt/${params.aid}/mode/${params.mode}/anthropic`;
-  return (
-    `: the Anthropic Messages API is served under ${pathForDetail(base)}, not under the OpenAI base …/openai/v1: ` +
-    "give the Anthropic client that base URL (ANTHROPIC_BASE_URL; the SDK appends /v1/messages)"
-  );
+function wrongBaseHint(params: CallParams & { "*": string }): string {
+  const base = `/proxy/rollout/${params.rid}/attempt/${params.aid}/mode/${params.mode}`;
+  if (/^openai\/(?:.*\/)?messages\/?$/.test(params["*"])) {
+    return (
+      `: the Anthropic Messages API is served under ${pathForDetail(`${base}/anthropic`)}, not under the OpenAI ` +
+      "base …/openai/v1: give the Anthropic client that base URL (ANTHROPIC_BASE_URL; the SDK appends /v1/messages)"
+    );
+  }
+  if (/^anthropic\/(?:v1\/)?(?:chat\/completions|completions|responses|models)\/?$/.test(params["*"])) {
+    return (
+      `: the OpenAI APIs are served under ${pathForDetail(`${base}/openai/v1`)}, not under the Anthropic base ` +
+      "…/anthropic: give the OpenAI client that base URL (AGL_OPENAI_BASE_URL)"
+    );
+  }
+  return "";
 }
 
 /** `POST /proxy/pause`, `POST /proxy/resume` and `GET /proxy/state`, each answering the cluster's pause state. */
