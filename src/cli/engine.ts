@@ -192,34 +192,41 @@ export function registerEngine(program: Command): void {
     .option("--tool-call-parser <name>", "hermes, llama3_json, qwen3_coder, mistral, deepseek_v3 or pythonic", "hermes")
     .option("--reasoning-parser <name>", "deepseek_r1 or qwen3: answer <think> text as message.reasoning")
     .option("--shutdown-grace-seconds <s>", "on SIGTERM, seconds in-flight requests get (default 30)", Number)
-    .action(async (flags: Record<string, unknown>) => {
-      const parsed = EngineServeConfigSchema.safeParse({
-        model: flags.model ?? (flags.engine === "torch" ? TORCH_DEFAULT_MODEL : undefined),
-        host: flags.host,
-        port: flags.port,
-        seed: flags.seed,
-        decode_threads: flags.decodeThreads,
-        model_name: flags.modelName,
-        log_level: flags.logLevel,
-        checkpoint_root: flags.checkpointRoot,
-        shutdown_grace_seconds: flags.shutdownGraceSeconds,
-        tool_call_parser: flags.toolCallParser,
-        reasoning_parser: flags.reasoningParser,
-      });
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new CliError(`--${String(issue?.path[0] ?? "").replaceAll("_", "-")}: ${issue?.message}`);
-      }
-      if (flags.engine !== "embedded" && flags.engine !== "torch")
-        throw new CliError(`--engine ${String(flags.engine)}: expected embedded or torch`);
-      if (flags.engine === "torch" && parsed.data.decode_threads !== 1)
-        throw new CliError(
-          `--decode-threads ${parsed.data.decode_threads} with --engine torch: the embedded engine's setting; the ` +
-            "torch engine samples with PyTorch's own threads or vLLM",
-        );
-      const key = resolveKey("engine serve", flags as { key?: string; keyFile?: string }, process.env);
-      await serve(Object.freeze(parsed.data), flags.engine, torchConfigFromFlags(flags), key);
-    });
+    .action(serveFromFlags);
+}
+
+/**
+ * `engine serve`'s action: checks the flags and serves.
+ * @param flags - commander's parsed flags
+ * @throws {CliError} naming the first bad flag
+ */
+async function serveFromFlags(flags: Record<string, unknown>): Promise<void> {
+  const parsed = EngineServeConfigSchema.safeParse({
+    model: flags.model ?? (flags.engine === "torch" ? TORCH_DEFAULT_MODEL : undefined),
+    host: flags.host,
+    port: flags.port,
+    seed: flags.seed,
+    decode_threads: flags.decodeThreads,
+    model_name: flags.modelName,
+    log_level: flags.logLevel,
+    checkpoint_root: flags.checkpointRoot,
+    shutdown_grace_seconds: flags.shutdownGraceSeconds,
+    tool_call_parser: flags.toolCallParser,
+    reasoning_parser: flags.reasoningParser,
+  });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new CliError(`--${String(issue?.path[0] ?? "").replaceAll("_", "-")}: ${issue?.message}`);
+  }
+  if (flags.engine !== "embedded" && flags.engine !== "torch")
+    throw new CliError(`--engine ${String(flags.engine)}: expected embedded or torch`);
+  if (flags.engine === "torch" && parsed.data.decode_threads !== 1)
+    throw new CliError(
+      `--decode-threads ${parsed.data.decode_threads} with --engine torch: the embedded engine's setting; the ` +
+        "torch engine samples with PyTorch's own threads or vLLM",
+    );
+  const key = resolveKey("engine serve", flags as { key?: string; keyFile?: string }, process.env);
+  await serve(Object.freeze(parsed.data), flags.engine, torchConfigFromFlags(flags), key);
 }
 
 /**
