@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     server = make_server(worker, args.host, args.port)
     host, port = server.server_address[:2]
-    print(f"arclight-torch: {policy.ranks.world_size} rank(s), rank 0 serves", file=sys.stderr, flush=True)
+    if policy.ranks.world_size > 1:
+        print(f"arclight-torch: {policy.ranks.world_size} ranks, rank 0 serves", file=sys.stderr, flush=True)
     print(f"arclight-torch listening on http://{host}:{port}", flush=True)
     if "LOCAL_RANK" not in os.environ:
         watch_parent(server.shutdown)

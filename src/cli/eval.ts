@@ -129,13 +129,13 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
   const engine = await loadEngine(checkpoint);
   const config = agentConfig(flags);
   checkEnvMapPaths(items, config, flags.data);
+  const logger = pino({ level: logLevel(flags.logLevel) });
   if (flags.config === undefined) {
     console.error(
       "arclight eval: no --config: running the bundled calculator agent (examples/calculator/train.yaml); " +
         "give --config YOUR_TRAIN.yaml to run your own agent",
     );
   }
-  const logger = pino({ level: logLevel(flags.logLevel) });
   const workDir = mkdtempSync(join(tmpdir(), "arclight-eval-"));
   const interrupt = listenForInterrupt("eval", "stopping the agents, engine and gateway");
   const stackOptions: StackOptions = {
