@@ -10,6 +10,7 @@ import { GatewayClient } from "../../gateway/client.js";
 import { startTestGateway, type TestGateway } from "../../gateway/testing/serve.js";
 import type { Rollout, RolloutCreateInput } from "../../protocol/index.js";
 import type { Store } from "../../store/store.js";
+import { pollUntil } from "../../testing/poll.js";
 import { type ControllerConfigInput, ControllerConfigSchema } from "../config.js";
 import { LocalController, type LocalControllerOptions } from "../reconcile.js";
 
@@ -35,21 +36,6 @@ export interface ControllerHarness {
   close(): Promise<void>;
 }
 
-/** Polls `probe` every 20 ms until it returns a value other than undefined; fails after `timeoutMs`. */
-async function pollUntil<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /**
  * Starts a harness. Agents inherit only PATH (plus whatever `baseEnv` adds).
  * @param baseEnv - extra environment of every agent
@@ -63,7 +49,8 @@ export async function startHarness(baseEnv: Record<string, string> = {}, store?:
   const logger = pino({ level: process.env.ARCLIGHT_TEST_LOG ?? "silent" });
   const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...baseEnv };
 
-  const waitFor: ControllerHarness["waitFor"] = pollUntil;
+  const waitFor: ControllerHarness["waitFor"] = (what, probe, timeoutMs = 30_000) =>
+    pollUntil(what, probe, timeoutMs, 20);
   const controllerWith: ControllerHarness["controllerWith"] = (killPoints, overrides = {}) => {
     const config = ControllerConfigSchema.parse({
       gateway_url: gateway.url,

@@ -8,6 +8,7 @@ import { type Logger, pino } from "pino";
 import { GatewayClient } from "../../../gateway/client.js";
 import { startTestGateway, type TestGateway } from "../../../gateway/testing/serve.js";
 import type { Rollout, RolloutCreateInput } from "../../../protocol/index.js";
+import { pollUntil } from "../../../testing/poll.js";
 import { type ControllerConfigInput, ControllerConfigSchema } from "../../config.js";
 import { K8sController, type K8sControllerOptions } from "../controller.js";
 import { MANAGED_BY_SELECTOR } from "../job-manifest.js";
@@ -59,18 +60,8 @@ export interface K8sHarness {
 }
 
 /** Polls `probe` every 25 ms until it returns a value other than undefined; fails after `timeoutMs`. */
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
+  return pollUntil(what, probe, timeoutMs, 25);
 }
 
 /** A pino logger whose JSON lines are pushed onto `logs`. */
