@@ -14,6 +14,7 @@ import { CliError } from "./cli-error.js";
 import { positiveInt } from "./common-flags.js";
 import { resolveKey } from "./key-source.js";
 import { breakLine, describeBreaks, type MergeBreakText } from "./merge-break-text.js";
+import { readableJson } from "./readable-json.js";
 import { renderSpanTree } from "./span-tree-text.js";
 
 /** Flags of `arclight inspect` as commander hands them over. */
@@ -184,7 +185,7 @@ export function registerInspect(program: Command): void {
           maxResponse: positiveInt("--max-response", flags.maxResponse),
           rewardFillna,
         });
-        process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+        process.stdout.write(`${readableJson(report)}\n`);
         // The breaks once more as text on stderr, where a terminal shows them under the JSON.
         for (const entry of report.mismatches) console.error(`arclight inspect: ${breakLine(entry)}`);
       } finally {
