@@ -79,6 +79,36 @@ describe("trainer loop", () => {
     expect(summary.metrics.some((m) => (m["async/carried_over"] ?? 0) > 0)).toBe(true);
   });
 
+  it("async admits groups by the staleness budget: slow groups are waited for and trained, none dropped", async () => {
+    const s = await stack();
+    const cfg = config({
+      train_batch_size: 1,
+      total_steps: 6,
+      async: { enabled: true, async_train_batch_size: 3, max_staleness: 1 },
+    });
+    // Inputs 0 and 3 are slow (1.2 s before and after their call) and rewarded 1; the rest answer at once, reward 0.
+    // Six steps of one group use all six inputs exactly once, so every launched group must train.
+    const trainData = Array.from({ length: 6 }, (_, i) => ({
+      index: i,
+      input: i % 3 === 0 ? { prompt: `say a ${i}`, sleep_ms: 1200, sleep_sigma: 0, reward: 1 } : { reward: 0 },
+    }));
+    const summary = await runTraining(options(s, { config: cfg, trainData }));
+    expect(summary.steps).toBe(6);
+    const slowSteps = summary.metrics.filter((m) => m["reward/all_rollouts_mean"] === 1);
+    expect(slowSteps).toHaveLength(2);
+    for (const m of summary.metrics) {
+      expect(m["async/stale_groups_dropped"]).toBe(0);
+      expect(m["staleness/group_max"]).toBeLessThanOrEqual(1);
+      expect(m["staleness/max"]).toBeLessThanOrEqual(1);
+      // (max_staleness + 1) · train_batch_size = 2 groups in flight at most, one trained: one carried over.
+      expect(m["async/carried_over"]).toBeLessThanOrEqual(1);
+    }
+    const written = readMetrics(join(s.dir, "runs", "loop"));
+    expect(written.map((m) => m["staleness/group_mean"])).toEqual(
+      summary.metrics.map((m) => m["staleness/group_mean"]),
+    );
+  });
+
   it("sync with mismatch.recompute_old_logprobs recomputes π_old and reports the mismatch of the same weights as ~0", async () => {
     const s = await stack();
     const cfg = config({

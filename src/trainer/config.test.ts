@@ -74,6 +74,12 @@ describe("trainer config", () => {
     expect(TrainerConfigSchema.safeParse({ async: { enabled: true, async_train_batch_size: 9 } }).success).toBe(true);
   });
 
+  it("requires max_staleness of at least 1 when async is enabled (0 would admit one step's groups: sync)", () => {
+    const zero = { train_batch_size: 2, async: { enabled: true, async_train_batch_size: 4, max_staleness: 0 } };
+    expect(() => parseTrainerConfig(zero)).toThrow(/async\.max_staleness: must be at least 1 when async is enabled/);
+    expect(parseTrainerConfig({ async: { enabled: false, max_staleness: 0 } }).async.max_staleness).toBe(0);
+  });
+
   it("refuses a controller section whose rollouts the gateway would refuse: both launchers, or a bad env name", () => {
     const both = { controller: { command: ["python3", "a.py"], agent_class: "a.js:A" } };
     expect(() => parseTrainerConfig(both)).toThrow(/controller\.agent_class: set command or agent_class, not both/);

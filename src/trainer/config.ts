@@ -354,13 +354,17 @@ export const AsyncConfigSchema = z.strictObject({
     .int()
     .min(1)
     .default(16)
-    .describe("Groups kept in flight (must exceed train_batch_size when enabled)"),
+    .describe(
+      "Most groups kept in flight (must exceed train_batch_size when enabled); the staleness budget caps it at (max_staleness + 1) × train_batch_size",
+    ),
   max_staleness: z
     .number()
     .int()
     .min(0)
     .default(1)
-    .describe("Policy versions a trained rollout may lag behind the current policy (versions)"),
+    .describe(
+      "Policy versions a trained rollout may lag behind the current policy (versions); groups are launched only while each can train within it (at least 1 when enabled)",
+    ),
 });
 
 /** A thread count of the embedded engine: an integer from 1 to {@link MAX_TRAIN_THREADS}, default 1. */
@@ -546,6 +550,14 @@ export const TrainerConfigSchema = z
         code: "custom",
         path: ["async", "async_train_batch_size"],
         message: `must exceed train_batch_size (${config.train_batch_size}) when async is enabled`,
+      });
+    }
+    // The budget admits (max_staleness + 1) · train_batch_size groups in flight: with 0, one step's worth, i.e. sync.
+    if (config.async.enabled && config.async.max_staleness === 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["async", "max_staleness"],
+        message: "must be at least 1 when async is enabled (0 admits only train_batch_size groups in flight: sync)",
       });
     }
     if (config.dynamic_sampling.enabled && config.async.enabled) {

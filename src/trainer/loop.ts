@@ -31,7 +31,8 @@ import { type MismatchStats, mismatchSettingsOf, withMismatchCorrection } from "
 import { lacksLogprobs, withRecomputedLogprobs } from "./missing-logprobs.js";
 import { type GroupPlan, GroupTracker, planGroup, trainGroupId } from "./rollout-groups.js";
 import type { PolicyServing } from "./serving.js";
-import { toEngineRow } from "./training-row.js";
+import { chooseWithinBudget, inFlightLimit, lagStats, pastDeadline, type StalenessBudget } from "./staleness.js";
+import { toEngineRow, trainableTokens } from "./training-row.js";
 import { runValidation, type ValidationRow } from "./validation.js";
 
 /** Receives each step's metrics (console table, progress bar); see console-report.ts. */
@@ -155,7 +156,10 @@ interface LoopRun {
   anySucceeded: boolean;
 }
 
-/** The groups a step trains on, how many stale ones were dropped while waiting, and dynamic sampling's cost. */
+/**
+ * The groups a step trains on, how many pending groups were dropped as past saving (only after a resume with a
+ * tighter budget), and dynamic sampling's cost.
+ */
 interface ChosenGroups {
   chosen: FinishedGroup[];
   staleGroupsDropped: number;
@@ -315,12 +319,15 @@ async function collectGroups(run: LoopRun): Promise<ChosenGroups> {
 }
 
 /**
- * 3. Launch groups: sync keeps train_batch_size in flight, async async_train_batch_size, never more than the
- * remaining steps can use.
+ * 3. Launch groups: sync keeps train_batch_size in flight; async admits groups by the staleness budget, at most
+ * (max_staleness + 1) · train_batch_size and async_train_batch_size in flight ({@link inFlightLimit}), so each can
+ * train within max_staleness versions; never more than the remaining steps can use.
  */
 async function launchGroups(run: LoopRun): Promise<void> {
   const { config } = run;
-  const inFlight = config.async.enabled ? config.async.async_train_batch_size : config.train_batch_size;
+  const inFlight = config.async.enabled
+    ? inFlightLimit(stalenessBudget(config), config.async.async_train_batch_size)
+    : config.train_batch_size;
   const stillNeeded = (run.totalSteps - run.step) * config.train_batch_size;
   while (run.pending.length < Math.min(inFlight, stillNeeded)) await launchOneGroup(run);
 }
@@ -341,36 +348,38 @@ function syncChoice(complete: readonly GroupPlan[], pending: readonly GroupPlan[
   return pending.length > 0 && complete.length === pending.length ? [...complete] : null;
 }
 
-/** Async: the step trains on the first train_batch_size complete groups (launch order), never a split group. */
-function asyncChoice(complete: readonly GroupPlan[], pending: readonly GroupPlan[], batchSize: number) {
-  return pending.length > 0 && complete.length >= Math.min(batchSize, pending.length)
-    ? complete.slice(0, batchSize)
-    : null;
-}
-
-/** Drops complete groups whose policy lag exceeds max_staleness (they are replaced by new launches). @returns count */
-function dropStaleGroups(run: LoopRun, finished: Map<string, FinishedGroup>): number {
-  const stale = [...finished.values()].filter(
-    (g) => g.oldestVersion !== null && run.policyVersion - g.oldestVersion > run.config.async.max_staleness,
-  );
-  for (const group of stale) {
-    finished.delete(group.plan.groupId);
-    run.tracker.forget(group.plan);
-    run.pending = run.pending.filter((p) => p.groupId !== group.plan.groupId);
-    run.log.warn({ groupId: group.plan.groupId, oldestVersion: group.oldestVersion }, "dropped stale group");
-  }
-  return stale.length;
+/** The staleness budget of a config: B = train_batch_size groups per step, η = async.max_staleness versions. */
+function stalenessBudget(config: Readonly<TrainerConfig>): StalenessBudget {
+  return { trainBatchSize: config.train_batch_size, maxStaleness: config.async.max_staleness };
 }
 
 /**
- * 4. Wait. Sync: every launched group ({@link syncChoice}). Async: the first train_batch_size complete groups
- * ({@link asyncChoice}) whose policy lag is within max_staleness; stale complete groups are dropped and replaced; the
- * rest carry over.
+ * Drops the pending groups that cannot train within max_staleness whatever the step does ({@link pastDeadline}):
+ * never under the admission bound, only after a resume with a smaller max_staleness or train_batch_size.
+ * @returns how many were dropped
+ */
+function dropPastDeadline(run: LoopRun): number {
+  const doomed = pastDeadline(run.pending, run.policyVersion, stalenessBudget(run.config));
+  const doomedIds = new Set(doomed.map((plan) => plan.groupId));
+  for (const plan of doomed) {
+    run.tracker.forget(plan);
+    const deadline = plan.launchVersion + run.config.async.max_staleness;
+    run.log.warn({ groupId: plan.groupId, launchVersion: plan.launchVersion, deadline }, "dropped group past deadline");
+  }
+  run.pending = run.pending.filter((plan) => !doomedIds.has(plan.groupId));
+  return doomed.length;
+}
+
+/**
+ * 4. Wait. Sync: every launched group ({@link syncChoice}). Async: the first train_batch_size complete groups in
+ * launch order, once training them leaves every other pending group able to train within max_staleness
+ * ({@link chooseWithinBudget}); the rest carry over. Slow groups are waited for, never dropped (see staleness.ts).
  */
 async function waitForGroups(run: LoopRun): Promise<ChosenGroups> {
   const { config, options, tracker } = run;
   const finished = new Map<string, FinishedGroup>();
-  let staleGroupsDropped = 0;
+  const staleGroupsDropped = config.async.enabled ? dropPastDeadline(run) : 0;
+  if (staleGroupsDropped > 0) await launchGroups(run);
   for (;;) {
     options.signal?.throwIfAborted();
     await tracker.poll();
@@ -379,13 +388,12 @@ async function waitForGroups(run: LoopRun): Promise<ChosenGroups> {
         finished.set(plan.groupId, await readFinishedGroup(options.client, tracker, plan, config));
       }
     }
-    const dropped = dropStaleGroups(run, finished);
-    staleGroupsDropped += dropped;
-    if (dropped > 0) await launchGroups(run);
-    const complete = run.pending.filter((p) => finished.has(p.groupId));
     const plans = config.async.enabled
-      ? asyncChoice(complete, run.pending, config.train_batch_size)
-      : syncChoice(complete, run.pending);
+      ? chooseWithinBudget(run.pending, (p) => finished.has(p.groupId), run.policyVersion, stalenessBudget(config))
+      : syncChoice(
+          run.pending.filter((p) => finished.has(p.groupId)),
+          run.pending,
+        );
     if (plans !== null) {
       const chosenIds = new Set(plans.map((p) => p.groupId));
       run.pending = run.pending.filter((p) => !chosenIds.has(p.groupId));
@@ -533,7 +541,11 @@ interface StepRecord {
 function recordStep(run: LoopRun, record: StepRecord): void {
   const { chosen, staleGroupsDropped } = record.groups;
   const { batch, updates } = record.update;
-  const versions = chosen.flatMap((g) => (g.oldestVersion === null ? [] : [g.oldestVersion]));
+  const lag = lagStats(
+    record.versionAtTrain,
+    batch.rows.map((row) => ({ policyVersions: row.policyVersions, tokens: trainableTokens(row) })),
+    chosen.map((g) => g.oldestVersion),
+  );
   const metrics = stepMetrics(
     {
       step: run.step,
@@ -544,7 +556,7 @@ function recordStep(run: LoopRun, record: StepRecord): void {
       failedDropped: chosen.reduce((a, g) => a + g.failedDropped, 0),
       staleGroupsDropped,
       carriedOver: run.pending.length,
-      maxStaleness: versions.length === 0 ? 0 : record.versionAtTrain - Math.min(...versions),
+      lag,
       waitS: record.waitS,
       drainS: record.update.drainS,
       updateS: record.update.updateS,

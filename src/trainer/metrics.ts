@@ -9,6 +9,7 @@ import { makeDirs } from "../fs/make-dirs.js";
 import type { BatchCounts } from "./batch.js";
 import { type SamplingCost, samplingMetrics } from "./dynamic-sampling.js";
 import type { MismatchStats } from "./mismatch.js";
+import type { LagStats } from "./staleness.js";
 
 /** One step's metrics; keys are slash-namespaced, values numbers (null where not measured this step). */
 export type StepMetrics = Record<string, number | null>;
@@ -25,11 +26,14 @@ export interface StepFacts {
   /** Rollouts that failed (agent crash, timeout), and how many of them were dropped. */
   failedRollouts: number;
   failedDropped: number;
-  /** Async: groups dropped for exceeding max_staleness, groups carried over to the next step. */
+  /**
+   * Async: pending groups dropped as unable to train within max_staleness (only after a resume with a tighter
+   * budget; see staleness.ts), groups carried over to the next step.
+   */
   staleGroupsDropped: number;
   carriedOver: number;
-  /** Largest policy-version lag among trained rows (versions); 0 in sync mode. */
-  maxStaleness: number;
+  /** Policy lag (versions) of the trained tokens and groups; 0 throughout in sync mode. */
+  lag: LagStats;
   /** Seconds waiting for rollouts, draining the proxy, updating weights, and the whole step. */
   waitS: number;
   drainS: number;
@@ -121,7 +125,12 @@ export function stepMetrics(facts: StepFacts, counts: BatchCounts): StepMetrics 
     "mismatch/ratio_p95": facts.mismatch?.ratioP95 ?? null,
     "mismatch/masked_fraction": facts.mismatch?.maskedFraction ?? null,
     "mismatch/masked_rows": facts.mismatch?.maskedRows ?? null,
-    "staleness/max": facts.maxStaleness,
+    "staleness/min": facts.lag.tokenMin,
+    "staleness/mean": facts.lag.tokenMean,
+    "staleness/max": facts.lag.tokenMax,
+    "staleness/group_min": facts.lag.groupMin,
+    "staleness/group_mean": facts.lag.groupMean,
+    "staleness/group_max": facts.lag.groupMax,
     late_rewards_missed: facts.lateRewardsMissed,
     ...samplingMetrics(facts.sampling),
     ...rewardMetrics(counts),

@@ -18,6 +18,7 @@ const PREFERRED = [
   "grad_norm",
   "tokens_per_s",
   "staleness/max",
+  "staleness/mean",
   "mismatches",
   "loss",
   "time/step_s",
