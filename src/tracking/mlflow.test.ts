@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { configParams, MlflowTracker } from "./mlflow.js";
 import { FakeMlflow } from "./testing/fake-mlflow.js";
+import { TrackerSet } from "./tracker.js";
 
 const servers: FakeMlflow[] = [];
 afterEach(async () => {
@@ -51,6 +52,41 @@ describe("MLflow tracker (REST API)", () => {
     await tracker.finish("failed");
     expect(mlflow.runs.get(tracker.id())!.info).toMatchObject({ experiment_id: "7", status: "FAILED" });
     expect(mlflow.calls).not.toContain("POST /api/2.0/mlflow/experiments/create");
+  });
+
+  it("without an artifact store skips only tables, with one warning: metrics, params, tags and status go on", async () => {
+    for (const setup of [
+      (m: FakeMlflow) => {
+        m.artifactRoot = "./mlruns"; // --no-serve-artifacts: a root the server does not serve
+      },
+      (m: FakeMlflow) => {
+        m.servesArtifacts = false; // mlflow-artifacts: URI, but no artifact routes: uploads answer 404
+      },
+    ]) {
+      const mlflow = await server();
+      setup(mlflow);
+      const warnings: unknown[][] = [];
+      const log = { warn: (...args: unknown[]) => void warnings.push(args) };
+      const tracker = new MlflowTracker(mlflow.url, "agents", "run-d", "", Date.now, log as never);
+      const set = new TrackerSet([tracker]);
+      set.start({ loss: { clip_low: 0.2 } });
+      set.logMetrics(1, { "reward/mean": 0.5 });
+      set.logTable("validation", 1, { columns: ["reward"], rows: [[1]] });
+      set.logMetrics(2, { "reward/mean": 0.75 });
+      set.logTable("validation", 2, { columns: ["reward"], rows: [[0]] });
+      set.logSummary("checkpoint_path", "/runs/d/step-2");
+      await set.finish("finished");
+
+      const run = mlflow.runs.get(tracker.id())!;
+      expect(run.info.status).toBe("FINISHED");
+      expect(run.params).toEqual({ "loss.clip_low": "0.2" });
+      expect(run.metrics["reward/mean"]!.map((m) => m.value)).toEqual([0.5, 0.75]);
+      expect(run.tags["arclight.checkpoint_path"]).toBe("/runs/d/step-2");
+      expect(run.tags["mlflow.loggedArtifacts"]).toBeUndefined();
+      expect(mlflow.artifacts.size).toBe(0);
+      expect(warnings).toHaveLength(1);
+      expect(tracker.tablesSkipped()).toMatch(/mlruns|answered 404/);
+    }
   });
 
   it("fails with the server's answer when the server refuses", async () => {

@@ -1,10 +1,11 @@
 /**
  * @module An MLflow run through the tracking server's REST API: the experiment (found by name, else created), a run,
  * the config as params (flattened, dotted keys), every step's metrics by `log-batch`, validation tables as
- * `mlflow.log_table`-style JSON artifacts (when the server proxies artifacts), the checkpoint path as a tag, and the
- * end by `runs/update`.
+ * `mlflow.log_table`-style JSON artifacts (when the server proxies artifacts; else tables alone are skipped, with one
+ * warning), the checkpoint path as a tag, and the end by `runs/update`.
  * @see https://mlflow.org/docs/latest/api_reference/rest-api.html
  */
+import type { Logger } from "pino";
 import { requestJson } from "./http-json.js";
 import type { TrackedTable, Tracker } from "./tracker.js";
 
@@ -40,6 +41,8 @@ export class MlflowTracker implements Tracker {
   private runId = "";
   private artifactUri = "";
   private readonly loggedTables: { path: string; type: "table" }[] = [];
+  /** Why tables are not uploaded (the server serves no artifact store); null while they are. */
+  private artifactsOff: string | null = null;
 
   /**
    * @param trackingUri - the server, `http(s)://host:port` (a trailing `/` is fine)
@@ -47,6 +50,7 @@ export class MlflowTracker implements Tracker {
    * @param runName - the run's name (`mlflow.runName`)
    * @param token - bearer token (`MLFLOW_TRACKING_TOKEN`), or empty
    * @param nowMs - the clock of timestamps
+   * @param log - where the one warning goes when the server has no artifact store for tables
    */
   constructor(
     private readonly trackingUri: string,
@@ -54,7 +58,13 @@ export class MlflowTracker implements Tracker {
     private readonly runName: string,
     private readonly token = "",
     private readonly nowMs: () => number = Date.now,
+    private readonly log?: Pick<Logger, "warn">,
   ) {}
+
+  /** @returns why tables are skipped (no artifact store on the server), or null while they are uploaded */
+  tablesSkipped(): string | null {
+    return this.artifactsOff;
+  }
 
   /** @returns the run's id once started, else empty */
   id(): string {
@@ -92,30 +102,43 @@ export class MlflowTracker implements Tracker {
   /**
    * Uploads the table as `<key>/step_<step>.json` in pandas' split layout (`{columns, data}`), as `mlflow.log_table`
    * writes it, and lists it in the `mlflow.loggedArtifacts` tag so the UI's evaluation view shows it. Needs a server
-   * that proxies artifacts (`mlflow-artifacts:` artifact URI, the default of `mlflow server` since 2.0).
-   * @throws {Error} when the run's artifact store is not proxied by the server
+   * that proxies artifacts (`mlflow-artifacts:` artifact URI, the default of `mlflow server` since 2.0). A server
+   * without one (another artifact URI, or an upload it refuses) gets no tables from then on, with one warning; its
+   * metrics, params, tags and run status go on.
    */
   async logTable(key: string, step: number, table: TrackedTable): Promise<void> {
+    if (this.artifactsOff !== null) return;
     const prefix = "mlflow-artifacts:/";
     if (!this.artifactUri.startsWith(prefix)) {
-      throw new Error(
-        `artifact URI ${this.artifactUri} is not served by the tracking server; tables need --serve-artifacts`,
-      );
+      return this.skipTables(`artifact URI ${this.artifactUri || "(none)"} is not served by the tracking server`);
     }
     const path = `${key}/step_${step}.json`;
     const location = `${this.artifactUri.slice(prefix.length).replace(/^\/+/, "")}/${path}`;
     const url = new URL(`api/2.0/mlflow-artifacts/artifacts/${location}`, this.base());
-    await requestJson(url.href, {
-      method: "PUT",
-      headers: this.auth(),
-      body: { columns: table.columns, data: table.rows },
-    });
+    try {
+      await requestJson(url.href, {
+        method: "PUT",
+        headers: this.auth(),
+        body: { columns: table.columns, data: table.rows },
+      });
+    } catch (err) {
+      return this.skipTables((err as Error).message);
+    }
     this.loggedTables.push({ path, type: "table" });
     await this.call("POST", "runs/set-tag", {
       run_id: this.runId,
       key: "mlflow.loggedArtifacts",
       value: JSON.stringify(this.loggedTables),
     });
+  }
+
+  /** Turns table uploads off for the rest of the run, warning once. */
+  private skipTables(reason: string): void {
+    this.artifactsOff = reason;
+    this.log?.warn(
+      { tracker: this.tool, reason },
+      "MLflow server has no artifact store for this run: tables are not uploaded; metrics, params and status go on",
+    );
   }
 
   async logSummary(key: string, value: string): Promise<void> {

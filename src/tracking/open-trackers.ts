@@ -30,7 +30,8 @@ export function openTrackers(config: TrackingConfig, runName: string, env: Track
     trackers.push(new WandbTracker(baseUrl, env.WANDB_API_KEY ?? "", wandb.project, wandb.entity, runName));
   }
   if (mlflow.tracking_uri !== "") {
-    trackers.push(new MlflowTracker(mlflow.tracking_uri, mlflow.experiment, runName, env.MLFLOW_TRACKING_TOKEN ?? ""));
+    const token = env.MLFLOW_TRACKING_TOKEN ?? "";
+    trackers.push(new MlflowTracker(mlflow.tracking_uri, mlflow.experiment, runName, token, Date.now, log));
   }
   if (tensorboard.dir !== "") trackers.push(new TensorboardTracker(tensorboard.dir, runName));
   return new TrackerSet(trackers, log);

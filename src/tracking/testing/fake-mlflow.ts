@@ -36,6 +36,13 @@ export class FakeMlflow {
   readonly calls: string[] = [];
   /** Answer every call with this status (a server that is down or refuses), when set. */
   failWith: number | null = null;
+  /**
+   * The artifact root of new runs: `mlflow-artifacts:` (served, the default of `mlflow server` since 2.0), or a path
+   * the server does not serve (`mlflow server --no-serve-artifacts` with a local or bucket root, e.g. `./mlruns`).
+   */
+  artifactRoot = "mlflow-artifacts:";
+  /** Whether the mlflow-artifacts routes exist (`--no-serve-artifacts` leaves them out: Flask's 404 page). */
+  servesArtifacts = true;
 
   private constructor(
     private readonly server: Server,
@@ -69,6 +76,10 @@ export class FakeMlflow {
     const body = text === "" ? {} : JSON.parse(text);
     const artifactPrefix = "/api/2.0/mlflow-artifacts/artifacts/";
     if (req.method === "PUT" && url.pathname.startsWith(artifactPrefix)) {
+      if (!this.servesArtifacts) {
+        res.writeHead(404, { "content-type": "text/html" });
+        return void res.end("<!doctype html><title>404 Not Found</title><h1>Not Found</h1>");
+      }
       this.artifacts.set(url.pathname.slice(artifactPrefix.length), body);
       return send(200, {});
     }
@@ -104,7 +115,7 @@ export class FakeMlflow {
           run_name: body.run_name,
           status: "RUNNING",
           start_time: body.start_time,
-          artifact_uri: `mlflow-artifacts:/${body.experiment_id}/${runId}/artifacts`,
+          artifact_uri: `${this.artifactRoot}/${body.experiment_id}/${runId}/artifacts`,
         };
         const tags = Object.fromEntries((body.tags ?? []).map((t: { key: string; value: string }) => [t.key, t.value]));
         this.runs.set(runId, { info, params: {}, tags, metrics: {} });
