@@ -27,8 +27,10 @@ describe("tracking flags and config", () => {
     expect(raw).toEqual({ tracking: { mlflow: { experiment: "from-yaml" }, wandb: { entity: "team" } } });
   });
 
-  it("refuses an unknown tracking key and W&B's offline mode, naming them", () => {
+  it("refuses an unknown tracking key or W&B mode, naming them; takes W&B's offline mode by flag", () => {
     expect(() => parseTrainerConfig({ tracking: { wandb: { projekt: "x" } } })).toThrow(/projekt/);
-    expect(() => parseTrainerConfig({ tracking: { wandb: { mode: "offline" } } })).toThrow(/mode/);
+    expect(() => parseTrainerConfig({ tracking: { wandb: { mode: "later" } } })).toThrow(/mode/);
+    const out = applyTrackingFlags({}, { wandbProject: "p", wandbMode: "offline" });
+    expect(TrackingConfigSchema.parse(out.tracking).wandb).toEqual({ project: "p", entity: "", mode: "offline" });
   });
 });

@@ -1,6 +1,7 @@
 /**
  * @module The experiment-tracking flags of `arclight train`, `sft`, `apo` and `demo` (`--tensorboard-dir`,
- * `--mlflow-tracking-uri`, `--mlflow-experiment`, `--wandb-project`, `--wandb-entity`), and the trackers a command opens.
+ * `--mlflow-tracking-uri`, `--mlflow-experiment`, `--wandb-project`, `--wandb-entity`, `--wandb-mode`), and the trackers
+ * a command opens.
  */
 import type { Command } from "commander";
 import type { Logger } from "pino";
@@ -15,6 +16,7 @@ export interface TrackingFlags {
   mlflowExperiment?: string;
   wandbProject?: string;
   wandbEntity?: string;
+  wandbMode?: string;
 }
 
 /** Flag → `tracking` key it sets. */
@@ -24,6 +26,7 @@ const FLAG_KEYS: readonly [keyof TrackingFlags, "tensorboard" | "mlflow" | "wand
   ["mlflowExperiment", "mlflow", "experiment"],
   ["wandbProject", "wandb", "project"],
   ["wandbEntity", "wandb", "entity"],
+  ["wandbMode", "wandb", "mode"],
 ];
 
 /**
@@ -37,7 +40,8 @@ export function addTrackingOptions(command: Command): Command {
     .option("--mlflow-tracking-uri <url>", "log to this MLflow tracking server (tracking.mlflow.tracking_uri)")
     .option("--mlflow-experiment <name>", "MLflow experiment (tracking.mlflow.experiment)")
     .option("--wandb-project <name>", "log to this W&B project; key WANDB_API_KEY (tracking.wandb.project)")
-    .option("--wandb-entity <name>", "W&B entity (tracking.wandb.entity)");
+    .option("--wandb-entity <name>", "W&B entity (tracking.wandb.entity)")
+    .option("--wandb-mode <mode>", "online, offline (a run folder for `wandb sync`) or disabled (tracking.wandb.mode)");
 }
 
 /**

@@ -1,16 +1,17 @@
 /** @module Experiment tracking settings (`tracking:` in the trainer, SFT and APO YAML): W&B, MLflow, TensorBoard. */
 import { z } from "zod";
 
-/** Weights & Biases: a run per command, through W&B's HTTP API. */
+/** Weights & Biases: a run per command, through W&B's HTTP API or written offline for `wandb sync`. */
 export const WandbConfigSchema = z.strictObject({
   project: z.string().default("").describe("W&B project; empty: no W&B run"),
   entity: z.string().default("").describe("W&B entity (user or team); empty: the API key's default entity"),
   mode: z
-    .enum(["online", "disabled"])
+    .enum(["online", "offline", "disabled"])
     .default("online")
     .describe(
       "online: log through W&B's HTTP API (base URL WANDB_BASE_URL, default https://api.wandb.ai; key WANDB_API_KEY); " +
-        "disabled: no W&B run. W&B's offline mode is not offered (docs/tracking.md)",
+        "offline: write the run to WANDB_DIR/wandb/offline-run-* (default: the working directory) for `wandb sync`; " +
+        "disabled: no W&B run",
     ),
 });
 

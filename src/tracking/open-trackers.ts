@@ -5,16 +5,20 @@ import { MlflowTracker } from "./mlflow.js";
 import { TensorboardTracker } from "./tensorboard.js";
 import { type Tracker, TrackerSet } from "./tracker.js";
 import { WandbTracker } from "./wandb.js";
+import { WandbOfflineTracker } from "./wandb-offline.js";
 
 /** The environment variables the trackers read (W&B's and MLflow's own names). */
 export interface TrackingEnv {
   WANDB_API_KEY?: string;
   WANDB_BASE_URL?: string;
   MLFLOW_TRACKING_TOKEN?: string;
+  /** The folder that gets W&B's `wandb/` run folders in offline mode (W&B's own variable); default: the cwd. */
+  WANDB_DIR?: string;
 }
 
 /**
- * Opens the trackers of a run: W&B when `wandb.project` is set and its mode is online, MLflow when
+ * Opens the trackers of a run: W&B when `wandb.project` is set and its mode is online (HTTP API) or offline (a run
+ * folder for `wandb sync`), MLflow when
  * `mlflow.tracking_uri` is set, TensorBoard when `tensorboard.dir` is set.
  * @param config - the `tracking` section
  * @param runName - the run's name (TensorBoard's subfolder, MLflow's `runName`, W&B's display name)
@@ -28,6 +32,10 @@ export function openTrackers(config: TrackingConfig, runName: string, env: Track
   if (wandb.project !== "" && wandb.mode === "online") {
     const baseUrl = env.WANDB_BASE_URL ?? "https://api.wandb.ai";
     trackers.push(new WandbTracker(baseUrl, env.WANDB_API_KEY ?? "", wandb.project, wandb.entity, runName));
+  }
+  if (wandb.project !== "" && wandb.mode === "offline") {
+    const dir = env.WANDB_DIR || process.cwd();
+    trackers.push(new WandbOfflineTracker(dir, wandb.project, wandb.entity, runName));
   }
   if (mlflow.tracking_uri !== "") {
     const token = env.MLFLOW_TRACKING_TOKEN ?? "";
