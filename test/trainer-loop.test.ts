@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TrainRow } from "../src/engine/engine.js";
+import { loadLatestCheckpoint } from "../src/trainer/checkpoint.js";
 import { parseTrainerConfig, type TrainerConfigInput } from "../src/trainer/config.js";
 import { runTraining, type TrainLoopOptions } from "../src/trainer/loop.js";
 import { startTrainerStack, TEST_AGENT, type TrainerStack } from "./support/stack.js";
@@ -107,6 +108,27 @@ describe("trainer loop", () => {
     expect(written.map((m) => m["staleness/group_mean"])).toEqual(
       summary.metrics.map((m) => m["staleness/group_mean"]),
     );
+  });
+
+  it("a resume with a tighter staleness budget drops (and counts) only the pending groups past their deadline", async () => {
+    const s = await stack();
+    const loose = { train_batch_size: 1, total_steps: 6, checkpoint_interval: 1 };
+    await runTraining(
+      options(s, {
+        config: config({ ...loose, async: { enabled: true, async_train_batch_size: 4, max_staleness: 3 } }),
+        stopAfterSteps: 3,
+      }),
+    );
+    const saved = loadLatestCheckpoint(join(s.dir, "runs", "loop"))!.state;
+    expect(saved.policyVersion).toBe(3);
+    // With max_staleness 1 at version 3, every pending group has its deadline at 3 or before, with one place left.
+    expect(saved.pending.length).toBeGreaterThan(1);
+    const tight = config({ ...loose, async: { enabled: true, async_train_batch_size: 4, max_staleness: 1 } });
+    const resumed = await runTraining(options(s, { config: tight, resume: true }));
+    expect(resumed.steps).toBe(6);
+    expect(resumed.metrics[0]!["async/stale_groups_dropped"]).toBe(saved.pending.length - 1);
+    for (const m of resumed.metrics) expect(m["staleness/group_max"]).toBeLessThanOrEqual(1);
+    expect(resumed.metrics.slice(1).every((m) => m["async/stale_groups_dropped"] === 0)).toBe(true);
   });
 
   it("sync with mismatch.recompute_old_logprobs recomputes π_old and reports the mismatch of the same weights as ~0", async () => {
