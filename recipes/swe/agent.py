@@ -107,26 +107,27 @@ class SweAgent:
         return self.max_steps, "steps"
 
     def run_tool(self, box: Sandbox, task: SweTask, call: Any) -> str:
-        """Runs one `bash` call in the sandbox (traced as a tool-call span); a bad call comes back as an error text."""
-        name = call.function.name
-        with tool_call(name, {"gen_ai.tool.call.id": call.id, "gen_ai.tool.call.arguments": call.function.arguments}) as s:
-            try:
-                arguments = json.loads(call.function.arguments or "{}")
-            except json.JSONDecodeError as err:
-                arguments, text = None, f"error: arguments are not JSON ({err.msg})"
-            if arguments is None:
-                pass
-            elif name != "bash":
-                text = f"error: unknown tool {name!r}; the tools are bash and submit"
-            elif not isinstance(arguments, dict) or not isinstance(arguments.get("command"), str):
-                text = 'error: bash takes {"command": "<shell command>"}'
-            else:
-                done = box.exec(arguments["command"], timeout=task.timeout_seconds)
-                status = f"timed out after {task.timeout_seconds:g} s" if done.timed_out else f"exit code {done.exit_code}"
-                text = truncate(f"{status}\n{done.stdout}" + (f"\n[stderr]\n{done.stderr}" if done.stderr else ""),
-                                self.output_chars)
+        """Runs one tool call in the sandbox (traced as a tool-call span); a bad call comes back as an error text."""
+        with tool_call(call.function.name, {"gen_ai.tool.call.id": call.id,
+                                            "gen_ai.tool.call.arguments": call.function.arguments}) as s:
+            text = self.bash(box, task, call.function.name, call.function.arguments)
             s.set_attribute("gen_ai.tool.call.result", text[:2000])
         return text
+
+    def bash(self, box: Sandbox, task: SweTask, name: str, arguments_json: str | None) -> str:
+        """The tool result the model sees: `exit code N` (or the time-out), stdout, then stderr, cut to size."""
+        if name != "bash":
+            return f"error: unknown tool {name!r}; the tools are bash and submit"
+        try:
+            arguments = json.loads(arguments_json or "{}")
+        except json.JSONDecodeError as err:
+            return f"error: arguments are not JSON ({err.msg})"
+        if not isinstance(arguments, dict) or not isinstance(arguments.get("command"), str):
+            return 'error: bash takes {"command": "<shell command>"}'
+        done = box.exec(arguments["command"], timeout=task.timeout_seconds)
+        status = f"timed out after {task.timeout_seconds:g} s" if done.timed_out else f"exit code {done.exit_code}"
+        stderr = f"\n[stderr]\n{done.stderr}" if done.stderr else ""
+        return truncate(f"{status}\n{done.stdout}{stderr}", self.output_chars)
 
 
 def report(task: SweTask, graded: Grade, extra: dict[str, Any]) -> None:

@@ -3,6 +3,8 @@
     python -m recipes.swe.measure sandbox [--n 20]         # median sandbox start, reset and `exec true` times
     python -m recipes.swe.measure watch DIR... > before.json  # digest of watched host paths, leftover sandboxes
     python -m recipes.swe.measure compare before.json after.json
+    python -m recipes.swe.measure scripted [--tasks 20] [--pool 4]  # SweAgent, real gateway + controller, a model
+                                                                     # that applies each task's reference fix
 
 `watch` records, for each DIR, the SHA-256 of every file (path, size, mode, contents), and the sandbox directories
 (`arclight-sandbox-*` in the temp dir) and pids cgroups that exist; `compare` prints what changed.
@@ -14,6 +16,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -41,6 +44,50 @@ def sandbox_times(n: int) -> dict[str, float]:
             execs.append(box.exec("true").seconds)
     return {"n": n, "start_median_s": round(statistics.median(starts), 3), "reset_median_s": round(statistics.median(resets), 3),
             "exec_true_median_s": round(statistics.median(execs), 3)}
+
+
+def scripted_run(count: int, pool: int) -> dict[str, object]:
+    """`SweAgent` on `count` val tasks through a real gateway and controller (child processes of this checkout's
+    CLI, `ARCLIGHT_CLI` or dist/), with a scripted model that applies the reference fix with a bash call, runs the
+    tests and submits: the harness's own throughput, without a model's time."""
+    from arclight_agent.testing import Controller, Gateway
+    from recipes.testing.scripted_model import Answer, ScriptedModel, tool_results
+
+    repo = HERE.parents[1]
+    os.environ.setdefault("ARCLIGHT_CLI", f"node {repo / 'dist' / 'cli' / 'main.js'}")
+    tasks = load_tasks(HERE / "data" / "val.jsonl", limit=count)
+    fixes = {t.problem_statement: t.reference_patch for t in tasks}
+
+    def policy(body: dict) -> Answer:
+        problem = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        script = [f"git apply - <<'ARCLIGHT_EOF'\n{fixes[problem]}ARCLIGHT_EOF", "python3 -m pytest -q"]
+        done = tool_results(body)
+        return Answer(tool_calls=[("bash", {"command": script[len(done)]})] if len(done) < 2 else [("submit", {})])
+
+    model, gateway = ScriptedModel(policy), Gateway.start(cwd=str(repo))
+    state = tempfile.mkdtemp(prefix="swe-measure-")
+    try:
+        gateway.ok("POST", "/api/models", [{"model": "policy", "endpoint": model.url}])
+        env = {**os.environ, "PYTHONPATH": f"{repo / 'sdk' / 'python'}:{repo}", "PYTHONDONTWRITEBYTECODE": "1"}
+        started = time.monotonic()
+        created = gateway.ok("POST", "/api/rollouts", [{"input": t.to_row()} for t in tasks])
+        controller = Controller.start(gateway, state, cwd=str(repo), env=env, python=sys.executable,
+                                      pool_size=str(pool), local={"agent_class": "recipes.swe.agent:SweAgent"})
+        try:
+            done = gateway.wait_terminal([r["rollout_id"] for r in created], timeout_s=1800)
+        finally:
+            controller.stop()
+        seconds = time.monotonic() - started
+        rewards = [e["data"]["value"] for r in done for e in gateway.events(r["rollout_id"], "reward")]
+        results = [e["data"] for r in done for e in gateway.events(r["rollout_id"], "swe_result")]
+    finally:
+        gateway.stop()
+        model.close()
+        shutil.rmtree(state, ignore_errors=True)
+    return {"rollouts": len(done), "seconds": round(seconds, 1), "rollouts_per_s": round(len(done) / seconds, 3),
+            "succeeded": sum(r["status"]["state"] == "succeeded" for r in done), "mean_reward": statistics.mean(rewards),
+            "sandbox_start_median_s": statistics.median(r["sandbox_start_seconds"] for r in results),
+            "rollout_median_s": statistics.median(r["seconds"] for r in results)}
 
 
 def digest(paths: list[str]) -> dict[str, object]:
@@ -74,12 +121,17 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("sandbox").add_argument("--n", type=int, default=20)
     sub.add_parser("watch").add_argument("paths", nargs="+")
+    scripted = sub.add_parser("scripted")
+    scripted.add_argument("--tasks", type=int, default=20)
+    scripted.add_argument("--pool", type=int, default=4)
     both = sub.add_parser("compare")
     both.add_argument("before", type=Path)
     both.add_argument("after", type=Path)
     args = parser.parse_args()
     if args.command == "sandbox":
         result: object = sandbox_times(args.n)
+    elif args.command == "scripted":
+        result = scripted_run(args.tasks, args.pool)
     elif args.command == "watch":
         result = digest(args.paths)
     else:
