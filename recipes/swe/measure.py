@@ -55,7 +55,11 @@ def scripted_run(count: int, pool: int) -> dict[str, object]:
 
     repo = HERE.parents[1]
     os.environ.setdefault("ARCLIGHT_CLI", f"node {repo / 'dist' / 'cli' / 'main.js'}")
-    tasks = load_tasks(HERE / "data" / "val.jsonl", limit=count)
+    # The model tells tasks apart by their problem statements: take tasks whose statements differ.
+    distinct: dict[str, object] = {}
+    for task in load_tasks(HERE / "data" / "val.jsonl") + load_tasks(HERE / "data" / "train.jsonl"):
+        distinct.setdefault(task.problem_statement, task)
+    tasks = list(distinct.values())[:count]
     fixes = {t.problem_statement: t.reference_patch for t in tasks}
 
     def policy(body: dict) -> Answer:
@@ -80,14 +84,17 @@ def scripted_run(count: int, pool: int) -> dict[str, object]:
         seconds = time.monotonic() - started
         rewards = [e["data"]["value"] for r in done for e in gateway.events(r["rollout_id"], "reward")]
         results = [e["data"] for r in done for e in gateway.events(r["rollout_id"], "swe_result")]
+        failed = [r["rollout_id"] for r in done if r["status"]["state"] != "succeeded"]
+        if failed:
+            print(json.dumps(gateway.events(failed[0], "log"))[-3000:], file=sys.stderr)
     finally:
         gateway.stop()
         model.close()
         shutil.rmtree(state, ignore_errors=True)
     return {"rollouts": len(done), "seconds": round(seconds, 1), "rollouts_per_s": round(len(done) / seconds, 3),
-            "succeeded": sum(r["status"]["state"] == "succeeded" for r in done), "mean_reward": statistics.mean(rewards),
-            "sandbox_start_median_s": statistics.median(r["sandbox_start_seconds"] for r in results),
-            "rollout_median_s": statistics.median(r["seconds"] for r in results)}
+            "succeeded": sum(r["status"]["state"] == "succeeded" for r in done), "mean_reward": statistics.mean(rewards or [0.0]),
+            "sandbox_start_median_s": statistics.median([r["sandbox_start_seconds"] for r in results] or [0.0]),
+            "rollout_median_s": statistics.median([r["seconds"] for r in results] or [0.0])}
 
 
 def digest(paths: list[str]) -> dict[str, object]:
