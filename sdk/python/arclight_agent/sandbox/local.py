@@ -75,7 +75,8 @@ class LocalSandbox(Sandbox):
             self.work.mkdir()
             probe = self.exec("true", timeout=30)
             if probe.exit_code != 0:
-                raise SandboxError(f"bubblewrap cannot isolate here (user/pid/mount/net namespaces): {probe.stderr.strip()}")
+                raise SandboxError(f"bubblewrap cannot isolate here (user/pid/mount/net namespaces, or {self.limits} "
+                                   f"too tight to start): {probe.stderr.strip()}")
             self._prepare()
         except BaseException:
             self.close()
