@@ -33,7 +33,7 @@ def test_every_mutation_kind_occurs_and_each_mutant_changes_one_place():
             removed = [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
             added = [line for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
             if mutation.kind == "remove_branch":
-                assert added == [] and removed[0].strip().startswith("-if") or removed[0].lstrip("- ").startswith("if")
+                assert added == [] and removed[0][1:].lstrip().startswith("if "), diff
             else:
                 assert len(removed) == len(added) == 1, diff
     assert set(kinds) == {"flip_comparison", "off_by_one", "swap_operator", "swap_boolean", "remove_branch"}
