@@ -11,8 +11,9 @@ const SHOWN_ROWS = 8;
 /** Characters of a shown result at most. */
 const SHOWN_CHARS = 600;
 
-/** The checker's two verdict phrases. */
+/** The checker's verdict when it finds no mistake. */
 export const CORRECT = "THE QUERY IS CORRECT.";
+/** The checker's verdict when it finds one. */
 export const INCORRECT = "THE QUERY IS INCORRECT.";
 
 /** The writer's prompt: the schema and the question. */
