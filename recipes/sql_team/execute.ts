@@ -51,59 +51,81 @@ parentPort.on("message", ({ id, path, sql, maxRows }) => {
 /** The better-sqlite3 entry the worker requires: this module's own, whatever the worker's working directory. */
 const DRIVER = fileURLToPath(import.meta.resolve("better-sqlite3"));
 
-/** The worker that runs queries one after another; replaced after a timeout or a crash. Unref'd: it never keeps the
- * process alive (an agent exits when its work is done). */
-let worker: Worker | undefined;
-let nextId = 0;
-/** Queries run one at a time: a timeout terminates the worker, which must not take another caller's query with it. */
-let queue: Promise<unknown> = Promise.resolve();
+/**
+ * Runs queries one after another on a worker thread. A timeout or a crash retires the worker (terminated, so a
+ * runaway query stops); the next query starts a new one. The worker is unref'd: it never keeps a process alive.
+ */
+export class QueryRunner {
+  private worker: Worker | undefined;
+  private nextId = 0;
+  /** Queries run one at a time: a timeout terminates the worker, which must not take another query with it. */
+  private queue: Promise<unknown> = Promise.resolve();
 
-function startWorker(): Worker {
-  const started = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver: DRIVER } });
-  started.unref();
-  return started;
+  /**
+   * Executes `sql` on the database at `path`, after the queries already queued here.
+   * @param path - a `.sqlite` file (opened read-only; must exist)
+   * @param sql - one statement that returns rows
+   * @param options - time limit (ms) and row cap
+   * @returns see {@link executeQuery}
+   */
+  run(path: string, sql: string, options: ExecuteOptions = {}): Promise<QueryResult> {
+    const run = this.queue.then(() =>
+      this.runOnWorker(path, sql, options.timeoutMs ?? 5000, options.maxRows ?? 10_000),
+    );
+    this.queue = run;
+    return run;
+  }
+
+  private startWorker(): Worker {
+    const started = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver: DRIVER } });
+    started.unref();
+    return started;
+  }
+
+  private runOnWorker(path: string, sql: string, timeoutMs: number, maxRows: number): Promise<QueryResult> {
+    this.worker ??= this.startWorker();
+    const current = this.worker;
+    const id = this.nextId++;
+    return new Promise<QueryResult>((resolve) => {
+      const settle = (result: QueryResult) => {
+        clearTimeout(timer);
+        current.off("message", onMessage);
+        current.off("error", onError);
+        current.off("exit", onExit);
+        resolve(result);
+      };
+      const retire = () => {
+        if (this.worker === current) this.worker = undefined;
+        void current.terminate();
+      };
+      const timer = setTimeout(() => {
+        retire();
+        settle({ ok: false, error: `timed out after ${timeoutMs} ms` });
+      }, timeoutMs);
+      const onMessage = (message: { id: number; result: QueryResult }) => {
+        if (message.id === id) settle(message.result);
+      };
+      const onError = (err: Error) => {
+        retire();
+        settle({ ok: false, error: err.message });
+      };
+      const onExit = (code: number) => {
+        retire();
+        settle({ ok: false, error: `query worker exited with code ${code}` });
+      };
+      current.on("message", onMessage);
+      current.once("error", onError);
+      current.once("exit", onExit);
+      current.postMessage({ id, path, sql, maxRows });
+    });
+  }
 }
 
-function runOnWorker(path: string, sql: string, timeoutMs: number, maxRows: number): Promise<QueryResult> {
-  worker ??= startWorker();
-  const current = worker;
-  const id = nextId++;
-  return new Promise<QueryResult>((resolve) => {
-    const settle = (result: QueryResult) => {
-      clearTimeout(timer);
-      current.off("message", onMessage);
-      current.off("error", onError);
-      current.off("exit", onExit);
-      resolve(result);
-    };
-    const retire = () => {
-      if (worker === current) worker = undefined;
-      void current.terminate();
-    };
-    const timer = setTimeout(() => {
-      retire();
-      settle({ ok: false, error: `timed out after ${timeoutMs} ms` });
-    }, timeoutMs);
-    const onMessage = (message: { id: number; result: QueryResult }) => {
-      if (message.id === id) settle(message.result);
-    };
-    const onError = (err: Error) => {
-      retire();
-      settle({ ok: false, error: err.message });
-    };
-    const onExit = (code: number) => {
-      retire();
-      settle({ ok: false, error: `query worker exited with code ${code}` });
-    };
-    current.on("message", onMessage);
-    current.once("error", onError);
-    current.once("exit", onExit);
-    current.postMessage({ id, path, sql, maxRows });
-  });
-}
+/** The runner of {@link executeQuery}: one per process, so an agent starts one worker for all its queries. */
+const shared = new QueryRunner();
 
 /**
- * Executes `sql` on the database at `path`, after any query already running in this process.
+ * Executes `sql` on the database at `path` on this process's shared {@link QueryRunner}.
  * @param path - a `.sqlite` file (opened read-only; must exist)
  * @param sql - one statement that returns rows
  * @param options - time limit (ms) and row cap
@@ -111,7 +133,5 @@ function runOnWorker(path: string, sql: string, timeoutMs: number, maxRows: numb
  *   no rows, or `timed out after N ms` (the worker running it is terminated and the next query starts a new one)
  */
 export function executeQuery(path: string, sql: string, options: ExecuteOptions = {}): Promise<QueryResult> {
-  const run = queue.then(() => runOnWorker(path, sql, options.timeoutMs ?? 5000, options.maxRows ?? 10_000));
-  queue = run;
-  return run;
+  return shared.run(path, sql, options);
 }
