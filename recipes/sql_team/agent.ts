@@ -12,12 +12,38 @@
  */
 import { dirname } from "node:path";
 import { pathToFileURL } from "node:url";
-import { emitEvent, emitReward, fromEnv } from "../../src/agent/index.js";
+import { emitEvent, emitReward, fromEnv, span, toolCall } from "../../src/agent/index.js";
+import { executeQuery, type QueryResult } from "./execute.js";
 import { runTeam } from "./graph.js";
 import { executionAccuracy } from "./reward.js";
 import { databasePath, readTables, schemaText } from "./spider-data.js";
 
 const QUERY_TIMEOUT_MS = 5000;
+
+/** A query that failed; thrown inside its tool span so the span ends with status error. */
+class QueryFailed extends Error {}
+
+/**
+ * Runs a query as an `execute_tool execute_sql` span (status error when the query fails), so the trainer's
+ * `tool_status` rule can charge a failing query to the call that wrote it (docs/credit.md §4).
+ */
+async function tracedQuery(dbPath: string, sql: string, timeoutMs: number): Promise<QueryResult> {
+  try {
+    return await toolCall(
+      "execute_sql",
+      async (s) => {
+        const result = await executeQuery(dbPath, sql, { timeoutMs });
+        if (!result.ok) throw new QueryFailed(result.error);
+        s.setAttribute("sql.rows", result.rows.length);
+        return result;
+      },
+      { "sql.query": sql },
+    );
+  } catch (err) {
+    if (err instanceof QueryFailed) return { ok: false, error: err.message };
+    throw err;
+  }
+}
 
 /** A whole-number variable, or its default; anything else names the variable. */
 function intVar(name: string, fallback: number): number {
@@ -39,16 +65,16 @@ async function main(): Promise<void> {
   const table = readTables(tablesPath).get(dbId);
   if (table === undefined) throw new Error(`db_id ${dbId} is not in ${tablesPath}`);
   const dbPath = databasePath(dirname(tablesPath), dbId);
-  const run = await runTeam(
-    { question, schema: schemaText(table), dbPath },
-    {
-      baseUrl: env.baseURL,
-      apiKey: env.apiKey,
-      maxTokens: intVar("SQL_MAX_TOKENS", 256),
-      maxTurns: intVar("SQL_MAX_TURNS", 2),
-      queryTimeoutMs: QUERY_TIMEOUT_MS,
-    },
-  );
+  const options = {
+    baseUrl: env.baseURL,
+    apiKey: env.apiKey,
+    maxTokens: intVar("SQL_MAX_TOKENS", 256),
+    maxTurns: intVar("SQL_MAX_TURNS", 2),
+    queryTimeoutMs: QUERY_TIMEOUT_MS,
+    execute: tracedQuery,
+  };
+  const input = { question, schema: schemaText(table), dbPath };
+  const run = await span("sql-team", () => runTeam(input, options), { "sql.db_id": dbId });
   const scored = await executionAccuracy(dbPath, run.query, gold, QUERY_TIMEOUT_MS);
   const draft = run.draft === run.query ? scored : await executionAccuracy(dbPath, run.draft, gold, QUERY_TIMEOUT_MS);
   await emitEvent(

@@ -9,7 +9,7 @@
 import { HumanMessage } from "@langchain/core/messages";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { ChatOpenAI } from "@langchain/openai";
-import { executeQuery } from "./execute.js";
+import { executeQuery, type QueryResult } from "./execute.js";
 import { checkerPrompt, extractSql, formatResult, parseVerdict, rewriterPrompt, writerPrompt } from "./prompts.js";
 
 /** The three roles, in call order; each is an agent name on the gateway. */
@@ -49,6 +49,8 @@ export interface TeamOptions {
   maxTurns: number;
   /** Per-query execution limit. */
   queryTimeoutMs: number;
+  /** Runs a query; default {@link executeQuery}. The agent passes one that records each execution as a tool span. */
+  execute?: (dbPath: string, sql: string, timeoutMs: number) => Promise<QueryResult>;
 }
 
 /** What one run produced: the final query, the checker's last verdict, rewrites made and every call. */
@@ -99,8 +101,9 @@ export function buildTeamGraph(options: TeamOptions) {
     const call = await ask(models, "writer", writerPrompt(s.schema, s.question));
     return { query: extractSql(call.text), calls: [call], rewrites: 0 };
   };
+  const execute = options.execute ?? ((dbPath, sql, timeoutMs) => executeQuery(dbPath, sql, { timeoutMs }));
   const runQuery = async (s: State) => {
-    const result = s.query === "" ? null : await executeQuery(s.dbPath, s.query, { timeoutMs: options.queryTimeoutMs });
+    const result = s.query === "" ? null : await execute(s.dbPath, s.query, options.queryTimeoutMs);
     return { execution: result === null ? "Error: the reply holds no SQL query" : formatResult(result) };
   };
   const checkQuery = async (s: State) => {

@@ -36,9 +36,10 @@ const EXAMPLES = readFileSync(join(HERE, "data/val.jsonl"), "utf8")
   .slice(0, 6)
   .map((line) => JSON.parse(line) as SqlExample);
 const GOLD = new Map(EXAMPLES.map((e) => [e.question, e.query]));
-/** The writer drafts wrong SQL here; the rewriter fixes it after the checker's review. */
+/** The writer drafts SQL that fails here; the rewriter fixes it after the checker's review. */
 const FIXED = EXAMPLES[4]!.question;
-/** Writer and rewriter are wrong every time here: the reward is 0. */
+const FAILING_SQL = "SELECT nope FROM flight";
+/** Writer and rewriter are wrong every time here (a query that runs, with another result): the reward is 0. */
 const WRONG = EXAMPLES[5]!.question;
 const WRONG_SQL = "SELECT count(*) FROM flight WHERE 1 = 0";
 
@@ -56,8 +57,8 @@ function answer(body: Record<string, unknown>): { content: string } {
     const verdict = field(prompt, "Query") === gold ? "THE QUERY IS CORRECT." : "THE QUERY IS INCORRECT.";
     return { content: `Compared with what the question asks.\n${verdict}` };
   }
-  const wrong = question === WRONG || (question === FIXED && prompt.startsWith("Write"));
-  return { content: `Here it is:\n\`\`\`sql\n${wrong ? WRONG_SQL : gold};\n\`\`\`` };
+  const sql = question === WRONG ? WRONG_SQL : question === FIXED && prompt.startsWith("Write") ? FAILING_SQL : gold;
+  return { content: `Here it is:\n\`\`\`sql\n${sql};\n\`\`\`` };
 }
 
 interface CallData {
@@ -137,6 +138,19 @@ describe("sql-team through gateway and controller with a scripted team", () => {
     );
     expect(infos[4]).toMatchObject({ draft_reward: 0, rewrites: 1, verdict: "correct" });
     expect(infos[5]).toMatchObject({ draft_reward: 0, rewrites: 2, verdict: "incorrect", query: WRONG_SQL });
+
+    // Each execution is a tool span; the failing draft's ends with status error.
+    const executions = await Promise.all(
+      ids.map(async (id) =>
+        (await client.getEvents(id, { eventType: "span" }))
+          .map((e) => e.data as { name: string; status: { code: string } })
+          .filter((span) => span.name === "execute_tool execute_sql")
+          .map((span) => span.status.code),
+      ),
+    );
+    expect(executions.map((list) => list.length)).toEqual([1, 1, 1, 1, 2, 3]);
+    expect(executions[4]).toEqual(["error", "unset"]);
+    expect(executions[5]).not.toContain("error");
 
     // 2. Each call names its role; the checker's went to the frozen model, the others to the policy.
     const calls = await Promise.all(
