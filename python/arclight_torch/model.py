@@ -12,7 +12,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTra
 
 from .distributed import Ranks, init_ranks
 from .logprobs import DEFAULT_CHUNK
-from .shard import PolicyModule, shard
+from .shard import PolicyModule, materialise, shard
 
 ASSETS = resources.files("arclight_torch") / "assets"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -55,37 +55,56 @@ def load_policy(
     activation_checkpointing: bool = False,
     logprob_chunk: int = DEFAULT_CHUNK,
 ) -> Policy:
-    """Loads `spec` (a model folder, or `new:NAME` for a bundled config with random weights from `seed`) on every
-    rank and shards it (each rank keeps its shard of the same weights).
+    """Loads `spec` (a model folder, or `new:NAME` for a bundled config with random weights from `seed`) and shards
+    it: every rank builds the model on the meta device and shards it, rank 0 alone loads the float32 weights and
+    hands each rank its shards one decoder layer at a time (`materialise`), so a rank other than 0 never holds more
+    than its shards and one tensor in flight.
 
     Raises ValueError naming the spec when the folder or bundled config does not exist."""
     torch_dtype = DTYPES[dtype]
     ranks = init_ranks(device)
+    config, tokenizer, name, build = _source(spec, seed)
+    with torch.device("meta"):  # every rank: the model's structure, no storage
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        if lora is not None:
+            model = with_lora(model, lora)
+    model.eval()  # no dropout: training and sampling see the same function
+    module = shard(
+        model, compute_dtype=torch_dtype, activation_checkpointing=activation_checkpointing, logprob_chunk=logprob_chunk
+    )
+    full = None
+    if ranks.rank == 0:
+        full = build()
+        if lora is not None:
+            full = with_lora(full, lora)
+    materialise(module, full, ranks.device, config.num_hidden_layers)
+    limit = context_length or int(getattr(model.config, "max_position_embeddings", 2048))
+    return Policy(model, module, tokenizer, name, limit, lora, ranks.device, torch_dtype, ranks, activation_checkpointing)
+
+
+def _source(spec: str, seed: int):
+    """(config, tokenizer, name, build): `build()` returns the float32 model on CPU, called on rank 0 only."""
     if spec.startswith("new:"):
         name = spec.removeprefix("new:")
         if name not in bundled_configs():
             raise ValueError(f"--model {spec}: no bundled config {name!r} (have: {', '.join(bundled_configs())})")
         config_dict = json.loads((ASSETS / "configs" / f"{name}.json").read_text())
         config = AutoConfig.for_model(config_dict.pop("model_type"), **config_dict)
-        torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-        tokenizer = AutoTokenizer.from_pretrained(str(ASSETS / "tokenizer"))
-    else:
-        path = Path(spec)
-        if not (path / "config.json").is_file():
-            raise ValueError(f"--model {spec}: not a Hugging Face model folder (no config.json)")
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True)
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        name = path.name
-    model = model.to(device=ranks.device)
-    if lora is not None:
-        model = with_lora(model, lora)
-    model.eval()  # no dropout: training and sampling see the same function
-    module = shard(
-        model, compute_dtype=torch_dtype, activation_checkpointing=activation_checkpointing, logprob_chunk=logprob_chunk
-    )
-    limit = context_length or int(getattr(model.config, "max_position_embeddings", 2048))
-    return Policy(model, module, tokenizer, name, limit, lora, ranks.device, torch_dtype, ranks, activation_checkpointing)
+
+        def build() -> PreTrainedModel:
+            torch.manual_seed(seed)  # the same weights as a plain seeded from_config, whatever the rank count
+            return AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+
+        return config, AutoTokenizer.from_pretrained(str(ASSETS / "tokenizer")), name, build
+    path = Path(spec)
+    if not (path / "config.json").is_file():
+        raise ValueError(f"--model {spec}: not a Hugging Face model folder (no config.json)")
+    config = AutoConfig.from_pretrained(path, local_files_only=True)
+
+    def build() -> PreTrainedModel:
+        return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True)
+
+    return config, AutoTokenizer.from_pretrained(path, local_files_only=True), path.name, build
 
 
 def with_lora(model: PreTrainedModel, lora: LoraSettings) -> torch.nn.Module:

@@ -4,8 +4,12 @@ then a root module around the whole model. Parameters stay float32 and sharded (
 in float32. Gradients are summed over ranks, not averaged: each rank's loss is already its share of the step's loss
 (a sum divided by the whole step's denominator)."""
 
+import re
+
 import torch
+import torch.distributed as dist
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 
 from .logprobs import DEFAULT_CHUNK, token_logprobs
@@ -67,3 +71,58 @@ def shard(
             module.set_gradient_divide_factor(1.0)
             module.set_force_sum_reduction_for_comms(True)  # gloo has no PREMUL_SUM; the factor is 1 anyway
     return root
+
+
+def materialise(root: PolicyModule, full: torch.nn.Module | None, device: torch.device, layers: int) -> None:
+    """Gives `root`, sharded on the meta device, rank 0's weights: every rank calls it, rank 0 with `full` (the same
+    model unsharded, on CPU), the others with None. Rank 0 broadcasts one tensor at a time and each rank keeps its
+    slice (torch.distributed.checkpoint's `broadcast_from_rank0`); the weights go one decoder layer at a time and each
+    group is freed on rank 0 once sent, so rank 0 holds the whole model plus what it has sharded so far, the others
+    their shards plus one tensor. Buffers outside the state dict (rotary frequencies) are broadcast last.
+
+    Raises ValueError naming a weight that `full` did not provide."""
+    tied = _tied(root)
+    copies = {_plain(name) for places in tied for _, _, name in places[1:]}  # sent once, under the first name
+    state, buffers = {}, {}
+    if full is not None:
+        state = {f"lm.{k}": v for k, v in full.state_dict().items() if f"lm.{k}" not in copies}
+        buffers = {_plain(f"lm.{k}"): v for k, v in full.named_buffers()}
+        del full  # `state` now holds the only references: each group's tensors are freed once sent
+    options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True, strict=False)
+    for group in [*range(layers), None]:  # each layer, then the rest (embeddings, final norm, output layer)
+        part = {k: state.pop(k) for k in [k for k in state if _layer_of(k) == group]}
+        set_model_state_dict(root, part, options=options)
+    for first, *rest in tied:  # loading assigns a new parameter per name: tie them again (embeddings and output)
+        for module, name, _ in rest:
+            setattr(module, name, getattr(*first[:2]))
+    box = [buffers]
+    if dist.get_world_size() > 1:
+        dist.broadcast_object_list(box, src=0)
+    for prefix, module in root.named_modules():
+        for name in list(module._buffers):
+            key = _plain(f"{prefix}.{name}")
+            if key in box[0]:
+                module._buffers[name] = box[0][key].to(device)
+    for name, tensor in [*root.named_parameters(), *root.named_buffers()]:
+        if tensor.is_meta:
+            raise ValueError(f"the model's weights have no {_plain(name)}")
+
+
+def _tied(root: torch.nn.Module) -> list[list[tuple[torch.nn.Module, str, str]]]:
+    """Each parameter registered under several names (tied weights), as its places: (module, attribute, full name)."""
+    places: dict[int, list[tuple[torch.nn.Module, str, str]]] = {}
+    for prefix, module in root.named_modules():
+        for name, param in module._parameters.items():
+            if param is not None:
+                places.setdefault(id(param), []).append((module, name, f"{prefix}.{name}"))
+    return [p for p in places.values() if len(p) > 1]
+
+
+def _layer_of(key: str) -> int | None:
+    match = re.search(r"\.layers\.(\d+)\.", key)
+    return int(match.group(1)) if match else None
+
+
+def _plain(name: str) -> str:
+    """A parameter or buffer name without the wrappers' prefixes (checkpoint_wrapper)."""
+    return name.replace("_checkpoint_wrapped_module.", "")

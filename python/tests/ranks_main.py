@@ -1,11 +1,13 @@
 """Run under torchrun by test_ranks.py: the same steps as the test's one-rank workers, on every rank of a larger
-world; rank 0 saves what the test compares (`results.pt`) and checkpoints under OUT."""
+world, and a load of the Hugging Face folder OUT/folder; rank 0 saves what the test compares (`results.pt`) and
+checkpoints under OUT."""
 
 import sys
 from pathlib import Path
 
 import torch
 
+from arclight_torch.model import load_policy
 from conftest import full_weights, tiny_worker
 from ranks_cases import PROBE, SCENARIOS, generation_requests, step
 
@@ -14,13 +16,15 @@ def main(out: Path) -> None:
     results = {}
     for name, settings in SCENARIOS.items():
         worker = tiny_worker(**settings)
+        loaded = full_weights(worker.policy.module)  # collective: every rank gathers
         metrics = step(worker, 0)
-        weights = full_weights(worker.policy.module)  # collective: every rank gathers
-        results[name] = {"metrics": metrics, "weights": weights, "logprobs": worker.logprobs(PROBE)}
+        weights = full_weights(worker.policy.module)
+        results[name] = {"loaded": loaded, "metrics": metrics, "weights": weights, "logprobs": worker.logprobs(PROBE)}
         if name in ("full", "lora"):
             worker.save_checkpoint(str(out / f"checkpoint-{name}"))
         if name == "full":
             results[name]["generated"] = [r.token_ids for r in worker._generate(generation_requests())[1]]
+    results["folder"] = full_weights(load_policy(str(out / "folder")).module)
     if torch.distributed.get_rank() == 0:
         torch.save(results, out / "results.pt")
 

@@ -1,4 +1,5 @@
-"""Two ranks under torchrun (gloo, CPU) against one: the same step gives the same loss and the same updated
+"""Two ranks under torchrun (gloo, CPU) against one: both load exactly the same weights (rank 0 loads, every rank
+keeps its shards), the same step gives the same loss and the same updated
 weights (to 1% of one AdamW step, `assert_same_update`), for full fine-tuning, LoRA, and with activation
 checkpointing and chunked logprobs; scoring and seeded generation agree; a checkpoint written by 2 ranks resumes
 on 1 exactly as an uninterrupted run; and a rank killed mid-step stops every rank, the launcher naming it."""
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
+
 from conftest import assert_same_update, full_weights, tiny_worker
 from ranks_cases import ADAM, PROBE, SCENARIOS, generation_requests, step
 
@@ -26,10 +29,29 @@ ENV = os.environ | {"PYTHONPATH": PYTHONPATH, "OMP_NUM_THREADS": "1"}
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("ranks")
+    tiny_worker(seed=7).save_checkpoint(str(out / "folder"))  # a Hugging Face folder to load as --model
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(TESTS / "ranks_main.py"), str(out)]
     done = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     return out, torch.load(out / "results.pt", weights_only=False)
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_two_ranks_load_exactly_the_weights_one_rank_loads(two_ranks, name):
+    _, results = two_ranks
+    ours = full_weights(tiny_worker(**SCENARIOS[name]).policy.module)
+    assert ours.keys() == results[name]["loaded"].keys()
+    for key, value in ours.items():
+        assert torch.equal(value, results[name]["loaded"][key]), key
+
+
+def test_two_ranks_load_a_folder_exactly_as_stored(two_ranks):
+    out, results = two_ranks
+    stored = load_file(out / "folder" / "model.safetensors")
+    loaded = {k.removeprefix("lm."): v for k, v in results["folder"].items()}
+    assert loaded.keys() == stored.keys()  # a tied output layer is one parameter, stored once
+    for key, value in loaded.items():
+        assert torch.equal(value, stored[key]), key
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
