@@ -72,12 +72,12 @@ def load_policy(
     module = shard(
         model, compute_dtype=torch_dtype, activation_checkpointing=activation_checkpointing, logprob_chunk=logprob_chunk
     )
-    full = None
-    if ranks.rank == 0:
+
+    def weights() -> torch.nn.Module:
         full = build()
-        if lora is not None:
-            full = with_lora(full, lora)
-    materialise(module, full, ranks.device, config.num_hidden_layers)
+        return with_lora(full, lora) if lora is not None else full
+
+    materialise(module, weights if ranks.rank == 0 else None, ranks.device, config.num_hidden_layers)
     limit = context_length or int(getattr(model.config, "max_position_embeddings", 2048))
     return Policy(model, module, tokenizer, name, limit, lora, ranks.device, torch_dtype, ranks, activation_checkpointing)
 

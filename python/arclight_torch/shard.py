@@ -5,6 +5,7 @@ in float32. Gradients are summed over ranks, not averaged: each rank's loss is a
 (a sum divided by the whole step's denominator)."""
 
 import re
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -73,9 +74,11 @@ def shard(
     return root
 
 
-def materialise(root: PolicyModule, full: torch.nn.Module | None, device: torch.device, layers: int) -> None:
-    """Gives `root`, sharded on the meta device, rank 0's weights: every rank calls it, rank 0 with `full` (the same
-    model unsharded, on CPU), the others with None. Rank 0 broadcasts one tensor at a time and each rank keeps its
+def materialise(
+    root: PolicyModule, load: Callable[[], torch.nn.Module] | None, device: torch.device, layers: int
+) -> None:
+    """Gives `root`, sharded on the meta device, rank 0's weights: every rank calls it, rank 0 with `load` (returns
+    the same model unsharded, on CPU, referenced nowhere else), the others with None. Rank 0 broadcasts one tensor at a time and each rank keeps its
     slice (torch.distributed.checkpoint's `broadcast_from_rank0`); the weights go one decoder layer at a time and each
     group is freed on rank 0 once sent, so rank 0 holds the whole model plus what it has sharded so far, the others
     their shards plus one tensor. Buffers outside the state dict (rotary frequencies) are broadcast last.
@@ -84,7 +87,8 @@ def materialise(root: PolicyModule, full: torch.nn.Module | None, device: torch.
     tied = _tied(root)
     copies = {_plain(name) for places in tied for _, _, name in places[1:]}  # sent once, under the first name
     state, buffers = {}, {}
-    if full is not None:
+    if load is not None:
+        full = load()
         state = {f"lm.{k}": v for k, v in full.state_dict().items() if f"lm.{k}" not in copies}
         buffers = {_plain(f"lm.{k}"): v for k, v in full.named_buffers()}
         del full  # `state` now holds the only references: each group's tensors are freed once sent

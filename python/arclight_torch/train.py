@@ -1,7 +1,7 @@
 """One optimiser step over training rows, and scoring. Rows are packed into micro-batches by a token budget: a
-micro-batch is one sequence of its rows' tokens laid end to end with per-row position ids (transformers turns
-restarting position ids into a block-diagonal causal mask, or varlen attention with flash attention), so padding
-costs nothing; the value for input position t is the row's value at token t + 1. The micro-batches are dealt to the
+micro-batch lays its rows end to end, in rows of tokens as wide as its longest (one row for varlen attention), with
+per-row position ids (transformers turns restarting position ids into a block-diagonal causal mask, or varlen
+attention with flash attention), so padding costs little and no attention spans rows; the value for input position t is the row's value at token t + 1. The micro-batches are dealt to the
 ranks in turn (a rank short of one runs a copy with zero weight, so every rank makes the same FSDP collectives);
 forward + backward per micro-batch, gradients summed over micro-batches and ranks (by FSDP's reduce-scatter),
 global-norm clipping, one AdamW update on the float32 shards. The non-finite guard of
@@ -156,7 +156,7 @@ def make_optimizer(model: torch.nn.Module) -> torch.optim.AdamW:
 
 def _accumulate(module, rows: list[TrainRow], loss: LossConfig, denominator: float, sums: dict, *, real, packed) -> None:
     """Forward + backward of one micro-batch; adds its metric sums into `sums` (nothing when not `real`)."""
-    batch = _pack(rows, loss, module_device(module), packed)
+    batch = _pack(rows, loss, module_device(module), packed, varlen_attention(module))
     logprobs, entropy = module(input_ids=batch["inputs"], position_ids=batch["positions"], targets=batch["targets"])
     tokens = TokenTensors(
         logprobs=logprobs,
@@ -180,21 +180,47 @@ def _accumulate(module, rows: list[TrainRow], loss: LossConfig, denominator: flo
     sums["tokens"] += float(batch["mask"].sum())
 
 
-def _layout(lengths: list[int], packed: bool) -> tuple[tuple[int, int], list[tuple[int, int]], torch.Tensor | None]:
+def _layout(
+    lengths: list[int], packed: bool, one_row: bool = False
+) -> tuple[tuple[int, int], list[tuple[int, int]], torch.Tensor | None]:
     """Where each sequence of `lengths` goes: (grid shape, each one's (row, offset), position ids or None).
 
-    Packed, lengths [3, 2] → grid [1, 5], places (0, 0), (0, 3), positions [[0, 1, 2, 0, 1]]. Padded → grid [2, 3],
-    places (0, 0), (1, 0), no position ids (right padding needs none: a real token sees only earlier, real ones)."""
+    Packed, the sequences fill rows as wide as the longest one, each going to the first row with room (first fit),
+    position ids restarting at 0 for each sequence and for a row's padded tail: lengths [4, 2, 2, 3] → grid [3, 4],
+    places (0, 0), (1, 0), (1, 2), (2, 0), positions [[0, 1, 2, 3], [0, 1, 0, 1], [0, 1, 2, 0]]. A dense attention
+    mask costs (row width)² per row, so rows no wider than the longest sequence cost what padding would at most,
+    where one row of everything would cost (sum of lengths)². `one_row` (varlen attention, whose cost is per
+    sequence) lays everything in one row: [4, 2] → grid [1, 6]. Padded → grid [B, max], places (b, 0), no position
+    ids (right padding needs none: a real token sees only earlier, real ones)."""
     if not packed:
         return (len(lengths), max(lengths)), [(b, 0) for b in range(len(lengths))], None
-    offsets = [sum(lengths[:i]) for i in range(len(lengths))]
-    positions = torch.cat([torch.arange(n) for n in lengths]).unsqueeze(0)  # [1, sum]
-    return (1, sum(lengths)), [(0, o) for o in offsets], positions
+    width = sum(lengths) if one_row else max(lengths)
+    used: list[int] = []  # tokens taken in each row
+    places = []
+    for n in lengths:
+        row = next((r for r, u in enumerate(used) if u + n <= width), len(used))
+        if row == len(used):
+            used.append(0)
+        places.append((row, used[row]))
+        used[row] += n
+    positions = torch.zeros((len(used), width), dtype=torch.long)  # [rows, width]
+    for n, (row, offset) in zip(lengths, places):
+        positions[row, offset : offset + n] = torch.arange(n)
+    for row, u in enumerate(used):
+        positions[row, u:] = torch.arange(width - u)  # the tail: a sequence of its own, never trained
+    return (len(used), width), places, positions
 
 
-def _pack(rows: list[TrainRow], loss: LossConfig, device, packed: bool = True) -> dict[str, torch.Tensor]:
-    """[1, T] packed (or [B, W] padded) inputs/targets/position ids and flat per-token arrays aligned with targets."""
-    shape, places, positions = _layout([len(r.token_ids) - 1 for r in rows], packed)
+def varlen_attention(module: torch.nn.Module) -> bool:
+    """Whether the model's attention takes packed sequences as varlen (flash attention): cost per sequence, one row
+    of everything is best. Otherwise (SDPA, eager) packing builds a block-diagonal mask over each row."""
+    config = getattr(getattr(module, "lm", module), "config", None)
+    return "flash" in str(getattr(config, "_attn_implementation", "") or "")
+
+
+def _pack(rows: list[TrainRow], loss: LossConfig, device, packed: bool = True, one_row: bool = False) -> dict[str, torch.Tensor]:
+    """[R, W] packed (or [B, W] padded) inputs/targets/position ids and flat per-token arrays aligned with targets."""
+    shape, places, positions = _layout([len(r.token_ids) - 1 for r in rows], packed, one_row)
 
     def grid(fill: float = 0.0, dtype=torch.float32) -> torch.Tensor:
         return torch.full(shape, fill, dtype=dtype)
@@ -238,14 +264,14 @@ def score(module: torch.nn.Module, rows: list[list[int]], token_budget: int, *, 
     mine: dict[int, list[list[float]]] = {}
     for index, real in my_share(len(chunks)):
         batch = [rows[i] for i in chunks[index]]
-        shape, places, positions = _layout([len(r) for r in batch], packed)
-        ids = torch.zeros(shape, dtype=torch.long)  # inputs and targets in one grid: [1, sum] or [B, W]
+        shape, places, positions = _layout([len(r) for r in batch], packed, varlen_attention(module))
+        ids = torch.zeros(shape, dtype=torch.long)  # inputs and targets in one grid: [R, W] or [B, W]
         for r, (b, o) in zip(batch, places):
             ids[b, o : o + len(r)] = torch.tensor(r)
         inputs, targets = ids[:, :-1], ids[:, 1:]  # a packed row's last target is the next row's first token: unused
         positions = None if positions is None else positions[:, :-1].to(device)
         picked, _ = module(input_ids=inputs.to(device), position_ids=positions, targets=targets.to(device))
-        picked = picked.view(inputs.shape).cpu()  # [1, sum - 1] or [B, W - 1]
+        picked = picked.view(inputs.shape).cpu()  # [R, W - 1] or [B, W - 1]
         if real:
             mine[index] = [[0.0, *picked[b, o : o + len(r) - 1].tolist()] for r, (b, o) in zip(batch, places)]
     gathered: list[dict] = [{}] * dist.get_world_size()

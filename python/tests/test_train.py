@@ -5,7 +5,7 @@ import math
 import torch
 
 from arclight_torch.schema import LossConfig, OptimizerConfig, TrainRow
-from arclight_torch.train import accumulate_gradients, micro_batches
+from arclight_torch.train import _layout, accumulate_gradients, micro_batches
 
 PPO = LossConfig(kind="ppo", aggregation="token-mean", clip_low=0.2, clip_high=0.28, kl_coef=0.0)
 SFT = LossConfig(kind="sft", aggregation="token-mean")
@@ -83,3 +83,12 @@ def test_threads_apply_on_the_thread_that_trains():
     thread.start()
     thread.join()
     assert seen == [1]
+
+
+def test_packed_rows_fill_rows_as_wide_as_the_longest_first_fit():
+    shape, places, positions = _layout([4, 2, 2, 3], packed=True)
+    assert shape == (3, 4)
+    assert places == [(0, 0), (1, 0), (1, 2), (2, 0)]
+    assert positions.tolist() == [[0, 1, 2, 3], [0, 1, 0, 1], [0, 1, 2, 0]]
+    shape, places, positions = _layout([4, 2], packed=True, one_row=True)
+    assert (shape, places, positions.tolist()) == ((1, 6), [(0, 0), (0, 4)], [[0, 1, 2, 3, 0, 1]])
