@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
 import torch
@@ -39,8 +40,8 @@ class Worker:
 
     def __init__(self, policy: Policy, *, token_budget: int = 16384, max_batch_size: int = 64, threads: int = 0):
         self.policy = policy
-        # torch's thread count is per OS thread (OpenMP's is): the work runs on HTTP handler threads and the
-        # generate thread, not on the thread that parsed the flags, so each sets it before computing (0: torch's).
+        # torch's thread count is per OS thread (OpenMP's is): the work runs on the compute thread (rank 0) or the
+        # main thread (`follow`), so each sets it before computing (0: torch's).
         self.threads = threads
         self.ranks = policy.ranks
         self.optimizer = make_optimizer(policy.module)
@@ -50,6 +51,9 @@ class Worker:
         self.vocab = vocab_size(policy)
         self.eos_ids = eos_token_ids(policy)
         self._lock = threading.Lock()
+        # Every operation on the weights runs on this one thread: DTensor and FSDP keep caches per thread, and a cold
+        # thread (the HTTP server's, one per connection) spent ~4 s more per 2-rank tiny step than a warm one.
+        self._compute = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arclight-compute")
         self._queue: list[_Ticket] = []
         self._queued = threading.Condition()
         threading.Thread(target=self._schedule, name="generate", daemon=True).start()
@@ -110,7 +114,7 @@ class Worker:
         """Rank 0: ends the other ranks' `follow` loops."""
         if self.ranks.world_size > 1:
             with self._lock:
-                broadcast(("stop", ()))
+                self._compute.submit(broadcast, ("stop", ())).result()
 
     def follow(self) -> None:
         """Ranks other than 0: runs each operation rank 0 broadcasts, until "stop". A `WorkerError` (a bad checkpoint)
@@ -128,17 +132,21 @@ class Worker:
 
     def _collective(self, op: str, *args):
         with self._lock:
-            self._use_threads()
+            return self._compute.submit(self._run_collective, op, args).result()
+
+    def _run_collective(self, op: str, args: tuple):
+        """On the compute thread: broadcasts the operation to the other ranks and runs it here."""
+        self._use_threads()
+        if self.ranks.world_size > 1:
+            broadcast((op, args))
+        try:
+            return self._run_op(op, args)
+        except WorkerError:
+            raise
+        except Exception:
             if self.ranks.world_size > 1:
-                broadcast((op, args))
-            try:
-                return self._run_op(op, args)
-            except WorkerError:
-                raise
-            except Exception:
-                if self.ranks.world_size > 1:
-                    self._lost_rank()
-                raise
+                self._lost_rank()
+            raise
 
     def _lost_rank(self) -> None:
         """A collective failed: another rank most likely died. torchrun stops this rank and names the failed one;
