@@ -84,6 +84,11 @@ def materialise(
     their shards plus one tensor. Buffers outside the state dict (rotary frequencies) are broadcast last.
 
     Raises ValueError naming a weight that `full` did not provide."""
+    if device.type != "cpu":
+        # Shards allocated on the accelerator first: the broadcast then runs there (NCCL) and each rank copies its
+        # slice in place, and the host holds only rank 0's model. On CPU the shards are made as their layer arrives
+        # instead (DCP assigns them), so rank 0 never holds the whole model and all its shards at once.
+        root.to_empty(device=device)
     tied = _tied(root)
     copies = {_plain(name) for places in tied for _, _, name in places[1:]}  # sent once, under the first name
     state, buffers = {}, {}
