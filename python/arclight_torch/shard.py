@@ -77,13 +77,14 @@ def shard(
 def materialise(
     root: PolicyModule, load: Callable[[], torch.nn.Module] | None, device: torch.device, layers: int
 ) -> None:
-    """Gives `root`, sharded on the meta device, rank 0's weights: every rank calls it, rank 0 with `load` (returns
-    the same model unsharded, on CPU, referenced nowhere else), the others with None. Rank 0 broadcasts one tensor at a time and each rank keeps its
-    slice (torch.distributed.checkpoint's `broadcast_from_rank0`); the weights go one decoder layer at a time and each
-    group is freed on rank 0 once sent, so rank 0 holds the whole model plus what it has sharded so far, the others
-    their shards plus one tensor. Buffers outside the state dict (rotary frequencies) are broadcast last.
+    """Gives `root`, sharded on the meta device, rank 0's weights: every rank calls it, rank 0 with `load` (returns the
+    same model unsharded, on CPU, referenced nowhere else), the others with None. Rank 0 broadcasts one tensor at a
+    time and each rank keeps its slice (torch.distributed.checkpoint's `broadcast_from_rank0`); the weights go one
+    decoder layer at a time and each group is freed on rank 0 once sent, so rank 0 holds the whole model plus what
+    it has sharded so far, the others their shards plus one tensor. Buffers outside the state dict (rotary
+    frequencies) are broadcast last.
 
-    Raises ValueError naming a weight that `full` did not provide."""
+    Raises ValueError naming a weight that `load`'s model did not provide."""
     if device.type != "cpu":
         # Shards allocated on the accelerator first: the broadcast then runs there (NCCL) and each rank copies its
         # slice in place, and the host holds only rank 0's model. On CPU the shards are made as their layer arrives

@@ -1,12 +1,12 @@
 """One optimiser step over training rows, and scoring. Rows are packed into micro-batches by a token budget: a
 micro-batch lays its rows end to end, in rows of tokens as wide as its longest (one row for varlen attention), with
 per-row position ids (transformers turns restarting position ids into a block-diagonal causal mask, or varlen
-attention with flash attention), so padding costs little and no attention spans rows; the value for input position t is the row's value at token t + 1. The micro-batches are dealt to the
-ranks in turn (a rank short of one runs a copy with zero weight, so every rank makes the same FSDP collectives);
-forward + backward per micro-batch, gradients summed over micro-batches and ranks (by FSDP's reduce-scatter),
-global-norm clipping, one AdamW update on the float32 shards. The non-finite guard of
-src/engine/nonfinite-guard.ts: recorded logprobs floored, ratios in log space, and a step whose loss or gradient
-norm is not finite is skipped (weights, optimiser state and version stay)."""
+attention with flash attention), so padding costs little and no attention spans rows; the value for input position t
+is the row's value at token t + 1. The micro-batches are dealt to the ranks in turn (a rank short of one runs a copy
+with zero weight, so every rank makes the same FSDP collectives); forward + backward per micro-batch, gradients
+summed over micro-batches and ranks (by FSDP's reduce-scatter), global-norm clipping, one AdamW update on the
+float32 shards. The non-finite guard of src/engine/nonfinite-guard.ts: recorded logprobs floored, ratios in log
+space, and a step whose loss or gradient norm is not finite is skipped (weights, optimiser state and version stay)."""
 
 import math
 from dataclasses import dataclass
