@@ -7,6 +7,7 @@ import resource
 import time
 
 import torch
+from torch.distributed.tensor import DTensor
 
 from arclight_torch.model import load_policy
 from arclight_torch.schema import LossConfig, OptimizerConfig, TrainRow
@@ -32,10 +33,17 @@ def main() -> None:
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     params = sum(p.numel() for p in policy.module.parameters())
+    # This rank's own bytes of float32 parameter shards and AdamW moments (gradients are freed after the step).
+    tensors = [*policy.module.parameters(), *(v for s in worker.optimizer.state.values() for v in s.values())]
+    state = sum(_local(t).numel() * t.element_size() for t in tensors if t.dim() > 0)
     print(json.dumps({"rank": policy.ranks.rank, "world_size": policy.ranks.world_size, "parameters": params,
-                      "rss_after_load": loaded, "peak_rss": peak, "step_s": round(seconds, 2), "loss": metrics["loss"]}),
+                      "rss_after_load": loaded, "state_bytes": state, "peak_rss": peak, "step_s": round(seconds, 2), "loss": metrics["loss"]}),
           flush=True)
     worker.stop()
+
+
+def _local(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.to_local() if isinstance(tensor, DTensor) else tensor
 
 
 if __name__ == "__main__":
