@@ -3,18 +3,30 @@
  * runc, a kubelet and kube-scheduler 1.20.2 built by scripts/build-k8s.sh; src/controller/k8s/testing/kube-node.ts)
  * and the agent image (a debootstrap root file system from scripts/build-agent-image.sh plus this checkout's
  * sdk/python; src/controller/k8s/testing/agent-image.ts). The controller creates Jobs, the scheduler binds their pods,
- * the kubelet starts the containers, the agents talk to the gateway, and the pods' exits reach the rollouts.
+ * the kubelet starts the containers, the agents talk to the gateway, and the pods' exits reach the rollouts. The
+ * Kubernetes sandbox backend (sdk/python/arclight_agent/sandbox/kubernetes.py) is driven by
+ * test/fixtures/k8s-sandbox-check.py against the same node.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_IMAGE, agentBaseLayerMissing, buildAgentImage } from "../src/controller/k8s/testing/agent-image.js";
 import { type K8sHarness, startK8sHarness } from "../src/controller/k8s/testing/harness.js";
-import { type KubeCluster, skipWithoutKube, startKubeCluster } from "../src/controller/k8s/testing/kube-cluster.js";
+import {
+  type KubeCluster,
+  kubeBinaries,
+  skipWithoutKube,
+  startKubeCluster,
+} from "../src/controller/k8s/testing/kube-cluster.js";
 import { type KubeNode, skipWithoutNode, startKubeNode } from "../src/controller/k8s/testing/kube-node.js";
 import { podsOfJob } from "../src/controller/k8s/testing/kubelet.js";
 import { skipWithout } from "../src/testing/requirement.js";
+import { runProcess } from "../src/testing/run-process.js";
+
+const SDK_DIR = fileURLToPath(new URL("../sdk/python", import.meta.url));
+const SANDBOX_CHECK = fileURLToPath(new URL("./fixtures/k8s-sandbox-check.py", import.meta.url));
 
 /**
  * The agent run in the pods: the SDK's runner calls `rollout`, whose return value becomes the reward. It posts
@@ -140,4 +152,56 @@ describe.skipIf(skip)("pods on a real node (containerd, kubelet)", { timeout: 24
     expect(log?.data).toMatchObject({ exit_code: 3, log_source: "pod-log", job_name: "arclight-rollout-bad-1" });
     expect(String((log?.data as { text?: string } | undefined)?.text)).toContain("agent: the task says fail");
   });
+
+  it("the Kubernetes sandbox: one pod per sandbox, exec through the API, files, limits, no network, reset, cleanup", async () => {
+    const h = await harness();
+    const kubectl = kubeBinaries()!.kubectl;
+    const result = await runProcess(["python3", SANDBOX_CHECK], {
+      cwd: SDK_DIR,
+      env: {
+        PATH: `${join(kubectl, "..")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+        HOME: cluster!.dir,
+        PYTHONPATH: SDK_DIR,
+        KUBECONFIG: cluster!.kubeconfigPath,
+        SANDBOX_NAMESPACE: h.namespace,
+        SANDBOX_IMAGE: AGENT_IMAGE,
+        HOST_IP: hostAddress(),
+      },
+    });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout) as Record<string, unknown>;
+    expect(report).toMatchObject({
+      echo: { exit_code: 0, stdout: "hello from /work\n", timed_out: false },
+      exit_code: 7,
+      pid_one_is_sleep: true,
+      file_round_trip: true,
+      missing_file: "FileNotFoundError",
+      escape_write: "SandboxError",
+      escape_symlink_read: "SandboxError",
+      timeout: { exit_code: -9, timed_out: true },
+      timeout_killed_children: true,
+      cpu_limit_exit: 137,
+      cpu_limit_before_timeout: true,
+      memory_limit_exit: 137,
+      host_unreachable: true,
+      reset_removed_file: true,
+      reset_new_pod: true,
+      closed_exec: "SandboxError",
+      pods_after_close: 0,
+      policies_after_close: 0,
+      not_isolated: "SandboxError",
+      not_isolated_pod_deleted: true,
+      bad_image: "SandboxError",
+    });
+  });
 });
+
+/** This machine's first non-loopback IPv4 address: the sandbox must not reach it. */
+function hostAddress(): string {
+  const address = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a !== undefined && a.family === "IPv4" && !a.internal);
+  if (address === undefined) throw new Error("no non-loopback IPv4 address on this machine");
+  return address.address;
+}
