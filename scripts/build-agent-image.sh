@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Builds the agent image's base layer offline: a Debian bookworm root file system made by `debootstrap` from the apt
-# mirror this machine is configured with (python3, bash, git), packed as one uncompressed layer tar. The Kubernetes
-# pod tests (test/k8s-pods.test.ts) add a second layer holding the current sdk/python (package arclight_agent) and
-# import both into containerd as a docker-archive (src/controller/k8s/testing/agent-image.ts), so the SDK in the pod
-# is always the one of the checkout.
+# mirror this machine is configured with (python3, pytest for the SWE tasks' tests, bash, git), packed as one
+# uncompressed layer tar. The Kubernetes pod tests (test/k8s-pods.test.ts) add a second layer holding the current
+# sdk/python (package arclight_agent) and import both into containerd as a docker-archive
+# (src/controller/k8s/testing/agent-image.ts), so the SDK in the pod is always the one of the checkout.
 #
-# Cached in ${ARCLIGHT_AGENT_IMAGE_DIR:-$HOME/.cache/arclight/agent-image-bookworm-1}: a run with rootfs.tar present
-# exits at once. Needs root (debootstrap, apt-get). About 3 minutes on 2 cores.
+# Cached in ${ARCLIGHT_AGENT_IMAGE_DIR:-$HOME/.cache/arclight/agent-image-bookworm-2} (the number changes with the
+# package list): a run with rootfs.tar present exits at once. Needs root (debootstrap, apt-get). 7.7 minutes at load
+# 22 on the shared 2-core machine (docs/kubernetes.md, Measured).
 set -euo pipefail
 
-IMAGE_DIR="${ARCLIGHT_AGENT_IMAGE_DIR:-$HOME/.cache/arclight/agent-image-bookworm-1}"
+IMAGE_DIR="${ARCLIGHT_AGENT_IMAGE_DIR:-$HOME/.cache/arclight/agent-image-bookworm-2}"
 SUITE=bookworm
-PACKAGES=python3,git
+PACKAGES=python3,python3-pytest,git
 export DEBIAN_FRONTEND=noninteractive
 
 log() { echo "[build-agent-image $(date -u +%H:%M:%S)] $*"; }
@@ -46,7 +47,8 @@ cleanup() {
 trap cleanup EXIT
 root="$work/rootfs"
 log "debootstrap --variant=minbase --include=$PACKAGES $SUITE from $MIRROR"
-nice -n 10 debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
+nice -n 10 debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$MIRROR" \
+  >"$work/debootstrap.log" 2>&1 ||
   {
     tail -20 "$work/debootstrap.log"
     exit 1

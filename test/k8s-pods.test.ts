@@ -153,7 +153,7 @@ describe.skipIf(skip)("pods on a real node (containerd, kubelet)", { timeout: 24
     expect(String((log?.data as { text?: string } | undefined)?.text)).toContain("agent: the task says fail");
   });
 
-  it("the Kubernetes sandbox: one pod per sandbox, exec through the API, files, limits, no network, reset, cleanup", async () => {
+  it("the Kubernetes sandbox: one pod per sandbox, exec through the API, files, limits, no network, reset, cleanup, and a SWE task through open_sandbox", async () => {
     const h = await harness();
     const kubectl = kubeBinaries()!.kubectl;
     const result = await runProcess(["python3", SANDBOX_CHECK], {
@@ -193,6 +193,11 @@ describe.skipIf(skip)("pods on a real node (containerd, kubelet)", { timeout: 24
       not_isolated: "SandboxError",
       not_isolated_pod_deleted: true,
       bad_image: "SandboxError",
+      task_snapshot: "snapshot\nx = 1\ny = 2\n",
+      task_tests_fail: 1,
+      task_tests_pass: 0,
+      task_diff: "a.py | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)",
+      task_reset: true,
     });
   });
 });

@@ -220,7 +220,7 @@ class KubernetesSandbox(Sandbox):
         return addresses
 
     def _check_isolated(self) -> None:
-        """Fails closed when the pod can open a TCP connection to a probe address (its NetworkPolicy is not enforced)."""
+        """Fails closed when the pod can open a TCP connection to a probe address: its NetworkPolicy is not enforced."""
         addresses = self._probe_addresses()
         if not addresses:
             return

@@ -1,6 +1,6 @@
 /**
  * @module The agent image of the pod tests, assembled offline: the Debian root file system of
- * `scripts/build-agent-image.sh` (python3, bash, git) as the base layer, and a layer holding this checkout's
+ * `scripts/build-agent-image.sh` (python3, pytest, bash, git) as the base layer, and a layer holding this checkout's
  * `sdk/python/arclight_agent`, written as a docker-archive tarball (`manifest.json` + config + layer tars, the format
  * `docker save` writes and `ctr images import` reads).
  */
@@ -19,7 +19,7 @@ export const AGENT_IMAGE = "docker.io/arclight/agent:test";
 
 /** Where `scripts/build-agent-image.sh` caches the base layer. */
 export function agentBaseLayer(): string {
-  const dir = process.env.ARCLIGHT_AGENT_IMAGE_DIR ?? join(homedir(), ".cache/arclight/agent-image-bookworm-1");
+  const dir = process.env.ARCLIGHT_AGENT_IMAGE_DIR ?? join(homedir(), ".cache/arclight/agent-image-bookworm-2");
   return join(dir, "rootfs.tar");
 }
 
