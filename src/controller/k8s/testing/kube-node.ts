@@ -268,6 +268,7 @@ export async function startKubeNode(cluster: KubeCluster, options: KubeNodeOptio
   const stop = async () => {
     for (const child of [...children].reverse()) await stopChild(child);
     await killLeftovers(join(dir, "containerd", "runc"));
+    killShims(socket);
     await run("ip", ["link", "delete", bridge]).catch(() => {});
     await removeCgroupRoot(cgroupRoot);
     await unmountUnder(dir);
@@ -447,6 +448,27 @@ async function killLeftovers(runcRoot: string): Promise<void> {
   }
   // The shims exit once their container is gone; a few hundred ms later nothing holds the mounts.
   await new Promise((r) => setTimeout(r, 500));
+}
+
+/**
+ * Kills the containerd shims still serving this node: with containerd gone, a shim whose container was killed
+ * waits for a delete that never comes. They are found by this node's own socket path in their command line.
+ */
+function killShims(socket: string): void {
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (!argv[0]?.endsWith("containerd-shim-runc-v2") || !argv.includes(socket)) continue;
+    try {
+      process.kill(Number(pid), "SIGKILL");
+    } catch {
+      // exited meanwhile
+    }
+  }
 }
 
 /** Unmounts everything mounted under `dir` (overlay snapshots, the kubelet's volumes, netns), deepest first. */
