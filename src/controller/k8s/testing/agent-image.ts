@@ -25,7 +25,7 @@ export function agentBaseLayer(): string {
 
 /** Whether the base layer is built. */
 export function agentBaseLayerMissing(): string | null {
-  return existsSync(agentBaseLayer()) ? null : `no ${agentBaseLayer()} (bash scripts/build-agent-image.sh)`;
+  return existsSync(agentBaseLayer()) ? null : `no ${agentBaseLayer()}`;
 }
 
 /** The image config's `config` part (the OCI / docker image config's runtime defaults). */
