@@ -1,7 +1,7 @@
 /**
  * @module A throw-away Kubernetes control plane for tests: etcd, kube-apiserver and kube-controller-manager
- * (Job, garbage-collector and TTL controllers) on 127.0.0.1, built by `scripts/build-k8s.sh`. There is no kubelet:
- * tests play it (see `kubelet.ts`).
+ * (Job, garbage-collector and TTL controllers) on 127.0.0.1, built by `scripts/build-k8s.sh`. Its nodes: a fake
+ * kubelet the test plays (`kubelet.ts`), or a real one with containerd (`kube-node.ts`).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
@@ -72,6 +72,11 @@ export interface KubeCluster {
 export interface KubeClusterOptions {
   /** Start kube-controller-manager (Jobs get Pods, foreground deletion, TTL). Default true. */
   controllerManager?: boolean;
+  /**
+   * Also run its node lifecycle controller, which lifts the `not-ready` taint a kubelet registers its Node with once
+   * the Node is Ready (for a real node: `kube-node.ts`). Default false.
+   */
+  nodeLifecycle?: boolean;
 }
 
 async function freePort(): Promise<number> {
@@ -192,6 +197,9 @@ function apiserverArgs(dir: string, etcdPort: number, apiPort: number, adminToke
     "--feature-gates=TTLAfterFinished=true",
     "--enable-priority-and-fairness=false",
     "--endpoint-reconciler-type=none",
+    // A real kubelet here listens on 127.0.0.1 and is reached by its Hostname address, "localhost" (kube-node.ts);
+    // the fake one of kubelet.ts has an InternalIP only.
+    "--kubelet-preferred-address-types=Hostname,InternalIP",
     "--profiling=false",
     // Job watches go to etcd, which is compacted every 10 s: an old resourceVersion really expires (410 Gone), as
     // on a busy cluster after the watch cache has moved on.
@@ -200,10 +208,11 @@ function apiserverArgs(dir: string, etcdPort: number, apiPort: number, adminToke
   ];
 }
 
-function controllerManagerArgs(kubeconfigPath: string): string[] {
+function controllerManagerArgs(kubeconfigPath: string, nodeLifecycle: boolean): string[] {
+  const controllers = ["job", "garbagecollector", "ttl-after-finished", ...(nodeLifecycle ? ["nodelifecycle"] : [])];
   return [
     `--kubeconfig=${kubeconfigPath}`,
-    "--controllers=job,garbagecollector,ttl-after-finished",
+    `--controllers=${controllers.join(",")}`,
     "--leader-elect=false",
     "--port=0",
     "--secure-port=0",
@@ -273,7 +282,7 @@ export async function startKubeCluster(options: KubeClusterOptions = {}): Promis
     const cluster = clusterHandle(server, adminToken, dir, stop);
     writeFileSync(cluster.kubeconfigPath, kubeconfigYaml(server, adminToken));
     if (options.controllerManager !== false) {
-      const cmArgs = controllerManagerArgs(cluster.kubeconfigPath);
+      const cmArgs = controllerManagerArgs(cluster.kubeconfigPath, options.nodeLifecycle === true);
       children.push(startProcess(dir, "kube-controller-manager", bins.controllerManager, cmArgs));
     }
     return cluster;
