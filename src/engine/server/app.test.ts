@@ -3,6 +3,7 @@
  * with `return_token_ids`, stream vs non-stream identity, bad input, tokenize, concurrency.
  */
 
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
@@ -156,6 +157,26 @@ describe("POST /v1/chat/completions (real engine)", () => {
         completion_tokens: ids.length,
       },
     });
+  });
+
+  it("answers a request whose client half-closes after sending it (nc -N)", async () => {
+    const { url } = await start();
+    const body = JSON.stringify({ model: "tiny-test", messages, max_tokens: 6, seed: 1 });
+    const request =
+      "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n" +
+      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(url).port), "127.0.0.1");
+      const chunks: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+      socket.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+      socket.on("error", reject);
+      // Write the whole request, then end this side of the connection: the answer must still come back.
+      socket.end(request);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    const json = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)) as { choices: unknown[] };
+    expect(json.choices).toHaveLength(1);
   });
 
   it("generates n choices with distinct seeds in one request", async () => {
