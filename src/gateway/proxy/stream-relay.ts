@@ -12,20 +12,10 @@ import type { FastifyReply } from "fastify";
 import type { ArclightError } from "../../protocol/index.js";
 import { SSE_DONE, SseParser, sseEvent } from "../../wire/sse.js";
 import { proxyAbortError } from "./call-lifetime.js";
-import type { CaptureReason, ProxyEndpointKind } from "./capture.js";
-import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
-import { recordCall } from "./record-call.js";
+import type { CallBase, ProxyCall, ProxyContext, ProxyEndpointKind, TrackedCall } from "./call-request.js";
+import { type CaptureReason, recordCall } from "./record-call.js";
 import { StreamAssembler } from "./stream-assembler.js";
 import type { UpstreamAnswer } from "./upstream.js";
-
-/** What the relay needs of the call beyond the agent's call: the body sent upstream and when the call began. */
-export interface StreamCallBase {
-  kind: ProxyEndpointKind;
-  model: string;
-  request: Record<string, unknown>;
-  requestText: string;
-  startedAt: number;
-}
 
 type Failure = { message: string; code: number };
 
@@ -129,7 +119,7 @@ export async function relayStream(
   call: TrackedCall,
   answer: UpstreamAnswer,
   reply: FastifyReply,
-  base: StreamCallBase,
+  base: CallBase,
 ): Promise<void> {
   const out = openAgentStream(call, answer.statusCode, reply);
   const relay = new EventRelay(call.kind, call.translation);
