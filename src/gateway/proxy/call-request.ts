@@ -356,9 +356,8 @@ function scanObject(text: string): { members: Member[]; close: number } {
 }
 
 /**
- * Sets top-level fields of a JSON object text, keeping every other byte of it. A field already present keeps its
- * place and gets the new value (every occurrence, when the key is duplicated); a field not present is appended at the
- * end, in the order of `fields`; a field set to `undefined` is removed. Values are written with `JSON.stringify`.
+ * Sets top-level fields of a JSON object text, keeping every other byte: a present field keeps its place (every
+ * occurrence of a duplicated key), a new one is appended in the order of `fields`, `undefined` removes it.
  *
  * Example: `setFields('{"seed": 12345678901234567890, "model":"x"}', { model: "policy", logprobs: true })` gives
  * `'{"seed": 12345678901234567890, "model":"policy","logprobs":true}'`.

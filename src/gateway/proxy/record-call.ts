@@ -19,10 +19,7 @@ function isObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/**
- * Whether the upstream body asks for logprobs (chat `logprobs: true`; completions an integer n, `false`/null = no).
- * @param request - the body sent upstream
- */
+/** Whether the upstream body asks for logprobs (chat `logprobs: true`; completions an integer n). */
 export function logprobsRequested(request: Json): boolean {
   return request.logprobs !== undefined && request.logprobs !== null && request.logprobs !== false;
 }
@@ -158,11 +155,8 @@ export interface CallRecord {
 }
 
 /**
- * Builds the `model_request` event data of one call.
- * @param call - the finished call
- * @returns event data matching `ModelRequestDataSchema`; `status` is `ok` only for a 2xx with a body;
- *   `capture_incomplete` and `capture_incomplete_reasons` set when {@link checkCapture} (or the stream assembler)
- *   found a problem
+ * The `model_request` event data of one finished call; `status` is `ok` only for a 2xx with a body, and
+ * `capture_incomplete` is set when {@link checkCapture} or the stream assembler found a problem.
  */
 export function buildModelRequestData(call: CallRecord): ModelRequestData {
   const ok = call.httpStatus >= 200 && call.httpStatus < 300 && call.response !== null && call.error == null;
@@ -203,13 +197,9 @@ export function buildModelRequestData(call: CallRecord): ModelRequestData {
 export const STORE_RETRY_AFTER_SECONDS = 1;
 
 /**
- * Appends the call's `model_request` event (its JSON text reusing the request and response texts already held) and
- * resolves once it is committed.
- * @param store - where the event goes
- * @param call - the call, its ids and identity
- * @param record - what happened
- * @param known - texts already held for the request and response
- * @param extra - fields added to the event data (the `tito` record of a token-in-token-out call)
+ * Appends the call's `model_request` event and resolves once it is committed.
+ * @param known - texts already held for the request and response, spliced into the event's JSON
+ * @param extra - fields added to the event data (a tito call's `tito` record)
  * @throws {ArclightError} a 4xx the store raised about the rollout (e.g. `StaleAttempt`: the attempt was superseded
  *   meanwhile), unchanged
  * @throws {StoreUnavailable} anything else (database locked past its wait, disk full, connection lost), with
@@ -232,11 +222,7 @@ export async function recordCall(
   }
 }
 
-/**
- * The error the agent gets for an event that could not be stored: a 4xx about the rollout as it is, anything else as
- * a retryable 503.
- * @param err - what the store threw
- */
+/** The error the agent gets for an event not stored: a 4xx about the rollout as it is, else a retryable 503. */
 export function storeFailure(err: unknown): ArclightError {
   if (err instanceof ArclightError && err.status < 500) return err;
   const reason = err instanceof Error ? err.message : String(err);
@@ -258,12 +244,8 @@ export interface KnownJson {
 }
 
 /**
- * Serialises `data` like `JSON.stringify(data)`: the same value and key order. `data.request` / `data.response` are
- * taken from `known` as text when they are the very objects `known` names (a response changed by the capture check,
- * e.g. misaligned logprobs nulled, is a new object and is serialised).
- * @param data - event data built by `buildModelRequestData`
- * @param known - texts already held for the request and response
- * @returns the JSON text of `data`
+ * `JSON.stringify(data)`, with `data.request` / `data.response` taken from `known` as text when they are the very
+ * objects `known` names (a response the capture check changed is a new object and is serialised).
  */
 export function modelRequestDataJson(data: ModelRequestData, known: KnownJson): string {
   const { request, response } = data;

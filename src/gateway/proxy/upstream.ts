@@ -42,11 +42,9 @@ const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"
 export interface UpstreamRequest {
   /** Path under the endpoint's base URL, e.g. `/chat/completions`. */
   path: string;
-  /** The serialized JSON body. */
   body: string;
   /** The rollout making the call (for sticky endpoint choice). */
   rolloutId: string;
-  /** The model's registered endpoints. */
   endpoints: readonly Model[];
   /** True to hand back a 2xx body as a stream instead of reading it. */
   stream: boolean;
@@ -68,7 +66,7 @@ export interface UpstreamAnswer {
   stream: Readable | null;
   /** Tries beyond the first. */
   retryCount: number;
-  /** The upstream's `Retry-After` header, passed on to the agent with a 429 or 503. */
+  /** The upstream's `Retry-After`, passed on with a 429 or 503. */
   retryAfter?: string;
 }
 
@@ -103,10 +101,6 @@ export class UpstreamClient {
   /** Parsed routes by endpoint URL, then path: two lookups of strings the caller holds (their hashes are kept). */
   private readonly targets = new Map<string, Map<string, { origin: string; path: string }>>();
 
-  /**
-   * @param options - timeout, retry and pool options
-   * @param picker - endpoint choice and cool-downs
-   */
   constructor(
     private readonly options: ProxyOptions,
     private readonly picker: EndpointPicker,
@@ -329,9 +323,7 @@ export class EndpointPicker {
   ) {}
 
   /**
-   * Picks the endpoint for one try of a call (see the module rule).
-   * @param endpoints - the model's registered endpoints, any order
-   * @param rolloutId - the rollout making the call
+   * Picks the endpoint for one try of a call (see the module doc).
    * @param exclude - endpoint URLs that already failed this call
    * @returns the chosen endpoint, or undefined when `endpoints` is empty
    */
