@@ -3,10 +3,10 @@
  * with `return_token_ids`, stream vs non-stream identity, bad input, tokenize, concurrency.
  */
 
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import { postHalfClosed } from "../../testing/half-closed.js";
 import { tempDir } from "../../testing/temp-dir.js";
 import { renderChatML } from "../embedded/chat-template.js";
 import { EmbeddedEngine } from "../embedded/engine.js";
@@ -162,18 +162,8 @@ describe("POST /v1/chat/completions (real engine)", () => {
   it("answers a request whose client half-closes after sending it (nc -N)", async () => {
     const { url } = await start();
     const body = JSON.stringify({ model: "tiny-test", messages, max_tokens: 6, seed: 1 });
-    const request =
-      "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n" +
-      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(new URL(url).port), "127.0.0.1");
-      const chunks: Buffer[] = [];
-      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
-      socket.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-      socket.on("error", reject);
-      // Write the whole request, then end this side of the connection: the answer must still come back.
-      socket.end(request);
-    });
+    // The whole request, then the client's side of the connection ended: the answer must still come back.
+    const answer = await postHalfClosed(url, "/v1/chat/completions", body);
     expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
     const json = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)) as { choices: unknown[] };
     expect(json.choices).toHaveLength(1);

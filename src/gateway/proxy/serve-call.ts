@@ -40,7 +40,7 @@ import { ProxyLookups } from "./lookups.js";
 import type { ProxyOptions } from "./options.js";
 import type { PauseController } from "./pause.js";
 import { type CallRecord, type CaptureReason, recordAbort, recordCall } from "./record-call.js";
-import { relayStream } from "./stream-relay.js";
+import { parseJson, relayStream } from "./stream-relay.js";
 import { forwardTitoCall } from "./tito/tito-call.js";
 import { translateAnthropicCall } from "./translate/anthropic-call.js";
 import { ResponseHistory } from "./translate/response-history.js";
@@ -291,14 +291,6 @@ export async function forwardCall(ctx: ProxyContext, call: ProxyCall, reply: Fas
     }
   } finally {
     running.end();
-  }
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }
 

@@ -19,7 +19,8 @@ import type { UpstreamAnswer } from "./upstream.js";
 
 type Failure = { message: string; code: number };
 
-function parseJson(text: string): unknown {
+/** @returns the value of a JSON text, undefined when it is not JSON */
+export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -106,14 +107,7 @@ class EventRelay {
   }
 }
 
-/**
- * Relays and records one 2xx SSE answer; resolves once the agent's stream has ended.
- * @param ctx - the proxy's shared context
- * @param call - the agent's call with its request ids
- * @param answer - the upstream answer, `stream` set
- * @param reply - the agent's reply
- * @param base - the body sent upstream and the start time
- */
+/** Relays and records one 2xx SSE answer (`answer.stream` set); resolves once the agent's stream has ended. */
 export async function relayStream(
   ctx: ProxyContext,
   call: TrackedCall,
