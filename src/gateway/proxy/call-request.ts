@@ -140,6 +140,15 @@ function checkAgentName(raw: string): string {
   return name;
 }
 
+/** @returns the value of a JSON text, undefined when it is not JSON */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Agent name (or `/regex/`) → model name the call is looked up and sent upstream as. */
 export type AgentRoutes = Readonly<Record<string, string>>;
 

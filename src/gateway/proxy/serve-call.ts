@@ -31,6 +31,7 @@ import {
   type ProxyContext,
   type ProxyEndpointKind,
   type ProxyMode,
+  parseJson,
   rewriteRequestBody,
   routedOptions,
   type TrackedCall,
@@ -40,7 +41,7 @@ import { ProxyLookups } from "./lookups.js";
 import type { ProxyOptions } from "./options.js";
 import type { PauseController } from "./pause.js";
 import { type CallRecord, type CaptureReason, recordAbort, recordCall } from "./record-call.js";
-import { parseJson, relayStream } from "./stream-relay.js";
+import { relayStream } from "./stream-relay.js";
 import { forwardTitoCall } from "./tito/tito-call.js";
 import { translateAnthropicCall } from "./translate/anthropic-call.js";
 import { ResponseHistory } from "./translate/response-history.js";

@@ -12,21 +12,19 @@ import type { FastifyReply } from "fastify";
 import type { ArclightError } from "../../protocol/index.js";
 import { SSE_DONE, SseParser, sseEvent } from "../../wire/sse.js";
 import { proxyAbortError } from "./call-lifetime.js";
-import type { CallBase, ProxyCall, ProxyContext, ProxyEndpointKind, TrackedCall } from "./call-request.js";
+import {
+  type CallBase,
+  type ProxyCall,
+  type ProxyContext,
+  type ProxyEndpointKind,
+  parseJson,
+  type TrackedCall,
+} from "./call-request.js";
 import { type CaptureReason, recordCall } from "./record-call.js";
 import { StreamAssembler } from "./stream-assembler.js";
 import type { UpstreamAnswer } from "./upstream.js";
 
 type Failure = { message: string; code: number };
-
-/** @returns the value of a JSON text, undefined when it is not JSON */
-export function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
