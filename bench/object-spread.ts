@@ -2,7 +2,7 @@
  * @module What building an object costs on this Node, ns per object: a spread followed by properties
  * (`{ ...base, a, b }`), against the same object with its fields named and against `Object.assign` (figures:
  * docs/benchmarks.md, Object spread). The proxy's hot path builds its objects without a leading spread
- * (`src/gateway/proxy/forward.ts`, `rewrite.ts`, `stream-relay.ts`, the request logger's bindings in `app.ts`).
+ * (`src/gateway/proxy/serve-call.ts`, `call-request.ts`, `stream-relay.ts`, the request logger's bindings in `app.ts`).
  * Rounds alternate between the shapes so machine load hits them alike; the median round is printed.
  */
 import { availableParallelism, loadavg } from "node:os";

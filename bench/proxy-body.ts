@@ -6,7 +6,7 @@
  */
 import { availableParallelism, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
-import { setFields } from "../src/gateway/proxy/json-fields.js";
+import { setFields } from "../src/gateway/proxy/call-request.js";
 
 const ROUNDS = 15;
 const FIELDS = { model: "policy", temperature: 1, return_token_ids: true, logprobs: true };

@@ -84,8 +84,9 @@ let UPSTREAM_BODY = "";
  * @returns the body the gateway sends upstream for {@link BODY} on a train-mode chat call
  */
 async function upstreamBody(gatewayConfigJson: string): Promise<string> {
-  const { rewriteRequestBody } =
-    await built<typeof import("../src/gateway/proxy/rewrite.js")>("gateway/proxy/rewrite.js");
+  const { rewriteRequestBody } = await built<typeof import("../src/gateway/proxy/call-request.js")>(
+    "gateway/proxy/call-request.js",
+  );
   const { gatewayConfig, proxyOptionsOf } = await built<typeof import("../src/gateway/config.js")>("gateway/config.js");
   const extra = JSON.parse(gatewayConfigJson) as Record<string, unknown>;
   const config = gatewayConfig({ ...extra, key: "bench-admin-key", model_name: "policy", port: 0 });

@@ -4,7 +4,6 @@
  * upstream token ids, and the trainer's pause/resume reaches the proxy through the gateway client.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -14,6 +13,7 @@ import { FakeVllm } from "../src/gateway/testing/fake-vllm.js";
 import { startTestGateway, type TestGateway } from "../src/gateway/testing/serve.js";
 import type { TripletModelRequest } from "../src/protocol/index.js";
 import { SqliteStore } from "../src/store/sqlite.js";
+import { postHalfClosed } from "../src/testing/half-closed.js";
 
 describe("gateway app with the LLM proxy mounted", () => {
   const cleanups: (() => Promise<void> | void)[] = [];
@@ -100,19 +100,9 @@ describe("gateway app with the LLM proxy mounted", () => {
     const { gateway, client } = await start();
     await client.createRollouts([{ rollout_id: "r-half", input: {} }]);
     const body = JSON.stringify({ model: "policy", messages: [{ role: "user", content: "hi" }] });
-    const request =
-      "POST /proxy/rollout/r-half/attempt/0/mode/train/openai/v1/chat/completions HTTP/1.1\r\n" +
-      `host: 127.0.0.1\r\nauthorization: Bearer test-key\r\ncontent-type: application/json\r\n` +
-      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(new URL(gateway.url).port), "127.0.0.1");
-      const chunks: Buffer[] = [];
-      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
-      socket.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-      socket.on("error", reject);
-      // Write the whole request, then end this side of the connection: the answer must still come back.
-      socket.end(request);
-    });
+    // The whole request, then the client's side of the connection ended: the answer must still come back.
+    const path = "/proxy/rollout/r-half/attempt/0/mode/train/openai/v1/chat/completions";
+    const answer = await postHalfClosed(gateway.url, path, body, ["authorization: Bearer test-key"]);
     expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
     const json = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)) as { choices: unknown[] };
     expect(json.choices).toHaveLength(1);

@@ -44,10 +44,7 @@ function fastifyJsonParse(app: FastifyInstance): JsonParse {
 }
 
 /**
- * A JSON body's text and value, as the gateway reads every JSON body. An empty (or whitespace) body is no body.
- * @param parse - the JSON parser ({@link fastifyJsonParse})
- * @param raw - the body as received; a leading byte order mark is dropped
- * @returns the text with its value; undefined for an empty body
+ * A JSON body's text and value; undefined for an empty (or whitespace) body.
  * @throws {BadRequest} invalid JSON, or nesting deeper than {@link MAX_JSON_DEPTH} levels (checked before parsing)
  */
 function parseJsonText(parse: JsonParse, raw: string): JsonBodyText | undefined {

@@ -1,10 +1,7 @@
 /**
- * @module The gateway's root logger: pino JSON lines, written in batches. With one `request completed` line per
- * proxied call, writing each line as it comes (pino's default: an asynchronous write per line, each a round trip
- * through libuv's thread pool) would be the largest single cost of logging on the proxy's hot path. Lines are held
- * until 4 KiB have built up or 200 ms have passed (longer only while the output itself cannot take them: a stalled
- * pipe); pino writes what is held when the process exits (an exception
- * included). A process killed outright (SIGKILL, the OOM killer) loses at most its last 200 ms.
+ * @module The gateway's root logger: pino JSON lines, written in batches (one write per line costs a round trip
+ * through libuv's thread pool per proxied call). Lines are held until 4 KiB or 200 ms, written at exit; a process
+ * killed outright loses at most its last 200 ms.
  */
 import { openSync } from "node:fs";
 import { type Logger, pino } from "pino";

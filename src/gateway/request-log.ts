@@ -18,10 +18,8 @@ export function requestId(header: string | string[] | undefined): string {
 const DEBUG_LEVELS = new Set(["debug", "trace"]);
 
 /**
- * One log line per request, at its end: `request completed` (info) with the request (method, URL, host, remote
- * address), the status and `responseTime` (ms), or `request errored` (error). Fastify's `incoming request` line is
- * logged at debug only: at info it doubled the log's cost on the proxy's hot path and said nothing the end line does
- * not, but for a request that never ends (debug shows those).
+ * One log line per request, at its end: `request completed` (info) with the request, status and `responseTime` (ms),
+ * or `request errored`. Fastify's `incoming request` line is at debug: the end line says the same.
  */
 export class GatewayLogController extends LogController {
   override incomingRequest(request: FastifyRequest): void {

@@ -75,7 +75,7 @@ export const ModelRequestDataSchema = z.looseObject({
   finish_reason: z.string().nullable().optional(),
   server: ServerInfoSchema.optional(),
   capture_incomplete: z.boolean().optional(),
-  /** Why capture is incomplete (`CaptureReason` codes of `gateway/proxy/capture.ts`); set with `capture_incomplete`. */
+  /** Why capture is incomplete (`CaptureReason` codes of `gateway/proxy/record-call.ts`); set with `capture_incomplete`. */
   capture_incomplete_reasons: z.array(z.string()).optional(),
   /** The agent's own request id (body `request_id`, else its `x-request-id` header), when it sent one. */
   agent_request_id: z.string().optional(),

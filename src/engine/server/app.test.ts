@@ -6,6 +6,7 @@
 import { tmpdir } from "node:os";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import { postHalfClosed } from "../../testing/half-closed.js";
 import { tempDir } from "../../testing/temp-dir.js";
 import { renderChatML } from "../embedded/chat-template.js";
 import { EmbeddedEngine } from "../embedded/engine.js";
@@ -156,6 +157,16 @@ describe("POST /v1/chat/completions (real engine)", () => {
         completion_tokens: ids.length,
       },
     });
+  });
+
+  it("answers a request whose client half-closes after sending it (nc -N)", async () => {
+    const { url } = await start();
+    const body = JSON.stringify({ model: "tiny-test", messages, max_tokens: 6, seed: 1 });
+    // The whole request, then the client's side of the connection ended: the answer must still come back.
+    const answer = await postHalfClosed(url, "/v1/chat/completions", body);
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    const json = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)) as { choices: unknown[] };
+    expect(json.choices).toHaveLength(1);
   });
 
   it("generates n choices with distinct seeds in one request", async () => {

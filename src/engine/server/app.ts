@@ -8,6 +8,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { pathForDetail } from "../../http/error-handler.js";
+import { answerHalfClosedRequests } from "../../http/half-close.js";
 import {
   DEFAULT_HEADERS_TIMEOUT_SECONDS,
   DEFAULT_REQUEST_TIMEOUT_SECONDS,
@@ -72,6 +73,7 @@ export async function buildEngineServer(options: EngineServerOptions): Promise<F
       options.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS,
     ),
   });
+  answerHalfClosedRequests(app.server);
   // JSON only: Fastify's default text/plain parser would let a cross-origin "simple" request through.
   app.removeContentTypeParser("text/plain");
   app.addHook("onRequest", makeRequestGuard(options.key ?? ""));

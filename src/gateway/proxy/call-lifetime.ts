@@ -1,25 +1,20 @@
 /**
- * @module The lifetime of a model call: its abort switch ({@link CallAbort}) and why the proxy cut it short (its total
- * deadline, or a drain after a pause), the calls in flight on this gateway with the drain watchdog, and
- * {@link startCall}, which every model call (chat, completions, tito) runs under.
+ * @module The lifetime of a model call: its abort switch, ended by the agent leaving, the call's total deadline, or
+ * the drain deadline after a pause ({@link watchDrain}).
  */
 import { EventEmitter } from "node:events";
 import type { FastifyReply } from "fastify";
 import { type ArclightError, CallAborted, UpstreamTimeout } from "../../protocol/index.js";
 import type { PauseController } from "./pause.js";
 
-/**
- * The abort switch of one proxied call, and its signal: an `EventEmitter` with `aborted` and `reason`, which undici
- * takes as a request's `signal` (it listens once for `abort`). Emits `abort` once, on the first
- * {@link CallAbort.abort}.
- */
+/** The abort switch of one call; undici takes it as a request's `signal`. Emits `abort` once. */
 export class CallAbort extends EventEmitter {
   /** True once {@link abort} was called. */
   aborted = false;
-  /** What {@link abort} was given: a {@link CallDeadline}, a {@link DrainDeadline}, or undefined (the agent left). */
+  /** A {@link CallDeadline}, a {@link DrainDeadline}, or undefined (the agent left). */
   reason: unknown = undefined;
 
-  /** Aborts the call (later calls do nothing). @param reason - why; see {@link reason} */
+  /** Aborts the call; later calls do nothing. */
   abort(reason?: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
@@ -30,7 +25,6 @@ export class CallAbort extends EventEmitter {
 
 /** The call's total deadline (`upstreamTotalTimeoutMs`) passed. */
 export class CallDeadline extends Error {
-  /** @param limitMs - the deadline that passed, ms */
   constructor(readonly limitMs: number) {
     super(`Upstream call did not finish within ${limitMs} ms`);
     this.name = "CallDeadline";
@@ -39,10 +33,6 @@ export class CallDeadline extends Error {
 
 /** The proxy paused and the call was still running `limitMs` later. */
 export class DrainDeadline extends Error {
-  /**
-   * @param limitMs - the drain deadline, ms
-   * @param retryAfterSeconds - the pause's `Retry-After`
-   */
   constructor(
     readonly limitMs: number,
     readonly retryAfterSeconds: number,
@@ -52,11 +42,7 @@ export class DrainDeadline extends Error {
   }
 }
 
-/**
- * The wire error for a call the proxy aborted, or null when `signal` was not aborted by the proxy (the agent left).
- * @param signal - the call's abort signal
- * @returns `UpstreamTimeout` (504) for a passed deadline, `CallAborted` (503 + `Retry-After`) for a drain
- */
+/** `UpstreamTimeout` (504) for a passed deadline, `CallAborted` (503 + `Retry-After`) for a drain, else null. */
 export function proxyAbortError(signal: CallAbort | undefined): ArclightError | null {
   const reason: unknown = signal?.reason;
   if (reason instanceof CallDeadline) return new UpstreamTimeout(reason.message, { cause: reason });
@@ -69,11 +55,7 @@ export function proxyAbortError(signal: CallAbort | undefined): ArclightError | 
 export class InflightCalls {
   private readonly calls = new Set<CallAbort>();
 
-  /**
-   * Adds a call.
-   * @param abort - the call's switch
-   * @returns removes the call again (call once it has ended)
-   */
+  /** Adds a call. @returns removes it again */
   add(abort: CallAbort): () => void {
     this.calls.add(abort);
     return () => this.calls.delete(abort);
@@ -84,10 +66,7 @@ export class InflightCalls {
     return this.calls.size;
   }
 
-  /**
-   * Aborts every call in flight with `reason`.
-   * @returns how many were aborted
-   */
+  /** Aborts every call in flight. @returns how many */
   abortAll(reason: unknown): number {
     const calls = [...this.calls];
     for (const abort of calls) abort.abort(reason);
@@ -97,12 +76,8 @@ export class InflightCalls {
 }
 
 /**
- * Checks every `checkEveryMs` whether the proxy has been paused for `drainTimeoutMs` with calls still in flight, and
- * aborts them with a {@link DrainDeadline}.
- * @param inflight - the calls in flight
- * @param pause - the pause state
- * @param drainTimeoutMs - how long calls may run on after a pause, ms
- * @param onAbort - told how many calls were aborted (for the log)
+ * Aborts the calls in flight with a {@link DrainDeadline} once the proxy has been paused for `drainTimeoutMs`.
+ * @param onAbort - told how many calls were aborted
  * @returns stops the watchdog
  */
 export function watchDrain(
@@ -131,11 +106,8 @@ export interface RunningCall {
 }
 
 /**
- * Starts a call's lifetime: a {@link CallAbort} aborted when the agent's connection closes, after `totalMs`
- * (with a {@link CallDeadline}), or by the drain watchdog (the call is added to `inflight`).
- * @param inflight - the gateway's calls in flight
- * @param reply - the agent's reply (its raw response's `close` means the agent left, or the answer was sent)
- * @param totalMs - the call's total deadline (`upstreamTotalTimeoutMs`), ms
+ * Starts a call's lifetime: its {@link CallAbort} fires when the agent's connection closes, after `totalMs` (a
+ * {@link CallDeadline}), or by the drain watchdog.
  */
 export function startCall(inflight: InflightCalls, reply: FastifyReply, totalMs: number): RunningCall {
   const signal = new CallAbort();

@@ -1,6 +1,6 @@
 /** @module Tests of the capture check: each reason a call's capture is incomplete, on vLLM-shaped bodies. */
 import { describe, expect, it } from "vitest";
-import { checkCapture } from "./capture.js";
+import { checkCapture } from "./record-call.js";
 
 /** A non-stream chat body in vLLM's shape: ids, one logprob per id, usage counting the ids. */
 function chat(ids: number[], logprobs: (number | null)[] | null, extra: Record<string, unknown> = {}) {

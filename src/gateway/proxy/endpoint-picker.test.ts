@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Model } from "../../protocol/index.js";
-import { EndpointPicker, fnv1a } from "./endpoint-picker.js";
+import { EndpointPicker, fnv1a } from "./upstream.js";
 
 const endpoints: Model[] = ["http://c:8000/v1", "http://a:8000/v1", "http://b:8000/v1"].map((endpoint) => ({
   model: "m",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { setFields } from "./json-fields.js";
+import { setFields } from "./call-request.js";
 
 describe("setFields", () => {
   it("keeps an integer beyond 2^53, spacing and key order, replacing only the named field", () => {

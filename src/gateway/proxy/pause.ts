@@ -1,12 +1,8 @@
 /**
- * @module Pause state of the proxy: while paused, new model calls get 429 + `Retry-After`; calls already in flight
- * finish. The trainer pauses, waits until `GET /proxy/state` reports no call in flight, swaps weights, then resumes.
- * With a {@link SharedPause} (several gateways on one PostgreSQL database) a pause on any replica pauses all, and the
- * in-flight count is the sum over every live replica. A pause may carry a lease: unless its owner renews it (pauses
- * again) it ends by itself, so a trainer that crashed mid-update cannot leave every agent locked out; a pause without
- * one (Agent Lightning v1.0's, which never renews) lasts until resumed. With a shared
- * pause the lease is shared too: every replica ends the pause at its expiry (a renewal through any replica moves it),
- * and lifts it for all unless a renewal came first.
+ * @module Pause state of the proxy: while paused, new model calls get 429 + `Retry-After`; calls in flight finish.
+ * With a {@link SharedPause} (gateways on one PostgreSQL database) a pause on any replica pauses all, and the
+ * in-flight count sums every live replica. A pause with a lease ends by itself unless renewed, so a trainer that
+ * crashed mid-update cannot lock agents out; without one (Agent Lightning v1.0's) it lasts until resumed.
  */
 import type { PauseRecord, SharedPause } from "../../store/shared-pause.js";
 

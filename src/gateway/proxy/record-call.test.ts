@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildModelRequestData, type CallRecord } from "./capture.js";
-import { modelRequestDataJson } from "./record-call.js";
+import { buildModelRequestData, type CallRecord, modelRequestDataJson } from "./record-call.js";
 
 const request = { model: "policy", messages: [{ role: "user", content: "hi \u2019 \u{1F600}" }], logprobs: true };
 const response = {

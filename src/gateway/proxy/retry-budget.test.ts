@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseRetryAfterMs, RetryBudget } from "./retry-budget.js";
+import { parseRetryAfterMs, RetryBudget } from "./upstream.js";
 
 describe("RetryBudget", () => {
   it("allows the floor plus ratio × first tries per window, per endpoint", () => {

@@ -12,30 +12,19 @@ import type { FastifyReply } from "fastify";
 import type { ArclightError } from "../../protocol/index.js";
 import { SSE_DONE, SseParser, sseEvent } from "../../wire/sse.js";
 import { proxyAbortError } from "./call-lifetime.js";
-import type { CaptureReason, ProxyEndpointKind } from "./capture.js";
-import type { ProxyCall, ProxyContext, TrackedCall } from "./proxy-call.js";
-import { recordCall } from "./record-call.js";
+import {
+  type CallBase,
+  type ProxyCall,
+  type ProxyContext,
+  type ProxyEndpointKind,
+  parseJson,
+  type TrackedCall,
+} from "./call-request.js";
+import { type CaptureReason, recordCall } from "./record-call.js";
 import { StreamAssembler } from "./stream-assembler.js";
 import type { UpstreamAnswer } from "./upstream.js";
 
-/** What the relay needs of the call beyond the agent's call: the body sent upstream and when the call began. */
-export interface StreamCallBase {
-  kind: ProxyEndpointKind;
-  model: string;
-  request: Record<string, unknown>;
-  requestText: string;
-  startedAt: number;
-}
-
 type Failure = { message: string; code: number };
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -116,20 +105,13 @@ class EventRelay {
   }
 }
 
-/**
- * Relays and records one 2xx SSE answer; resolves once the agent's stream has ended.
- * @param ctx - the proxy's shared context
- * @param call - the agent's call with its request ids
- * @param answer - the upstream answer, `stream` set
- * @param reply - the agent's reply
- * @param base - the body sent upstream and the start time
- */
+/** Relays and records one 2xx SSE answer (`answer.stream` set); resolves once the agent's stream has ended. */
 export async function relayStream(
   ctx: ProxyContext,
   call: TrackedCall,
   answer: UpstreamAnswer,
   reply: FastifyReply,
-  base: StreamCallBase,
+  base: CallBase,
 ): Promise<void> {
   const out = openAgentStream(call, answer.statusCode, reply);
   const relay = new EventRelay(call.kind, call.translation);

@@ -1,22 +1,22 @@
 /**
- * @module Upstream HTTP for the proxy: an undici keep-alive pool per endpoint, timeouts, retries and size limits.
+ * @module Sends a proxied call upstream: picks the model's endpoint, sends through an undici keep-alive pool, retries.
  *
- * Retried: transport failures (refused, reset, unreachable, connect timeout) and answers 408, 409, 429 and 5xx, with
- * exponential backoff and full jitter (`random(0, min(max, base * 2^retry))`), at most `maxAttempts` tries in all,
- * and only while the endpoint's retry budget lasts (`retry-budget.ts`). An answer's `Retry-After` is waited out when
- * it is at most `retryAfterMaxMs`; a longer one ends the retries and goes to the agent with the answer. A transport
- * failure also puts the endpoint into cool-down (see `endpoint-picker.ts`), so the next try may go to another
- * endpoint. Not retried: a timeout (waiting another 600 s six times helps no one) and anything after a 2xx stream has
- * been handed back (its bytes go to the agent as they arrive; a retry would duplicate them). A body larger than
- * `maxResponseBytes` is cut off. Error messages never name the endpoint (agents read them; the log has it).
+ * Endpoint choice ({@link EndpointPicker}): endpoints sorted by URL, starting at `fnv1a(rolloutId) mod n`, so every
+ * call of one rollout goes to the same server and its growing multi-turn prompt hits that server's prefix cache; an
+ * endpoint whose connection fails cools down for `min(max, base * 2^(failures-1))` ms and is skipped meanwhile (when
+ * all cool down, the one whose cool-down ends first is tried).
+ *
+ * Retried: transport failures and answers 408, 409, 429 and 5xx, with full-jitter exponential backoff, at most
+ * `maxAttempts` tries, and only while the endpoint's {@link RetryBudget} lasts. A `Retry-After` up to
+ * `retryAfterMaxMs` is waited out; a longer one goes to the agent. Not retried: a timeout, and anything after a 2xx
+ * stream was handed back (its bytes are already the agent's). A body over `maxResponseBytes` is cut off. Error
+ * messages name the model, never the endpoint (agents read them; docs/security.md).
  */
 import type { Readable } from "node:stream";
 import { Agent } from "undici";
 import { type ArclightError, type Model, UpstreamFailed, UpstreamTimeout } from "../../protocol/index.js";
 import { type CallAbort, proxyAbortError } from "./call-lifetime.js";
-import type { EndpointPicker } from "./endpoint-picker.js";
 import type { ProxyOptions } from "./options.js";
-import { parseRetryAfterMs, RetryBudget } from "./retry-budget.js";
 
 /** Past this many endpoints the parsed-route cache starts over (endpoints come and go with policy versions). */
 const MAX_TARGETS = 1000;
@@ -42,11 +42,9 @@ const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"
 export interface UpstreamRequest {
   /** Path under the endpoint's base URL, e.g. `/chat/completions`. */
   path: string;
-  /** The serialized JSON body. */
   body: string;
   /** The rollout making the call (for sticky endpoint choice). */
   rolloutId: string;
-  /** The model's registered endpoints. */
   endpoints: readonly Model[];
   /** True to hand back a 2xx body as a stream instead of reading it. */
   stream: boolean;
@@ -68,7 +66,7 @@ export interface UpstreamAnswer {
   stream: Readable | null;
   /** Tries beyond the first. */
   retryCount: number;
-  /** The upstream's `Retry-After` header, passed on to the agent with a 429 or 503. */
+  /** The upstream's `Retry-After`, passed on with a 429 or 503. */
   retryAfter?: string;
 }
 
@@ -103,10 +101,6 @@ export class UpstreamClient {
   /** Parsed routes by endpoint URL, then path: two lookups of strings the caller holds (their hashes are kept). */
   private readonly targets = new Map<string, Map<string, { origin: string; path: string }>>();
 
-  /**
-   * @param options - timeout, retry and pool options
-   * @param picker - endpoint choice and cool-downs
-   */
   constructor(
     private readonly options: ProxyOptions,
     private readonly picker: EndpointPicker,
@@ -295,4 +289,163 @@ export class UpstreamClient {
       signal?.once("abort", done);
     });
   }
+}
+
+/** FNV-1a, 32 bit: a stable, fast string hash (same value in every process and run). */
+export function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+interface Health {
+  failures: number;
+  /** Epoch ms until which the endpoint is skipped. */
+  coolUntilMs: number;
+}
+
+/** Sticky-per-rollout endpoint choice with failure cool-downs. One instance per gateway. */
+export class EndpointPicker {
+  private readonly health = new Map<string, Health>();
+
+  /**
+   * @param cooldownBaseMs - cool-down after an endpoint's first connection failure, ms
+   * @param cooldownMaxMs - longest cool-down, ms
+   * @param now - clock, epoch ms (tests pass their own)
+   */
+  constructor(
+    private readonly cooldownBaseMs: number,
+    private readonly cooldownMaxMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Picks the endpoint for one try of a call (see the module doc).
+   * @param exclude - endpoint URLs that already failed this call
+   * @returns the chosen endpoint, or undefined when `endpoints` is empty
+   */
+  pick(endpoints: readonly Model[], rolloutId: string, exclude: ReadonlySet<string> = new Set()): Model | undefined {
+    if (endpoints.length === 0) return undefined;
+    const sorted = endpoints.length === 1 ? endpoints : [...endpoints].sort(byUrl);
+    const start = fnv1a(rolloutId) % sorted.length;
+    const now = this.now();
+    let fallback: Model | undefined;
+    let fallbackUntil = Number.POSITIVE_INFINITY;
+    for (let step = 0; step < sorted.length; step++) {
+      const candidate = sorted[(start + step) % sorted.length]!;
+      const coolUntil = this.health.get(candidate.endpoint)?.coolUntilMs ?? 0;
+      if (coolUntil <= now && !exclude.has(candidate.endpoint)) return candidate;
+      const rank = exclude.has(candidate.endpoint) ? coolUntil + 1e15 : coolUntil;
+      if (rank < fallbackUntil) {
+        fallback = candidate;
+        fallbackUntil = rank;
+      }
+    }
+    return fallback;
+  }
+
+  /** Records a connection failure of `endpoint`, starting or doubling its cool-down. */
+  reportFailure(endpoint: string): void {
+    const failures = (this.health.get(endpoint)?.failures ?? 0) + 1;
+    const coolMs = Math.min(this.cooldownMaxMs, this.cooldownBaseMs * 2 ** (failures - 1));
+    this.health.set(endpoint, { failures, coolUntilMs: this.now() + coolMs });
+  }
+
+  /** Records that `endpoint` answered: it is healthy again. */
+  reportSuccess(endpoint: string): void {
+    if (this.health.size > 0) this.health.delete(endpoint);
+  }
+
+  /** @returns whether `endpoint` is currently skipped */
+  isCoolingDown(endpoint: string): boolean {
+    return (this.health.get(endpoint)?.coolUntilMs ?? 0) > this.now();
+  }
+}
+
+function byUrl(a: Model, b: Model): number {
+  return a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0;
+}
+
+/** How much retrying one endpoint may take. */
+export interface RetryBudgetOptions {
+  /** Retries allowed per window beyond the floor, as a fraction of first tries in the window. */
+  ratio: number;
+  /** Retries always allowed per window (so a quiet endpoint still gets retried). */
+  minRetries: number;
+  /** Length of the sliding window, ms. */
+  windowMs: number;
+}
+
+/** Counts per window slot (a tenth of the window). */
+interface Slot {
+  startMs: number;
+  requests: number;
+  retries: number;
+}
+
+const SLOTS = 10;
+
+/** Per-endpoint counts of first tries and retries over a sliding window. */
+export class RetryBudget {
+  private readonly byEndpoint = new Map<string, Slot[]>();
+
+  /** @param options - ratio, floor and window */
+  constructor(private readonly options: RetryBudgetOptions) {}
+
+  /** Counts a first try to `endpoint`. */
+  recordRequest(endpoint: string, nowMs = Date.now()): void {
+    this.slot(endpoint, nowMs).requests++;
+  }
+
+  /**
+   * Takes one retry from `endpoint`'s budget when there is one left.
+   * @returns true when the retry may be sent (and is counted), false when the budget is spent
+   */
+  tryRetry(endpoint: string, nowMs = Date.now()): boolean {
+    const slots = this.live(endpoint, nowMs);
+    let requests = 0;
+    let retries = 0;
+    for (const slot of slots) {
+      requests += slot.requests;
+      retries += slot.retries;
+    }
+    if (retries >= this.options.minRetries + this.options.ratio * requests) return false;
+    this.slot(endpoint, nowMs).retries++;
+    return true;
+  }
+
+  /** The slots of `endpoint` still inside the window (older ones dropped). */
+  private live(endpoint: string, nowMs: number): Slot[] {
+    const slots = (this.byEndpoint.get(endpoint) ?? []).filter((s) => s.startMs > nowMs - this.options.windowMs);
+    this.byEndpoint.set(endpoint, slots);
+    return slots;
+  }
+
+  /** The current slot of `endpoint`, created when the last one is older than a tenth of the window. */
+  private slot(endpoint: string, nowMs: number): Slot {
+    const slots = this.live(endpoint, nowMs);
+    const last = slots.at(-1);
+    if (last && nowMs - last.startMs < this.options.windowMs / SLOTS) return last;
+    const slot = { startMs: nowMs, requests: 0, retries: 0 };
+    slots.push(slot);
+    return slot;
+  }
+}
+
+/**
+ * Parses a `Retry-After` header: delay-seconds or an HTTP-date.
+ * @param value - the header's value (undici gives a string, or an array when repeated)
+ * @param nowMs - the current time, ms since the epoch
+ * @returns the delay in ms (0 for a date in the past), or null when absent or unparsable
+ * @see RFC 9110 §10.2.3
+ */
+export function parseRetryAfterMs(value: string | string[] | undefined, nowMs = Date.now()): number | null {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!text) return null;
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const dateMs = Date.parse(text);
+  return Number.isNaN(dateMs) ? null : Math.max(0, dateMs - nowMs);
 }

@@ -7,8 +7,8 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import { z } from "zod";
 import { openaiClientErrorHandler, pathForDetail } from "../../http/error-handler.js";
 import { NotFound, parseOrThrow, RolloutNotFound } from "../../protocol/index.js";
+import type { Store } from "../../store/store.js";
 import { installJsonParser, type JsonBodyText } from "../json-body.js";
-import { listProxyModels } from "../proxy/model-list.js";
 import {
   CALL_ENDPOINTS,
   type CallEndpoint,
@@ -16,7 +16,7 @@ import {
   checkMode,
   PROXY_ROUTE_PREFIX,
   type ProxyService,
-} from "../proxy/proxy-service.js";
+} from "../proxy/serve-call.js";
 
 /** Options of {@link proxyRoutes}. */
 export interface ProxyRoutesOptions {
@@ -135,4 +135,17 @@ function registerPauseRoutes(app: FastifyInstance, pause: ProxyService["pause"])
     return pause.clusterState();
   });
   app.get("/proxy/state", async () => pause.clusterState());
+}
+
+/**
+ * OpenAI's model list for `GET …/openai/v1/models` (some agent frameworks list models at start-up): the configured
+ * model name alone when set (every call goes upstream under it), else every model with a registered endpoint.
+ * @see https://platform.openai.com/docs/api-reference/models/list
+ */
+async function listProxyModels(store: Store, modelName: string, createdSeconds: number) {
+  const names = modelName !== "" ? [modelName] : [...new Set((await store.listModels()).map((m) => m.model))];
+  return {
+    object: "list",
+    data: names.map((id) => ({ id, object: "model", created: createdSeconds, owned_by: "arclight" })),
+  };
 }

@@ -10,7 +10,7 @@ import { MemoryStore } from "../../store/memory.js";
 import type { Store } from "../../store/store.js";
 import { type ProxyOptionsInput, resolveProxyOptions } from "../proxy/options.js";
 import { PauseController } from "../proxy/pause.js";
-import { ProxyService } from "../proxy/proxy-service.js";
+import { ProxyService } from "../proxy/serve-call.js";
 import { requestGate } from "../request-gate.js";
 import { proxyRoutes } from "../routes/proxy.js";
 

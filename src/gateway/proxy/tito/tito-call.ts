@@ -13,11 +13,14 @@ import { SSE_DONE, sseEvent } from "../../../wire/sse.js";
 import type { TokenizerFolder } from "../../../wire/tokenizer-folder.js";
 import type { ChatTool } from "../../../wire/tool-calls.js";
 import { startCall } from "../call-lifetime.js";
-import type { CallRecord } from "../capture.js";
-import type { ProxyCall, ProxyContext, TrackedCall } from "../proxy-call.js";
-import { recordCall } from "../record-call.js";
-import { upstreamRequestIds } from "../request-ids.js";
-import { proxyFields } from "../rewrite.js";
+import {
+  type ProxyCall,
+  type ProxyContext,
+  proxyFields,
+  type TrackedCall,
+  upstreamRequestIds,
+} from "../call-request.js";
+import { type CallRecord, recordCall } from "../record-call.js";
 import type { UpstreamAnswer } from "../upstream.js";
 import { chatAnswer, chatChunks, firstChoice } from "./chat-answer.js";
 import { type PromptPlan, planPrompt } from "./prompt-plan.js";

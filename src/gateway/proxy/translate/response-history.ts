@@ -25,11 +25,7 @@ export class ResponseHistory {
   /** @param maxResponses - most responses kept at once */
   constructor(private readonly maxResponses = DEFAULT_MAX_RESPONSES) {}
 
-  /**
-   * Keeps a served response.
-   * @param responseId - its `resp_…` id
-   * @param stored - the rollout, conversation and items
-   */
+  /** Keeps a served response under its `resp_…` id. */
   put(responseId: string, stored: StoredResponse): void {
     this.responses.set(responseId, stored);
     for (const itemId of stored.items.keys()) this.itemOwner.set(itemId, responseId);

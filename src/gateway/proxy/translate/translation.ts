@@ -1,8 +1,6 @@
 /**
- * @module What a translated API (OpenAI Responses, Anthropic Messages) hands the proxy for one call: the chat
- * completions body to send upstream and the functions that turn vLLM's chat answer back into the agent's API. The
- * upstream call, its retries and its capture are the chat path's, unchanged, so a call is recorded the same whichever
- * API the agent used.
+ * @module What a translated API (OpenAI Responses, Anthropic Messages) hands the proxy for one call: the chat body to
+ * send upstream, and how to turn vLLM's chat answer back into the agent's API. Sending and capture are the chat path's.
  */
 
 /** A JSON object. */
@@ -12,32 +10,15 @@ export type Json = Record<string, unknown>;
 export interface CallTranslation {
   /** `content-type` of a streamed answer (both APIs use SSE). */
   readonly streamContentType: string;
-  /**
-   * The agent's body for a successful non-stream chat answer.
-   * @param chat - vLLM's `chat.completion` body
-   */
+  /** The agent's body for a successful non-stream `chat.completion`. */
   body(chat: Json): Json;
-  /**
-   * The agent's error body for a non-2xx upstream answer.
-   * @param status - the upstream HTTP status
-   * @param upstream - the parsed upstream body (vLLM's `{error: {...}}`), or undefined when it was not JSON
-   */
+  /** The agent's error body for a non-2xx answer; `upstream` is the parsed body, undefined when not JSON. */
   error(status: number, upstream: unknown): Json;
-  /**
-   * SSE text for one parsed upstream chunk (often empty).
-   * @param chunk - one `chat.completion.chunk` (usage chunks included)
-   */
+  /** SSE text for one parsed `chat.completion.chunk` (often empty). */
   chunk(chunk: Json): string;
-  /**
-   * SSE text ending a stream that completed; called once, after `[DONE]`.
-   * @param assembled - the stream assembled into its non-stream body (what the proxy records), null if empty
-   */
+  /** SSE text ending a completed stream, once, after `[DONE]`; `assembled` is what the proxy records. */
   end(assembled: Json | null): string;
-  /**
-   * SSE text reporting a stream that failed (upstream error event, break, or no `[DONE]`).
-   * @param message - what went wrong
-   * @param status - the HTTP-like status of the failure (502, 504, or the upstream error's code)
-   */
+  /** SSE text reporting a failed stream; `status` is 502, 504 or the upstream error's code. */
   streamError(message: string, status: number): string;
 }
 
@@ -48,12 +29,7 @@ export interface TranslatedCall {
   translation: CallTranslation;
 }
 
-/**
- * One named SSE event, as the Responses and Anthropic APIs send them.
- * @param type - the event name, also the payload's `type`
- * @param data - the payload
- * @returns `event: <type>\ndata: <json>\n\n`
- */
+/** One named SSE event, as the Responses and Anthropic APIs send them: `event: <type>\ndata: <json>\n\n`. */
 export function namedSseEvent(type: string, data: Json): string {
   return `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
 }
@@ -63,7 +39,7 @@ export function isJson(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The message of vLLM's `{error: {message}}` body, else a `detail` (FastAPI's, or the text or detail the proxy put in place of a body that is not JSON), else a generic line with the status. */
+/** The message of vLLM's `{error: {message}}` body, else its `detail`, else a line naming the status. */
 export function upstreamErrorMessage(status: number, upstream: unknown): string {
   const error = isJson(upstream) ? upstream.error : undefined;
   if (isJson(error) && typeof error.message === "string") return error.message;
