@@ -2,6 +2,7 @@
  * @module The trainer's configuration: one strict zod schema, every field defaulted and described (units in names or
  * descriptions). The CLI parses YAML, then env, then flags into it once and passes the frozen result down.
  */
+
 import { z } from "zod";
 import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchEngineConfigSchema } from "../engine/remote/config.js";
@@ -480,6 +481,13 @@ export const TrainerConfigSchema = z
       .describe(
         "Groups per optimiser update: each PPO epoch splits the step's groups into mini-batches of this many, one " +
           "update each (verl's actor.ppo_mini_batch_size); null: the whole batch in one update",
+      ),
+    pass_threshold: z
+      .number()
+      .refine(Number.isFinite, "expected a finite number")
+      .default(1)
+      .describe(
+        "Reward at or above which a completed rollout passes (`arclight eval`'s pass@k; --threshold overrides)",
       ),
     reward_fillna_value: z
       .number()
