@@ -6,6 +6,7 @@
  * the engine only samples. The older form `arclight eval CHECKPOINT --data FILE [--config YAML]` evaluates an
  * embedded-engine checkpoint, with the bundled calculator agent when no `--config` is given.
  */
+
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -18,8 +19,9 @@ import { calculatorAgentClass } from "../demo/settings.js";
 import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import type { Engine } from "../engine/engine.js";
 import { runEvalRollouts, type TaskOutcome } from "../eval/eval-rollouts.js";
-import { type EvalSummary, formatEvalCsv, formatEvalTable, summariseEval } from "../eval/summary.js";
+import { formatEvalCsv, formatEvalTable, summariseEval } from "../eval/summary.js";
 import type { GatewayClient } from "../gateway/client.js";
+import type { GroupJudge } from "../judge/apply.js";
 import { type Rollout, ValidationFailed } from "../protocol/index.js";
 import { createEngine } from "../run/engine-factory.js";
 import { createEngineFrom } from "../run/init-from.js";
@@ -41,6 +43,7 @@ import {
   policySourceOf,
   samplingOf,
 } from "./eval-flags.js";
+import { judgeOf } from "./judge-settings.js";
 import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
 
 /** The calculator's starter trainer config, `examples/calculator/train.yaml` of this package: eval's default agent. */
@@ -62,6 +65,8 @@ interface EvalPlan {
   source: PolicySource;
   sampling: EvalSampling;
   threshold: number;
+  /** The config's LLM judge (`judge.enabled`), applied to each task's rollouts; undefined: none. */
+  judge: GroupJudge | undefined;
 }
 
 /**
@@ -166,6 +171,7 @@ function planOf(target: string, flags: EvalFlags): EvalPlan {
     source,
     sampling,
     threshold: sampling.threshold ?? config.pass_threshold,
+    judge: judgeOf(config.judge, process.env),
   };
 }
 
@@ -220,6 +226,7 @@ async function rollOut(client: GatewayClient, plan: EvalPlan, policyVersion: num
     policyVersion,
     onProgress: (done) => phase.update(done),
     signal,
+    ...(plan.judge !== undefined ? { judge: plan.judge } : {}),
   });
   phase.finish(`${total} rollouts ended`);
   return tasks;
@@ -264,7 +271,8 @@ function sourceLabel(source: PolicySource): string {
 }
 
 /** Prints the summary line and table, writes `--out`, and names the first failure; exit 1 when every rollout failed. */
-function report(plan: EvalPlan, summary: EvalSummary, firstFailure: string | null): void {
+function report(plan: EvalPlan, tasks: readonly TaskOutcome[], firstFailure: string | null): void {
+  const summary = summariseEval(tasks, plan.sampling.ks, plan.threshold);
   const failed = summary.rollouts - Math.round(summary.completedShare * summary.rollouts);
   const solved = summary.passAtK.find((entry) => entry.k === 1)?.value ?? 0;
   console.log(
@@ -273,6 +281,14 @@ function report(plan: EvalPlan, summary: EvalSummary, firstFailure: string | nul
   );
   console.log(`policy: ${sourceLabel(plan.source)}; temperature ${plan.sampling.temperature}`);
   console.log(formatEvalTable(summary));
+  if (plan.judge !== undefined) {
+    const judged = tasks.reduce((n, task) => n + (task.judge?.judged ?? 0), 0);
+    const errors = tasks.reduce((n, task) => n + (task.judge?.errors ?? 0), 0);
+    console.log(
+      `judge: ${plan.judge.config.mode} ${plan.judge.config.model}: ${judged} rollouts judged, ${errors} without ` +
+        "a verdict (their judge events say why; they keep the agent's reward)",
+    );
+  }
   if (plan.sampling.out !== null) {
     const { path, format } = plan.sampling.out;
     writeFileSync(path, format === "json" ? `${JSON.stringify(summary, null, 2)}\n` : formatEvalCsv(summary));
@@ -299,7 +315,7 @@ async function evaluate(target: string, flags: EvalFlags): Promise<void> {
   const interrupt = listenForInterrupt("eval", "stopping the agents, engine and gateway");
   try {
     const { tasks, firstFailure } = await runPlan(plan, workDir, logger, interrupt.signal);
-    report(plan, summariseEval(tasks, plan.sampling.ks, plan.threshold), firstFailure);
+    report(plan, tasks, firstFailure);
   } catch (err) {
     if (!interrupt.signal.aborted) throw err;
     console.error("arclight eval: stopped");

@@ -2,7 +2,10 @@
  * @module The rollouts of `arclight eval`: `samples` rollouts of each task (one group per task, validation mode),
  * launched through the gateway for the controller to run, waited for, and read back as one outcome per rollout.
  */
+
 import type { GatewayClient } from "../gateway/client.js";
+import { type GroupJudge, judgeGroup } from "../judge/apply.js";
+import type { RolloutRecord } from "../trainer/batch.js";
 import type { TrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { type GroupPlan, GroupTracker, groupCreates, planGroup } from "../trainer/rollout-groups.js";
@@ -24,6 +27,8 @@ export interface TaskOutcome {
   /** Index of the task's line in its data file, from 0. */
   dataIndex: number;
   rollouts: RolloutOutcome[];
+  /** With a judge: rollouts it scored, and those it could not (each has a `judge` event saying why). */
+  judge?: { judged: number; errors: number };
 }
 
 /** How to run the evaluation's rollouts. */
@@ -42,6 +47,8 @@ export interface EvalRolloutsOptions {
   onProgress?: (done: number, total: number) => void;
   /** Aborting it makes the wait reject with the signal's reason. */
   signal?: AbortSignal;
+  /** An LLM judge applied to each task's completed rollouts before their rewards are read; none: off. */
+  judge?: GroupJudge;
 }
 
 /** Creates one group of `samples` rollouts per task, in task order. */
@@ -95,17 +102,37 @@ export async function runEvalRollouts(
   const tracker = new GroupTracker(client);
   const plans = await launchGroups(client, items, options);
   await waitForAll(tracker, plans, options);
-  const { reward_fillna_value: fillValue, reward_policy: rewardPolicy } = options.config;
   const tasks: TaskOutcome[] = [];
-  for (const plan of plans) {
-    const rollouts: RolloutOutcome[] = [];
-    for (const rolloutId of plan.rolloutIds) {
-      const completed = tracker.state(rolloutId) === "succeeded";
-      const events = completed ? await client.getTripletEvents(rolloutId) : [];
-      const triplets = extractTriplets(rolloutId, plan.groupId, events, fillValue, { rewardPolicy });
-      rollouts.push({ rolloutId, completed, rewarded: !triplets.rewardFilled, reward: triplets.reward });
-    }
-    tasks.push({ dataIndex: plan.dataIndex, rollouts });
-  }
+  for (const plan of plans) tasks.push(await readTask(client, tracker, plan, options));
   return tasks;
+}
+
+/** One task's outcomes: its completed rollouts' events (judged first, with a judge) read into final rewards. */
+async function readTask(
+  client: GatewayClient,
+  tracker: GroupTracker,
+  plan: GroupPlan,
+  options: EvalRolloutsOptions,
+): Promise<TaskOutcome> {
+  const { config } = options;
+  let records: RolloutRecord[] = [];
+  for (const rolloutId of plan.rolloutIds) {
+    if (tracker.state(rolloutId) === "succeeded") {
+      records.push({ rolloutId, dataId: plan.groupId, events: await client.getTripletEvents(rolloutId) });
+    }
+  }
+  let judge: TaskOutcome["judge"];
+  if (options.judge !== undefined) {
+    const judged = await judgeGroup(client, options.judge, plan.input, records, config);
+    records = judged.records;
+    judge = { judged: judged.judged, errors: judged.errors };
+  }
+  const rollouts = plan.rolloutIds.map((rolloutId) => {
+    const record = records.find((r) => r.rolloutId === rolloutId);
+    const triplets = extractTriplets(rolloutId, plan.groupId, record?.events ?? [], config.reward_fillna_value, {
+      rewardPolicy: config.reward_policy,
+    });
+    return { rolloutId, completed: record !== undefined, rewarded: !triplets.rewardFilled, reward: triplets.reward };
+  });
+  return { dataIndex: plan.dataIndex, rollouts, ...(judge !== undefined ? { judge } : {}) };
 }

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchEngineConfigSchema } from "../engine/remote/config.js";
+import { JudgeConfigSchema } from "../judge/config.js";
 import { invalidAgentEntry } from "../protocol/agent-match.js";
 import { ToolParserSchema } from "../protocol/model.js";
 import { EnvMapSchema } from "../protocol/rollout.js";
@@ -509,6 +510,7 @@ export const TrainerConfigSchema = z
       })
       .describe("Automatic per-call rewards from spans and calls (rules with weights)"),
     agents: section(AgentsConfigSchema, "Which agents train and which stay frozen"),
+    judge: section(JudgeConfigSchema, "LLM judge reward over an OpenAI-compatible endpoint"),
     missing_logprobs: z
       .enum(["recompute", "drop"])
       .default("recompute")

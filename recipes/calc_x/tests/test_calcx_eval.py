@@ -103,3 +103,34 @@ def test_eval_writes_csv_and_names_bad_flags(tmp_path: Path):
     assert [(t["data_index"], t["samples"], t["passed"]) for t in tasks] == [("0", "1", "1"), ("1", "1", "1")]
     metrics = dict(row.split(",") for row in text.split("\n\n")[1].splitlines()[1:])
     assert float(metrics["pass@1"]) == 1.0 and float(metrics["completed_share"]) == 1.0
+
+
+def test_eval_with_a_pointwise_judge_replacing_the_reward(tmp_path: Path):
+    """The `judge` config section through the real stack: both answers are right (agent reward 1.0); a scripted judge
+    scores the first 8/10 and gives the second an unparsable verdict, so it keeps the agent's reward."""
+    model = ScriptedModel(scripted_policy())
+    seen: list[str] = []
+
+    def judge_policy(body):
+        prompt = body["messages"][-1]["content"]
+        seen.append(prompt)
+        return Answer(content="Correct.\nSCORE: 8" if "ANSWER: 440" in prompt else "Hard to say.\nSCORE: unsure")
+
+    judge = ScriptedModel(judge_policy)
+    out = tmp_path / "judged.json"
+    try:
+        result = run_eval(["recipes/calc_x/train.cpu.yaml", "--limit", "2", "--threshold", "0.9", "--out", str(out),
+                           "--endpoint", model.url, "--model", "s", "--set", f"controller.python={sys.executable}",
+                           "--set", "judge.enabled=true", "--set", f"judge.base_url={judge.url}",
+                           "--set", "judge.model=j", "--set", "judge.combine=replace"])
+    finally:
+        model.close()
+        judge.close()
+    assert result.returncode == 0, result.stderr
+    # One request for the right answer, three (max_attempts) for the unparsable one.
+    assert len(seen) == 4 and all("<task>\n" in p and "SCORE: <number>" in p for p in seen)
+    summary = json.loads(out.read_text())
+    rewards = sorted(t["meanReward"] for t in summary["perTask"])
+    assert rewards == [0.8, 1.0]  # judged: 8/10 replaces 1.0; unjudged keeps its own 1.0
+    assert summary["passAtK"][0]["value"] == 0.5  # 0.8 is below --threshold 0.9
+    assert "judge: pointwise j: 1 rollouts judged, 1 without a verdict" in result.stdout
