@@ -18,6 +18,7 @@ import { startPhase } from "../demo/progress.js";
 import { calculatorAgentClass } from "../demo/settings.js";
 import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import type { Engine } from "../engine/engine.js";
+import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { runEvalRollouts, type TaskOutcome } from "../eval/eval-rollouts.js";
 import { formatEvalCsv, formatEvalTable, summariseEval } from "../eval/summary.js";
 import type { GatewayClient } from "../gateway/client.js";
@@ -193,11 +194,13 @@ async function engineOf(plan: EvalPlan): Promise<Engine> {
     }
   }
   const spec = engineSpecOf(plan.config.engine, { preset: "tiny", engineSeed: "0" });
-  if (source.kind !== "checkpoint") return createEngine(spec);
   try {
-    return await createEngineFrom(spec, source.dir);
+    return source.kind === "checkpoint" ? await createEngineFrom(spec, source.dir) : await createEngine(spec);
   } catch (err) {
-    if (err instanceof CheckpointInvalid) throw new CliError(`--checkpoint ${source.dir}: ${err.message}`);
+    if (err instanceof CheckpointInvalid && source.kind === "checkpoint") {
+      throw new CliError(`--checkpoint ${source.dir}: ${err.message}`);
+    }
+    if (err instanceof TorchPackageMissing) throw new CliError(err.message);
     throw err;
   }
 }
