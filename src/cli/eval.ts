@@ -1,42 +1,51 @@
 /**
- * @module `arclight eval CHECKPOINT --data FILE`: loads an embedded-engine checkpoint, runs the real agent once per
- * input through a fresh gateway (SQLite in a temporary directory, greedy validation mode) and the engine server, and
- * prints the mean reward, with a progress line as rollouts finish. The agent is run as the `controller` section of a
- * trainer YAML says (`--config`); without one, the bundled calculator agent runs as the demo runs it, its
- * `calculatorRollout` export in reused processes, with `examples/calculator/train.yaml`'s env_map.
+ * @module `arclight eval CONFIG`: runs a trainer config's agent over its validation (or train) tasks, `--samples`
+ * rollouts a task, against the config's engine, a checkpoint of it (`--checkpoint`) or any OpenAI-compatible endpoint
+ * (`--endpoint URL --model NAME`), through a fresh gateway (SQLite in a temporary directory) and local controller, and
+ * reports pass@k, the mean reward and the completion share as a table (`--out` writes JSON or CSV). Nothing trains:
+ * the engine only samples. The older form `arclight eval CHECKPOINT --data FILE [--config YAML]` evaluates an
+ * embedded-engine checkpoint, with the bundled calculator agent when no `--config` is given.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
 import { readRolloutPath } from "../controller/agent-env.js";
 import { startPhase } from "../demo/progress.js";
 import { calculatorAgentClass } from "../demo/settings.js";
+import { CheckpointInvalid } from "../engine/checkpoint-error.js";
 import type { Engine } from "../engine/engine.js";
+import { TorchPackageMissing } from "../engine/remote/worker-process.js";
+import { runEvalRollouts, type TaskOutcome } from "../eval/eval-rollouts.js";
+import { formatEvalCsv, formatEvalTable, summariseEval } from "../eval/summary.js";
 import type { GatewayClient } from "../gateway/client.js";
+import type { GroupJudge } from "../judge/apply.js";
 import { type Rollout, ValidationFailed } from "../protocol/index.js";
 import { createEngine } from "../run/engine-factory.js";
-import { type StackOptions, withStack } from "../run/stack.js";
+import { createEngineFrom } from "../run/init-from.js";
+import { type StackControllerOptions, startAgentStack, withStack } from "../run/stack.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { describeFailedRollout } from "../trainer/failure-report.js";
+import { proxyRegistrationOf, registerEndpoints } from "../trainer/gateway-io.js";
 import { localControllerSettings } from "../trainer/rollout-groups.js";
-import { type RolloutsOnceResult, runRolloutsOnce, summariseRewards } from "../trainer/rollouts-once.js";
 import { resolveAgentPaths } from "./agent-paths.js";
 import { CliError } from "./cli-error.js";
-import { listenForInterrupt, logLevel, positiveInt, readDataFile } from "./common-flags.js";
-import { readConfigFile } from "./layered-config.js";
-
-/** Flags of `arclight eval`. */
-interface EvalFlags {
-  data: string;
-  limit?: string;
-  config?: string;
-  poolSize: string;
-  logLevel: string;
-}
+import { listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
+import { engineSpecOf } from "./engine-spec.js";
+import {
+  type EvalFlags,
+  type EvalSampling,
+  isDirectory,
+  type PolicySource,
+  policySourceOf,
+  samplingOf,
+} from "./eval-flags.js";
+import { judgeOf } from "./judge-settings.js";
+import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
 
 /** The calculator's starter trainer config, `examples/calculator/train.yaml` of this package: eval's default agent. */
 const CALCULATOR_CONFIG = fileURLToPath(new URL("../../examples/calculator/train.yaml", import.meta.url));
@@ -44,26 +53,74 @@ const CALCULATOR_CONFIG = fileURLToPath(new URL("../../examples/calculator/train
 /** Where the calculator's agent command (`examples/calculator/agent.ts`, relative) runs: this package's root. */
 const PACKAGE_ROOT = dirname(dirname(dirname(CALCULATOR_CONFIG)));
 
+/** The model name the gateway serves the policy as (the agents' `model`) for an engine of this process. */
+const POLICY_MODEL = "policy";
+
+/** Everything the command runs with, checked. */
+interface EvalPlan {
+  config: Readonly<TrainerConfig>;
+  /** The bundled calculator runs (no config given): from the package root, in reused processes. */
+  bundled: boolean;
+  items: DataItem[];
+  dataLabel: string;
+  source: PolicySource;
+  sampling: EvalSampling;
+  threshold: number;
+  /** The config's LLM judge (`judge.enabled`), applied to each task's rollouts; undefined: none. */
+  judge: GroupJudge | undefined;
+}
+
 /**
- * The trainer config whose controller section runs the agent: `--config` YAML, or the calculator's train.yaml.
- * @throws {CliError} naming --config for a file that cannot be read or parsed
+ * A trainer config file, its data and agent paths resolved against its directory.
+ * @throws {CliError} naming `label` for a file that cannot be read or parsed
  */
-function agentConfig(flags: EvalFlags): Readonly<TrainerConfig> {
-  const path = flags.config ?? CALCULATOR_CONFIG;
-  const raw = readConfigFile(path, "trainer") as { controller?: Record<string, unknown> };
+function loadConfig(path: string, label: string, sets: readonly string[]): Readonly<TrainerConfig> {
+  const raw = applySetFlags(readConfigFile(path, "trainer", path), sets);
   try {
-    if (flags.config !== undefined) {
-      const config = parseTrainerConfig(raw);
-      return Object.freeze({ ...config, controller: resolveAgentPaths(config.controller, dirname(resolve(path))) });
-    }
-    // The bundled calculator: its export in reused processes instead of one new Node process per input.
-    const { command: _perProcess, ...controller } = raw.controller ?? {};
-    const reused = { ...controller, agent_class: calculatorAgentClass().agentClass, reuse_processes: true };
-    return Object.freeze(parseTrainerConfig({ ...raw, controller: reused }));
+    const config = parseTrainerConfig(raw);
+    const base = dirname(resolve(path));
+    const data = {
+      train_path: resolve(base, config.data.train_path),
+      val_path: config.data.val_path === null ? null : resolve(base, config.data.val_path),
+    };
+    return Object.freeze({ ...config, data, controller: resolveAgentPaths(config.controller, base) });
   } catch (err) {
-    if (err instanceof ValidationFailed) throw new CliError(`--config ${path}: ${err.message}`);
+    if (err instanceof ValidationFailed) throw new CliError(`${label} ${configLabel(path, sets)}: ${err.message}`);
     throw err;
   }
+}
+
+/** The bundled calculator's config: its agent export in reused processes instead of one Node process per input. */
+function calculatorConfig(sets: readonly string[]): Readonly<TrainerConfig> {
+  const raw = applySetFlags(readConfigFile(CALCULATOR_CONFIG, "trainer"), sets) as {
+    controller?: Record<string, unknown>;
+  };
+  const { command: _perProcess, ...controller } = raw.controller ?? {};
+  const reused = { ...controller, agent_class: calculatorAgentClass().agentClass, reuse_processes: true };
+  return Object.freeze(parseTrainerConfig({ ...raw, controller: reused }));
+}
+
+/**
+ * The tasks: `--data`, else the config's `data.val_path` (`--split val`) or `data.train_path` (`--split train`).
+ * @throws {CliError} naming --split or --data
+ */
+function tasksOf(flags: EvalFlags, config: Readonly<TrainerConfig>, bundled: boolean) {
+  if (flags.split !== "val" && flags.split !== "train") {
+    throw new CliError(`--split ${flags.split}: expected val or train`);
+  }
+  let path = flags.data;
+  if (path === undefined) {
+    if (bundled)
+      throw new CliError("--data: required with a checkpoint argument and no --config (a JSONL file of inputs)");
+    path = flags.split === "val" ? (config.data.val_path ?? undefined) : config.data.train_path;
+    if (path === undefined)
+      throw new CliError("--split val: the config has no data.val_path; give --data FILE or --split train");
+  }
+  const label = flags.data === undefined ? `--split ${flags.split} (${path})` : "--data";
+  const items = readDataFile(label, path);
+  if (items.length === 0)
+    throw new CliError(`${label}${flags.data === undefined ? "" : ` ${path}`}: no inputs (the file has no JSON lines)`);
+  return { items, dataLabel: path, label };
 }
 
 /**
@@ -71,7 +128,7 @@ function agentConfig(flags: EvalFlags): Readonly<TrainerConfig> {
  * before any agent starts (the controller would otherwise fail each rollout with a warning).
  * @throws {CliError} naming the file, the input's position and the env var on the first missing field
  */
-function checkEnvMapPaths(items: readonly DataItem[], config: Readonly<TrainerConfig>, dataFlag: string): void {
+function checkEnvMapPaths(items: readonly DataItem[], config: Readonly<TrainerConfig>, label: string): void {
   const inputPaths = Object.entries(config.controller.env_map).filter(([, path]) => path.startsWith("input."));
   for (const item of items) {
     for (const [envName, path] of inputPaths) {
@@ -79,7 +136,7 @@ function checkEnvMapPaths(items: readonly DataItem[], config: Readonly<TrainerCo
         readRolloutPath({ input: item.input } as unknown as Rollout, path, envName);
       } catch {
         throw new CliError(
-          `--data ${dataFlag}: input ${item.index + 1} has no ${path.slice("input.".length)} ` +
+          `${label}: input ${item.index + 1} has no ${path.slice("input.".length)} ` +
             `(the agent's env_map ${envName}: ${path})`,
         );
       }
@@ -87,50 +144,171 @@ function checkEnvMapPaths(items: readonly DataItem[], config: Readonly<TrainerCo
   }
 }
 
-/**
- * Loads the checkpoint to evaluate.
- * @throws {CliError} naming CHECKPOINT, with a hint when the run's checkpoint directory was given instead of its
- *   engine/ subdirectory
- */
-async function loadEngine(checkpoint: string): Promise<Engine> {
-  try {
-    return await createEngine({ kind: "embedded", checkpoint: resolve(checkpoint) });
-  } catch (err) {
-    const inner = join(checkpoint, "engine");
-    const hint = existsSync(join(inner, "config.json")) ? `; did you mean ${inner}?` : "";
+/** Checks every flag and reads the config and tasks, before anything starts. */
+function planOf(target: string, flags: EvalFlags): EvalPlan {
+  const argIsCheckpoint = isDirectory(target);
+  if (!argIsCheckpoint && !existsSync(target)) throw new CliError(`CONFIG ${target}: no such file`);
+  if (!argIsCheckpoint && flags.config !== undefined) {
     throw new CliError(
-      `CHECKPOINT ${checkpoint}: not an embedded-engine checkpoint (${(err as Error).message})${hint}`,
+      `--config: the argument ${target} is already the config (--config goes with a checkpoint argument)`,
     );
+  }
+  const sampling = samplingOf(flags);
+  const source = policySourceOf(flags, argIsCheckpoint, target, process.env);
+  const bundled = argIsCheckpoint && flags.config === undefined;
+  const config = !argIsCheckpoint
+    ? loadConfig(target, "CONFIG", flags.set)
+    : flags.config !== undefined
+      ? loadConfig(flags.config, "--config", flags.set)
+      : calculatorConfig(flags.set);
+  const { items, dataLabel, label } = tasksOf(flags, config, bundled);
+  const limited = items.slice(0, sampling.limit);
+  checkEnvMapPaths(limited, config, label);
+  return {
+    config,
+    bundled,
+    items: limited,
+    dataLabel,
+    source,
+    sampling,
+    threshold: sampling.threshold ?? config.pass_threshold,
+    judge: judgeOf(config.judge, process.env),
+  };
+}
+
+/**
+ * The engine of an engine source: the config's (fresh weights), or loaded from a checkpoint.
+ * @throws {CliError} naming --checkpoint or CHECKPOINT for a directory that is not a checkpoint of that engine
+ */
+async function engineOf(plan: EvalPlan): Promise<Engine> {
+  const { source } = plan;
+  if (source.kind === "embedded-checkpoint") {
+    try {
+      return await createEngine({ kind: "embedded", checkpoint: resolve(source.dir) });
+    } catch (err) {
+      const inner = join(source.dir, "engine");
+      const hint = existsSync(join(inner, "config.json")) ? `; did you mean ${inner}?` : "";
+      throw new CliError(
+        `CHECKPOINT ${source.dir}: not an embedded-engine checkpoint (${(err as Error).message})${hint}`,
+      );
+    }
+  }
+  const spec = engineSpecOf(plan.config.engine, { preset: "tiny", engineSeed: "0" });
+  try {
+    return source.kind === "checkpoint" ? await createEngineFrom(spec, source.dir) : await createEngine(spec);
+  } catch (err) {
+    if (err instanceof CheckpointInvalid && source.kind === "checkpoint") {
+      throw new CliError(`--checkpoint ${source.dir}: ${err.message}`);
+    }
+    if (err instanceof TorchPackageMissing) throw new CliError(err.message);
+    throw err;
   }
 }
 
-/** Prints the mean reward, the solved share and the first failure; exit 1 when every rollout failed. */
-async function report(client: GatewayClient, result: RolloutsOnceResult, dataFlag: string): Promise<void> {
-  const summary = summariseRewards(result.rewards);
-  const failed = result.failedIds.length;
+/** The local controller: the config's agent, at the flag's or the config's pool size. */
+function controllerOf(plan: EvalPlan): StackControllerOptions {
+  const settings = {
+    ...localControllerSettings(plan.config.controller),
+    ...(plan.bundled ? { cwd: PACKAGE_ROOT } : {}),
+  };
+  return {
+    poolSize: plan.sampling.poolSize ?? plan.config.controller.pool_size,
+    settings,
+    ...(plan.bundled ? { baseEnv: { ...process.env, ...calculatorAgentClass().env } } : {}),
+  };
+}
+
+/** Runs the rollouts on a started gateway, with a progress line. */
+async function rollOut(client: GatewayClient, plan: EvalPlan, policyVersion: number, signal: AbortSignal) {
+  const total = plan.items.length * plan.sampling.samples;
+  const phase = startPhase("eval", total, process.stderr);
+  const tasks = await runEvalRollouts(client, plan.items, {
+    prefix: "eval",
+    samples: plan.sampling.samples,
+    config: plan.config,
+    policyVersion,
+    onProgress: (done) => phase.update(done),
+    signal,
+    ...(plan.judge !== undefined ? { judge: plan.judge } : {}),
+  });
+  phase.finish(`${total} rollouts ended`);
+  return tasks;
+}
+
+/** Runs every rollout on the stack the source needs; returns the outcomes and the first failed rollout's story. */
+async function runPlan(plan: EvalPlan, workDir: string, logger: Logger, signal: AbortSignal) {
+  const gatewayArgs = ["--val-temperature", String(plan.sampling.temperature)];
+  const common = { runDir: workDir, gatewayArgs, logger, closeOnAbort: signal, controller: controllerOf(plan) };
+  const finish = async (client: GatewayClient, tasks: TaskOutcome[]) => {
+    const failed = tasks.flatMap((task) => task.rollouts).find((rollout) => !rollout.completed);
+    return { tasks, firstFailure: failed === undefined ? null : await describeFailedRollout(client, failed.rolloutId) };
+  };
+  const { source } = plan;
+  if (source.kind === "endpoint") {
+    const stack = await startAgentStack({ ...common, modelName: source.model, upstreamKey: source.apiKey });
+    try {
+      await stack.client.upsertModels([{ model: source.model, endpoint: source.url }]);
+      return await finish(stack.client, await rollOut(stack.client, plan, 0, signal));
+    } finally {
+      await stack.close();
+    }
+  }
+  return withStack({ ...common, modelName: POLICY_MODEL, engine: () => engineOf(plan) }, async (stack) => {
+    const endpoints = stack.serving.endpoints;
+    await registerEndpoints(
+      stack.client,
+      POLICY_MODEL,
+      endpoints,
+      stack.engine.policyVersion,
+      proxyRegistrationOf(plan.config),
+    );
+    return finish(stack.client, await rollOut(stack.client, plan, stack.engine.policyVersion, signal));
+  });
+}
+
+/** What the policy was: for the report's header line. */
+function sourceLabel(source: PolicySource): string {
+  if (source.kind === "endpoint") return `endpoint ${source.url} model ${source.model}`;
+  if (source.kind === "config-engine") return "the config's engine (its starting weights)";
+  return `checkpoint ${source.dir}`;
+}
+
+/** Prints the summary line and table, writes `--out`, and names the first failure; exit 1 when every rollout failed. */
+function report(plan: EvalPlan, tasks: readonly TaskOutcome[], firstFailure: string | null): void {
+  const summary = summariseEval(tasks, plan.sampling.ks, plan.threshold);
+  const failed = summary.rollouts - Math.round(summary.completedShare * summary.rollouts);
+  const solved = summary.passAtK.find((entry) => entry.k === 1)?.value ?? 0;
   console.log(
-    `arclight eval: ${summary.count} inputs from ${dataFlag}: reward ${summary.mean.toFixed(3)}, ` +
-      `solved (reward >= 1) ${(summary.solved * 100).toFixed(1)}%, failed rollouts ${failed}`,
+    `arclight eval: ${summary.tasks} inputs from ${plan.dataLabel}: reward ${summary.meanReward.toFixed(3)}, ` +
+      `solved (reward >= ${plan.threshold}) ${(solved * 100).toFixed(1)}%, failed rollouts ${failed}`,
   );
-  const firstFailed = result.failedIds[0];
-  if (firstFailed !== undefined) console.error(`arclight eval: ${await describeFailedRollout(client, firstFailed)}`);
-  if (failed === summary.count) {
-    console.error("arclight eval: every rollout failed: check the config's controller.command (see above)");
+  console.log(`policy: ${sourceLabel(plan.source)}; temperature ${plan.sampling.temperature}`);
+  console.log(formatEvalTable(summary));
+  if (plan.judge !== undefined) {
+    const judged = tasks.reduce((n, task) => n + (task.judge?.judged ?? 0), 0);
+    const errors = tasks.reduce((n, task) => n + (task.judge?.errors ?? 0), 0);
+    console.log(
+      `judge: ${plan.judge.config.mode} ${plan.judge.config.model}: ${judged} rollouts judged, ${errors} without ` +
+        "a verdict (their judge events say why; they keep the agent's reward)",
+    );
+  }
+  if (plan.sampling.out !== null) {
+    const { path, format } = plan.sampling.out;
+    writeFileSync(path, format === "json" ? `${JSON.stringify(summary, null, 2)}\n` : formatEvalCsv(summary));
+    console.log(`arclight eval: wrote ${path}`);
+  }
+  if (firstFailure !== null) console.error(`arclight eval: ${firstFailure}`);
+  if (failed === summary.rollouts) {
+    console.error("arclight eval: every rollout failed: check the config's controller section (see above)");
     process.exitCode = 1;
   }
 }
 
 /** Runs the command. */
-async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise<void> {
-  const limit = flags.limit === undefined ? undefined : positiveInt("--limit", flags.limit);
-  const poolSize = positiveInt("--pool-size", flags.poolSize);
-  const items = readDataFile("--data", flags.data).slice(0, limit);
-  if (items.length === 0) throw new CliError(`--data ${flags.data}: no inputs (the file has no JSON lines)`);
-  const engine = await loadEngine(checkpoint);
-  const config = agentConfig(flags);
-  checkEnvMapPaths(items, config, flags.data);
-  const logger = pino({ level: logLevel(flags.logLevel) });
-  if (flags.config === undefined) {
+async function evaluate(target: string, flags: EvalFlags): Promise<void> {
+  const plan = planOf(target, flags);
+  const logger = pino({ level: logLevel(flags.logLevel) }, pino.destination({ dest: 2, sync: true }));
+  if (plan.bundled) {
     console.error(
       "arclight eval: no --config: running the bundled calculator agent (examples/calculator/train.yaml); " +
         "give --config YOUR_TRAIN.yaml to run your own agent",
@@ -138,38 +316,9 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
   }
   const workDir = mkdtempSync(join(tmpdir(), "arclight-eval-"));
   const interrupt = listenForInterrupt("eval", "stopping the agents, engine and gateway");
-  const stackOptions: StackOptions = {
-    runDir: workDir,
-    modelName: "policy",
-    engine: async () => engine,
-    gatewayArgs: ["--val-temperature", "0"],
-    // The bundled config's agent command is relative to the package root; a --config one to the working directory.
-    controller: {
-      poolSize,
-      settings: {
-        ...localControllerSettings(config.controller),
-        ...(flags.config === undefined ? { cwd: PACKAGE_ROOT } : {}),
-      },
-      ...(flags.config === undefined ? { baseEnv: { ...process.env, ...calculatorAgentClass().env } } : {}),
-    },
-    logger,
-    closeOnAbort: interrupt.signal,
-  };
   try {
-    await withStack(stackOptions, async (stack) => {
-      await stack.client.upsertModels(stack.serving.endpoints.map((endpoint) => ({ model: "policy", endpoint })));
-      const phase = startPhase("eval", items.length, process.stderr);
-      const result = await runRolloutsOnce(stack.client, items, {
-        prefix: "eval",
-        isTrain: false,
-        config,
-        policyVersion: engine.policyVersion,
-        onProgress: (done) => phase.update(done),
-        signal: interrupt.signal,
-      });
-      phase.finish(`${items.length} rollouts ended`);
-      await report(stack.client, result, flags.data);
-    });
+    const { tasks, firstFailure } = await runPlan(plan, workDir, logger, interrupt.signal);
+    report(plan, tasks, firstFailure);
   } catch (err) {
     if (!interrupt.signal.aborted) throw err;
     console.error("arclight eval: stopped");
@@ -187,18 +336,34 @@ async function evaluateCheckpoint(checkpoint: string, flags: EvalFlags): Promise
 export function registerEval(program: Command): void {
   program
     .command("eval")
-    .description("Evaluate an embedded-engine checkpoint: run the agent once per input (greedy) and print the reward")
+    .description("Evaluate a policy on a config's agent and tasks: pass@k, mean reward, completion share (no training)")
     .argument(
-      "<checkpoint>",
-      "checkpoint directory (config.json + model.safetensors), e.g. runs/demo/checkpoints/step-000008/engine",
+      "<config>",
+      "trainer YAML (its agent, tasks and engine), e.g. recipes/calc_x/train.cpu.yaml; or an embedded checkpoint directory",
     )
-    .requiredOption("--data <file>", "JSONL file of inputs (required), e.g. examples/calculator/data/val.jsonl")
-    .option("--limit <n>", "only the first N inputs")
+    .option("--split <split>", "tasks from the config's data.val_path (val) or data.train_path (train)", "val")
+    .option("--data <file>", "JSONL file of tasks (instead of --split)")
+    .option("--limit <n>", "only the first N tasks")
+    .option("--samples <n>", "rollouts per task (n of pass@k)", "1")
+    .option("--k <list>", "pass@k values to report, comma-separated, each <= --samples (default: 1 and --samples)")
+    .option("--threshold <reward>", "reward at or above which a rollout passes (default: the config's pass_threshold)")
+    .option("--temperature <t>", "sampling temperature (default: 0 for one sample, 0.8 for several)")
     .option(
-      "--config <file>",
-      "trainer YAML whose controller section runs the agent (default: the bundled calculator agent, in reused processes)",
+      "--checkpoint <dir>",
+      "load the config's engine from this checkpoint (an embedded or torch checkpoint folder)",
     )
-    .option("--pool-size <n>", "agent processes at once", "8")
+    .option("--endpoint <url>", "any OpenAI-compatible base URL serving the policy, e.g. http://127.0.0.1:8000/v1")
+    .option("--model <name>", "with --endpoint: the model name it serves")
+    .option("--api-key-env <var>", "with --endpoint: environment variable holding its API key")
+    .option("--out <file>", "also write the summary as .json (with per-task rows) or .csv")
+    .option("--config <file>", "with a checkpoint argument: trainer YAML whose controller section runs the agent")
+    .option("--pool-size <n>", "agent processes at once (default: the config's controller.pool_size)")
     .option("--log-level <level>", "pino log level of the components", "warn")
-    .action(evaluateCheckpoint);
+    .option(
+      "--set <key=value>",
+      "override a config key (dotted path, YAML value), e.g. --set controller.python=.venv/bin/python; repeatable",
+      collectSetFlag,
+      [],
+    )
+    .action(evaluate);
 }

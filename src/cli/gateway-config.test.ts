@@ -35,6 +35,7 @@ describe("loadGatewayConfig", () => {
       val_temperature: 0.7,
       include_log_probs: true,
       upstream_timeout_seconds: 600,
+      upstream_key: "",
       upstream_total_timeout_seconds: 600,
       upstream_retry_after_max_seconds: 10,
       upstream_retry_budget_ratio: 0.2,
@@ -52,6 +53,10 @@ describe("loadGatewayConfig", () => {
       runs_dir: "",
     });
     expect(DEFAULT_BODY_LIMIT_BYTES).toBe(32 * 1024 * 1024);
+  });
+
+  it("reads the upstream key from ARCLIGHT_UPSTREAM_KEY", () => {
+    expect(loadGatewayConfig({}, { ARCLIGHT_UPSTREAM_KEY: "sk-up" }).upstream_key).toBe("sk-up");
   });
 
   it("layers YAML file < env < flags", () => {

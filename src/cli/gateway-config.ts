@@ -1,6 +1,6 @@
 /**
  * @module Resolves the gateway configuration for `arclight gateway`: YAML file < env (`ARCLIGHT_KEY`, `AGL_KEY`,
- * `ARCLIGHT_STORE`) <
+ * `ARCLIGHT_STORE`, `ARCLIGHT_UPSTREAM_KEY`) <
  * flags, validated by the strict schema in `gateway/config.ts`. Every failure names the flag, env var or file key.
  */
 import { statSync } from "node:fs";
@@ -60,7 +60,8 @@ function flagName(flag: string): string {
 /**
  * Resolves the gateway configuration.
  * @param flags - commander's options for `arclight gateway`
- * @param env - the process environment (only `ARCLIGHT_KEY`, `AGL_KEY` and `ARCLIGHT_STORE` are read)
+ * @param env - the process environment (only `ARCLIGHT_KEY`, `AGL_KEY`, `ARCLIGHT_STORE` and `ARCLIGHT_UPSTREAM_KEY`
+ *   are read)
  * @returns the frozen configuration
  * @throws {CliError} naming the bad flag, env var or config key and what it accepts
  */
@@ -76,7 +77,7 @@ export function loadGatewayConfig(flags: GatewayFlags, env: NodeJS.ProcessEnv): 
     configPath: flags.config,
     env,
     flags: given,
-    envKeys: { ARCLIGHT_STORE: "store" },
+    envKeys: { ARCLIGHT_STORE: "store", ARCLIGHT_UPSTREAM_KEY: "upstream_key" },
     keyFile: flags.keyFile,
   });
   if (config.runs_dir !== "" && !statSync(config.runs_dir, { throwIfNoEntry: false })?.isDirectory()) {

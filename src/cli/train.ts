@@ -3,6 +3,7 @@
  * process on SQLite under runs/NAME/, embedded engine and its OpenAI server, local controller); with `--gateway-url`
  * and/or `--engine-url` it connects to running ones.
  */
+
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
@@ -12,6 +13,7 @@ import type { Engine } from "../engine/engine.js";
 import { TorchWorkerError } from "../engine/remote/worker-client.js";
 import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { dashboardUrl } from "../gateway/dashboard/url.js";
+import type { GroupJudge } from "../judge/apply.js";
 import { ValidationFailed } from "../protocol/index.js";
 import { createEngine, describeEngineSpec, type EngineSpec } from "../run/engine-factory.js";
 import { createEngineFrom, specFrom } from "../run/init-from.js";
@@ -32,6 +34,7 @@ import { checkRunName, checkRunNameRoom, listenForInterrupt, logLevel, readDataF
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
 import { frozenAgentsStack } from "./frozen-agents.js";
 import { valTemperatureArgs } from "./gateway-child-flags.js";
+import { judgeOf } from "./judge-settings.js";
 import { resolveKey } from "./key-source.js";
 import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
 import { prepareRunDir } from "./run-dir.js";
@@ -159,6 +162,8 @@ interface TrainRun {
   signal: AbortSignal;
   /** The engine as `describeEngineSpec` names it, e.g. `embedded tiny, 2 training threads`. */
   engineLabel: string;
+  /** The config's LLM judge; undefined when `judge.enabled` is false. */
+  judge: GroupJudge | undefined;
 }
 
 /** Runs the training loop on the stack, reporting to the console and the gateway's dashboard. */
@@ -188,6 +193,7 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
       logger: run.logger,
       reporter: combineReporters(consoleReporter(), poster, trackingReporter(trackers)),
       signal: run.signal,
+      ...(run.judge !== undefined ? { judge: run.judge } : {}),
     });
     status = "finished";
     return summary;
@@ -219,6 +225,7 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
   }
   const runDir = resolve("runs", config.name);
   const stackOptions = trainStackOptions(config, flags, runDir);
+  const judge = judgeOf(config.judge, process.env);
   prepareRunDir(runDir, config.name, flags.resume === true);
   const trainData = readDataFile("data.train_path", config.data.train_path);
   const valData = config.data.val_path === null ? null : readDataFile("data.val_path", config.data.val_path);
@@ -227,7 +234,7 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
   try {
     const engineLabel = engineLabelOf(engineSpecOf(config.engine, flags), flags.initFrom);
     const { logger } = stackOptions;
-    const run = { config, flags, runDir, trainData, valData, logger, signal: interrupt.signal, engineLabel };
+    const run = { config, flags, runDir, trainData, valData, logger, signal: interrupt.signal, engineLabel, judge };
     const summary = await withStack(stackOptions, (stack) => trainOn(stack, run));
     console.log(
       `arclight train: ${summary.steps} steps, policy version ${summary.policyVersion}, metrics in ${runDir}`,

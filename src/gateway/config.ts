@@ -63,6 +63,13 @@ export const GatewayConfigSchema = z.strictObject({
   val_temperature: z.number().min(0).default(0.7).describe("sampling temperature the proxy sets in val mode"),
   include_log_probs: z.boolean().default(true).describe("ask the upstream for logprobs in train mode"),
   upstream_timeout_seconds: z.number().positive().default(600).describe("proxy upstream call timeout, in seconds"),
+  upstream_key: z
+    .string()
+    .default("")
+    .describe(
+      "API key the proxy sends upstream as `Authorization: Bearer` (a hosted OpenAI-compatible endpoint); empty: " +
+        "none. Env ARCLIGHT_UPSTREAM_KEY",
+    ),
   upstream_total_timeout_seconds: z
     .number()
     .positive()
@@ -175,6 +182,7 @@ export function proxyOptionsOf(config: Readonly<GatewayConfig>): ProxyOptions {
     retryBudgetRatio: config.upstream_retry_budget_ratio,
     maxResponseBytes: config.upstream_max_response_bytes,
     drainTimeoutMs: Math.round(config.drain_timeout_seconds * 1000),
+    upstreamKey: config.upstream_key,
     bodyLimitBytes: config.body_limit_bytes,
     agentModels: config.agent_models,
     agentRoutes: config.agent_routes,

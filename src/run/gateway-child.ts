@@ -50,6 +50,7 @@ export function cliCommand(): string[] {
  * @param modelName - the proxy's model name
  * @param extraArgs - more `arclight gateway` flags, e.g. `["--val-temperature", "0"]`
  * @param key - the API key to give it (`ARCLIGHT_KEY`); default a random one
+ * @param env - more environment for it, e.g. `{ ARCLIGHT_UPSTREAM_KEY }`
  * @returns the child, its URL and its API key
  * @throws {ComponentStartFailed} when the gateway exits or does not report its URL within 30 s
  */
@@ -58,6 +59,7 @@ export async function startGatewayChild(
   modelName: string,
   extraArgs: readonly string[] = [],
   key: string = randomBytes(16).toString("hex"),
+  env: Readonly<Record<string, string>> = {},
 ): Promise<GatewayChild> {
   // Own process group (startServerChild): a terminal Ctrl-C reaches only the parent, which stops the agents first
   // and this child last (were the gateway to die first, the controller could not report the agents' outcomes).
@@ -65,7 +67,7 @@ export async function startGatewayChild(
   try {
     const child = await startServerChild({
       argv: [...argv, ...extraArgs, "--log-level", "warn"],
-      env: { ARCLIGHT_KEY: key },
+      env: { ...env, ARCLIGHT_KEY: key },
       urlPattern: /listening on (http:\/\/\S+?)\/?\s/,
       what: "gateway child",
       stopGraceMs: 15_000, // it flushes and closes its SQLite store on SIGTERM

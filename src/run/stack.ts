@@ -47,6 +47,8 @@ export interface StackOptions {
   gateway?: RunningGateway;
   /** More `arclight gateway` flags for the child, e.g. `["--val-temperature", "0"]`. */
   gatewayArgs?: readonly string[];
+  /** API key the gateway child's proxy sends upstream (`ARCLIGHT_UPSTREAM_KEY`); omitted or null: none. */
+  upstreamKey?: string | null;
   /** Serve frozen agents a second engine with the starting weights (`frozen-serving.ts`); omitted: none. */
   frozen?: FrozenOptions;
   /** A running engine server's `/v1` URL to publish weights to; omitted: serve the engine from this process. */
@@ -180,12 +182,13 @@ async function probeGateway(gateway: RunningGateway): Promise<void> {
 
 /** The gateway: the running one, or a child started and registered for stopping. */
 async function gatewayOf(
-  options: Pick<StackOptions, "gateway" | "runDir" | "modelName" | "gatewayArgs">,
+  options: Pick<StackOptions, "gateway" | "runDir" | "modelName" | "gatewayArgs" | "upstreamKey">,
   stops: Stops,
 ): Promise<RunningGateway> {
   if (options.gateway !== undefined) return options.gateway;
   const dbPath = join(options.runDir, "gateway.db");
-  const child = await startGatewayChild(dbPath, options.modelName, options.gatewayArgs ?? []);
+  const env: Record<string, string> = options.upstreamKey != null ? { ARCLIGHT_UPSTREAM_KEY: options.upstreamKey } : {};
+  const child = await startGatewayChild(dbPath, options.modelName, options.gatewayArgs ?? [], undefined, env);
   stops.add(() => child.stop());
   return { url: child.url, key: child.key };
 }
@@ -270,7 +273,7 @@ export async function withStack<T>(options: StackOptions, body: (stack: Stack) =
 /** What an agent stack starts: the gateway and controller of {@link StackOptions}, no engine. */
 export type AgentStackOptions = Pick<
   StackOptions,
-  "runDir" | "modelName" | "gateway" | "gatewayArgs" | "logger" | "closeOnAbort"
+  "runDir" | "modelName" | "gateway" | "gatewayArgs" | "upstreamKey" | "logger" | "closeOnAbort"
 > & { controller: StackControllerOptions };
 
 /** A running agent stack: gateway and controller; the policy is served elsewhere (registered by the caller). */

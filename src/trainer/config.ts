@@ -2,9 +2,11 @@
  * @module The trainer's configuration: one strict zod schema, every field defaulted and described (units in names or
  * descriptions). The CLI parses YAML, then env, then flags into it once and passes the frozen result down.
  */
+
 import { z } from "zod";
 import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchEngineConfigSchema } from "../engine/remote/config.js";
+import { JudgeConfigSchema } from "../judge/config.js";
 import { invalidAgentEntry } from "../protocol/agent-match.js";
 import { ToolParserSchema } from "../protocol/model.js";
 import { EnvMapSchema } from "../protocol/rollout.js";
@@ -481,6 +483,13 @@ export const TrainerConfigSchema = z
         "Groups per optimiser update: each PPO epoch splits the step's groups into mini-batches of this many, one " +
           "update each (verl's actor.ppo_mini_batch_size); null: the whole batch in one update",
       ),
+    pass_threshold: z
+      .number()
+      .refine(Number.isFinite, "expected a finite number")
+      .default(1)
+      .describe(
+        "Reward at or above which a completed rollout passes (`arclight eval`'s pass@k; --threshold overrides)",
+      ),
     reward_fillna_value: z
       .number()
       .default(0)
@@ -501,6 +510,7 @@ export const TrainerConfigSchema = z
       })
       .describe("Automatic per-call rewards from spans and calls (rules with weights)"),
     agents: section(AgentsConfigSchema, "Which agents train and which stay frozen"),
+    judge: section(JudgeConfigSchema, "LLM judge reward over an OpenAI-compatible endpoint"),
     missing_logprobs: z
       .enum(["recompute", "drop"])
       .default("recompute")

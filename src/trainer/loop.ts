@@ -4,10 +4,12 @@
  * their triplet events, pause and drain the proxy, assemble the batch, update the policy, publish the weights and
  * re-register the endpoints with the new version, resume, validate, log metrics, checkpoint.
  */
+
 import { join } from "node:path";
 import { type Logger, pino } from "pino";
 import type { Engine, LossConfig, OptimizerConfig, TrainMetrics, TrainRow } from "../engine/engine.js";
 import type { GatewayClient } from "../gateway/client.js";
+import { type GroupJudge, judgeGroup } from "../judge/apply.js";
 import { assembleBatch, batchOptionsFromConfig, type StepBatch } from "./batch.js";
 import { engineCheckpointDir, loadLatestCheckpoint, saveTrainerCheckpoint, type TrainerState } from "./checkpoint.js";
 import { OBJECTIVE_CLIPS, type TrainerConfig } from "./config.js";
@@ -73,6 +75,8 @@ export interface TrainLoopOptions {
    * `runTraining` reject with the signal's reason (rollouts already launched are left to the gateway and controller).
    */
   signal?: AbortSignal;
+  /** An LLM judge applied to each group as it completes (the config's `judge` section, its key read); none: off. */
+  judge?: GroupJudge;
 }
 
 /** What a call of {@link runTraining} did. */
@@ -385,7 +389,9 @@ async function waitForGroups(run: LoopRun): Promise<ChosenGroups> {
     await tracker.poll();
     for (const plan of run.pending) {
       if (!finished.has(plan.groupId) && tracker.isComplete(plan)) {
-        finished.set(plan.groupId, await readFinishedGroup(options.client, tracker, plan, config));
+        const group = await readFinishedGroup(options.client, tracker, plan, config);
+        if (options.judge !== undefined) await judgeFinishedGroup(run, options.judge, group);
+        finished.set(plan.groupId, group);
       }
     }
     const plans = config.async.enabled
@@ -401,6 +407,24 @@ async function waitForGroups(run: LoopRun): Promise<ChosenGroups> {
       return { chosen: plans.map((p) => finished.get(p.groupId) as FinishedGroup), staleGroupsDropped };
     }
     await new Promise((resolve) => setTimeout(resolve, run.pollMs));
+  }
+}
+
+/**
+ * 4a. Judge a complete group (`judge` section): its completed rollouts get the judge's verdict as events, and the
+ * group's records and read marks take them in, so the late-reward watch does not count them as late.
+ */
+async function judgeFinishedGroup(run: LoopRun, judge: GroupJudge, group: FinishedGroup): Promise<void> {
+  const completed = group.records.filter((record) => run.tracker.state(record.rolloutId) !== "failed");
+  const judged = await judgeGroup(run.options.client, judge, group.plan.input, completed, run.config);
+  const byId = new Map(judged.records.map((record) => [record.rolloutId, record]));
+  group.records = group.records.map((record) => byId.get(record.rolloutId) ?? record);
+  group.marks = group.marks.map((mark) => {
+    const events = byId.get(mark.rolloutId)?.events ?? [];
+    return { ...mark, readUpTo: events.reduce((top, e) => Math.max(top, e.sequence), mark.readUpTo) };
+  });
+  if (judged.errors > 0) {
+    run.log.warn({ groupId: group.plan.groupId, errors: judged.errors }, "judge gave some rollouts no reward");
   }
 }
 

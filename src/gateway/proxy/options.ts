@@ -48,6 +48,7 @@ export const ProxyOptionsSchema = z.strictObject({
     .positive()
     .default(32 * 1024 * 1024)
     .describe("largest upstream answer, bytes (32 MiB); a larger one is cut off and the call fails with 502"),
+  upstreamKey: z.string().default("").describe("API key sent upstream as `Authorization: Bearer`; empty: none"),
   drainTimeoutMs: z
     .number()
     .int()

@@ -221,6 +221,7 @@ export class UpstreamClient {
         "content-type": "application/json",
         accept: request.stream ? "text/event-stream" : "application/json",
         ...(attempt ? { "x-request-id": attempt.requestId } : {}),
+        ...(this.options.upstreamKey !== "" ? { authorization: `Bearer ${this.options.upstreamKey}` } : {}),
       },
       body: attempt?.body ?? request.body,
       signal: request.signal,

@@ -220,6 +220,15 @@ describe("retries and timeouts", () => {
     expect(events.map((e) => e.upstream_request_id)).toEqual([headerIds[1], headerIds[2]]);
   });
 
+  it("sends the configured upstream key as a Bearer token, and no authorization header without one", async () => {
+    const keyed = await setup({ upstreamKey: "sk-upstream" });
+    await agentCall(keyed.h, keyed.rid, "chat/completions", chatRequest());
+    expect(keyed.fake.received[0]?.headers.authorization).toBe("Bearer sk-upstream");
+    const plain = await setup();
+    await agentCall(plain.h, plain.rid, "chat/completions", chatRequest());
+    expect(plain.fake.received[0]?.headers.authorization).toBeUndefined();
+  });
+
   it("sends a request id header but adds no body request_id when the agent sent none", async () => {
     const { h, rid, fake } = await setup();
     await agentCall(h, rid, "chat/completions", chatRequest());
