@@ -60,8 +60,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: "eval",
-    term: "eval [options] <checkpoint>",
-    description: "Evaluate an embedded-engine checkpoint: run the agent once per input (greedy) and print the reward",
+    term: "eval [options] <config>",
+    description: "Evaluate a policy on a config's agent and tasks: pass@k, mean reward, completion share (no training)",
     register: async () => (await import("./eval.js")).registerEval,
   },
   {
