@@ -33,4 +33,14 @@ describe("tracking flags and config", () => {
     const out = applyTrackingFlags({}, { wandbProject: "p", wandbMode: "offline" });
     expect(TrackingConfigSchema.parse(out.tracking).wandb).toEqual({ project: "p", entity: "", mode: "offline" });
   });
+
+  it("refuses an MLflow tracking URI that is not http(s), naming the key and the flag", () => {
+    for (const uri of ["ftp://x", "notaurl", "file:///tmp/mlruns"]) {
+      expect(() => parseTrainerConfig({ tracking: { mlflow: { tracking_uri: uri } } })).toThrow(
+        /tracking\.mlflow\.tracking_uri.*--mlflow-tracking-uri/s,
+      );
+    }
+    const ok = parseTrainerConfig({ tracking: { mlflow: { tracking_uri: "https://mlflow.example:5000/base" } } });
+    expect(ok.tracking.mlflow.tracking_uri).toBe("https://mlflow.example:5000/base");
+  });
 });

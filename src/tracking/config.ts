@@ -15,10 +15,27 @@ export const WandbConfigSchema = z.strictObject({
     ),
 });
 
+/** @returns whether `text` parses as an http: or https: URL with a host */
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.host !== "";
+  } catch {
+    return false;
+  }
+}
+
 /** MLflow: a run per command, through the tracking server's REST API. */
 export const MlflowConfigSchema = z.strictObject({
   tracking_uri: z
     .string()
+    .superRefine((uri, ctx) => {
+      if (uri === "" || isHttpUrl(uri)) return;
+      ctx.addIssue({
+        code: "custom",
+        message: `must be the MLflow tracking server's http:// or https:// URL (flag --mlflow-tracking-uri), got ${JSON.stringify(uri)}`,
+      });
+    })
     .default("")
     .describe("MLflow tracking server, http(s)://host:port; empty: no MLflow run. Token: MLFLOW_TRACKING_TOKEN"),
   experiment: z.string().default("arclight").describe("MLflow experiment name; created when missing"),
