@@ -27,6 +27,17 @@ describe("tracking flags and config", () => {
     expect(raw).toEqual({ tracking: { mlflow: { experiment: "from-yaml" }, wandb: { entity: "team" } } });
   });
 
+  it("refuses a tracker's other key set without its main one, naming the missing key and its flag", () => {
+    expect(() => TrackingConfigSchema.parse({ wandb: { entity: "team" } })).toThrow(
+      /project[\s\S]*not set, but entity is[\s\S]*--wandb-project/,
+    );
+    expect(() => TrackingConfigSchema.parse({ wandb: { mode: "offline" } })).toThrow(/not set, but mode: offline is/);
+    expect(() => TrackingConfigSchema.parse({ mlflow: { experiment: "exp" } })).toThrow(
+      /tracking_uri[\s\S]*--mlflow-tracking-uri/,
+    );
+    expect(TrackingConfigSchema.parse({ wandb: { mode: "disabled", entity: "team" } }).wandb.project).toBe("");
+  });
+
   it("refuses an unknown tracking key or W&B mode, naming them; takes W&B's offline mode by flag", () => {
     expect(() => parseTrainerConfig({ tracking: { wandb: { projekt: "x" } } })).toThrow(/projekt/);
     expect(() => parseTrainerConfig({ tracking: { wandb: { mode: "later" } } })).toThrow(/mode/);
