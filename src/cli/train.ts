@@ -22,7 +22,7 @@ import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import { consoleReporter } from "../trainer/console-report.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { AllRolloutsFailed, describeFirstFailed } from "../trainer/failure-report.js";
-import { runTraining, type TrainSummary, totalStepsOf } from "../trainer/loop.js";
+import { checkContextFits, runTraining, type TrainSummary, totalStepsOf } from "../trainer/loop.js";
 import { localControllerSettings } from "../trainer/rollout-groups.js";
 import { longestTrainingRolloutIds } from "../trainer/run-name-room.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
@@ -175,6 +175,8 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
   console.log(
     `arclight train: dashboard ${dashboardUrl(stack.gatewayUrl, flags.gatewayUrl === undefined ? stack.key : "")}`,
   );
+  // Before the dashboard run and the trackers open, so that a refused config leaves no tracker run behind.
+  checkContextFits(config, stack.engine.contextLength);
   const poster = new RunPoster(stack.client, config.name, run.logger);
   poster.start({ ...config }, totalStepsOf(config, run.trainData.length), join(runDir, "metrics.jsonl"));
   const trackers = startTrackers("train", config.tracking, config.name, { ...config }, run.logger);

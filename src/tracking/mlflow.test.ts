@@ -101,4 +101,13 @@ describe("MLflow tracker (REST API)", () => {
     expect(params[1]![1]).toHaveLength(500);
     expect(params[1]![1].endsWith("…")).toBe(true);
   });
+
+  it("a server that does not answer fails naming the URL and the socket's error", async () => {
+    const mlflow = await server();
+    const url = mlflow.url;
+    await mlflow.close();
+    servers.length = 0;
+    const tracker = new MlflowTracker(url, "agents", "run-z");
+    await expect(tracker.start({})).rejects.toThrow(new RegExp(`${url}/api/2\\.0/mlflow/.* failed: .*ECONNREFUSED`));
+  });
 });

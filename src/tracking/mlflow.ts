@@ -6,7 +6,7 @@
  * @see https://mlflow.org/docs/latest/api_reference/rest-api.html
  */
 import type { Logger } from "pino";
-import { requestJson } from "./http-json.js";
+import { requestJson, transportError } from "./http-json.js";
 import type { TrackedTable, Tracker } from "./tracker.js";
 
 /** MLflow's limits per `log-batch` call (REST API docs): 1000 metrics, 100 params. */
@@ -158,7 +158,9 @@ export class MlflowTracker implements Tracker {
   private async experimentId(): Promise<string> {
     const url = new URL("api/2.0/mlflow/experiments/get-by-name", this.base());
     url.searchParams.set("experiment_name", this.experiment);
-    const res = await fetch(url, { headers: this.auth(), signal: AbortSignal.timeout(30_000) });
+    const res = await fetch(url, { headers: this.auth(), signal: AbortSignal.timeout(30_000) }).catch((err) => {
+      throw transportError("GET", url, err);
+    });
     const body = (await res.json().catch(() => ({}))) as {
       experiment?: { experiment_id: string };
       error_code?: string;

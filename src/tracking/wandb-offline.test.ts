@@ -8,7 +8,7 @@ import { TrackingConfigSchema } from "./config.js";
 import { openTrackers } from "./open-trackers.js";
 import { TrackerSet } from "./tracker.js";
 import { crc32, frameRecord, WANDB_LOG_HEADER } from "./wandb-log.js";
-import { WandbOfflineTracker } from "./wandb-offline.js";
+import { RECORD, WandbOfflineTracker } from "./wandb-offline.js";
 
 const READER = resolve(import.meta.dirname, "../../test/fixtures/read-wandb-log.py");
 const dirs: string[] = [];
@@ -97,7 +97,50 @@ describe("W&B transaction log framing", () => {
   });
 });
 
+/** The log's records, reassembled from their chunks and decoded. */
+function records(file: Buffer): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  let parts: Buffer[] = [];
+  for (const chunk of chunks(file)) {
+    parts.push(file.subarray(chunk.at + 7, chunk.at + 7 + chunk.length));
+    if (chunk.type === 1 || chunk.type === 4) {
+      out.push(RECORD.toObject(RECORD.decode(Buffer.concat(parts)), { longs: Number, defaults: true }));
+      parts = [];
+    }
+  }
+  return out;
+}
+
 describe("W&B offline run", () => {
+  it("writes one history record per step: a step's table and metrics are merged", async () => {
+    const dir = scratch();
+    const tracker = new WandbOfflineTracker(dir, "agents", "", "run-d");
+    await tracker.start({});
+    await tracker.logMetrics(0, { "reward/mean": 0.5 });
+    await tracker.logTable("validation/rollouts", 1, { columns: ["reward"], rows: [[1]] });
+    await tracker.logMetrics(1, { "reward/mean": 1, "val/loss": 0.5 });
+    await tracker.logMetrics(1, { "val/reward": 0.25 });
+    await tracker.logMetrics(2, { "reward/mean": 2 });
+    await tracker.finish("finished");
+    const history = records(readFileSync(tracker.logPath))
+      .filter((r) => r.history)
+      .map((r) => {
+        const h = r.history as { item: { key: string }[]; step: { num: number } };
+        return [
+          h.step.num,
+          h.item
+            .map((i) => i.key)
+            .filter((k) => !k.startsWith("_"))
+            .sort(),
+        ];
+      });
+    expect(history).toEqual([
+      [0, ["reward/mean"]],
+      [1, ["reward/mean", "val/loss", "val/reward", "validation/rollouts"]],
+      [2, ["reward/mean"]],
+    ]);
+  });
+
   it("lays the run out as W&B does: wandb/offline-run-YYYYMMDD_HHMMSS-<id>/run-<id>.wandb and files/", async () => {
     const dir = scratch();
     const tracker = new WandbOfflineTracker(dir, "agents", "team", "run-a", () => Date.UTC(2026, 0, 2, 3, 4, 5));

@@ -3,7 +3,8 @@
  * `<dir>/wandb/offline-run-YYYYMMDD_HHMMSS-<id>/run-<id>.wandb` (the transaction log: `wandb_internal.Record`
  * protobufs in W&B's LevelDB-log framing, see wandb-log.ts) and `files/` (tables as `media/table/*.table.json`).
  * Records: a header, the run (id, entity, project, display name, config, start time), one history record per step
- * (with `_step`, `_runtime`, `_timestamp`), files records for tables, summary records, and the exit record.
+ * (with `_step`, `_runtime`, `_timestamp`; what is logged for a step is merged and written when a later step is
+ * logged or the run ends, as W&B's client does), files records for tables, summary records, and the exit record.
  * @see https://github.com/wandb/wandb (wandb/proto/wandb_internal.proto: field numbers of the messages below)
  */
 import { createHash, randomBytes } from "node:crypto";
@@ -12,6 +13,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import protobuf from "protobufjs";
 import { makeDirs } from "../fs/make-dirs.js";
+import { StepRow } from "./step-row.js";
 import type { TrackedTable, Tracker } from "./tracker.js";
 import { frameRecord, WANDB_LOG_HEADER } from "./wandb-log.js";
 
@@ -50,7 +52,8 @@ message RunExitRecord { int32 exit_code = 1; int32 runtime = 2; }
 message VersionInfo { string producer = 1; string min_consumer = 2; }
 message HeaderRecord { VersionInfo version_info = 1; }
 `;
-const RECORD = protobuf.parse(SCHEMA, { keepCase: true }).root.lookupType("Record");
+/** W&B's `Record` message (the subset above). */
+export const RECORD = protobuf.parse(SCHEMA, { keepCase: true }).root.lookupType("Record");
 /** `FilesItem.PolicyType.NOW` and `FileType.MEDIA` in wandb_internal.proto. */
 const POLICY_NOW = 0;
 const FILE_TYPE_MEDIA = 2;
@@ -81,6 +84,7 @@ export class WandbOfflineTracker implements Tracker {
   private num = 0;
   private readonly startedMs: number;
   private readonly lastValues: Record<string, unknown> = {};
+  private readonly row = new StepRow();
 
   /**
    * @param dir - the folder that gets `wandb/` (W&B's `WANDB_DIR`; default: the working directory)
@@ -155,17 +159,24 @@ export class WandbOfflineTracker implements Tracker {
   /** The summary (each key's last value) and the exit record: code 0 finished, 1 failed; runtime in seconds. */
   async finish(status: "finished" | "failed"): Promise<void> {
     if (this.offset === 0) return;
+    this.writeRow(this.row.take());
     this.append({ summary: { update: items(this.lastValues) } });
     const runtime = Math.round((this.nowMs() - this.startedMs) / 1000);
     this.append({ exit: { exit_code: status === "finished" ? 0 : 1, runtime } });
   }
 
-  /** One history row, with W&B's `_step`, `_runtime` (s) and `_timestamp` (epoch s). */
+  /** Adds to the step's history row, with W&B's `_step`, `_runtime` (s) and `_timestamp` (epoch s) of the last add. */
   private history(step: number, values: Record<string, unknown>): void {
     const nowMs = this.nowMs();
     const row = { ...values, _step: step, _runtime: (nowMs - this.startedMs) / 1000, _timestamp: nowMs / 1000 };
-    Object.assign(this.lastValues, row);
-    this.append({ history: { item: items(row), step: { num: step } } });
+    this.writeRow(this.row.add(step, row));
+  }
+
+  /** Writes a finished step's history record. */
+  private writeRow(done: { step: number; values: Record<string, unknown> } | null): void {
+    if (done === null) return;
+    Object.assign(this.lastValues, done.values);
+    this.append({ history: { item: items(done.values), step: { num: done.step } } });
   }
 
   /** Serialises a record (numbered from 1) and appends it in the log's framing. */

@@ -1,11 +1,13 @@
 /**
  * @module A Weights & Biases run through W&B's HTTP API, as its clients use it: the run is created (and its config
  * stored) by the GraphQL mutation `upsertBucket`; history rows, the summary and the end go to the run's
- * `file_stream` (`wandb-history.jsonl`, `wandb-summary.json`, then `complete` with the exit code).
+ * `file_stream` (`wandb-history.jsonl`, `wandb-summary.json`, then `complete` with the exit code). One history row
+ * per step: what is logged for a step is merged and sent when a later step is logged or the run ends.
  * @see https://github.com/wandb/wandb (wandb/sdk/internal/internal_api.py `upsert_run`, file_stream.py)
  */
 import { randomBytes } from "node:crypto";
 import { requestJson } from "./http-json.js";
+import { StepRow } from "./step-row.js";
 import type { TrackedTable, Tracker } from "./tracker.js";
 
 const UPSERT_BUCKET = `mutation UpsertBucket($name: String, $project: String, $entity: String, $displayName: String,
@@ -32,6 +34,7 @@ export class WandbTracker implements Tracker {
   private historyLines = 0;
   private readonly summary: Record<string, unknown> = {};
   private readonly startedMs: number;
+  private readonly row = new StepRow();
 
   /**
    * @param baseUrl - W&B's API, e.g. `https://api.wandb.ai` (`WANDB_BASE_URL`)
@@ -89,13 +92,21 @@ export class WandbTracker implements Tracker {
   }
 
   async finish(status: "finished" | "failed"): Promise<void> {
+    await this.sendRow(this.row.take());
     await this.stream({ complete: true, exitcode: status === "finished" ? 0 : 1 });
   }
 
-  /** One `wandb-history.jsonl` row (`_step`, `_runtime` s, `_timestamp` epoch s) and the updated summary. */
+  /** Adds to the step's `wandb-history.jsonl` row (`_step`, `_runtime` s, `_timestamp` epoch s, of the last add). */
   private async history(step: number, values: Record<string, unknown>): Promise<void> {
     const nowMs = this.nowMs();
     const row = { ...values, _step: step, _runtime: (nowMs - this.startedMs) / 1000, _timestamp: nowMs / 1000 };
+    await this.sendRow(this.row.add(step, row));
+  }
+
+  /** Sends a finished step's row and the updated summary. */
+  private async sendRow(done: { step: number; values: Record<string, unknown> } | null): Promise<void> {
+    if (done === null) return;
+    const row = done.values;
     Object.assign(this.summary, row);
     const files = {
       "wandb-history.jsonl": { offset: this.historyLines, content: [JSON.stringify(row)] },

@@ -118,18 +118,26 @@ function lossAndOptimizer(config: TrainerConfig): { loss: LossConfig; optimizer:
   };
 }
 
+/**
+ * Fails when the aggregator's lengths do not fit the engine's context; the CLI calls it before opening trackers.
+ * @throws {RangeError} naming both lengths and the context
+ */
+export function checkContextFits(config: Readonly<TrainerConfig>, contextLength: number): void {
+  const longest = config.aggregator.max_prompt_length + config.aggregator.max_response_length;
+  if (longest > contextLength) {
+    throw new RangeError(
+      `aggregator.max_prompt_length + aggregator.max_response_length = ${longest} tokens exceed the engine's ` +
+        `context of ${contextLength} tokens: set them in the config so that they sum to at most ` +
+        `${contextLength} (e.g. aggregator: {max_prompt_length: ${Math.floor(contextLength / 2)}, ` +
+        `max_response_length: ${Math.floor(contextLength / 2)}})`,
+    );
+  }
+}
+
 /** Fails early on settings the engine cannot honour. */
 function checkSetup(options: TrainLoopOptions): void {
   const { config, engine } = options;
-  const longest = config.aggregator.max_prompt_length + config.aggregator.max_response_length;
-  if (longest > engine.contextLength) {
-    throw new RangeError(
-      `aggregator.max_prompt_length + aggregator.max_response_length = ${longest} tokens exceed the engine's ` +
-        `context of ${engine.contextLength} tokens: set them in the config so that they sum to at most ` +
-        `${engine.contextLength} (e.g. aggregator: {max_prompt_length: ${Math.floor(engine.contextLength / 2)}, ` +
-        `max_response_length: ${Math.floor(engine.contextLength / 2)}})`,
-    );
-  }
+  checkContextFits(config, engine.contextLength);
   if (config.loss.kl_coef > 0 && options.referenceEngine === undefined) {
     throw new RangeError("loss.kl_coef > 0 needs a reference engine (the initial weights)");
   }
