@@ -9,8 +9,12 @@ const torch = (lora: { rank: number } | null, model = "/models/m") =>
   ({ kind: "torch", model, seed: 0, torch: { lora } }) as unknown as EngineSpec;
 
 /** `vllmSamplerOf` on a config whose engine section is `engine`. */
-const samplerOf = (engine: Record<string, unknown>, flags: SamplerFlags = {}, spec = torch({ rank: 4 })) =>
-  vllmSamplerOf(parseTrainerConfig({ engine: { kind: "torch", sampler: "vllm", ...engine } }), flags, spec);
+const samplerOf = (
+  engine: Record<string, unknown>,
+  flags: SamplerFlags = {},
+  spec = torch({ rank: 4 }),
+  agents: Record<string, unknown> = {},
+) => vllmSamplerOf(parseTrainerConfig({ engine: { kind: "torch", sampler: "vllm", ...engine }, agents }), flags, spec);
 
 describe("vLLM sampler flags", () => {
   it("launch settings give a managed sampler with the replicas and the model vLLM loads", () => {
@@ -50,5 +54,14 @@ describe("vLLM sampler flags", () => {
   it("without launch a full fine-tune samples from vllm_endpoints", () => {
     const sampler = samplerOf({ vllm_endpoints: ["http://h:8000/v1"] }, {}, torch(null));
     expect(sampler).toEqual({ endpoints: ["http://h:8000/v1"], sleep: false, weights: "full", launch: null });
+  });
+
+  it("frozen agents ride on the replicas' base weights with LoRA from engine.model, not full weights or --init-from", () => {
+    const agents = { frozen: ["critic"], frozen_model: "frozen" };
+    const launch = { vllm: { launch: {} } };
+    expect(samplerOf(launch, {}, torch({ rank: 4 }), agents)?.launch?.frozenModel).toBe("frozen");
+    expect(samplerOf(launch, {}, torch(null), agents)?.launch?.frozenModel).toBeNull();
+    expect(samplerOf(launch, { initFrom: "/ckpt" }, torch({ rank: 4 }), agents)?.launch?.frozenModel).toBeNull();
+    expect(samplerOf(launch, {}, torch({ rank: 4 }))?.launch?.frozenModel).toBeNull();
   });
 });

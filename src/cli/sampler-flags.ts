@@ -18,6 +18,8 @@ export interface SamplerFlags {
   vllmLaunch?: boolean;
   /** `--vllm-replicas N`: overrides engine.vllm.replicas. */
   vllmReplicas?: string;
+  /** `--init-from`: the run starts from other weights than the model's (frozen agents then get their own copy). */
+  initFrom?: string;
 }
 
 /** Checks one `--vllm-endpoint` value. @throws {CliError} naming the flag */
@@ -73,7 +75,10 @@ function launchOf(config: Readonly<TrainerConfig>, flags: SamplerFlags, spec: En
   if (loraRank !== null && loraRank > VLLM_LORA_RANKS.at(-1)!) {
     throw new CliError(`engine.lora.rank ${loraRank}: vLLM serves LoRA ranks up to ${VLLM_LORA_RANKS.at(-1)}`);
   }
-  return { settings, replicas, model, loraRank };
+  // Frozen agents answer from the replicas' base weights when those are the starting policy: LoRA from engine.model.
+  const frozenOnBase =
+    loraRank !== null && config.agents.frozen.length > 0 && flags.initFrom === undefined && model === spec.model;
+  return { settings, replicas, model, loraRank, frozenModel: frozenOnBase ? config.agents.frozen_model : null };
 }
 
 /**

@@ -27,6 +27,11 @@ export interface VllmSampler {
     model: string;
     /** The trained adapter's rank (LoRA), else null. */
     loraRank: number | null;
+    /**
+     * The frozen agents' model name, served by the replicas' base weights (a LoRA run's starting policy: the base
+     * model with zero adapter updates), so frozen agents need no second copy of the weights; null: none.
+     */
+    frozenModel: string | null;
   } | null;
 }
 
@@ -66,6 +71,7 @@ export async function vllmSamplerServing(sampler: VllmSampler, context: VllmStac
   let current: ReplicaWeights = { model: launch.model, adapters: [] };
   const mode: VllmMode = {
     servedModelName: servedBaseName(context.modelName, sampler.weights),
+    aliases: launch.frozenModel === null ? [] : [launch.frozenModel],
     lora: launch.loraRank === null ? null : { rank: launch.loraRank, maxLoras: 1 },
     sleep: sampler.sleep,
   };

@@ -237,7 +237,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     stops.add(() => client.close());
     const serving = await servingOf(options, engine, stops);
     checkAbort();
-    if (options.frozen !== undefined) {
+    const frozenOnVllm = options.vllm?.launch?.frozenModel ?? null;
+    if (frozenOnVllm !== null) {
+      // The vLLM replicas serve the frozen model from their base weights (managed-vllm.ts): no second engine.
+      await client.upsertModels(serving.endpoints.map((endpoint) => ({ model: frozenOnVllm, endpoint, version: 0 })));
+    } else if (options.frozen !== undefined) {
       const { stop } = await startFrozenServing(options.frozen, client, serveForFrozen, options.runDir);
       stops.add(stop);
       checkAbort();

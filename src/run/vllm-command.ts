@@ -18,6 +18,8 @@ export const VLLM_LORA_RANKS = [1, 8, 16, 32, 64, 128, 256, 320, 512] as const;
 export interface VllmMode {
   /** `--served-model-name`: the name the base weights answer to. */
   servedModelName: string;
+  /** More names the base weights answer to (after the first; e.g. the frozen agents' model); default none. */
+  aliases?: readonly string[];
   /** LoRA adapters (largest rank, adapters loaded at once); null: full weights, reloaded over `/collective_rpc`. */
   lora: { rank: number; maxLoras: number } | null;
   /** Collocated with the trainer: sleep mode on. */
@@ -62,7 +64,8 @@ export function replicaCommand(
   index: number,
   port: number,
 ): ReplicaCommand {
-  const argv = [launch.command, "serve", weights.model, "--served-model-name", mode.servedModelName];
+  const names = [mode.servedModelName, ...(mode.aliases ?? [])];
+  const argv = [launch.command, "serve", weights.model, "--served-model-name", ...names];
   argv.push("--host", launch.host, "--port", String(port), "--max-logprobs", String(launch.max_logprobs));
   // The dev routes: /sleep and /wake_up (collocated), /collective_rpc (full-weight reloads).
   const env: Record<string, string> = { VLLM_SERVER_DEV_MODE: "1" };

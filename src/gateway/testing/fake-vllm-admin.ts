@@ -69,6 +69,8 @@ export interface FakeVllmServerFlags {
   model: string | null;
   /** `--lora-modules NAME=PATH`: adapters loaded at start. */
   loraModules: readonly { name: string; path: string }[];
+  /** Further `--served-model-name` values: more names of the base weights. */
+  aliases?: readonly string[];
 }
 
 const DEV_ROUTES = ["/sleep", "/wake_up", "/is_sleeping", "/collective_rpc", "/reset_prefix_cache"];
@@ -128,6 +130,7 @@ export class FakeVllmAdmin {
    */
   modelError(model: unknown): AdminAnswer | null {
     if (this.baseModel === null || model === this.baseModel) return null;
+    if (typeof model === "string" && this.flags?.aliases?.includes(model)) return null;
     if (typeof model === "string" && this.adapters.has(model)) return null;
     const error = { message: `The model \`${String(model)}\` does not exist.`, type: "NotFoundError" };
     return json(404, { error: { ...error, param: "model", code: 404 } });

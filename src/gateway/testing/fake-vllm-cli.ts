@@ -14,7 +14,6 @@ import { FakeVllm } from "./fake-vllm.js";
 
 /** Flags taking one value. */
 const VALUED = new Set([
-  "--served-model-name",
   "--host",
   "--port",
   "--max-logprobs",
@@ -36,6 +35,7 @@ interface ServeArgs {
   values: Map<string, string>;
   switches: Set<string>;
   loraModules: { name: string; path: string }[];
+  servedModelNames: string[];
 }
 
 function usageError(message: string): never {
@@ -48,7 +48,7 @@ function parseServe(argv: readonly string[]): ServeArgs {
   const [command, model, ...rest] = argv;
   if (command !== "serve") usageError(`argument subparser: invalid choice: '${command ?? ""}' (choose from 'serve')`);
   if (model === undefined || model.startsWith("--")) usageError("the following arguments are required: model_tag");
-  const parsed: ServeArgs = { model, values: new Map(), switches: new Set(), loraModules: [] };
+  const parsed: ServeArgs = { model, values: new Map(), switches: new Set(), loraModules: [], servedModelNames: [] };
   const unknown: string[] = [];
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i]!;
@@ -57,6 +57,8 @@ function parseServe(argv: readonly string[]): ServeArgs {
       const value = rest[++i];
       if (value === undefined) usageError(`argument ${arg}: expected one argument`);
       parsed.values.set(arg, value);
+    } else if (arg === "--served-model-name") {
+      while (rest[i + 1] !== undefined && !rest[i + 1]!.startsWith("--")) parsed.servedModelNames.push(rest[++i]!);
     } else if (arg === "--lora-modules") {
       while (rest[i + 1] !== undefined && !rest[i + 1]!.startsWith("--")) {
         const [name = "", path = ""] = rest[++i]!.split("=", 2);
@@ -94,7 +96,7 @@ async function main(): Promise<void> {
   const fake = await FakeVllm.start(
     {},
     {
-      servedModel: args.values.get("--served-model-name") ?? args.model,
+      servedModel: args.servedModelNames[0] ?? args.model,
       vocabSize: 512,
       port: Number(args.values.get("--port") ?? "8000"),
       host: args.values.get("--host") ?? "0.0.0.0",
@@ -105,6 +107,7 @@ async function main(): Promise<void> {
         sleepMode: args.switches.has("--enable-sleep-mode"),
         model: args.model,
         loraModules: loraOn ? args.loraModules : [],
+        aliases: args.servedModelNames.slice(1),
       },
       onRecord: record,
     },
