@@ -9,7 +9,7 @@ import { CliError } from "./cli-error.js";
 import { seedFlag } from "./common-flags.js";
 
 /** Keys of the trainer's engine section that choose the sampler, not the trained engine. */
-type SamplerKey = "sampler" | "vllm_endpoints" | "vllm_sleep";
+type SamplerKey = "sampler" | "vllm_endpoints" | "vllm_sleep" | "vllm";
 
 /** An `engine` config section: the trainer's, or `arclight sft`'s (which has no sampler keys). */
 export type TrainedEngineSection = Omit<TrainerConfig["engine"], SamplerKey>;
@@ -62,6 +62,7 @@ export function engineSpecOf(section: TrainedEngineSection, flags: EngineFlags):
       sampler: _s,
       vllm_endpoints: _e,
       vllm_sleep: _z,
+      vllm: _v,
       ...torch
     } = rest as typeof rest & Partial<Record<SamplerKey, unknown>>;
     const torchSeed = flags.engineSeed === "0" ? configSeed : seed;

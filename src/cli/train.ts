@@ -280,6 +280,8 @@ export function registerTrain(program: Command): void {
       "a vLLM server's /v1 URL for --sampler vllm; repeat for several (replaces engine.vllm_endpoints)",
       (url: string, previous: string[] | undefined) => [...(previous ?? []), url],
     )
+    .option("--vllm-launch", "start vLLM for --sampler vllm (engine.vllm.launch; its defaults when unset)")
+    .option("--vllm-replicas <n>", "vLLM processes to start (overrides engine.vllm.replicas)")
     .option("--preset <name>", "embedded engine model preset", "tiny")
     .option("--engine-seed <n>", "weight-init seed of the embedded engine", "0")
     .option("--model-name <name>", "model name the gateway proxy serves", "policy")

@@ -15,9 +15,9 @@ import { buildEngineServer } from "../engine/server/app.js";
 import { GatewayClient } from "../gateway/client.js";
 import type { GatewayUnreachable } from "../gateway/client-errors.js";
 import { collocatedServing, type PolicyServing, remoteServing } from "../trainer/serving.js";
-import { vllmServing } from "../trainer/vllm-serving.js";
 import { type FrozenOptions, startFrozenServing } from "./frozen-serving.js";
 import { startGatewayChild } from "./gateway-child.js";
+import { type VllmSampler, vllmSamplerServing } from "./managed-vllm.js";
 
 /** A gateway already running: its URL and API key. */
 export interface RunningGateway {
@@ -54,10 +54,11 @@ export interface StackOptions {
   /** A running engine server's `/v1` URL to publish weights to; omitted: serve the engine from this process. */
   engineUrl?: string;
   /**
-   * vLLM servers as the sampler (a LoRA engine): each update's adapter is loaded into them under `modelName`
-   * (runDir/adapters/vVERSION); `sleep`: collocated, asleep around each update. Excludes `engineUrl`.
+   * vLLM as the sampler: the user's servers or replicas started here (`managed-vllm.ts`); each update's adapter
+   * (runDir/adapters/vVERSION) or full weights (runDir/weights/vVERSION) is loaded into them; `sleep`: collocated,
+   * asleep around each update. Excludes `engineUrl`.
    */
-  vllm?: { endpoints: readonly string[]; sleep: boolean };
+  vllm?: VllmSampler;
   /** Admin key of the `engineUrl` server (sent on `/v1/load_weights`); default none. */
   engineKey?: string;
   /** The local controller; false: none (one already watches the gateway). */
@@ -202,8 +203,10 @@ async function serveForFrozen(engine: Engine, modelName: string) {
 /** The policy serving: vLLM servers, a running engine server to publish to, or the engine served here. */
 async function servingOf(options: StackOptions, engine: Engine, stops: Stops): Promise<PolicyServing> {
   if (options.vllm !== undefined) {
-    const adaptersDir = join(options.runDir, "adapters");
-    return vllmServing({ ...options.vllm, adapterName: options.modelName, adaptersDir });
+    const { runDir, modelName, logger } = options;
+    const addStop = (stop: () => Promise<void>) => stops.add(stop);
+    const signal = options.closeOnAbort;
+    return vllmSamplerServing(options.vllm, { runDir, modelName, logger, addStop, ...(signal ? { signal } : {}) });
   }
   if (options.engineUrl !== undefined) {
     return remoteServing([options.engineUrl], join(options.runDir, "weights"), options.engineKey ?? "");
@@ -237,7 +240,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     stops.add(() => client.close());
     const serving = await servingOf(options, engine, stops);
     checkAbort();
-    if (options.frozen !== undefined) {
+    const frozenOnVllm = options.vllm?.launch?.frozenModel ?? null;
+    if (frozenOnVllm !== null) {
+      // The vLLM replicas serve the frozen model from their base weights (managed-vllm.ts): no second engine.
+      await client.upsertModels(serving.endpoints.map((endpoint) => ({ model: frozenOnVllm, endpoint, version: 0 })));
+    } else if (options.frozen !== undefined) {
       const { stop } = await startFrozenServing(options.frozen, client, serveForFrozen, options.runDir);
       stops.add(stop);
       checkAbort();

@@ -374,6 +374,69 @@ const threadCount = (description: string) =>
   z.number().int().min(1).max(MAX_TRAIN_THREADS).default(1).describe(description);
 
 /**
+ * How arclight starts vLLM itself (`engine.vllm.launch`): `COMMAND serve MODEL` with the flags the run's mode needs,
+ * one process per replica (docs/torch-engine.md, "Managed vLLM").
+ */
+export const VllmLaunchSchema = z.strictObject({
+  command: z.string().min(1).default("vllm").describe("The vLLM executable (a name on PATH or a path)"),
+  model: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe("What `vllm serve` loads (a local folder or a Hugging Face id); null: engine.model"),
+  args: z
+    .array(z.string())
+    .default([])
+    .describe("More `vllm serve` arguments, appended, e.g. [--gpu-memory-utilization, '0.4']"),
+  gpus: z
+    .array(z.string().regex(/^\d+(,\d+)*$/, "GPU indices separated by commas, e.g. '0' or '0,1'"))
+    .default([])
+    .describe("CUDA_VISIBLE_DEVICES of each replica, one entry per replica (e.g. ['0', '1']); empty: inherited"),
+  host: z.string().min(1).default("127.0.0.1").describe("Interface every replica listens on"),
+  port: z
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .default(0)
+    .describe("Port of the first replica; replica i listens on port + i; 0: a free port each"),
+  env: z.record(z.string(), z.string()).default({}).describe("More environment of every replica"),
+  max_logprobs: z.number().int().min(0).default(20).describe("vLLM's --max-logprobs (top logprobs a call may ask)"),
+  health_timeout_seconds: z
+    .number()
+    .gt(0)
+    .default(900)
+    .describe("How long a replica may take to answer GET /health 200 after it starts (s); model loading counts"),
+  max_restarts: z
+    .number()
+    .int()
+    .min(0)
+    .default(3)
+    .describe("Restarts of a replica that exits on its own before the run stops with an error"),
+  restart_backoff_seconds: z
+    .number()
+    .min(0)
+    .default(2)
+    .describe("Wait before the first restart of a replica (s); doubles with each further restart"),
+});
+/** The launch settings of a managed vLLM, defaults applied. */
+export type VllmLaunch = z.output<typeof VllmLaunchSchema>;
+
+/** vLLM started by arclight (`launch` set) instead of servers the user runs (`vllm_endpoints`). */
+export const VllmSectionSchema = z
+  .strictObject({
+    launch: VllmLaunchSchema.nullable()
+      .default(null)
+      .describe("sampler vllm: start vLLM with these settings (launch: {} takes every default); null: vllm_endpoints"),
+    replicas: z.number().int().min(1).default(1).describe("sampler vllm with launch: vLLM processes to start"),
+  })
+  .refine((v) => v.launch === null || v.launch.gpus.length === 0 || v.launch.gpus.length === v.replicas, {
+    message: "launch.gpus needs one entry per replica (or none)",
+    path: ["launch", "gpus"],
+  });
+
+/**
  * Which engine trains and serves the policy: the embedded CPU engine (the default; its model comes from `--preset`)
  * or the torch engine (a Python worker; docs/torch-engine.md), with the torch settings beside `kind` and `model`.
  */
@@ -403,8 +466,8 @@ export const EngineSectionSchema = TorchEngineConfigSchema.extend({
     .enum(["engine", "vllm"])
     .default("engine")
     .describe(
-      "Who answers the rollouts' model calls: engine (the trained engine, served here) or vllm (the vllm_endpoints, " +
-        "loading each new LoRA adapter at runtime; torch with lora only)",
+      "Who answers the rollouts' model calls: engine (the trained engine, served here) or vllm (vllm_endpoints, or " +
+        "the replicas of vllm.launch, given each new LoRA adapter or full weights at runtime; torch only)",
     ),
   vllm_endpoints: z
     .array(z.url({ protocol: /^https?$/ }))
@@ -414,6 +477,7 @@ export const EngineSectionSchema = TorchEngineConfigSchema.extend({
     .boolean()
     .default(false)
     .describe("sampler vllm: collocated on the trainer's GPU: put vLLM to sleep (level 1) around each update"),
+  vllm: section(VllmSectionSchema, "sampler vllm: vLLM processes arclight starts and watches"),
 });
 
 /**

@@ -117,7 +117,7 @@ export const SftConfigSchema = z
     aggregator: section(AggregatorConfigSchema, "How model calls become rows (as in the trainer config)"),
     sft: section(SftStepsSchema, "The SFT steps"),
     engine: section(
-      EngineSectionSchema.omit({ sampler: true, vllm_endpoints: true, vllm_sleep: true }),
+      EngineSectionSchema.omit({ sampler: true, vllm_endpoints: true, vllm_sleep: true, vllm: true }),
       "Which engine is fine-tuned (as in the trainer config, without the sampler keys)",
     ),
     validation: section(SftValidationSchema, "Reward validation before and after SFT"),

@@ -14,6 +14,15 @@ const adapterWriter = {
   },
 } as unknown as Engine;
 
+/** An engine whose checkpoint is a full Hugging Face folder (config.json + safetensors), as the torch worker saves. */
+const fullWriter = {
+  saveCheckpoint: async (dir: string) => {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "config.json"), "{}");
+    writeFileSync(join(dir, "model.safetensors"), "");
+  },
+} as unknown as Engine;
+
 /** A collocated serving (asleep around updates) on one vLLM, writing adapters to a temp dir. */
 const collocated = (url: string) =>
   vllmServing({ endpoints: [url], adapterName: "policy", adaptersDir: tempDir("a-"), sleep: true });
@@ -87,5 +96,63 @@ describe("vLLM serving", () => {
     await expect(failed).rejects.toThrow("train step failed");
     expect(fake.admin!.sleeping).toBe(false);
     expect(fake.admin!.calls.map((c) => c.path)).toEqual(["/sleep", "/wake_up"]);
+  });
+
+  it("full weights: publish reloads every weight from the saved folder and resets the prefix cache", async () => {
+    const fake = await start("policy");
+    const dir = tempDir("arclight-vllm-full-");
+    const serving = vllmServing({
+      endpoints: [fake.url],
+      adapterName: "policy",
+      adaptersDir: dir,
+      sleep: false,
+      weights: "full",
+    });
+    await serving.publish(fullWriter, 1);
+    expect(fake.admin!.calls.map((c) => [c.path, c.args, c.status])).toEqual([
+      ["/collective_rpc", { method: "update_config", args: [{ model_config: { model: join(dir, "v1") } }] }, 200],
+      ["/collective_rpc", { method: "reload_weights" }, 200],
+      ["/reset_prefix_cache", {}, 200],
+    ]);
+    expect(fake.admin!.weightsPath).toBe(join(dir, "v1"));
+  });
+
+  it("full weights: a folder vLLM cannot load is a VllmSamplerError with vLLM's message", async () => {
+    const fake = await start("policy");
+    const serving = vllmServing({
+      endpoints: [fake.url],
+      adapterName: "policy",
+      adaptersDir: tempDir("a-"),
+      sleep: false,
+      weights: "full",
+    });
+    const failed = serving.publish(adapterWriter, 1); // an adapter folder: no full weights
+    await expect(failed).rejects.toThrow(/collective_rpc answered 500: Cannot find any model weights/);
+  });
+
+  it("a server that cannot be reached mid-publish is waited for and loaded again", async () => {
+    const fake = await start("base");
+    const url = fake.url;
+    let readyCalls = 0;
+    let restarted: FakeVllm | null = null;
+    const serving = vllmServing({
+      endpoints: [url],
+      adapterName: "policy",
+      adaptersDir: tempDir("a-"),
+      sleep: false,
+      // The first ready() (before loading) finds the server up; then it dies, and the second ready() restarts it.
+      ready: async () => {
+        readyCalls++;
+        if (readyCalls === 1) await fake.close();
+        if (readyCalls === 2) {
+          restarted = await FakeVllm.start({}, { servedModel: "base", port: Number(new URL(url).port) });
+          fakes.push(restarted);
+        }
+      },
+    });
+    fakes.length = 0;
+    await serving.publish(adapterWriter, 2);
+    expect(readyCalls).toBe(2);
+    expect(restarted!.admin!.adapters.get("policy")).toMatch(/\/v2$/);
   });
 });

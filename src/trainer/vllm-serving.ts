@@ -1,16 +1,20 @@
 /**
- * @module vLLM servers as the sampler of a LoRA run: after each update the trainer's worker writes the adapter to
- * `adaptersDir/vVERSION`, and every vLLM loads it at runtime under the policy's model name with
- * `POST /v1/load_lora_adapter {lora_name, lora_path, load_inplace: true}`, so the gateway keeps sending `model: NAME`
- * and vLLM answers with the new adapter. Collocated (`sleep`), vLLM is put to sleep around each update
- * (`POST /sleep?level=1`) and woken before the new adapter is loaded (`POST /wake_up`), so the worker has the
- * accelerator's memory while it trains.
+ * @module vLLM servers as the sampler: after each update the trainer's worker writes the new weights to
+ * `adaptersDir/vVERSION` and every vLLM loads them at runtime. LoRA: `POST /v1/load_lora_adapter {lora_name,
+ * lora_path, load_inplace: true}` under the policy's model name, so the gateway keeps sending `model: NAME` and vLLM
+ * answers with the new adapter. Full weights (a Hugging Face folder, config.json + safetensors): `POST /collective_rpc`
+ * with `update_config` `{"model_config": {"model": FOLDER}}`, then with `reload_weights` (the two worker calls of
+ * vLLM's example `offline_inference/skip_loading_weights_in_engine_init.py`, over the dev-mode HTTP route), then
+ * `POST /reset_prefix_cache` so no KV block computed by the old weights is reused. Collocated (`sleep`), vLLM is put
+ * to sleep around each update (`POST /sleep?level=1`) and woken before the new weights are loaded
+ * (`POST /wake_up`), so the worker has the accelerator's memory while it trains.
  *
  * Why versions stay exact: the trainer calls `publish` while the gateway proxy is paused and drained, and registers
  * the endpoints with the new version only after every server answered 200, so no call is answered by one adapter and
  * recorded with another's version.
  * @see https://docs.vllm.ai/en/latest/features/lora.html (dynamic LoRA serving; VLLM_ALLOW_RUNTIME_LORA_UPDATING)
  * @see https://docs.vllm.ai/en/latest/features/sleep_mode.html (VLLM_SERVER_DEV_MODE=1, --enable-sleep-mode)
+ * @see https://docs.vllm.ai/en/latest/examples/offline_inference/skip_loading_weights_in_engine_init.html
  */
 import { rm } from "node:fs/promises";
 import { resolve } from "node:path";
@@ -34,6 +38,15 @@ export interface VllmServingOptions {
   adaptersDir: string;
   /** Collocated: sleep every server (level 1) around each update. */
   sleep: boolean;
+  /** lora (default): load the adapter; full: reload every weight from the saved folder. */
+  weights?: "lora" | "full";
+  /** Waits until every server can take calls (managed replicas being restarted); default: they always can. */
+  ready?: () => Promise<void>;
+  /**
+   * Told each version's folder before the servers load it, so a server restarted from then on starts with it.
+   * @param dir - the folder of the version being published
+   */
+  onPublish?: (dir: string) => void;
 }
 
 /** What the server was started without when a route answers 404 `{"detail":"Not Found"}`. */
@@ -41,6 +54,8 @@ const MISSING_SETTING: Record<string, string> = {
   "/load_lora_adapter": "start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True",
   "/sleep": "start vLLM with --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1",
   "/wake_up": "start vLLM with --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1",
+  "/collective_rpc": "start vLLM with VLLM_SERVER_DEV_MODE=1",
+  "/reset_prefix_cache": "start vLLM with VLLM_SERVER_DEV_MODE=1",
 };
 
 /** The server root of a `/v1` base URL (the sleep routes have no `/v1`). */
@@ -85,10 +100,42 @@ function errorMessage(text: string): string {
   return text.slice(0, 500);
 }
 
+/** The calls that make one server answer with the weights in `dir`. */
+async function loadInto(endpoint: string, dir: string, options: VllmServingOptions): Promise<void> {
+  if (options.weights !== "full") {
+    const load = { lora_name: options.adapterName, lora_path: dir, load_inplace: true };
+    await post(endpoint.replace(/\/+$/, ""), "/load_lora_adapter", load);
+    return;
+  }
+  const root = rootOf(endpoint);
+  await post(root, "/collective_rpc", { method: "update_config", args: [{ model_config: { model: dir } }] });
+  await post(root, "/collective_rpc", { method: "reload_weights" });
+  await post(root, "/reset_prefix_cache");
+}
+
 /**
- * Serving by vLLM servers that hot-load the trained LoRA adapter (and, collocated, sleep around each update).
- * @param options - endpoints, adapter name, adapters folder, collocated sleep
- * @returns the serving; `publish` throws {@link VllmSamplerError} when a server refuses the adapter or a wake-up
+ * Loads `dir` into every server. A managed server that cannot be reached is waited for (it is being restarted, and
+ * starts from `dir`, told by `onPublish`) and loaded once more, so no server is left on an older version.
+ */
+async function loadAll(dir: string, options: VllmServingOptions): Promise<void> {
+  for (const endpoint of options.endpoints) {
+    try {
+      await loadInto(endpoint, dir, options);
+    } catch (err) {
+      if (options.ready === undefined || !(err instanceof VllmSamplerError) || !err.message.includes("unreachable")) {
+        throw err;
+      }
+      await options.ready();
+      await loadInto(endpoint, dir, options);
+    }
+  }
+}
+
+/**
+ * Serving by vLLM servers that hot-load each version (a LoRA adapter or full weights; collocated, asleep around
+ * each update).
+ * @param options - endpoints, adapter name, weights folder, collocated sleep, LoRA or full, managed-replica hooks
+ * @returns the serving; `publish` throws {@link VllmSamplerError} when a server refuses the weights or a wake-up
  */
 export function vllmServing(options: VllmServingOptions): PolicyServing {
   const asleep = new Set<string>();
@@ -104,11 +151,12 @@ export function vllmServing(options: VllmServingOptions): PolicyServing {
     async publish(engine: Engine, policyVersion: number) {
       const dir = resolve(options.adaptersDir, `v${policyVersion}`);
       await engine.saveCheckpoint(dir);
-      // 1. wake (a sleeping vLLM has no weights on the accelerator to add an adapter to), 2. load in place.
+      options.onPublish?.(dir);
+      await options.ready?.();
+      // 1. wake (a sleeping vLLM has no weights on the accelerator to load into), 2. load.
       await wakeAll();
-      const load = { lora_name: options.adapterName, lora_path: dir, load_inplace: true };
-      for (const endpoint of options.endpoints) await post(endpoint.replace(/\/+$/, ""), "/load_lora_adapter", load);
-      // vLLM holds the loaded adapter in memory: the older folder is no longer read.
+      await loadAll(dir, options);
+      // vLLM holds the loaded weights in memory: the older folder is no longer read.
       if (previousDir !== null && previousDir !== dir) await rm(previousDir, { recursive: true, force: true });
       previousDir = dir;
     },
@@ -116,6 +164,7 @@ export function vllmServing(options: VllmServingOptions): PolicyServing {
       if (!options.sleep) return update();
       // Woken on every way out: by publish after a real update, here after a skipped or failed one (or a failed sleep).
       try {
+        await options.ready?.();
         for (const endpoint of options.endpoints) {
           await post(rootOf(endpoint), "/sleep?level=1");
           asleep.add(endpoint);

@@ -3,6 +3,18 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../../testing/temp-dir.js";
 import { FakeVllm } from "./fake-vllm.js";
+import type { FakeVllmServerFlags } from "./fake-vllm-admin.js";
+
+/** Server flags of a `vllm serve` with everything arclight asks for, then `changes`. */
+const flags = (changes: Partial<FakeVllmServerFlags> = {}): FakeVllmServerFlags => ({
+  runtimeLora: true,
+  maxLoraRank: 16,
+  devMode: true,
+  sleepMode: true,
+  model: null,
+  loraModules: [],
+  ...changes,
+});
 
 /** An adapter folder as PEFT writes it (what vLLM's loader looks for). */
 function adapterDir(): string {
@@ -94,5 +106,51 @@ describe("fake vLLM model registry (vLLM's answers)", () => {
     const woke = await post("/wake_up");
     expect([woke.status, await woke.text()]).toEqual([200, ""]);
     expect(await (await fetch(`${root()}/is_sleeping`)).json()).toEqual({ is_sleeping: false });
+  });
+
+  it("GET /health answers 200 with an empty body", async () => {
+    fake = await FakeVllm.start({}, { servedModel: "base" });
+    const health = await fetch(`${root()}/health`);
+    expect([health.status, await health.text()]).toEqual([200, ""]);
+  });
+
+  it("without VLLM_SERVER_DEV_MODE the dev routes are FastAPI's 404 Not Found", async () => {
+    fake = await FakeVllm.start({}, { servedModel: "base", serverFlags: flags({ devMode: false }) });
+    for (const path of ["/sleep", "/wake_up", "/collective_rpc", "/reset_prefix_cache"]) {
+      const answer = await post(path, {});
+      expect([answer.status, await answer.json()]).toEqual([404, { detail: "Not Found" }]);
+    }
+  });
+
+  it("update_config then reload_weights swaps the served weights; the results list has one null per worker", async () => {
+    const folder = tempDir("arclight-fake-full-");
+    writeFileSync(join(folder, "config.json"), "{}");
+    writeFileSync(join(folder, "model.safetensors"), "");
+    fake = await FakeVllm.start({}, { servedModel: "policy", serverFlags: flags({ model: "/models/base" }) });
+    const update = await post("/collective_rpc", {
+      method: "update_config",
+      args: [{ model_config: { model: folder } }],
+    });
+    expect([update.status, await update.json()]).toEqual([200, { results: [null] }]);
+    expect(fake.admin!.weightsPath).toBe("/models/base");
+    const reload = await post("/collective_rpc", { method: "reload_weights" });
+    expect([reload.status, await reload.json()]).toEqual([200, { results: [null] }]);
+    expect(fake.admin!.weightsPath).toBe(folder);
+    const missing = await post("/collective_rpc", {});
+    expect([missing.status, await missing.json()]).toEqual([400, { detail: "Missing 'method' in request body" }]);
+  });
+
+  it("an adapter of a rank above --max-lora-rank is refused; --lora-modules are loaded at start", async () => {
+    const dir = adapterDir();
+    writeFileSync(join(dir, "adapter_config.json"), JSON.stringify({ r: 32 }));
+    const loraModules = [{ name: "writer", path: adapterDir() }];
+    fake = await FakeVllm.start({}, { servedModel: "base", serverFlags: flags({ maxLoraRank: 16, loraModules }) });
+    const loaded = await post("/v1/load_lora_adapter", { lora_name: "policy", lora_path: dir });
+    expect(loaded.status).toBe(400);
+    expect(((await loaded.json()) as { error: { message: string } }).error.message).toBe(
+      "LoRA rank 32 is greater than max_lora_rank 16.",
+    );
+    const chat = await post("/v1/chat/completions", { model: "writer", messages: [{ role: "user", content: "x" }] });
+    expect(chat.status).toBe(200);
   });
 });

@@ -18,7 +18,7 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type AdminAnswer, FakeVllmAdmin } from "./fake-vllm-admin.js";
+import { type AdminAnswer, FakeVllmAdmin, type FakeVllmServerFlags } from "./fake-vllm-admin.js";
 import type { FakeVllmBehaviour } from "./fake-vllm-behaviour.js";
 import { buildPlan, chatBody, chatChunks, completionBody, completionChunks, type Plan } from "./fake-vllm-plan.js";
 import { errorBody } from "./fake-vllm-shapes.js";
@@ -37,6 +37,8 @@ export interface ReceivedCall {
   sleeping: boolean;
   /** Folder of the adapter the call's `model` named when it arrived; null: the base model or no registry. */
   adapterPath: string | null;
+  /** Folder the base weights were last loaded from when the call arrived (null: not known to the fake). */
+  weightsPath: string | null;
 }
 
 /** Server settings of a fake, fixed at start. */
@@ -48,6 +50,14 @@ export interface FakeVllmOptions {
   servedModel?: string;
   /** Fold every token id below this (a small model's vocabulary); default: the fake tokenizer's ids as they are. */
   vocabSize?: number;
+  /** The routes mounted and the start weights, as `vllm serve` flags decide (with `servedModel`); omitted: all on. */
+  serverFlags?: FakeVllmServerFlags;
+  /** Port to listen on; default 0 (a free one). */
+  port?: number;
+  /** Interface to listen on; default 127.0.0.1. */
+  host?: string;
+  /** Called with every call and admin call as it is answered (e.g. to append it to a file). */
+  onRecord?: (record: Record<string, unknown>) => void;
 }
 
 /** A running fake vLLM server. */
@@ -66,7 +76,7 @@ export class FakeVllm {
     private readonly server: Server,
     private readonly options: FakeVllmOptions,
   ) {
-    this.admin = options.servedModel === undefined ? null : new FakeVllmAdmin(options.servedModel);
+    this.admin = options.servedModel === undefined ? null : new FakeVllmAdmin(options.servedModel, options.serverFlags);
   }
 
   /**
@@ -81,7 +91,7 @@ export class FakeVllm {
     server.keepAliveTimeout = 60_000;
     fake = new FakeVllm(server, options);
     fake.behave(behaviour);
-    server.listen(0, "127.0.0.1");
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1");
     await once(server, "listening");
     return fake;
   }
@@ -134,8 +144,13 @@ export class FakeVllm {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const [path = "", query = ""] = (req.url ?? "").split("?", 2);
-    if (this.admin !== null && FakeVllmAdmin.handles(path)) {
-      return sendAnswer(res, this.admin.handle(path, new URLSearchParams(query), parseOrEmpty(chunks)));
+    // vLLM's liveness route (`serve/instrumentator/health.py`): 200 with an empty body once the engine is up.
+    if (path === "/health" && req.method === "GET")
+      return sendAnswer(res, { status: 200, text: "", contentType: null });
+    if (this.admin?.handles(path)) {
+      const answer = this.admin.handle(path, new URLSearchParams(query), parseOrEmpty(chunks));
+      this.options.onRecord?.({ kind: "admin", ...this.admin.calls.at(-1), weightsPath: this.admin.weightsPath });
+      return sendAnswer(res, answer);
     }
     const kind = path === "/v1/chat/completions" ? "chat" : path === "/v1/completions" ? "completions" : null;
     if (req.method !== "POST" || kind === null) return sendJson(res, 404, { detail: "Not Found" });
@@ -148,7 +163,9 @@ export class FakeVllm {
     }
     const adapterPath = this.admin?.adapters.get(String(body.model)) ?? null;
     const sleeping = this.admin?.sleeping ?? false;
-    this.received.push({ path, headers: req.headers, body, text, sleeping, adapterPath });
+    const weightsPath = this.admin?.weightsPath ?? null;
+    this.received.push({ path, headers: req.headers, body, text, sleeping, adapterPath, weightsPath });
+    this.options.onRecord?.({ kind: "call", path, model: body.model, sleeping, adapterPath, weightsPath });
     const unknownModel = this.admin?.modelError(body.model) ?? null;
     if (unknownModel !== null) return sendAnswer(res, unknownModel);
     const b = this.behaviour.decide ? { ...this.behaviour, ...this.behaviour.decide(body) } : this.behaviour;
