@@ -46,7 +46,8 @@ describe("config table", () => {
     expect(keys).toContain("tracking.tensorboard.dir");
     expect(keys).toContain("pass_threshold");
     expect(keys).toContain("judge.mode");
-    expect(keys).toHaveLength(111);
+    expect(keys).toContain("proxy.reasoning_parser");
+    expect(keys).toHaveLength(112);
   });
 
   it("matches the table in docs/configuration.md (regenerate it from renderConfigTable(TrainerConfigSchema) when this fails)", () => {
