@@ -13,22 +13,26 @@
  * `--arms a,b` (all), `--tag NAME` (a suffix for the output files, so two batches can run apart), `--report
  * results.json,results-B.json` (no training: the table and curves of earlier batches, merged, under `--tag`).
  */
-import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { loadavg } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import { makeDirs } from "../src/fs/make-dirs.js";
+import {
+  compiledFlakyLookupAgent,
+  curveRows,
+  FLAKY_LOOKUP as EXAMPLE,
+  flag,
+  fmt,
+  jsonLines,
+  load,
+  noiseLine,
+  ROOT,
+  stats,
+  tailMean,
+  trainRun,
+} from "./compare/arm-runs.js";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const OUT = join(ROOT, "runs", "objectives-compare");
-const EXAMPLE = join(ROOT, "examples", "flaky-lookup");
-
-function flag(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
-}
 const SEEDS = Number(flag("seeds", "5"));
 const FIRST_SEED = Number(flag("first-seed", "0"));
 const STEPS = Number(flag("steps", "7"));
@@ -55,33 +59,6 @@ const ALL_ARMS: Arm[] = [
 const ONLY = flag("arms", "");
 const ARMS = ONLY === "" ? ALL_ARMS : ALL_ARMS.filter((arm) => ONLY.split(",").includes(arm.name));
 
-/** Non-empty JSON lines of a file. */
-function jsonLines(path: string): string[] {
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter((line) => line.trim() !== "");
-}
-
-/** The agent compiled to plain JavaScript with tsc (again when a source is newer), run as an `agent_class`. */
-function compiledAgent(): string {
-  const outDir = join(OUT, "build");
-  const compiled = join(outDir, "examples", "flaky-lookup", "agent.js");
-  const sources = ["agent.ts", "task.ts"].map((file) => join(EXAMPLE, file));
-  const fresh = existsSync(compiled) && sources.every((src) => statSync(src).mtimeMs < statSync(compiled).mtimeMs);
-  if (fresh) return compiled;
-  const tsc = spawnSync(
-    process.execPath,
-    [
-      join(ROOT, "node_modules", "typescript", "bin", "tsc"),
-      ...["--outDir", outDir, "--rootDir", ROOT, "--module", "nodenext", "--moduleResolution", "nodenext"],
-      ...["--target", "es2022", "--skipLibCheck", "--strict", join(EXAMPLE, "agent.ts")],
-    ],
-    { cwd: ROOT, encoding: "utf8" },
-  );
-  if (tsc.status !== 0) throw new Error(`tsc examples/flaky-lookup/agent.ts failed: ${tsc.stdout}${tsc.stderr}`);
-  return compiled;
-}
-
 /** Writes one run's YAML: the example's, with the budget, data, compiled agent and the arm's keys. */
 function writeConfig(arm: Arm, seed: number, name: string, agent: string, val: string): string {
   const base = parse(readFileSync(join(EXAMPLE, "train.yaml"), "utf8")) as Record<string, unknown>;
@@ -106,9 +83,6 @@ function writeConfig(arm: Arm, seed: number, name: string, agent: string, val: s
   return path;
 }
 
-/** The CLI, compiled (`npm run build`). */
-const CLI = join(ROOT, "bin", "arclight.js");
-
 /** What one run gave, per step. */
 interface RunResult {
   arm: string;
@@ -126,20 +100,8 @@ interface RunResult {
 /** Trains one arm with one seed through the CLI and reads its metrics.jsonl. */
 function runArm(arm: Arm, seed: number, agent: string, val: string): RunResult {
   const name = `oc-${arm.name.replace(/[^a-z0-9]+/gi, "-")}-s${seed}`;
-  const config = writeConfig(arm, seed, name, agent, val);
-  const runDir = join(ROOT, "runs", name);
-  rmSync(runDir, { recursive: true, force: true });
-  const started = performance.now();
-  const load1 = loadavg()[0] ?? 0;
-  const args = [CLI, "train", config, "--engine-seed", String(seed), "--val-temperature", "0"];
-  const child = spawnSync(process.execPath, args, { cwd: ROOT, encoding: "utf8", timeout: 1_800_000 });
-  const wallS = (performance.now() - started) / 1000;
-  let lines: Record<string, number | null>[] = [];
-  try {
-    lines = jsonLines(join(runDir, "metrics.jsonl")).map((line) => JSON.parse(line) as Record<string, number | null>);
-  } catch {
-    console.error(`${arm.name} seed ${seed}: no metrics (exit ${child.status}): ${child.stderr.slice(-800)}`);
-  }
+  const run = trainRun(name, writeConfig(arm, seed, name, agent, val), seed);
+  const lines = run.metrics;
   const ratio = (m: Record<string, number | null>) =>
     typeof m.rows === "number" && typeof m["rollouts/trained"] === "number" && m["rollouts/trained"] > 0
       ? m.rows / m["rollouts/trained"]
@@ -153,30 +115,10 @@ function runArm(arm: Arm, seed: number, agent: string, val: string): RunResult {
     val: lines.flatMap((m) =>
       typeof m["val/reward_mean"] === "number" ? [{ step: m.step as number, reward: m["val/reward_mean"] }] : [],
     ),
-    wallS,
-    load1,
-    ok: child.status === 0,
+    wallS: run.wallS,
+    load1: run.load1,
+    ok: run.ok,
   };
-}
-
-/** Mean, min, max and sample standard deviation of a list (null when empty). */
-function stats(values: readonly number[]) {
-  if (values.length === 0) return null;
-  const mean = values.reduce((a, b) => a + b, 0) / values.length;
-  const sd = values.length < 2 ? 0 : Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / (values.length - 1));
-  return { mean, min: Math.min(...values), max: Math.max(...values), sd, n: values.length };
-}
-
-const fmt = (v: number | null | undefined) => (v === null || v === undefined ? "-" : v.toFixed(3));
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ");
-
-/** Mean of a run's last `k` finite values of a series (the end of a curve, less noisy than its last point). */
-function tailMean(series: readonly (number | null)[], k: number): number | null {
-  const tail = series.filter((v): v is number => typeof v === "number").slice(-k);
-  return tail.length === 0 ? null : tail.reduce((a, b) => a + b, 0) / tail.length;
 }
 
 /** Per-arm curves, step by step over seeds: `curves-ARM.csv`. */
@@ -197,20 +139,11 @@ function writeCurves(arm: string, runs: readonly RunResult[]): void {
 
 /** Per arm, the mean over seeds of a series at each step (markdown rows), with the seeds' min–max at the last. */
 function curveTable(results: readonly RunResult[], key: "reward" | "entropy", title: string): string[] {
-  const steps = Array.from({ length: STEPS }, (_, i) => i + 1);
-  const rows = [
-    `| ${title}, mean over seeds | ${steps.join(" | ")} | last step min–max |`,
-    `|---|${steps.map(() => "---").join("|")}|---|`,
-  ];
-  for (const arm of ARMS) {
-    const runs = results.filter((r) => r.arm === arm.name && r.ok);
-    const at = (i: number) => stats(runs.flatMap((r) => (typeof r[key][i] === "number" ? [r[key][i] as number] : [])));
-    const last = at(STEPS - 1);
-    rows.push(
-      `| ${arm.name} | ${steps.map((step) => fmt(at(step - 1)?.mean)).join(" | ")} | ${fmt(last?.min)}–${fmt(last?.max)} |`,
-    );
-  }
-  return rows;
+  const byArm = ARMS.map((arm): [string, (number | null)[][]] => [
+    arm.name,
+    results.filter((r) => r.arm === arm.name && r.ok).map((r) => r[key]),
+  ]);
+  return curveRows(new Map(byArm), STEPS, title);
 }
 
 /** One markdown table: per arm, final greedy validation and end-of-run train reward (mean, range, sd) and entropy. */
@@ -237,14 +170,8 @@ function writeTable(results: readonly RunResult[]): string {
         `${fmt(calls?.mean)} | ${walls.length ? walls[Math.floor(walls.length / 2)]!.toFixed(0) : "-"} s |`,
     );
   }
-  // Two arms of n seeds each: a gap in means beyond ~2·sd·sqrt(2/n) stands out of seed noise at about 95%.
-  const sd = spreads.length ? Math.sqrt(spreads.reduce((a, s) => a + s * s, 0) / spreads.length) : 0;
   const n = Math.max(1, Math.min(...ARMS.map((arm) => results.filter((r) => r.arm === arm.name && r.ok).length)));
-  lines.push(
-    "",
-    `Seed noise: pooled sd over seeds of the end-of-run train reward ${fmt(sd)}; two arms of ${n} seeds differ ` +
-      `beyond noise (about 95%) when their means differ by more than ${fmt(2 * sd * Math.sqrt(2 / n))}.`,
-  );
+  lines.push("", noiseLine(spreads, n));
   lines.push(
     "",
     ...curveTable(results, "reward", "Train reward"),
@@ -274,7 +201,7 @@ function main(): void {
     report(reportFiles);
     return;
   }
-  const agent = compiledAgent();
+  const agent = compiledFlakyLookupAgent(join(OUT, "build"));
   const val = join(OUT, "val.jsonl");
   writeFileSync(
     val,

@@ -33,7 +33,7 @@ import { CliError } from "./cli-error.js";
 import { checkRunName, checkRunNameRoom, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
 import { frozenAgentsStack } from "./frozen-agents.js";
-import { valTemperatureArgs } from "./gateway-child-flags.js";
+import { temperatureArgs } from "./gateway-child-flags.js";
 import { judgeOf } from "./judge-settings.js";
 import { resolveKey } from "./key-source.js";
 import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
@@ -57,6 +57,8 @@ interface TrainFlags extends SamplerFlags, EngineFlags, TrackingFlags {
   set?: string[];
   /** `--val-temperature` of the gateway child (validation rollouts' sampling temperature). */
   valTemperature?: string;
+  /** `--train-temperature` of the gateway child (training rollouts' sampling temperature). */
+  trainTemperature?: string;
 }
 
 /**
@@ -101,7 +103,8 @@ function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, r
   const frozen = frozenAgentsStack(config.agents, engine, flags.gatewayUrl === undefined);
   const gatewayArgs = [
     ...(frozen.gatewayArgs ?? []),
-    ...valTemperatureArgs(flags.valTemperature, flags.gatewayUrl !== undefined),
+    ...temperatureArgs("val", flags.valTemperature, flags.gatewayUrl !== undefined),
+    ...temperatureArgs("train", flags.trainTemperature, flags.gatewayUrl !== undefined),
   ];
   return {
     runDir,
@@ -286,6 +289,10 @@ export function registerTrain(program: Command): void {
     .option("--engine-seed <n>", "weight-init seed of the embedded engine", "0")
     .option("--model-name <name>", "model name the gateway proxy serves", "policy")
     .option("--val-temperature <t>", "sampling temperature of validation rollouts (gateway child; default 0.7)")
+    .option(
+      "--train-temperature <t>",
+      "sampling temperature of training rollouts (gateway child; default 1; the trainer scores at 1)",
+    )
     .option("--log-level <level>", "pino log level", "warn")
     .option(
       "--set <key=value>",

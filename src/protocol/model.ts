@@ -27,6 +27,14 @@ export const ToolParserSchema = z.enum([
 /** A tito tool-call parser name. */
 export type ToolParserName = z.infer<typeof ToolParserSchema>;
 
+/**
+ * How `tito` splits a reasoning model's thinking off its answer: a vLLM `--reasoning-parser` name (`deepseek_r1`,
+ * `qwen3`: `<think>…</think>` before the answer, src/wire/reasoning.ts), or `none` (the text stays in `content`).
+ */
+export const ReasoningParserSchema = z.enum(["deepseek_r1", "qwen3", "none"]);
+/** A tito reasoning parser name. */
+export type ReasoningParserName = z.infer<typeof ReasoningParserSchema>;
+
 /** Longest model name, characters: a served model name is a repo id or a path (a 503 `no_endpoint` quotes it). */
 export const MAX_MODEL_NAME_CHARS = 1000;
 /** Longest endpoint URL, characters. */
@@ -34,7 +42,7 @@ export const MAX_ENDPOINT_CHARS = 2048;
 
 /**
  * A registered model endpoint, keyed by (model, endpoint). `version` is the policy version its weights carry. `mode`,
- * `tokenizer` and `tool_parser` are arclight's (absent on a `passthrough` endpoint, so AGL's shape is unchanged).
+ * `tokenizer`, `tool_parser` and `reasoning_parser` are arclight's (absent on a `passthrough` endpoint, so AGL's shape is unchanged).
  */
 export const ModelSchema = z.strictObject({
   model: wellFormedString(1, MAX_MODEL_NAME_CHARS),
@@ -48,13 +56,16 @@ export const ModelSchema = z.strictObject({
     .optional()
     .describe("folder the gateway reads tokenizer.json and tokenizer_config.json from (required by tito)"),
   tool_parser: ToolParserSchema.optional().describe("how tito reads tool calls in generated text; absent: hermes"),
+  reasoning_parser: ReasoningParserSchema.optional().describe(
+    "how tito splits reasoning (<think>…</think>) off generated text into message.reasoning; absent: none",
+  ),
 });
 /** A registered model endpoint. */
 export type Model = z.infer<typeof ModelSchema>;
 /** A model endpoint as a caller writes it. */
 export type ModelInput = z.input<typeof ModelSchema>;
 
-/** A `models` table row: mode, tokenizer and tool parser as stored (`passthrough`, null, null by default). */
+/** A `models` table row: mode, tokenizer and parsers as stored (`passthrough`, null, null, null by default). */
 export interface ModelRow {
   model: string;
   endpoint: string;
@@ -62,10 +73,11 @@ export interface ModelRow {
   mode: string;
   tokenizer: string | null;
   tool_parser: string | null;
+  reasoning_parser: string | null;
 }
 
 /**
- * The {@link Model} of a stored row: `mode`, `tokenizer` and `tool_parser` left out when they hold their defaults.
+ * The {@link Model} of a stored row: `mode`, `tokenizer` and the parsers left out when they hold their defaults.
  * @param row - a row of the SQLite or PostgreSQL `models` table
  * @returns the endpoint as the API answers it
  */
@@ -75,6 +87,8 @@ export function modelFromRow(row: ModelRow): Model {
   if (row.tokenizer !== null) model.tokenizer = row.tokenizer;
   const parser = ToolParserSchema.safeParse(row.tool_parser);
   if (parser.success) model.tool_parser = parser.data;
+  const reasoning = ReasoningParserSchema.safeParse(row.reasoning_parser);
+  if (reasoning.success) model.reasoning_parser = reasoning.data;
   return model;
 }
 
@@ -111,7 +125,7 @@ export function endpointUrlProblem(endpoint: string): string | undefined {
 }
 
 /**
- * The endpoint an upsert stores: the update's fields, with `mode`, `tokenizer` and `tool_parser` kept from the stored
+ * The endpoint an upsert stores: the update's fields, with `mode`, `tokenizer` and the parsers kept from the stored
  * endpoint where the update leaves them out (a trainer re-registering its endpoints at each new policy version must
  * not turn a `tito` model back into `passthrough`).
  * @param stored - the endpoint as stored, or undefined for a new one
@@ -125,5 +139,7 @@ export function mergeModel(stored: Model | undefined, update: Model): Model {
   if (mode !== undefined) merged.mode = mode;
   if (tokenizer !== undefined) merged.tokenizer = tokenizer;
   if (toolParser !== undefined) merged.tool_parser = toolParser;
+  const reasoningParser = update.reasoning_parser ?? stored?.reasoning_parser;
+  if (reasoningParser !== undefined) merged.reasoning_parser = reasoningParser;
   return normalModel(merged);
 }

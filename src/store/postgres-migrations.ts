@@ -352,6 +352,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = Object.freeze([
       );
     `,
   },
+  {
+    version: 8,
+    description: "models.reasoning_parser: how tito splits a model's <think> text off its answer (NULL: none)",
+    sql: "ALTER TABLE models ADD COLUMN reasoning_parser text;",
+  },
 ]);
 
 /** The schema version this build writes. */

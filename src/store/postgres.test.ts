@@ -5,7 +5,7 @@ import { PostgresServer, skipWithoutPostgres } from "../testing/postgres-server.
 import { StoreOpenError } from "./errors.js";
 import { openStore } from "./open.js";
 import { PostgresStore } from "./postgres.js";
-import { PG_LATEST_SCHEMA_VERSION } from "./postgres-migrations.js";
+import { migratePostgres, PG_LATEST_SCHEMA_VERSION, PG_MIGRATIONS } from "./postgres-migrations.js";
 import { runStoreContract } from "./store.contract.js";
 
 const log = (data: Record<string, unknown> = {}, eventId?: string) =>
@@ -61,6 +61,31 @@ describe.skipIf(skipWithoutPostgres())("PostgresStore", () => {
       await client.end();
       await expect(PostgresStore.open(url)).rejects.toThrow(StoreOpenError);
       await expect(PostgresStore.open(url)).rejects.toThrow("schema version 999 is newer");
+    });
+
+    it("migrates a version-7 database's tito models: their fields kept, no reasoning parser until registered", async () => {
+      const url = await server.createDatabase();
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      expect(
+        await migratePostgres(
+          client,
+          PG_MIGRATIONS.filter((m) => m.version <= 7),
+        ),
+      ).toBe(7);
+      await client.query(
+        `INSERT INTO models (model, endpoint, version, mode, tokenizer, tool_parser)
+         VALUES ('t', 'http://h:1/v1', 2, 'tito', '/m/tok', 'qwen3_coder')`,
+      );
+      await client.end();
+      const store = await PostgresStore.open(url);
+      open.push(store);
+      const before = { model: "t", endpoint: "http://h:1/v1", version: 2, mode: "tito", tokenizer: "/m/tok" };
+      expect(await store.listModels()).toEqual([{ ...before, tool_parser: "qwen3_coder" }]);
+      await store.upsertModels([{ model: "t", endpoint: "http://h:1/v1", version: 3, reasoning_parser: "qwen3" }]);
+      expect(await store.listModels()).toEqual([
+        { ...before, version: 3, tool_parser: "qwen3_coder", reasoning_parser: "qwen3" },
+      ]);
     });
 
     it("openStore opens a postgres:// URL", async () => {

@@ -348,16 +348,25 @@ export class PostgresStore implements Store {
   async upsertModels(models: readonly Model[]): Promise<Model[]> {
     return this.write("upsertModels", async (client) => {
       const stored: Model[] = [];
-      // Mode, tokenizer and tool parser left out keep their stored values (mergeModel).
+      // Mode, tokenizer and parsers left out keep their stored values (mergeModel).
       for (const m of models) {
         const { rows } = await client.query<ModelRow>(
-          `INSERT INTO models (model, endpoint, version, mode, tokenizer, tool_parser)
-           VALUES ($1, $2, $3, COALESCE($4::text, 'passthrough'), $5::text, $6::text)
+          `INSERT INTO models (model, endpoint, version, mode, tokenizer, tool_parser, reasoning_parser)
+           VALUES ($1, $2, $3, COALESCE($4::text, 'passthrough'), $5::text, $6::text, $7::text)
            ON CONFLICT (model, endpoint) DO UPDATE SET version = excluded.version,
            mode = COALESCE($4::text, models.mode), tokenizer = COALESCE($5::text, models.tokenizer),
-           tool_parser = COALESCE($6::text, models.tool_parser)
-           RETURNING model, endpoint, version, mode, tokenizer, tool_parser`,
-          [m.model, m.endpoint, m.version, m.mode ?? null, m.tokenizer ?? null, m.tool_parser ?? null],
+           tool_parser = COALESCE($6::text, models.tool_parser),
+           reasoning_parser = COALESCE($7::text, models.reasoning_parser)
+           RETURNING model, endpoint, version, mode, tokenizer, tool_parser, reasoning_parser`,
+          [
+            m.model,
+            m.endpoint,
+            m.version,
+            m.mode ?? null,
+            m.tokenizer ?? null,
+            m.tool_parser ?? null,
+            m.reasoning_parser ?? null,
+          ],
         );
         stored.push(modelFromRow(rows[0]!));
       }
@@ -366,7 +375,7 @@ export class PostgresStore implements Store {
   }
 
   async listModels(model?: string): Promise<Model[]> {
-    const sql = "SELECT model, endpoint, version, mode, tokenizer, tool_parser FROM models";
+    const sql = "SELECT model, endpoint, version, mode, tokenizer, tool_parser, reasoning_parser FROM models";
     const rows =
       model === undefined
         ? await this.read<ModelRow>("listModels", `${sql} ORDER BY model, endpoint`)

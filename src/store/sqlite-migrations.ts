@@ -109,6 +109,11 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
       );
     `,
   },
+  {
+    version: 6,
+    description: "models.reasoning_parser: how tito splits a model's <think> text off its answer (NULL: none)",
+    sql: "ALTER TABLE models ADD COLUMN reasoning_parser TEXT;",
+  },
 ]);
 
 /** The schema version this build writes. */

@@ -269,6 +269,33 @@ describe("SqliteStore file behaviour", () => {
     raw.close();
   });
 
+  it("migrates a version-5 file's tito models: their fields kept, no reasoning parser until one is registered", async () => {
+    const path = dbPath();
+    SqliteStore.open(path); // creates the folder; replaced below by a v5 file
+    rmSync(path);
+    const v5 = new Database(path);
+    expect(
+      migrate(
+        v5,
+        MIGRATIONS.filter((m) => m.version <= 5),
+      ),
+    ).toBe(5);
+    v5.prepare(
+      `INSERT INTO models (model, endpoint, version, mode, tokenizer, tool_parser)
+       VALUES ('t', 'http://h:1/v1', 2, 'tito', '/m/tok', 'qwen3_coder')`,
+    ).run();
+    v5.close();
+
+    const store = SqliteStore.open(path);
+    const before = { model: "t", endpoint: "http://h:1/v1", version: 2, mode: "tito", tokenizer: "/m/tok" };
+    expect(await store.listModels()).toEqual([{ ...before, tool_parser: "qwen3_coder" }]);
+    await store.upsertModels([{ model: "t", endpoint: "http://h:1/v1", version: 3, reasoning_parser: "qwen3" }]);
+    expect(await store.listModels()).toEqual([
+      { ...before, version: 3, tool_parser: "qwen3_coder", reasoning_parser: "qwen3" },
+    ]);
+    await store.close();
+  });
+
   it("refuses a file whose schema is newer than this build", async () => {
     const path = dbPath();
     await SqliteStore.open(path).close();

@@ -466,19 +466,23 @@ export class SqliteStore implements Store {
 
   async upsertModels(models: readonly Model[]): Promise<Model[]> {
     return this.write(() => {
-      // Mode, tokenizer and tool parser left out keep their stored values (mergeModel).
-      const upsert = this.stmt(`INSERT INTO models (model, endpoint, version, mode, tokenizer, tool_parser)
-        VALUES (:model, :endpoint, :version, COALESCE(:mode, 'passthrough'), :tokenizer, :tool_parser)
+      // Mode, tokenizer and parsers left out keep their stored values (mergeModel).
+      const upsert = this.stmt(`INSERT INTO models (model, endpoint, version, mode, tokenizer, tool_parser,
+        reasoning_parser)
+        VALUES (:model, :endpoint, :version, COALESCE(:mode, 'passthrough'), :tokenizer, :tool_parser,
+        :reasoning_parser)
         ON CONFLICT (model, endpoint) DO UPDATE SET version = excluded.version,
         mode = COALESCE(:mode, models.mode), tokenizer = COALESCE(:tokenizer, models.tokenizer),
-        tool_parser = COALESCE(:tool_parser, models.tool_parser)
-        RETURNING model, endpoint, version, mode, tokenizer, tool_parser`);
+        tool_parser = COALESCE(:tool_parser, models.tool_parser),
+        reasoning_parser = COALESCE(:reasoning_parser, models.reasoning_parser)
+        RETURNING model, endpoint, version, mode, tokenizer, tool_parser, reasoning_parser`);
       return models.map((m) => {
         const params = {
           ...m,
           mode: m.mode ?? null,
           tokenizer: m.tokenizer ?? null,
           tool_parser: m.tool_parser ?? null,
+          reasoning_parser: m.reasoning_parser ?? null,
         };
         return modelFromRow(upsert.get(params) as ModelRow);
       });
@@ -487,7 +491,7 @@ export class SqliteStore implements Store {
 
   async listModels(model?: string): Promise<Model[]> {
     this.read();
-    const sql = "SELECT model, endpoint, version, mode, tokenizer, tool_parser FROM models";
+    const sql = "SELECT model, endpoint, version, mode, tokenizer, tool_parser, reasoning_parser FROM models";
     const order = " ORDER BY model, endpoint";
     const rows = (
       model === undefined ? this.stmt(sql + order).all() : this.stmt(`${sql} WHERE model = ?${order}`).all(model)

@@ -8,7 +8,7 @@ import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchEngineConfigSchema } from "../engine/remote/config.js";
 import { JudgeConfigSchema } from "../judge/config.js";
 import { invalidAgentEntry } from "../protocol/agent-match.js";
-import { ToolParserSchema } from "../protocol/model.js";
+import { ReasoningParserSchema, ToolParserSchema } from "../protocol/model.js";
 import { EnvMapSchema } from "../protocol/rollout.js";
 import { parseOrThrow } from "../protocol/validate.js";
 import { TrackingConfigSchema } from "../tracking/config.js";
@@ -502,6 +502,10 @@ export const ProxyConfigSchema = z.strictObject({
   tool_parser: ToolParserSchema.default("hermes").describe(
     "tito: how tool calls are read from generated text: a vLLM --tool-call-parser name (hermes: JSON in tool_call " +
       "tags, as Qwen writes them; llama3_json, qwen3_coder, mistral, deepseek_v3, pythonic) or none",
+  ),
+  reasoning_parser: ReasoningParserSchema.default("none").describe(
+    "tito: how a reasoning model's <think>…</think> text is split off the answer into message.reasoning: a vLLM " +
+      "--reasoning-parser name (deepseek_r1, qwen3) or none (the text stays in content); the token record keeps every id",
   ),
 });
 

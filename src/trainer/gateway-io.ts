@@ -4,7 +4,7 @@
  */
 import type { Logger } from "pino";
 import type { GatewayClient } from "../gateway/client.js";
-import type { ToolParserName } from "../protocol/model.js";
+import type { ReasoningParserName, ToolParserName } from "../protocol/model.js";
 import type { RolloutRecord } from "./batch.js";
 import { type TrainerConfig, titoTokenizerOf } from "./config.js";
 import type { ReadMark } from "./late-rewards.js";
@@ -32,16 +32,18 @@ export interface ProxyRegistration {
   /** tito: the tokenizer folder the gateway reads. */
   tokenizer: string | null;
   tool_parser: ToolParserName;
+  reasoning_parser: ReasoningParserName;
 }
 
 /**
  * The registration fields of a trainer config's `proxy` section: none for `passthrough` (AGL's shape unchanged),
- * mode, tokenizer folder and tool parser for `tito`.
+ * mode, tokenizer folder, tool and reasoning parsers for `tito`.
  * @param config - the trainer configuration
  */
 export function proxyRegistrationOf(config: TrainerConfig): ProxyRegistration | undefined {
   if (config.proxy.mode === "passthrough") return undefined;
-  return { mode: "tito", tokenizer: titoTokenizerOf(config), tool_parser: config.proxy.tool_parser };
+  const { tool_parser, reasoning_parser } = config.proxy;
+  return { mode: "tito", tokenizer: titoTokenizerOf(config), tool_parser, reasoning_parser };
 }
 
 /**
@@ -60,7 +62,10 @@ export async function registerEndpoints(
   version: number,
   proxy?: ProxyRegistration,
 ): Promise<void> {
-  const fields = proxy === undefined ? {} : { mode: proxy.mode, tool_parser: proxy.tool_parser };
+  const fields =
+    proxy === undefined
+      ? {}
+      : { mode: proxy.mode, tool_parser: proxy.tool_parser, reasoning_parser: proxy.reasoning_parser };
   const tokenizer = proxy?.tokenizer == null ? {} : { tokenizer: proxy.tokenizer };
   await client.upsertModels(
     endpoints.map((endpoint) => ({ model: modelName, endpoint, version, ...fields, ...tokenizer })),

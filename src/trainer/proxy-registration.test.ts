@@ -25,7 +25,7 @@ describe("trainer proxy section", () => {
     const plain = parseTrainerConfig({});
     expect(proxyRegistrationOf(plain)).toBeUndefined();
     await registerEndpoints(client, "plain", ["http://127.0.0.1:9/v1"], 3, proxyRegistrationOf(plain));
-    const tito = parseTrainerConfig({ proxy: { mode: "tito", tokenizer: TOKENIZER } });
+    const tito = parseTrainerConfig({ proxy: { mode: "tito", tokenizer: TOKENIZER, reasoning_parser: "qwen3" } });
     await registerEndpoints(client, "policy", ["http://127.0.0.1:9/v1"], 3, proxyRegistrationOf(tito));
     const stored = (await (
       await fetch(`${gateway.url}/api/models`, { headers: { authorization: "Bearer test-key" } })
@@ -37,6 +37,8 @@ describe("trainer proxy section", () => {
       version: 3,
       mode: "tito",
       tokenizer: TOKENIZER,
+      tool_parser: "hermes",
+      reasoning_parser: "qwen3",
     });
     // A later version re-registers with the same settings (the trainer does so at every update).
     await registerEndpoints(client, "policy", ["http://127.0.0.1:9/v1"], 4, proxyRegistrationOf(tito));
@@ -61,7 +63,15 @@ describe("trainer proxy section", () => {
       parseTrainerConfig({ proxy: { mode: "tito" }, engine: { kind: "torch", model: "new:qwen2-tiny" } }),
     ).toThrow(/proxy\.mode tito needs a Hugging Face tokenizer folder/);
     const folder = parseTrainerConfig({ proxy: { mode: "tito" }, engine: { kind: "torch", model: "/models/qwen" } });
-    expect(proxyRegistrationOf(folder)).toEqual({ mode: "tito", tokenizer: "/models/qwen", tool_parser: "hermes" });
+    expect(proxyRegistrationOf(folder)).toEqual({
+      mode: "tito",
+      tokenizer: "/models/qwen",
+      tool_parser: "hermes",
+      reasoning_parser: "none",
+    });
     expect(() => parseTrainerConfig({ proxy: { mode: "both" } })).toThrow();
+    expect(() => parseTrainerConfig({ proxy: { mode: "tito", tokenizer: "/t", reasoning_parser: "r1" } })).toThrow(
+      /reasoning_parser/,
+    );
   });
 });

@@ -190,7 +190,7 @@ export function eventCases({ fresh, test }: ContractContext): void {
   });
 
   describe("models and counts", () => {
-    test("keeps a model's proxy mode, tokenizer folder and tool parser across upserts that leave them out", async () => {
+    test("keeps a model's proxy mode, tokenizer folder and parsers across upserts that leave them out", async () => {
       const store = await fresh();
       const tito = {
         model: "t",
@@ -199,6 +199,7 @@ export function eventCases({ fresh, test }: ContractContext): void {
         mode: "tito" as const,
         tokenizer: "/m/tok",
         tool_parser: "none" as const,
+        reasoning_parser: "qwen3" as const,
       };
       expect(await store.upsertModels([tito])).toEqual([tito]);
       expect(await store.listModels("t")).toEqual([tito]);
@@ -210,6 +211,9 @@ export function eventCases({ fresh, test }: ContractContext): void {
       const [back] = await store.listModels("t");
       expect(back?.mode).toBeUndefined();
       expect(back?.version).toBe(3);
+      // A parser named again replaces the stored one.
+      await store.upsertModels([{ model: "t", endpoint: tito.endpoint, version: 4, reasoning_parser: "deepseek_r1" }]);
+      expect((await store.listModels("t"))[0]?.reasoning_parser).toBe("deepseek_r1");
     });
 
     test("upserts models by (model, endpoint), lists and deletes them", async () => {

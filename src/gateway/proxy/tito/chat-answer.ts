@@ -1,12 +1,14 @@
 /**
  * @module The agent's chat answer to a `tito` call: the upstream's `/completions` answer (text, ids, logprobs) as
- * vLLM's `chat.completion` body (tool calls parsed by the model's parser), or as the `chat.completion.chunk` events
- * of a stream carrying the same answer.
+ * vLLM's `chat.completion` body (reasoning split off by the model's reasoning parser, then tool calls parsed by its
+ * tool-call parser, as vLLM's chat server does), or as the `chat.completion.chunk` events of a stream carrying the
+ * same answer. Only the answer is split: the token record keeps every generated id.
  * @see vLLM v0.19 `ChatCompletionResponse` / `ChatCompletionStreamResponse` (`chat_completion/protocol.py`)
  */
 
 import { vllmAssistantMessage } from "../../../protocol/assistant-message.js";
-import type { ToolParserName } from "../../../protocol/index.js";
+import type { ReasoningParserName, ToolParserName } from "../../../protocol/index.js";
+import { reasoningParser } from "../../../wire/reasoning.js";
 import { type ChatTool, toolCallParser } from "../../../wire/tool-calls.js";
 
 type Json = Record<string, unknown>;
@@ -23,15 +25,23 @@ export function firstChoice(completion: Json): Json {
   return (Array.isArray(completion.choices) && isJson(completion.choices[0]) ? completion.choices[0] : {}) as Json;
 }
 
-/** Content and tool calls of generated text under a parser. */
+/** The parsers of a tito model: its tool-call parser and its reasoning parser. */
+export interface AnswerParsers {
+  tool: ToolParserName;
+  reasoning: ReasoningParserName;
+}
+
+/** Reasoning, content and tool calls of generated text: the reasoning parser first, the tool-call parser on the rest. */
 function parseText(
   text: string,
-  parser: ToolParserName,
+  parsers: AnswerParsers,
   tools: readonly ChatTool[],
-): { content: string | null; toolCalls: Json[] } {
-  if (parser === "none") return { content: text, toolCalls: [] };
-  const parsed = toolCallParser(parser).parse(text, tools);
-  return { content: parsed.content, toolCalls: parsed.toolCalls as unknown as Json[] };
+): { reasoning: string | null; content: string | null; toolCalls: Json[] } {
+  const split =
+    parsers.reasoning === "none" ? { reasoning: null, content: text } : reasoningParser(parsers.reasoning).split(text);
+  if (parsers.tool === "none" || split.content === null) return { ...split, toolCalls: [] };
+  const parsed = toolCallParser(parsers.tool).parse(split.content, tools);
+  return { reasoning: split.reasoning, content: parsed.content, toolCalls: parsed.toolCalls as unknown as Json[] };
 }
 
 /** Completions logprobs (`tokens`, `token_logprobs`) as chat `logprobs.content` entries; null when absent. */
@@ -50,24 +60,24 @@ function chatLogprobs(logprobs: unknown): Json | null {
 /**
  * The `chat.completion` body answering the agent.
  * @param completion - the upstream's non-stream `/completions` body (one choice)
- * @param parser - how tool calls are written in the text
+ * @param parsers - how tool calls and reasoning are written in the text
  * @param agentWantsLogprobs - whether the agent asked for `logprobs: true`
  * @param text - the generated text to parse (default: the choice's `text`)
  * @param tools - the agent's `tools` (`qwen3_coder` types parameter values by their schema)
- * @returns vLLM's chat shape: message (content, tool_calls), finish_reason (`tool_calls` when calls parsed),
+ * @returns vLLM's chat shape: message (content, tool_calls, reasoning), finish_reason (`tool_calls` when calls parsed),
  *   `token_ids`, top-level `prompt_token_ids`, usage
  */
 export function chatAnswer(
   completion: Json,
-  parser: ToolParserName,
+  parsers: AnswerParsers,
   agentWantsLogprobs: boolean,
   text?: string,
   tools: readonly ChatTool[] = [],
 ): Json {
   const choice = firstChoice(completion);
   const generated = text ?? (typeof choice.text === "string" ? choice.text : "");
-  const { content, toolCalls } = parseText(generated, parser, tools);
-  const message = vllmAssistantMessage(content, toolCalls);
+  const { reasoning, content, toolCalls } = parseText(generated, parsers, tools);
+  const message = vllmAssistantMessage(content, toolCalls, reasoning);
   const id = String(completion.id ?? "").replace(/^cmpl-/, "");
   return {
     id: `chatcmpl-${id}`,
@@ -95,7 +105,8 @@ export function chatAnswer(
 
 /**
  * The same answer as stream events (the data of each `data:` line, `[DONE]` not included): a role chunk with
- * `prompt_token_ids`, one content chunk, one chunk per tool call (whole arguments), the finishing chunk with
+ * `prompt_token_ids`, one reasoning chunk (`delta.reasoning`, as vLLM v0.19 streams it), one content chunk, one chunk
+ * per tool call (whole arguments), the finishing chunk with
  * `token_ids`, and a usage chunk when `includeUsage`.
  * @param chat - a body from {@link chatAnswer}
  * @param includeUsage - the agent's `stream_options.include_usage`
@@ -108,6 +119,9 @@ export function chatChunks(chat: Json, includeUsage: boolean): Json[] {
   const chunks: Json[] = [
     { ...one({ delta: { role: "assistant", content: "" } }), prompt_token_ids: chat.prompt_token_ids },
   ];
+  if (typeof message.reasoning === "string" && message.reasoning !== "") {
+    chunks.push(one({ delta: { reasoning: message.reasoning } }));
+  }
   if (typeof message.content === "string" && message.content !== "") {
     chunks.push(one({ delta: { content: message.content }, logprobs: choice.logprobs }));
   }

@@ -7,7 +7,7 @@
 import { performance } from "node:perf_hooks";
 import type { FastifyReply } from "fastify";
 import { withOpenaiError } from "../../../http/error-handler.js";
-import { BadRequest, type Model, quoteStart, type ToolParserName } from "../../../protocol/index.js";
+import { BadRequest, type Model, quoteStart } from "../../../protocol/index.js";
 import type { ChatInput } from "../../../wire/chat.js";
 import { SSE_DONE, sseEvent } from "../../../wire/sse.js";
 import type { TokenizerFolder } from "../../../wire/tokenizer-folder.js";
@@ -22,7 +22,7 @@ import {
 } from "../call-request.js";
 import { type CallRecord, recordCall } from "../record-call.js";
 import type { UpstreamAnswer } from "../upstream.js";
-import { chatAnswer, chatChunks, firstChoice } from "./chat-answer.js";
+import { type AnswerParsers, chatAnswer, chatChunks, firstChoice } from "./chat-answer.js";
 import { type PromptPlan, planPrompt } from "./prompt-plan.js";
 import { recordedTurns, titoRecord } from "./recorded-turns.js";
 
@@ -79,7 +79,7 @@ function upstreamBody(call: ProxyCall, ctx: ProxyContext, plan: PromptPlan, endO
  * Runs one chat call of a `tito` model and answers the agent on `reply`.
  * @param ctx - the proxy's shared state (store, lookups, upstream, tokenizer folders)
  * @param call - the agent's call (chat kind)
- * @param endpoints - the model's endpoints, the first one's `tokenizer` and `tool_parser` used
+ * @param endpoints - the model's endpoints, the first one's `tokenizer`, `tool_parser` and `reasoning_parser` used
  * @throws {BadRequest} `messages` malformed, or the model's tokenizer folder unreadable
  * @throws {UpstreamFailed} / {UpstreamTimeout} no answer after every try (recorded as an error event)
  */
@@ -134,8 +134,8 @@ export async function forwardTitoCall(
       await recordCall(ctx.store, tracked, record, base, { tito: titoRecord(plan, {}) });
       throw answer.error;
     }
-    const parser = model.tool_parser ?? "hermes";
-    await answerAgent(ctx, { call: tracked, plan, answer, parser, folder, reply, base });
+    const parsers = { tool: model.tool_parser ?? "hermes", reasoning: model.reasoning_parser ?? "none" } as const;
+    await answerAgent(ctx, { call: tracked, plan, answer, parsers, folder, reply, base });
   } finally {
     running.end();
   }
@@ -167,7 +167,7 @@ function readAnswer(
 ): { chatBody: Json | null; unreadable?: { message: string; code: string } } {
   try {
     const generated = generatedText(firstChoice(parsed), a.folder);
-    return { chatBody: chatAnswer(parsed, a.parser, wantLogprobs, generated, tools) };
+    return { chatBody: chatAnswer(parsed, a.parsers, wantLogprobs, generated, tools) };
   } catch (err) {
     const model = quoteStart(a.base.model, 200);
     const message = `Upstream of model ${model} answered ids the tokenizer folder cannot decode: ${(err as Error).message}`;
@@ -180,7 +180,7 @@ interface Answering {
   call: TrackedCall;
   plan: PromptPlan;
   answer: UpstreamAnswer;
-  parser: ToolParserName;
+  parsers: AnswerParsers;
   folder: TokenizerFolder;
   reply: FastifyReply;
   base: { kind: "completions"; model: string; request: Json; requestText: string; startedAt: number };

@@ -90,7 +90,7 @@ export class TokenVllm {
     this.received.push({ path, body, promptIds });
     const completion = this.complete(body, promptIds, path);
     if (path === "/v1/completions") return send(res, 200, completion);
-    const chat = chatAnswer(completion, "hermes", body.logprobs === true);
+    const chat = chatAnswer(completion, { tool: "hermes", reasoning: "none" }, body.logprobs === true);
     if (body.stream !== true) return send(res, 200, chat);
     const includeUsage = (body.stream_options as Json | undefined)?.include_usage === true;
     const events = chatChunks(chat, includeUsage).map((c) => `data: ${JSON.stringify(c)}\n\n`);
