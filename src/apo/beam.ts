@@ -18,7 +18,7 @@ export interface ScoredPrompt {
   parentId: string | null;
 }
 
-/** The top `width` prompts, best first; the stable sort keeps the earlier (older) one ahead on a tie. @throws {RangeError} */
+/** The top `width` prompts, best first; on a tie the stable sort keeps the earlier (older) one. @throws {RangeError} */
 export function selectBeam(pool: readonly ScoredPrompt[], width: number): ScoredPrompt[] {
   if (width < 1) throw new RangeError(`beam width must be at least 1, got ${width}`);
   return [...pool].sort((a, b) => b.score - a.score).slice(0, width);

@@ -1,4 +1,4 @@
-/** @module The engine factory seam: an `EngineSpec` names the engine (`embedded` or `torch`), `createEngine` builds it. */
+/** @module The engine factory: an `EngineSpec` names the engine (`embedded` or `torch`), `createEngine` builds it. */
 import { MODEL_PRESETS, type ModelConfig, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import type { PositionInit } from "../engine/embedded/params.js";

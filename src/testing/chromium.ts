@@ -1,4 +1,4 @@
-/** @module Debian's Chromium for browser tests via playwright-core: headless, no sandbox (CI runs as root), fresh profile. */
+/** @module Debian's Chromium for browser tests via playwright-core: headless, no sandbox (CI runs as root). */
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -18,7 +18,7 @@ export function postgresBinDir(): string | null {
   return null;
 }
 
-/** Whether PostgreSQL tests are skipped (see `skipWithout`). @throws {Error} under `CI=true` when binaries are missing */
+/** Whether PostgreSQL tests are skipped. @throws {Error} under `CI=true` when the binaries are missing */
 export function skipWithoutPostgres(): boolean {
   return skipWithout({
     name: "PostgreSQL server binaries (the PostgreSQL store)",

@@ -38,7 +38,7 @@ export class HfTokenizer {
     return undefined;
   }
 
-  /** Encodes as the model does, but an added token's string in `text` is split after its first character, so it stays text. */
+  /** Encodes as the model does, except an added token's string in `text` stays text (split after its first char). */
   encode(text: string): number[] {
     const ids: number[] = [];
     let rest = text;

@@ -136,7 +136,7 @@ export class DecodeThread {
     });
   }
 
-  /** Posts new weights (transferred: unusable here afterwards); later calls and running sequences' next steps use them. */
+  /** Posts new weights (transferred: unusable here afterwards) for later calls and running sequences. */
   setWeights(version: number, weights: [string, Float32Array][]): void {
     if (this.failure) return;
     this.worker.postMessage({ kind: "weights", version, weights } satisfies DecodeRequest, [

@@ -1,4 +1,4 @@
-/** @module Entry of one gradient worker thread: gradient sums over its share of a step's rows; never updates weights. */
+/** @module Entry of one gradient worker thread: gradient sums over its share of a step; never updates weights. */
 import { parentPort, workerData } from "node:worker_threads";
 import { initWasmBackend } from "./backend.js";
 import { Gpt } from "./model.js";

@@ -55,7 +55,7 @@ export function installAttentionKernels(): void {
   });
 }
 
-/** Whether {@link attentionFused} takes these shapes: wasm, float32, head size a multiple of 4 (no vector remainder). */
+/** Whether {@link attentionFused} takes these shapes: wasm, float32, head size a multiple of 4. */
 export function attentionKernelFits(qkv: tf.Tensor2D, heads: number): boolean {
   const width = qkv.shape[1];
   return (

@@ -1,6 +1,6 @@
 /**
- * @module A wasm SIMD `Exp` kernel (the stock one calls `expf` per element): Cephes' polynomial, within float32 rounding
- * from −86 up, +∞ above ln(FLT_MAX), within 2e-38 below −86, NaN for NaN.
+ * @module A wasm SIMD `Exp` kernel (the stock one calls `expf` per element): Cephes' polynomial, within float32
+ * rounding from −86 up, +∞ above ln(FLT_MAX), within 2e-38 below −86, NaN for NaN.
  */
 import * as tf from "@tensorflow/tfjs";
 import { decodeKernelsOn, heapOffset } from "./wasm-decode.js";

@@ -154,7 +154,7 @@ function multiplyEntries(
 /** Name of the forward-only `x @ w + b` kernel registered by {@link installAffineKernel}. */
 export const AFFINE_KERNEL = "ArclightAffine";
 
-/** Registers {@link AFFINE_KERNEL}: x [N, K] @ w [K, M] (+ bias) in one dispatch, where `tf.fused.matMul` takes five. */
+/** Registers {@link AFFINE_KERNEL}: x [N, K] @ w [K, M] (+ bias) in one dispatch (`tf.fused.matMul` takes five). */
 export function installAffineKernel(): void {
   if (tf.getKernel(AFFINE_KERNEL, "wasm")) return;
   let raw: ((...args: (number | boolean | Uint8Array)[]) => void) | undefined;

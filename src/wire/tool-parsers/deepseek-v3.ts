@@ -1,5 +1,6 @@
 /**
- * @module vLLM's `deepseek_v3` parser: `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\nARGS\n```<｜tool▁call▁end｜>`.
+ * @module vLLM's `deepseek_v3` parser:
+ * `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\nARGS\n```<｜tool▁call▁end｜>`.
  * @see vLLM `vllm/tool_parsers/deepseekv3_tool_parser.py`
  */
 import { noToolCalls, type ParsedToolCalls, wireToolCall } from "./common.js";

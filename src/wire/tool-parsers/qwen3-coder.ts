@@ -40,7 +40,7 @@ function pythonInt(text: string): PyInt | undefined {
   return new PyInt(BigInt(plain.replaceAll("_", "")));
 }
 
-/** Python `float(text)`, an int when integral; undefined for NaN or non-floats. @throws {RangeError} for infinity (as vLLM) */
+/** Python `float(text)`, int when integral, undefined for NaN or non-floats. @throws {RangeError} for ±inf (as vLLM) */
 function pythonNumber(text: string): PyValue | undefined {
   const plain = text.trim().replaceAll("_", "").toLowerCase();
   const special = /^([+-]?)(inf|infinity|nan)$/.exec(plain);
