@@ -1,7 +1,4 @@
-/**
- * @module Posting events from an agent: `emitReward` and `emitEvent`. Each post carries a fresh `event_id`, so the
- * gateway stores it once however often it is retried (transport errors, 5xx, 429 with `Retry-After`).
- */
+/** @module Posting events from an agent; each post carries a fresh `event_id`, so retries store it once. */
 import { randomUUID } from "node:crypto";
 import { type AgentEnv, fromEnv } from "./env.js";
 import { backoffMs, retryAfterMs, sleep } from "./retry.js";
@@ -38,12 +35,9 @@ export interface EmitOptions {
 }
 
 /**
- * Posts one event of this attempt to the gateway.
- * @param eventType - e.g. `reward`, `log`, or any custom type
- * @param data - JSON object stored as the event's `data`
- * @returns the stored event (with its `sequence`)
- * @throws {NotInRollout} outside a rollout (no `AGL_*` variables)
- * @throws {EmitFailed} on a 4xx answer (e.g. 409 for a superseded attempt) or when retries run out
+ * Posts one event of this attempt and returns it stored.
+ * @throws {NotInRollout} outside a rollout
+ * @throws {EmitFailed} on a 4xx (e.g. 409 for a superseded attempt) or when retries run out
  */
 export async function emitEvent(
   eventType: string,
@@ -83,16 +77,9 @@ export async function emitEvent(
 }
 
 /**
- * Posts this attempt's reward (a `reward` event with `{value, source?, reason?, call_id?, trace_id?, span_id?}`).
- * Inside a built-in tracer span, the reward names that span (`trace_id`, `span_id`), so it can be placed in the trace.
- * @param value - the reward, a finite number
- * @param options.source - who judged, e.g. `unit-tests`
- * @param options.reason - why, e.g. `3 of 4 tests passed`
- * @param options.callId - the model or tool call this reward is for (an intermediate reward), stored as `call_id`
- * @returns the stored event
- * @throws {RangeError} when `value` is not a finite number
- * @throws {NotInRollout} outside a rollout
- * @throws {EmitFailed} see {@link emitEvent}
+ * Posts this attempt's reward; inside a built-in tracer span it names that span.
+ * @param options.callId - the call an intermediate reward is for, stored as `call_id`
+ * @throws {RangeError} when `value` is not finite; `NotInRollout`; `EmitFailed`
  */
 export function emitReward(
   value: number,

@@ -1,7 +1,4 @@
-/**
- * @module Where an agent inside a rollout finds the gateway: the `AGL_*` variables the controller sets. The one SDK
- * file that reads `process.env`.
- */
+/** @module The `AGL_*` variables the controller sets; the one SDK file that reads `process.env`. */
 
 /** The rollout context of an agent process. */
 export interface AgentEnv {
@@ -15,10 +12,7 @@ export interface AgentEnv {
   attemptId: string;
   /** Where events of this attempt are posted (`AGL_EVENT_URL`). */
   eventUrl: string;
-  /**
-   * Where spans of this attempt are exported (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else the gateway's `/v1/traces`
-   * next to `AGL_EVENT_URL`).
-   */
+  /** `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else the gateway's `/v1/traces`. */
   tracesUrl?: string;
   /** `OTEL_SERVICE_NAME`; the tracer uses `arclight-agent` when absent. */
   serviceName?: string;
@@ -40,12 +34,7 @@ export class NotInRollout extends Error {
 
 const REQUIRED = ["AGL_OPENAI_BASE_URL", "AGL_EVENT_URL", "AGL_ROLLOUT_ID", "AGL_ATTEMPT_ID"] as const;
 
-/**
- * Reads the rollout context from the environment.
- * @param env - the variables to read; default `process.env`
- * @returns base URL, key, rollout and attempt ids, event URL, traces URL, service name
- * @throws {NotInRollout} naming every missing variable (`AGL_KEY` may be absent: an open gateway needs none)
- */
+/** Reads the rollout context. @throws {NotInRollout} naming every missing variable (`AGL_KEY` is optional) */
 export function fromEnv(env: Readonly<Record<string, string | undefined>> = process.env): AgentEnv {
   const missing = REQUIRED.filter((name) => !env[name]);
   if (missing.length > 0) throw new NotInRollout(missing);
@@ -60,10 +49,7 @@ export function fromEnv(env: Readonly<Record<string, string | undefined>> = proc
   };
 }
 
-/**
- * Where this attempt's spans go.
- * @returns `env.tracesUrl`, else `<gateway>/v1/traces` derived from `<gateway>/api/rollouts/{rid}/attempt/{aid}/events`
- */
+/** `env.tracesUrl`, else `<gateway>/v1/traces` derived from the event URL. */
 export function tracesUrlOf(env: AgentEnv): string {
   if (env.tracesUrl) return env.tracesUrl;
   const at = env.eventUrl.lastIndexOf("/api/rollouts/");

@@ -1,8 +1,4 @@
-/**
- * @module Agent SDK (`arclight/agent`): the little an agent inside a rollout may want beyond its OpenAI base URL —
- * the rollout context, an OpenAI client that waits out a paused gateway, reward/event posts, and spans (a built-in
- * tracer, or the real OpenTelemetry SDK set up for the gateway).
- */
+/** @module Agent SDK (`arclight/agent`): rollout context, a pause-aware OpenAI client, reward/event posts, spans. */
 /** Reward and event posts to `AGL_EVENT_URL`, idempotent and retried. */
 export { EmitFailed, type EmitOptions, emitEvent, emitReward, type StoredEvent } from "./emit.js";
 /** The rollout context from the environment (`AGL_*` variables). */

@@ -1,7 +1,4 @@
-/**
- * @module An `openai` client pointed at the gateway proxy for this attempt, whose requests wait out a paused proxy
- * (429 with `Retry-After` / `X-Agl-Paused`) for as long as the pause lasts, up to `pauseWaitMs`.
- */
+/** @module An `openai` client on this attempt's gateway proxy that waits out a paused proxy, up to `pauseWaitMs`. */
 import { createRequire } from "node:module";
 import type { ClientOptions, OpenAI } from "openai";
 import { type AgentEnv, fromEnv } from "./env.js";
@@ -22,12 +19,8 @@ export interface OpenAIClientOptions extends Omit<ClientOptions, "baseURL" | "ap
 }
 
 /**
- * Wraps `fetch` so a 429 carrying `Retry-After` (or `X-Agl-Paused: true`) is retried after the advised wait, again
- * and again until the deadline — without using up the SDK's own `maxRetries`, which stay for real errors. A request
- * whose body is a stream cannot be replayed and gets the 429 back.
- * @param base - the fetch to wrap
- * @param pauseWaitMs - longest total wait (ms) per request
- * @returns a fetch with the same signature
+ * Retries a 429 with `Retry-After` or `X-Agl-Paused` until the deadline without spending the SDK's `maxRetries`;
+ * a streamed body cannot be replayed and gets the 429 back.
  */
 export function pauseAwareFetch(base: FetchLike, pauseWaitMs: number): FetchLike {
   return async (input, init) => {
@@ -49,13 +42,8 @@ export function pauseAwareFetch(base: FetchLike, pauseWaitMs: number): FetchLike
 }
 
 /**
- * Builds an `openai` client for this rollout attempt: base URL = the gateway proxy (`AGL_OPENAI_BASE_URL`), API key
- * = `AGL_KEY`, pauses waited out (see {@link pauseAwareFetch}), `maxRetries` 5 for other transient errors; a call made
- * inside a built-in tracer span carries its W3C `traceparent`.
- * @param options - openai `ClientOptions` (except baseURL/apiKey/fetch), plus `env`, `pauseWaitMs`, `fetch`
- * @returns an `OpenAI` instance (openai v6, an optional peer dependency)
- * @throws {NotInRollout} outside a rollout
- * @throws {Error} when the `openai` package is not installed
+ * An `openai` client (v6, optional peer) for this attempt: pauses waited out, `maxRetries` 5, `traceparent` sent.
+ * @throws {NotInRollout} outside a rollout; `Error` when `openai` is not installed
  */
 export function openaiClient(options: OpenAIClientOptions = {}): OpenAI {
   const { env: givenEnv, pauseWaitMs = 3_600_000, fetch: baseFetch = globalThis.fetch, ...rest } = options;
@@ -71,10 +59,7 @@ export function openaiClient(options: OpenAIClientOptions = {}): OpenAI {
   });
 }
 
-/**
- * Adds the built-in tracer's `traceparent` (when the call is made inside `span()`) unless the request has one, so
- * the gateway records the call's enclosing span.
- */
+/** Adds the built-in tracer's `traceparent` unless the request has one. */
 function traceparentFetch(base: FetchLike): FetchLike {
   return (input, init) => {
     const traceparent = activeTraceparent();

@@ -1,8 +1,4 @@
-/**
- * @module `setupOpenTelemetry()`: the real OpenTelemetry JS SDK, set up to export this attempt's spans to the
- * gateway, for agents that want OTel's API and instrumentations rather than the built-in tracer. The SDK packages
- * are optional peer dependencies, loaded only here.
- */
+/** @module `setupOpenTelemetry()`: the real OTel JS SDK (optional peers, loaded only here) exporting to the gateway. */
 import { type AgentEnv, fromEnv, tracesUrlOf } from "./env.js";
 
 /** The OTel set-up of an agent process. */
@@ -40,13 +36,8 @@ async function loadSdk() {
 }
 
 /**
- * Registers a global `NodeTracerProvider` whose batch processor exports OTLP/protobuf to the gateway's `/v1/traces`
- * with the gateway key, the resource tagged `arclight.rollout_id` / `arclight.attempt_id`. Does the same as the
- * `OTEL_*` variables the controller sets, from the `AGL_*` ones, so it also works where those are off.
- * @param options - rollout context and service name
- * @returns the provider and its flush / shutdown
- * @throws {NotInRollout} outside a rollout
- * @throws {Error} when the OpenTelemetry packages are not installed (the message names them)
+ * Registers a global `NodeTracerProvider` exporting OTLP/protobuf to the gateway, as the controller's `OTEL_*`
+ * variables would. @throws {NotInRollout} or `Error` naming the missing OpenTelemetry packages
  */
 export async function setupOpenTelemetry(options: OpenTelemetryOptions = {}): Promise<OpenTelemetrySetup> {
   const env = options.env ?? fromEnv();

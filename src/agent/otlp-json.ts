@@ -1,6 +1,5 @@
 /**
- * @module Finished spans of the built-in tracer as an OTLP/JSON `ExportTraceServiceRequest`: the shape the gateway's
- * `POST /v1/traces` (and any OTLP/HTTP receiver) reads. No OpenTelemetry dependency.
+ * @module Finished spans as an OTLP/JSON `ExportTraceServiceRequest`, with no OpenTelemetry dependency.
  * @see OTLP specification, "JSON Protobuf Encoding" (hex ids, integer enums, int64 as strings)
  */
 
@@ -75,13 +74,7 @@ function spanJson(span: FinishedSpan): Record<string, unknown> {
   return out;
 }
 
-/**
- * The OTLP/JSON body of one export.
- * @param resource - resource attributes (`service.name`, `arclight.rollout_id`, `arclight.attempt_id`)
- * @param scope - instrumentation scope name and version
- * @param spans - finished spans, in the order to store them
- * @returns the request object; `JSON.stringify` it
- */
+/** The OTLP/JSON body of one export. */
 export function otlpJsonRequest(
   resource: Attributes,
   scope: { name: string; version: string },

@@ -1,7 +1,4 @@
-/**
- * @module The built-in tracer's current span, carried across `await`s by `AsyncLocalStorage`, and its W3C
- * `traceparent`, so reward posts and model calls made inside a span can name it.
- */
+/** @module The built-in tracer's current span across `await`s (`AsyncLocalStorage`) and its W3C `traceparent`. */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { FinishedSpan } from "./otlp-json.js";
 
@@ -30,11 +27,7 @@ export function activeSpan(): ActiveSpan | undefined {
   return spanStorage.getStore();
 }
 
-/**
- * The W3C `traceparent` header of the current span.
- * @returns `00-{trace_id}-{span_id}-01`, or undefined outside every built-in span
- * @see W3C Trace Context, https://www.w3.org/TR/trace-context/#traceparent-header
- */
+/** `00-{trace_id}-{span_id}-01` of the current span, or undefined. @see https://www.w3.org/TR/trace-context/ */
 export function activeTraceparent(): string | undefined {
   const active = spanStorage.getStore();
   return active ? `00-${active.traceId}-${active.spanId}-01` : undefined;

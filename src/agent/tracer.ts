@@ -1,8 +1,6 @@
 /**
- * @module The built-in tracer, for agents without OpenTelemetry: `span(name, fn, attributes)` and
- * `toolCall(name, fn)` time a function, nest by `await` context, and export each finished trace to the gateway as
- * OTLP/JSON (`POST /v1/traces`), the same shape an OTel exporter sends. Spans under one root are exported together
- * when the root ends; a model call made inside a span through {@link openaiClient} carries its `traceparent`.
+ * @module The built-in tracer for agents without OpenTelemetry: spans nest by `await` context and each finished
+ * trace is exported to the gateway as OTLP/JSON when its root ends.
  */
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
@@ -43,19 +41,9 @@ function errorOf(err: unknown): FinishedSpan["error"] {
 }
 
 /**
- * Runs `fn` as a span. Nested calls (also across `await`) become child spans. When the outermost span ends, its whole
- * trace is exported; when `fn` throws, the span records the error (status error, `exception` event) and the error is
- * rethrown after the export.
- * @param name - span name, e.g. `plan` or `retrieve documents`
- * @param fn - the work; receives the span to add attributes
- * @param attributes - initial attributes, e.g. `{ "gen_ai.agent.name": "planner" }` (model calls inside then count as
- *   that agent's)
- * @param options - rollout context and export retries
- * @returns what `fn` returns
- * @throws {NotInRollout} outside a rollout (before `fn` runs)
- * @throws {EmitFailed} the gateway refused the spans (4xx, or some rejected in its partial-success answer) or kept
- *   failing; `fn` has run (when it threw too, its error is the `cause`)
- * @throws whatever `fn` throws, once the trace is exported
+ * Runs `fn` as a span (nested calls become children); a throw is recorded and rethrown after the export.
+ * @param attributes - e.g. `{ "gen_ai.agent.name": "planner" }`: model calls inside then count as that agent's
+ * @throws {NotInRollout} before `fn` runs; `EmitFailed` when the gateway refused or kept failing
  */
 export async function span<T>(
   name: string,
@@ -107,16 +95,7 @@ export async function span<T>(
   return outcome.value;
 }
 
-/**
- * Runs `fn` as a tool-call span (GenAI conventions: name `execute_tool {name}`, `gen_ai.operation.name`
- * `execute_tool`, `gen_ai.tool.name`).
- * @param name - the tool's name
- * @param fn - the tool's work
- * @param attributes - more attributes (arguments, results)
- * @returns what `fn` returns
- * @throws see {@link span}
- * @see OpenTelemetry GenAI semantic conventions, "Execute tool span"
- */
+/** Runs `fn` as a tool-call span. @see OpenTelemetry GenAI semantic conventions, "Execute tool span" */
 export function toolCall<T>(
   name: string,
   fn: (span: SpanHandle) => T | Promise<T>,
@@ -141,10 +120,7 @@ async function finish(env: AgentEnv, batch: TraceBatch, span: FinishedSpan, isRo
   await exportSpans(env, [span, ...batch.finished.slice(0, -1)], retries);
 }
 
-/**
- * Posts spans to the attempt's traces URL as OTLP/JSON, retrying transport errors, 5xx and 429.
- * @throws {EmitFailed} a 4xx answer, a partial-success rejection, or retries exhausted
- */
+/** Posts spans as OTLP/JSON, retrying. @throws {EmitFailed} on a 4xx, a partial-success rejection or exhaustion */
 async function exportSpans(env: AgentEnv, spans: readonly FinishedSpan[], retries: number): Promise<void> {
   const resource: Attributes = {
     "service.name": env.serviceName ?? "arclight-agent",

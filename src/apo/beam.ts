@@ -1,7 +1,6 @@
 /**
- * @module The beam of the prompt search: which scored prompts survive a round (the top `beam_width` by validation
- * score, the older prompt first on a tie so a candidate must beat its parent to replace it), and when the search
- * stops (no better best score for `patience` rounds in a row). Pure.
+ * @module The prompt search's beam: the top `beam_width` by validation score (the older prompt first on a tie, so a
+ * candidate must beat its parent), and stopping after `patience` rounds without a better best. Pure.
  */
 
 /** A prompt scored on the validation split. */
@@ -19,14 +18,7 @@ export interface ScoredPrompt {
   parentId: string | null;
 }
 
-/**
- * Keeps the top `width` prompts by score. The sort is stable, so on a tie the prompt earlier in `pool` (the older
- * one, when the beam comes first) stays ahead.
- * @param pool - the current beam followed by this round's candidates
- * @param width - beam width (>= 1)
- * @returns at most `width` prompts, best first
- * @throws {RangeError} when width < 1
- */
+/** The top `width` prompts, best first; on a tie the stable sort keeps the earlier (older) one. @throws {RangeError} */
 export function selectBeam(pool: readonly ScoredPrompt[], width: number): ScoredPrompt[] {
   if (width < 1) throw new RangeError(`beam width must be at least 1, got ${width}`);
   return [...pool].sort((a, b) => b.score - a.score).slice(0, width);
@@ -42,15 +34,7 @@ export interface RoundOutcome {
   stop: boolean;
 }
 
-/**
- * Decides whether the search goes on. A round gains when its best score is strictly higher than the best before; a
- * round whose optimiser output was unusable (no candidates) gains nothing and counts as stale.
- * @param bestBefore - best validation score before the round
- * @param bestAfter - best validation score after it
- * @param staleBefore - rounds in a row without a gain before this one
- * @param patience - stale rounds that stop the search (>= 1)
- * @returns the gain, the stale count and whether to stop
- */
+/** Whether the search goes on: a round gains only on a strictly higher best; a round with no candidates is stale. */
 export function roundOutcome(
   bestBefore: number,
   bestAfter: number,

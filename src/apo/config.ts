@@ -1,8 +1,4 @@
-/**
- * @module The configuration of `arclight apo`: the prompt resource and how agents receive it, the data, the agent, the
- * policy endpoint the agents call, the optimiser LLM (its own endpoint, model and key) and the beam search. One strict
- * zod schema, every field defaulted and described; the keys a run cannot do without are checked by name.
- */
+/** @module The `arclight apo` configuration: one strict zod schema, every field defaulted and described. */
 import { z } from "zod";
 import { ResourceNameSchema } from "../protocol/resource.js";
 import { parseOrThrow } from "../protocol/validate.js";
@@ -127,12 +123,7 @@ export const ApoConfigSchema = z
 /** The `arclight apo` configuration, defaults applied. */
 export type ApoConfig = z.output<typeof ApoConfigSchema>;
 
-/**
- * Parses an `arclight apo` configuration (a YAML document already loaded), applying every default, and freezes it.
- * @param value - untrusted config object
- * @returns the frozen configuration
- * @throws {ValidationFailed} naming every bad key, e.g. `apo config: policy.endpoint: required`
- */
+/** Parses and freezes an `arclight apo` config. @throws {ValidationFailed} naming every bad key */
 export function parseApoConfig(value: unknown): Readonly<ApoConfig> {
   return Object.freeze(parseOrThrow(ApoConfigSchema, value, "apo config"));
 }

@@ -1,7 +1,6 @@
 /**
- * @module The record of a prompt search, `history.jsonl`: one JSON line per scored prompt, critique, set of
- * proposals, rejected optimiser output, finished round and final result, appended as they happen, so a stopped search
- * still leaves everything it learnt. Field names are snake_case, as in every file arclight writes for other tools.
+ * @module `history.jsonl` of a prompt search: one JSON line per record, appended as it happens, so a stopped search
+ * keeps everything it learnt.
  */
 import { appendFileSync } from "node:fs";
 import { dirname } from "node:path";
@@ -85,10 +84,7 @@ export class History {
     makeDirs(dirname(path));
   }
 
-  /**
-   * Appends one record as a JSON line.
-   * @param record - the record
-   */
+  /** Appends one record as a JSON line. */
   append(record: HistoryRecord): void {
     this.records.push(record);
     appendFileSync(this.path, `${JSON.stringify(record)}\n`);

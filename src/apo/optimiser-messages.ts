@@ -1,7 +1,5 @@
 /**
- * @module What the optimiser LLM is asked, as chat messages: the critique of a prompt from its lowest-reward rollouts
- * (the "textual gradient"), the request for edited prompts as JSON, and the retry message that names what was wrong
- * with the previous answer. Pure text building.
+ * @module The optimiser LLM's chat messages: critique (the "textual gradient"), edit request, and retry. Pure.
  * @see Pryzant et al., "Automatic Prompt Optimization with 'Gradient Descent' and Beam Search", arXiv:2305.03495
  */
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
@@ -31,12 +29,7 @@ function promptBlock(prompt: string): string {
   return `## Current prompt\n<prompt>\n${prompt}\n</prompt>`;
 }
 
-/**
- * The critique request: the prompt and the rollouts that scored lowest with it.
- * @param prompt - the beam prompt
- * @param traces - its lowest-reward minibatch rollouts
- * @returns system + user messages
- */
+/** The critique request: the prompt and its lowest-reward rollouts. */
 export function critiqueMessages(prompt: string, traces: readonly Trace[]): ChatCompletionMessageParam[] {
   const runs = traces.map(
     (t, i) => `### Run ${i + 1}: reward ${t.reward.toFixed(3)}\nInput: ${t.input}\nAgent output: ${t.output}`,
@@ -55,14 +48,7 @@ function formatRule(count: number, maxChars: number): string {
   );
 }
 
-/**
- * The edit request: the prompt, its critique, and the answer format.
- * @param prompt - the beam prompt
- * @param critique - the optimiser's critique of it
- * @param count - prompts to propose
- * @param maxChars - longest prompt accepted (chars)
- * @returns system + user messages
- */
+/** The edit request: the prompt, its critique, and the answer format. */
 export function editMessages(
   prompt: string,
   critique: string,
@@ -76,14 +62,7 @@ export function editMessages(
   ];
 }
 
-/**
- * The messages of a retry: the first request, the rejected answer, and what was wrong with it.
- * @param messages - the first request
- * @param answer - the rejected answer ("" when the request itself failed)
- * @param problems - what was wrong
- * @param rule - the format rule to repeat (empty for a critique)
- * @returns the messages to send again
- */
+/** A retry: the first request, the rejected answer ("" if the request failed), and what was wrong. */
 export function retryMessages(
   messages: readonly ChatCompletionMessageParam[],
   answer: string,
@@ -95,11 +74,7 @@ export function retryMessages(
   return [...messages, { role: "assistant", content: answer }, { role: "user", content: fix }];
 }
 
-/**
- * The format rule of an edit request, for {@link retryMessages}.
- * @param count - prompts to propose
- * @param maxChars - longest prompt accepted (chars)
- */
+/** The format rule of an edit request, repeated by {@link retryMessages}. */
 export function editFormatRule(count: number, maxChars: number): string {
   return formatRule(count, maxChars);
 }

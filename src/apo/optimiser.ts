@@ -1,8 +1,6 @@
 /**
- * @module The optimiser LLM client: any OpenAI-compatible chat-completions endpoint, called with the official `openai`
- * client and a per-request timeout. Each request's answer is checked (proposals.ts); a failed request or a rejected
- * answer is retried once, the retry telling the optimiser what was wrong. A second failure is returned with its
- * problems, for the caller to report; nothing here turns a bad answer into a score.
+ * @module The optimiser LLM client (any OpenAI-compatible endpoint). A failed request or rejected answer is retried
+ * once, telling the model what was wrong; a second failure is returned with its problems, never scored.
  */
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
@@ -44,23 +42,12 @@ export class Optimiser {
     });
   }
 
-  /**
-   * Asks for a critique of a prompt from its low-reward rollouts (the textual gradient).
-   * @param prompt - the beam prompt
-   * @param traces - its lowest-reward rollouts
-   * @returns the critique, or the problems of both attempts
-   */
+  /** A critique of a prompt from its low-reward rollouts, or the problems of both attempts. */
   critique(prompt: string, traces: readonly Trace[]): Promise<Attempted<string>> {
     return this.ask(critiqueMessages(prompt, traces), parseCritique, "");
   }
 
-  /**
-   * Asks for edited prompts that fix what the critique found.
-   * @param prompt - the beam prompt
-   * @param critique - its critique
-   * @param rules - how many prompts, the length limit, the prompts already scored
-   * @returns the proposed prompts, or the problems of both attempts
-   */
+  /** Edited prompts fixing what the critique found, or the problems of both attempts. */
   propose(prompt: string, critique: string, rules: ProposalRules): Promise<Attempted<string[]>> {
     const messages = editMessages(prompt, critique, rules.count, rules.maxChars);
     const rule = editFormatRule(rules.count, rules.maxChars);

@@ -1,8 +1,6 @@
 /**
- * @module Real rollouts of the agent with one prompt: the prompt is stored as a version of the prompt resource, and
- * every rollout pins that version in `metadata.resources`, so the controller hands exactly it to the agent (the
- * agent needs no change) and records it on the attempt. Also reads the traces the optimiser is shown: a rollout's
- * input, the last answer of its model, and its reward.
+ * @module Real rollouts with one prompt: stored as a resource version that each rollout pins in
+ * `metadata.resources`, so the agent needs no change. Also the traces the optimiser is shown.
  */
 import type { GatewayClient } from "../gateway/client.js";
 import type { TrainerConfig } from "../trainer/config.js";
@@ -11,16 +9,10 @@ import { runRolloutsOnce } from "../trainer/rollouts-once.js";
 import type { Trace } from "./optimiser-messages.js";
 
 /**
- * Thrown by {@link PromptRunner.run} when every rollout of a batch failed and no rollout of the search had succeeded
- * before: the agent cannot run or cannot reach the policy (a down `policy.endpoint`, a bad agent command), so the
- * search would only score zeros and pay the optimiser to critique failures. Once any rollout has succeeded, a batch
- * whose rollouts all fail is scored with `reward_fillna_value` as usual (a prompt can break the agent).
+ * A whole batch failed before any rollout of the search succeeded: the agent or policy is broken, and scoring zeros
+ * would pay the optimiser to critique failures. Later all-failed batches are scored with `reward_fillna_value`.
  */
 export class PromptRunFailed extends Error {
-  /**
-   * @param label - the batch, e.g. `r0-p0-val`
-   * @param rolloutIds - its rollouts, input order
-   */
   constructor(
     readonly label: string,
     readonly rolloutIds: readonly string[],
@@ -85,24 +77,14 @@ export class PromptRunner {
     this.options = options;
   }
 
-  /**
-   * Stores a prompt as a new version of the resource.
-   * @param prompt - the prompt text
-   * @returns its version
-   */
+  /** Stores a prompt as a new resource version and returns the version. */
   async store(prompt: string): Promise<number> {
     return (await this.options.client.addResource(this.options.resource, prompt)).version;
   }
 
   /**
-   * Runs one rollout per input with a stored prompt version and waits for all of them.
-   * @param version - the prompt's resource version (pinned by every rollout)
-   * @param items - the inputs
-   * @param label - unique within the search, e.g. `r2-p5-val`; the rollout ids are `PREFIX-LABEL-dINDEX-0`
-   * @param isTrain - train (minibatch) or validation rollouts
-   * @returns rewards and ids, input order
+   * One rollout per input pinned to `version`, awaited; ids are `PREFIX-LABEL-dINDEX-0`.
    * @throws {PromptRunFailed} when every rollout failed and none of this runner's had succeeded before
-   * @throws whatever the gateway client throws; the signal's reason once it is aborted
    */
   async run(version: number, items: readonly DataItem[], label: string, isTrain: boolean): Promise<PromptRun> {
     const result = await runRolloutsOnce(this.options.client, items, {
@@ -127,13 +109,7 @@ export class PromptRunner {
     };
   }
 
-  /**
-   * The `count` lowest-reward rollouts of a run, as the optimiser is shown them (lowest first; input order on a tie).
-   * @param run - a finished run
-   * @param count - how many
-   * @param traceChars - input and output cut to this many characters
-   * @returns the traces
-   */
+  /** The `count` lowest-reward traces (input order on a tie), cut to `traceChars`. */
   async lowestTraces(run: PromptRun, count: number, traceChars: number): Promise<Trace[]> {
     const order = run.rewards.map((reward, i) => ({ reward, i })).sort((a, b) => a.reward - b.reward);
     const traces: Trace[] = [];

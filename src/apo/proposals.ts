@@ -1,9 +1,6 @@
 /**
- * @module Checks of what the optimiser LLM answers, before anything is scored: a critique must be non-empty text; an
- * edit answer must be JSON (`{"prompts": [...]}`, or a bare array; a ```json fence around it is allowed) holding
- * exactly the number of prompts asked for, none empty, none longer than the limit, no two the same and none equal to
- * a prompt already scored. A failed check names every problem, so the retry can tell the optimiser what to fix.
- * Pure: nothing here calls a model.
+ * @module Checks of the optimiser's answers before anything is scored; a failed check names every problem so the
+ * retry can say what to fix. Pure.
  */
 
 /** A checked answer, or the problems found in it. */
@@ -45,12 +42,7 @@ function proposalProblems(item: unknown, position: number, rules: ProposalRules,
   return [];
 }
 
-/**
- * Checks an edit answer.
- * @param answer - the optimiser's message content
- * @param rules - count, length limit, prompts already scored
- * @returns the proposed prompts (trimmed, in answer order), or every problem found
- */
+/** An edit answer's prompts (JSON object or array, fenced or not), trimmed, or every problem found. */
 export function parseProposals(answer: string, rules: ProposalRules): Checked<string[]> {
   let parsed: unknown;
   try {
@@ -68,11 +60,7 @@ export function parseProposals(answer: string, rules: ProposalRules): Checked<st
   return { ok: true, value: list.value.map((item) => (item as string).trim()) };
 }
 
-/**
- * Checks a critique answer: any non-empty text.
- * @param answer - the optimiser's message content (null when it sent none)
- * @returns the trimmed critique, or the problem
- */
+/** A critique: any non-empty text, trimmed. */
 export function parseCritique(answer: string | null | undefined): Checked<string> {
   const text = (answer ?? "").trim();
   return text === "" ? { ok: false, problems: ["the critique is empty"] } : { ok: true, value: text };

@@ -1,12 +1,7 @@
 /**
- * @module The beam search over a prompt resource (APO). Round by round:
- *   1. every beam prompt runs on the same minibatch of train inputs (real rollouts, pinned to its version);
- *   2. for each beam prompt the optimiser critiques it from its lowest-reward rollouts (the textual gradient), then
- *      proposes `branch_factor` edited prompts; an answer that fails its checks twice is recorded as `bad_output`;
- *   3. every new candidate is stored as a resource version and scored on the validation inputs;
- *   4. the top `beam_width` of beam + candidates stay; the search stops after `rounds`, or after `patience` rounds in
- *      a row without a better best score (a round with no usable proposal is reported as bad and counts as one).
- * The best prompt is then published as the resource's newest version (unless the starting prompt stayed best).
+ * @module The beam search over a prompt resource (APO). Each round: (1) run every beam prompt on one train
+ * minibatch; (2) critique each from its worst rollouts and propose `branch_factor` edits; (3) score the candidates on
+ * validation; (4) keep the top `beam_width`. The best prompt is published as the resource's newest version.
  * @see Pryzant et al., "Automatic Prompt Optimization with 'Gradient Descent' and Beam Search", arXiv:2305.03495
  */
 import { DataCursor, type DataItem } from "../trainer/data-order.js";
@@ -52,10 +47,7 @@ export interface ApoResult {
   stopReason: "rounds" | "patience";
   /** Rounds in which the optimiser gave no usable prompt. */
   badRounds: number;
-  /**
-   * The resource version the best prompt was published as; null when the starting prompt stayed best (the resource
-   * is left as it was: no new version with the same text).
-   */
+  /** The version the best prompt was published as; null when the starting prompt stayed best. */
   publishedVersion: number | null;
 }
 
@@ -179,12 +171,7 @@ async function runRound(search: Search, round: number, o: ApoSearchOptions): Pro
   return { round, candidates: candidates.length, bad: candidates.length === 0, beam: search.beam, timings };
 }
 
-/**
- * Runs the beam search and publishes the best prompt as the resource's newest version.
- * @param options - search settings, prompt runner, optimiser, data, starting prompt, history, callbacks
- * @returns the best prompt, the starting score, the rounds run, why it stopped and the published version
- * @throws whatever the gateway client throws (rollouts, resources); the abort signal's reason
- */
+/** Runs the beam search and publishes the best prompt. @throws whatever the gateway client throws; the abort reason */
 export async function runApoSearch(options: ApoSearchOptions): Promise<ApoResult> {
   const search = new Search(options);
   search.beam = await search.score([{ ...options.initial, parentId: null }], 0);

@@ -1,19 +1,8 @@
-/**
- * @module The key a controller gives an agent process (`AGL_KEY`, the OpenAI/Anthropic API keys, the OTLP header): an
- * agent token scoped to the rollout's attempt and mode, expiring with the attempt's timeout, never the admin key.
- * Shared by every controller (local processes, Kubernetes Jobs).
- */
+/** @module The key an agent process gets: an attempt-scoped token expiring with it, never the admin key. */
 import { agentTokenExpiry, mintAgentToken } from "../protocol/agent-token.js";
 import type { Rollout } from "../protocol/index.js";
 
-/**
- * The key for one attempt's agent.
- * @param adminKey - the controller's gateway key; empty (an open gateway) gives the agent no key
- * @param rollout - the rollout being run (its id, train/val mode and `config.timeout_seconds`)
- * @param attemptId - the attempt being run
- * @param nowSeconds - the current time, epoch seconds (default: now)
- * @returns an agent token (`aglt1.…`), or "" when `adminKey` is empty
- */
+/** An agent token (`aglt1.…`) for one attempt, or "" when `adminKey` is empty (an open gateway). */
 export function agentKeyFor(
   adminKey: string,
   rollout: Rollout,

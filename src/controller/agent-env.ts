@@ -1,8 +1,6 @@
 /**
- * @module The environment of an agent process: where its OpenAI calls and events go (`AGL_*`), the standard client
- * variables (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL` and their keys) so a client built with no arguments is captured,
- * the `OTEL_*` exporter variables,
- * plus `env_map` entries read from the rollout (`QUESTION: input.question`).
+ * @module An agent process's environment: `AGL_*`, the standard OpenAI/Anthropic client variables (so a client built
+ * with no arguments is captured), `OTEL_*`, and `env_map` entries read from the rollout.
  */
 import type { Rollout } from "../protocol/index.js";
 import { otelEnv } from "./otel-env.js";
@@ -36,30 +34,17 @@ function proxyRootUrl(gatewayUrl: string, rollout: Rollout, attemptId: string): 
   return `${trim(gatewayUrl)}/proxy/rollout/${rid}/attempt/${encodeURIComponent(attemptId)}/mode/${mode}`;
 }
 
-/**
- * The proxy base URL an agent gives its OpenAI client for one attempt.
- * @returns `<gateway>/proxy/rollout/{rid}/attempt/{aid}/mode/{train|val}/openai/v1`
- */
+/** `<gateway>/proxy/rollout/{rid}/attempt/{aid}/mode/{train|val}/openai/v1` */
 export function proxyBaseUrl(gatewayUrl: string, rollout: Rollout, attemptId: string): string {
   return `${proxyRootUrl(gatewayUrl, rollout, attemptId)}/openai/v1`;
 }
 
-/**
- * The base URL an agent gives its Anthropic client for one attempt (the SDK appends `/v1/messages`).
- * @returns `<gateway>/proxy/rollout/{rid}/attempt/{aid}/mode/{train|val}/anthropic`
- */
+/** `<gateway>/proxy/rollout/{rid}/attempt/{aid}/mode/{train|val}/anthropic` (the SDK appends `/v1/messages`). */
 export function anthropicBaseUrl(gatewayUrl: string, rollout: Rollout, attemptId: string): string {
   return `${proxyRootUrl(gatewayUrl, rollout, attemptId)}/anthropic`;
 }
 
-/**
- * The variables that the OpenAI and Anthropic SDKs (Node and Python) and the frameworks built on them read when a
- * client is built with no arguments.
- * @param gateway - where agents reach the gateway; an empty key becomes {@link NO_KEY_PLACEHOLDER}
- * @param rollout - the rollout being run (its id and train/val mode are in the URLs)
- * @param attemptId - its current attempt
- * @returns `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`
- */
+/** The base URL and key variables the OpenAI and Anthropic SDKs read; an empty key is {@link NO_KEY_PLACEHOLDER}. */
 export function standardClientEnv(gateway: AgentGateway, rollout: Rollout, attemptId: string): Record<string, string> {
   const key = gateway.key === "" ? NO_KEY_PLACEHOLDER : gateway.key;
   return {
@@ -80,10 +65,8 @@ function trim(url: string): string {
 }
 
 /**
- * Reads a dotted path (`input.question.text`, `input.items.0`) from the rollout: the first segment is a top-level
- * rollout field (`input`, `metadata`, `rollout_id`, `is_train`), numeric segments index arrays.
- * @returns the value found
- * @throws {EnvMapError} naming the env var and the path when any segment is missing
+ * Reads a dotted path (`input.items.0`) from the rollout, starting at a top-level field.
+ * @throws {EnvMapError} naming the env var and path when a segment is missing
  */
 export function readRolloutPath(rollout: Rollout, path: string, envName: string): unknown {
   let value: unknown = rollout;
@@ -98,17 +81,8 @@ export function readRolloutPath(rollout: Rollout, path: string, envName: string)
 }
 
 /**
- * Builds the full environment of one agent process.
- * @param rollout - the rollout being run
- * @param attemptId - its current attempt
- * @param gateway - where agents reach the gateway
- * @param envMap - env var name → rollout path; strings are passed as-is, any other value as JSON
- * @param baseEnv - variables inherited by every agent (the CLI passes the controller's environment)
- * @param standardEnv - add {@link standardClientEnv}'s and `otelEnv`'s variables (default true)
- * @returns the environment: `baseEnv`, then the standard client variables (they replace the controller's own
- *   `OPENAI_API_KEY` and the like, which would send the agent to the real provider) and the OpenTelemetry ones
- *   (`otel-env.ts`: a stock OTel SDK exports its spans into this attempt), then `env_map` entries (what the
- *   rollout config sets explicitly wins), then the `AGL_*` variables (which always win)
+ * One agent process's environment, later layers winning: `baseEnv`; the standard client and OTel variables (replacing
+ * the controller's own `OPENAI_API_KEY`, which would reach the real provider); `env_map` entries; `AGL_*`.
  * @throws {EnvMapError} when an `env_map` path is missing
  */
 export function buildAgentEnv(

@@ -1,8 +1,6 @@
 /**
- * @module Which agent programs a controller agrees to run. A rollout's own `config.local` comes from whoever created
- * the rollout; the controller runs it only when its own configuration allows it: the controller's `local`, an exact
- * `allowed_commands` argv, an `allowed_agent_classes` entry, or `allow_any_command`. A rollout's `env_map` may not set
- * variables that make a program load other code (`LD_PRELOAD`, `NODE_OPTIONS`, `PYTHONPATH`, …).
+ * @module Which agent programs a controller agrees to run: a rollout's own `config.local` comes from whoever created
+ * it, so it runs only if the controller's settings allow it; `env_map` may not set loader variables (`LD_PRELOAD`, …).
  */
 import type { LocalConfig } from "../protocol/index.js";
 import { LaunchError } from "./local.js";
@@ -61,13 +59,7 @@ function programRefusal(local: LocalConfig, policy: LaunchPolicy): string | unde
   return;
 }
 
-/**
- * Checks a rollout's own `config.local` against the controller's policy (nothing to check when the rollout has none:
- * the controller's `local` applies).
- * @param local - the rollout's `config.local`
- * @param policy - the controller's settings
- * @throws {LaunchError} naming the command, agent class or env var refused, and the setting that would allow it
- */
+/** @throws {LaunchError} naming what is refused and the setting that would allow it */
 export function checkLaunchAllowed(local: LocalConfig | null | undefined, policy: LaunchPolicy): void {
   if (local === null || local === undefined || policy.allow_any_command) return;
   const refusal = programRefusal(local, policy);

@@ -1,7 +1,4 @@
-/**
- * @module Local agent processes: what to run for a rollout (`command` argv, a JS or Python `agent_class`), spawning it in its
- * own process group with stdout/stderr captured, and killing the whole group (grandchildren included).
- */
+/** @module Local agent processes: what to run, spawned in their own process group, killed as a whole group. */
 import { type ChildProcess, spawn } from "node:child_process";
 import { accessSync, constants, readFileSync, statSync } from "node:fs";
 import { constants as osConstants } from "node:os";
@@ -29,9 +26,8 @@ export interface Launch {
 }
 
 /**
- * Node program that runs an `agent_class` export: `new Export().run()` for a class (or any function whose prototype
- * has `run`), `Export()` for a plain function. The process exits 0 once that settles, non-zero when it throws.
- * argv: [modulePath, exportName]; the module path is resolved against the working directory.
+ * Node program running an `agent_class` export (`new Export().run()` for a class, `Export()` for a function), exiting
+ * non-zero when it throws. argv: [modulePath, exportName].
  */
 const AGENT_RUNNER_SOURCE = `
 import { resolve } from "node:path";
@@ -63,12 +59,7 @@ const PYTHON_AGENT_CLASS = /^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-
 /** Module names that are JS files, never Python packages (`agent.js:Agent` is a JS module). */
 const JS_MODULE = /\.(m|c)?(js|ts)$/;
 
-/**
- * Whether an `agent_class` names a Python class (run by the `arclight_agent` runner) rather than a JS export.
- * @param agentClass - `package.module:ClassName` (Python) or `path/to/module.js:Export` (JS)
- * @returns true for dotted identifiers on both sides of a colon whose module part does not end in `.js`/`.mjs`/
- *   `.cjs`/`.ts`/`.mts`/`.cts`; a JS module path has a slash or one of those endings
- */
+/** Whether `agent_class` names a Python class: dotted identifiers around the colon, no JS extension or slash. */
 export function isPythonAgentClass(agentClass: string): boolean {
   if (!PYTHON_AGENT_CLASS.test(agentClass)) return false;
   return !JS_MODULE.test(agentClass.slice(0, agentClass.indexOf(":")));
@@ -83,12 +74,8 @@ export interface Interpreters {
 }
 
 /**
- * Decides what to run for a rollout.
- * @param local - the rollout's `config.local`, else the controller's default
- * @param interpreters - the node and Python executables that run an `agent_class`
- * @returns `command` as given; for a Python `package.module:ClassName` (see {@link isPythonAgentClass}), `python -m
- *   arclight_agent run package.module:ClassName`; otherwise node running {@link AGENT_RUNNER_SOURCE} on
- *   `path/to/module.js:ExportName` (no `:ExportName` means the `default` export)
+ * What to run: `command` as given, `python -m arclight_agent run` for a Python class, else node on
+ * {@link AGENT_RUNNER_SOURCE} (no `:Export` means `default`).
  * @throws {LaunchError} when neither or both of `command` and `agent_class` are set
  */
 export function resolveLaunch(local: LocalConfig | undefined, interpreters: Interpreters = {}): Launch {
@@ -125,11 +112,7 @@ export interface ExitInfo {
   spawnError?: Error;
 }
 
-/**
- * Sends `signal` to every process of the group led by `pid`.
- * @param pid - the group leader's pid; values below 2 are refused (`kill(-1)` would signal every process we may)
- * @returns false when the group no longer exists or `pid` was refused
- */
+/** Signals the group led by `pid`; refuses pid < 2 (`kill(-1)` signals everything). False when gone or refused. */
 export function killGroup(pid: number, signal: NodeJS.Signals): boolean {
   if (!Number.isInteger(pid) || pid < 2) return false;
   try {
@@ -141,11 +124,7 @@ export function killGroup(pid: number, signal: NodeJS.Signals): boolean {
   }
 }
 
-/**
- * Kills a process group the way every agent is killed: SIGTERM now, SIGKILL after `graceMs` for whatever is left.
- * @param pid - the group leader's pid (see {@link killGroup})
- * @param graceMs - time between the two signals
- */
+/** SIGTERM the group now, SIGKILL after `graceMs` for whatever is left. */
 export function killGroupWithGrace(pid: number, graceMs: number): void {
   killGroup(pid, "SIGTERM");
   setTimeout(() => killGroup(pid, "SIGKILL"), graceMs).unref();
@@ -167,18 +146,13 @@ export interface SpawnOptions {
   cwd?: string;
   /** Bytes of combined stdout/stderr kept (see {@link LogTail}). */
   logTailBytes: number;
-  /**
-   * Where the agent's exit status is written when it exits (see {@link readExitFile}), by a small `sh` wrapper that
-   * leads the process group, so the status survives a controller that died meanwhile. Absent: no wrapper.
-   */
+  /** Where a small `sh` wrapper leading the group writes the exit status, so it survives a dead controller. */
   exitFile?: string;
 }
 
 /**
- * `sh -c` program run as `sh -c WRAPPER arclight-agent EXIT_FILE FILE ARGS...`: writes its pid to EXIT_FILE.pid (the
- * start marker, {@link readStartMarker}), runs the agent, writes its exit status
- * to EXIT_FILE (temp file + rename, so a reader never sees half of it), and exits with the same status. A signal that
- * ends the agent shows as 128 + n, which {@link watchExit} turns back into the signal.
+ * `sh -c WRAPPER arclight-agent EXIT_FILE FILE ARGS...`: writes its pid to EXIT_FILE.pid, runs the agent, writes the
+ * status to EXIT_FILE atomically and exits with it (a signal n shows as 128 + n).
  */
 const EXIT_WRAPPER =
   'f=$1; shift; printf "%s\n" "$$" > "$f.pid"; "$@"; code=$?; printf "%s\n" "$code" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$code"';
@@ -210,10 +184,8 @@ function signalOfStatus(code: number): NodeJS.Signals | null {
 export type StartMarker = { state: "absent" } | { state: "spawning" } | { state: "started"; pid: number; atMs: number };
 
 /**
- * Reads the start marker of an agent: the file `EXIT_FILE.pid`, created empty by the controller just before it spawns
- * the agent and filled with the process group's pid by the exit wrapper as its first step. A controller killed between
- * marking a rollout running and saving its state file leaves the marker to tell "never spawned" from "spawned".
- * @param exitFile - the agent's exit file (the marker is beside it)
+ * The start marker `EXIT_FILE.pid`: created empty before the spawn, filled with the pid by the wrapper. It tells
+ * "never spawned" from "spawned" after a controller killed before saving its state file.
  */
 export function readStartMarker(exitFile: string): StartMarker {
   let text: string;
@@ -228,11 +200,7 @@ export function readStartMarker(exitFile: string): StartMarker {
   return Number.isInteger(pid) && pid > 1 ? { state: "started", pid, atMs } : { state: "spawning" };
 }
 
-/**
- * Reads the exit status the wrapper wrote for an agent.
- * @param path - the agent's exit file
- * @returns its exit, or undefined when the file does not exist (the agent still runs, or died with its wrapper)
- */
+/** The status the wrapper wrote, or undefined when absent (still running, or died with its wrapper). */
 export function readExitFile(path: string): ExitInfo | undefined {
   let text: string;
   try {
@@ -285,20 +253,14 @@ export class AgentProcess {
     return this.child.pid;
   }
 
-  /**
-   * Kills the whole process group: SIGTERM now, SIGKILL after `graceMs` (and at the leader's exit) for whatever is
-   * left, grandchildren included.
-   */
+  /** SIGTERM the whole group now, SIGKILL after `graceMs` (and at the leader's exit). */
   kill(graceMs: number): void {
     const pid = this.child.pid;
     if (pid !== undefined) killGroupWithGrace(pid, graceMs);
   }
 }
 
-/**
- * Waits for exit, kills what is left of the group, then waits (at most 1 s) for stdout/stderr to close. Under the
- * exit wrapper, a status of 128 + n is the agent's signal n.
- */
+/** Waits for exit, kills the rest of the group, then waits ≤ 1 s for output to close; 128 + n is signal n. */
 function watchExit(child: ChildProcess, wrapped: boolean): Promise<ExitInfo> {
   let closed = false;
   let onClose: () => void = () => {};

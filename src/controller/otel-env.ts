@@ -1,7 +1,6 @@
 /**
- * @module The OpenTelemetry variables of an agent process: a stock OTel SDK (Node, Python, …) configured only by
- * the environment exports its spans to the gateway's `/v1/traces`, tagged with the rollout and attempt.
- * @see OpenTelemetry SDK environment variables, "OTLP Exporter" and "General SDK configuration"
+ * @module OTel variables so a stock SDK configured by environment exports the agent's spans to the gateway.
+ * @see OpenTelemetry SDK environment variables, "OTLP Exporter"
  */
 import { ATTEMPT_ID_ATTRIBUTE, ROLLOUT_ID_ATTRIBUTE } from "../protocol/index.js";
 
@@ -14,17 +13,8 @@ function listValue(value: string): string {
 }
 
 /**
- * The OTel variables for one attempt.
- * @param gatewayUrl - gateway base URL as agents reach it
- * @param key - the gateway key; empty sends no `Authorization` header
- * @param rolloutId - the rollout being run
- * @param attemptId - its current attempt
- * @param baseEnv - the inherited environment: its `OTEL_RESOURCE_ATTRIBUTES` are kept (ours appended, so they win),
- *   and its `OTEL_SERVICE_NAME`, `OTEL_METRICS_EXPORTER`, `OTEL_LOGS_EXPORTER` are left as they are
- * @returns `OTEL_EXPORTER_OTLP_ENDPOINT` (the SDKs append `/v1/traces`), `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`,
- *   `OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`, `OTEL_EXPORTER_OTLP_HEADERS` (`Authorization=Bearer …`),
- *   `OTEL_RESOURCE_ATTRIBUTES` (`arclight.rollout_id=…,arclight.attempt_id=…`), `OTEL_SERVICE_NAME`, and
- *   `OTEL_METRICS_EXPORTER`/`OTEL_LOGS_EXPORTER=none` unless set (the gateway receives traces only)
+ * The OTLP exporter variables for one attempt (http/protobuf, bearer header, rollout and attempt resource attributes
+ * appended so they win); metrics and logs exporters `none` unless set, since the gateway takes traces only.
  */
 export function otelEnv(
   gatewayUrl: string,

@@ -1,7 +1,4 @@
-/**
- * @module How an attempt ended, and reporting it to the gateway: a `log` event with the output tail on failure, then
- * the status patch (`succeeded`, or `failed` with a reason). Both writes are safe to repeat.
- */
+/** @module How an attempt ended, reported as a `log` event on failure then a status patch; both safe to repeat. */
 import type { GatewayClient } from "../gateway/client.js";
 import { Conflict, InvalidTransition, RolloutFinished, RolloutNotFound, StaleAttempt } from "../protocol/index.js";
 import type { ExitInfo } from "./local.js";
@@ -20,14 +17,7 @@ export interface AttemptOutcome {
 /** Why the controller itself ended a process, when it did. */
 export type KillCause = "timeout" | "shutdown" | "lost" | null;
 
-/**
- * Names the outcome of an exited process.
- * @param info - exit code / signal / spawn error
- * @param cause - why the controller killed it, if it did (wins over the exit status)
- * @param timeoutSeconds - the rollout's timeout, for "timed out after N s"
- * @returns `succeeded` with no reason, or `failed` with "timed out after N s", "controller shutdown",
- *   "failed to start: …", "exited with code N" or "killed by SIGNAL"
- */
+/** The outcome of an exited process; the controller's own kill `cause` wins over the exit status. */
 export function describeExit(
   info: ExitInfo,
   cause: KillCause,
@@ -42,11 +32,7 @@ export function describeExit(
   return { state: "failed", reason: `killed by ${info.signal ?? "unknown signal"}` };
 }
 
-/**
- * True for the gateway answers that mean "this attempt's write no longer applies": the rollout was deleted, finished
- * (`RolloutFinished`, e.g. a repeated report whose first patch landed), moved to another attempt (`StaleAttempt`,
- * `Conflict`), or forbids the move (`InvalidTransition`). Such an outcome is dropped, never retried.
- */
+/** Answers meaning this attempt's write no longer applies (deleted, finished, moved on): dropped, never retried. */
 export function isSuperseded(err: unknown): err is Error {
   return (
     err instanceof InvalidTransition ||
@@ -61,12 +47,10 @@ export function isSuperseded(err: unknown): err is Error {
 export type ReportResult = "reported" | "superseded";
 
 /**
- * Writes an outcome to the gateway: the `log` event first (while the attempt is current and the rollout not yet
- * terminal: a terminal rollout takes no new events), then the patch. The log event's `event_id` is fixed per attempt,
- * so a repeated report stores it once (the gateway answers a replayed `event_id` even after the rollout finished).
- * @returns `superseded` when the gateway no longer lets this attempt end (the rollout was deleted, finished or moved
- *   to another attempt elsewhere): the outcome is dropped, nothing else to do
- * @throws whatever else the client throws (e.g. `GatewayUnreachable`): report again later
+ * Writes the `log` event (while the rollout still takes events), then the patch; the event id is fixed per attempt,
+ * so a repeated report stores it once.
+ * @returns `superseded` when the gateway no longer lets this attempt end
+ * @throws whatever else the client throws: report again later
  */
 export async function reportOutcome(client: GatewayClient, outcome: AttemptOutcome): Promise<ReportResult> {
   const { rolloutId, attemptId } = outcome;

@@ -1,7 +1,4 @@
-/**
- * @module The local rollout controller: a reconcile loop with the gateway as the source of truth. Each pass reports
- * finished attempts, fails running rollouts whose process is gone, and spawns queuing rollouts up to the pool size.
- */
+/** @module The local rollout controller: a reconcile loop with the gateway as the source of truth. */
 
 import { rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -37,11 +34,7 @@ export interface LocalControllerOptions {
   logger: Logger;
   /** Variables every agent inherits (the CLI passes the controller's environment); default none. */
   baseEnv?: Readonly<Record<string, string | undefined>>;
-  /**
-   * Where a killed controller leaves the most behind, for tests that kill it there: called with the rollout id right
-   * after the rollout was marked running (and leased), and right after its agent was spawned, before the state file
-   * records it. A throw ends the pass at that point, as a kill would.
-   */
+  /** Test hooks where a kill leaves the most behind; a throw ends the pass there, as a kill would. */
   killPoints?: { afterMarkedRunning?(rolloutId: string): void; afterSpawn?(rolloutId: string): void };
 }
 
@@ -60,8 +53,8 @@ interface Owned {
 }
 
 /**
- * Runs queued rollouts as local processes. Crash-safe: owned pids are persisted in `config.state_file`, and every
- * decision is re-derived from the gateway on each pass, so running a pass twice, or after a restart, is harmless.
+ * Runs queued rollouts as local processes. Crash-safe: owned pids persist in the state file and every decision is
+ * re-derived from the gateway each pass, so a repeated pass or a restart is harmless.
  */
 export class LocalController {
   private readonly client: GatewayClient;
@@ -91,11 +84,7 @@ export class LocalController {
   private leasesRenewedAtMs = 0;
   private wakeNow: () => void = () => {};
 
-  /**
-   * Reads the state file (nothing is spawned until {@link LocalController.start}).
-   * @param options - gateway client, resolved config, logger and the environment agents inherit
-   * @throws {StateFileInvalid} when `config.state_file` exists but is unusable
-   */
+  /** Reads the state file; nothing spawns before {@link LocalController.start}. @throws {StateFileInvalid} */
   constructor(options: LocalControllerOptions) {
     this.client = options.client;
     this.config = options.config;
@@ -121,10 +110,9 @@ export class LocalController {
   }
 
   /**
-   * One reconcile pass. Idempotent: it reads everything it decides on from the gateway.
-   * 1. report outcomes of exited processes; 2. fail running rollouts whose process is gone (adopt live ones after a
-   * restart), kill processes of rollouts finished elsewhere; 3. spawn queuing rollouts up to the pool size.
-   * @throws whatever the gateway client throws (the loop logs it and tries again next pass)
+   * One idempotent pass: 1. report exited processes; 2. fail running rollouts whose process is gone (adopting live
+   * ones), kill those finished elsewhere; 3. spawn queuing rollouts up to the pool size.
+   * @throws whatever the gateway client throws (the loop logs it and retries next pass)
    */
   reconcileOnce(): Promise<void> {
     // Passes never overlap: a second call waits for the one in flight.
@@ -145,10 +133,7 @@ export class LocalController {
     await this.flushFinished();
   }
 
-  /**
-   * Stops the loop, kills every live process group and fails its rollout with "controller shutdown".
-   * @param waitMs - longest wait (ms) for killed processes to exit before reporting; default grace + 5 s
-   */
+  /** Stops the loop, kills every process group and fails its rollout with "controller shutdown". */
   async shutdown(waitMs = this.config.kill_grace_seconds * 1000 + 5000): Promise<void> {
     await this.stopLoop();
     if (this.abandoned) return;
@@ -165,10 +150,7 @@ export class LocalController {
     this.log.info({ unreported: this.finished.size }, "controller stopped");
   }
 
-  /**
-   * Stops the loop and forgets every process without killing it or reporting anything, as if this controller had
-   * crashed; the state file keeps them for the next controller.
-   */
+  /** Stops as if crashed: nothing killed or reported; the state file keeps the processes for the next controller. */
   async abandon(): Promise<void> {
     await this.stopLoop();
     this.abandoned = true;
@@ -183,10 +165,7 @@ export class LocalController {
     await this.loop;
   }
 
-  /**
-   * Logs a failed pass. An unreachable gateway is one warning line (no stack) when it goes away and one info line when
-   * it is back; the passes failing in between are logged at debug level only.
-   */
+  /** An unreachable gateway logs one warning when it goes and one info when back; passes in between at debug. */
   private notePassFailed(err: unknown): void {
     if (!(err instanceof GatewayUnreachable)) {
       this.log.error({ err }, "reconcile pass failed");
@@ -271,11 +250,9 @@ export class LocalController {
   }
 
   /**
-   * Decides on a running rollout this controller holds no live process for, from what a previous controller left:
-   * 1. its state record names a live pid → adopt it; 2. the agent's exit file exists → report that exit (with or
-   * without a record: a controller killed before saving the record must not fail finished work); 3. no record and no
-   * start marker → the attempt was marked running but never spawned → start it again; 4. no record, a marker with a
-   * live pid → adopt it; 5. otherwise the process is gone with no status → "controller lost the process".
+   * A running rollout with no live process here: 1. a state record with a live pid → adopt; 2. an exit file →
+   * report it; 3. no record, no start marker → never spawned, start again; 4. no record, marker with a live pid →
+   * adopt; 5. else → "controller lost the process".
    */
   private reconcileUnowned(rollout: Rollout): void {
     const rolloutId = rollout.rollout_id;
@@ -320,10 +297,7 @@ export class LocalController {
     this.finished.set(rolloutId, { rolloutId, attemptId, state: "failed", reason: "controller lost the process" });
   }
 
-  /**
-   * Renews the gateway lease of every attempt this controller runs, at most every third of `lease_seconds`. A failed
-   * renewal is logged and tried again next pass (the lease outlives two missed renewals).
-   */
+  /** Renews leases at most every third of `lease_seconds`, so one missed renewal never lets a lease run out. */
   private async renewLeases(): Promise<void> {
     const leaseSeconds = this.config.lease_seconds;
     if (leaseSeconds === 0 || this.owned.size === 0) return;
@@ -348,10 +322,7 @@ export class LocalController {
     this.log.info({ rolloutId, attemptId: record.attempt_id, pid: record.pid }, "adopted live rollout process");
   }
 
-  /**
-   * Adopted processes that are gone: their exit status is the one their wrapper wrote, else lost with the old
-   * controller.
-   */
+  /** Gone adopted processes: their wrapper's status, else lost with the old controller. */
   private reapAdopted(): void {
     for (const owned of [...this.owned.values()]) {
       if (owned.process !== undefined || processAlive(owned.record.pid)) continue;
@@ -360,10 +331,7 @@ export class LocalController {
     }
   }
 
-  /**
-   * Where the exit wrapper of an attempt's agent writes its status: `exits/` beside the state file, so a restarted
-   * controller reads what its predecessor's agents left (the journal of exits not yet reported).
-   */
+  /** `exits/` beside the state file, so a restarted controller reads what earlier agents left. */
   private exitFileOf(rolloutId: string, attemptId: string): string {
     const name = `${encodeURIComponent(rolloutId)}.${encodeURIComponent(attemptId)}.exit`;
     return join(dirname(this.config.state_file), "exits", name);
@@ -401,11 +369,7 @@ export class LocalController {
     }
   }
 
-  /**
-   * Patches the rollout running, then spawns its process (or hands it to an idle runner).
-   * @param tokenTaken - whether a spawn token was taken for it (false: an idle runner was expected)
-   * @returns true when a process was started
-   */
+  /** Patches the rollout running, then spawns or leases its process; true when one started. */
   private async startOne(rollout: Rollout, tokenTaken: boolean): Promise<boolean> {
     const rolloutId = rollout.rollout_id;
     const attemptId = currentAttemptOf(rollout.status);
@@ -446,11 +410,7 @@ export class LocalController {
     return true;
   }
 
-  /**
-   * Takes the first lease of an attempt as soon as it is marked running, so a controller killed before its next pass
-   * still leaves a lease that runs out (a rollout never leased can never expire). A failure is logged; the next
-   * renewal takes it.
-   */
+  /** Leases at once, so a controller killed before its next pass still leaves a lease that runs out. */
   private async leaseStarted(rolloutId: string, attemptId: string): Promise<void> {
     if (this.config.lease_seconds === 0) return;
     try {

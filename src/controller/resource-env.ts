@@ -1,9 +1,6 @@
 /**
- * @module Resources delivered to agents with no code change: for each `resources_env` entry the controller reads the
- * named resource from the gateway (the version the rollout pins in `metadata.resources`, else the latest) and sets
- * the env var to its value; for each `resources_file_env` entry it writes the value to a file and sets the env var to
- * the file's absolute path (agents may run in another working directory). The versions used are recorded on the
- * attempt as a `resources` event.
+ * @module Resources handed to agents with no code change: `resources_env` sets a variable to the value,
+ * `resources_file_env` to an absolute file path holding it; the versions used are recorded as a `resources` event.
  */
 import { renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -43,14 +40,7 @@ function text(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
-/**
- * Reads the resources a rollout's agent gets and builds its env vars.
- * @param client - gateway client
- * @param rollout - the rollout to start (its `metadata.resources` may pin versions: `{prompt: 3}`)
- * @param config - `resources_env`, `resources_file_env`, `resources_dir`
- * @returns the env vars and the versions used
- * @throws {ResourceNotFound} when a named resource (or a pinned version) does not exist
- */
+/** The env vars and versions for a rollout (pinned in `metadata.resources`, else latest). @throws {ResourceNotFound} */
 export async function resolveResourceEnv(
   client: GatewayClient,
   rollout: Rollout,

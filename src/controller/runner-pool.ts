@@ -1,10 +1,7 @@
 /**
- * @module Reused agent processes (`reuse_processes`): long-lived Node runners that each run `agent_class` rollouts
- * one after another, so a rollout does not pay Node's start and the agent module's load (most of a small agent's
- * CPU: docs/controller.md, Reusing agent processes). A runner is a process group leader like a one-shot agent; the
- * controller leases it for one attempt at a time over an IPC channel, and a lease looks to the reconcile loop like an
- * {@link AgentProcess}: a pid, an exit, the output tail, a kill. A runner that is killed (timeout, cancel, shutdown),
- * crashes, or calls `process.exit` is gone, and the next lease starts a new one.
+ * @module Reused agent processes (`reuse_processes`): Node runners that run `agent_class` rollouts one after another
+ * (docs/controller.md). A lease looks to the reconcile loop like an {@link AgentProcess}; a runner that is killed,
+ * crashes or calls `process.exit` is gone, and the next lease starts a new one.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { dirname } from "node:path";
@@ -13,14 +10,9 @@ import { type ExitInfo, killGroup, killGroupWithGrace } from "./local.js";
 import { LogTail } from "./log-tail.js";
 
 /**
- * Node program of a runner. argv: [modulePath]. It imports the module once, then for each IPC message
- * `{ env, exitFile, exportName }`: makes `process.env` exactly `env`, runs the export as the one-shot runner does
- * (`new Export().run()` for a class, `Export()` for a function), writes the exit status to `exitFile` (temp file +
- * rename, like the one-shot exit wrapper, so a restarted controller reads it) and answers `{ code }`:
- * `process.exitCode` when the run set one, 1 when it threw, 2 when the module has no such export, else 0. When the
- * controller's end of the channel closes it finishes the run in hand and exits with its code (13 when that run can
- * never settle: its promise pending with nothing left to wait for, as an unsettled top-level await ends a one-shot
- * runner). A module that cannot be loaded ends the runner with exit code 1 before the first answer.
+ * Node program of a runner (argv: [modulePath]). Per IPC `{ env, exitFile, exportName }` it sets `process.env` to
+ * `env`, runs the export, writes the status atomically and answers `{ code }` (1 threw, 2 no export). When the channel
+ * closes it finishes its run and exits with its code (13 when the run can never settle).
  */
 const RUNNER_SOURCE = `
 import { renameSync, writeFileSync } from "node:fs";
@@ -110,10 +102,7 @@ export interface LeaseOptions {
   logTailBytes: number;
 }
 
-/**
- * One attempt on a runner, with the members of an {@link AgentProcess} the controller uses.
- * `exited` resolves when the run answers (its code) or the runner ends (its code or signal).
- */
+/** One attempt on a runner; `exited` resolves when the run answers or the runner ends. */
 export interface RunnerLease {
   readonly pid: number | undefined;
   /** True when this lease started a new runner process; false when it took an idle one. */
@@ -202,10 +191,7 @@ function runnerKey(target: Pick<RunnerTarget, "node" | "modulePath">, cwd: strin
   return JSON.stringify([target.node, target.modulePath, cwd ?? ""]);
 }
 
-/**
- * Runners by target, at most `maxRunners` alive. A lease takes an idle runner of its target, else starts one (ending
- * an idle runner of another target when the limit is reached).
- */
+/** Runners by target, at most `maxRunners`; at the limit a lease ends an idle runner of another target. */
 export class RunnerPool {
   private readonly idle: Runner[] = [];
   private readonly busy = new Set<Runner>();
@@ -218,12 +204,7 @@ export class RunnerPool {
     return this.idle.length + this.busy.size;
   }
 
-  /**
-   * Runs one attempt on a runner of `target`.
-   * @param target - node and the agent's module and export
-   * @param options - the attempt's env, exit file, working directory and log tail size
-   * @returns the lease
-   */
+  /** Runs one attempt on a runner of `target`. */
   lease(target: RunnerTarget, options: LeaseOptions): RunnerLease {
     const key = runnerKey(target, options.cwd);
     const idle = this.takeIdle(key);
@@ -239,13 +220,7 @@ export class RunnerPool {
     return { pid: runner.pid, started: idle === undefined, exited, tail, kill: (graceMs) => runner.kill(graceMs) };
   }
 
-  /**
-   * Whether a {@link lease} of `target` in `cwd` now would take an idle runner instead of starting a process (the
-   * controller spends a spawn token only when it would not).
-   * @param target - node and the agent's module (the export does not matter: one runner serves every export)
-   * @param cwd - the lease's working directory
-   * @returns true when a live idle runner of that target exists
-   */
+  /** Whether a {@link lease} now would take an idle runner (the controller spends a spawn token only when not). */
   hasIdle(target: Pick<RunnerTarget, "node" | "modulePath">, cwd: string | undefined): boolean {
     const key = runnerKey(target, cwd);
     return this.idle.some((runner) => runner.key === key && !runner.dead);

@@ -5,11 +5,6 @@ export class SpawnLimiter {
   private tokens: number;
   private lastMs: number;
 
-  /**
-   * @param ratePerSecond - sustained spawns per second
-   * @param burst - spawns allowed back to back when the bucket is full
-   * @param now - clock in ms (injectable for tests)
-   */
   constructor(
     private readonly ratePerSecond: number,
     private readonly burst: number,
@@ -27,10 +22,7 @@ export class SpawnLimiter {
     return true;
   }
 
-  /**
-   * Counts a spawn that happened without a token (a reused runner expected idle had died, so its lease started a
-   * process): the bucket goes into debt, so later spawns wait until the rate is kept over time.
-   */
+  /** Counts a spawn made without a token (an expected idle runner had died): the bucket goes into debt. */
   charge(): void {
     this.refill();
     this.tokens -= 1;

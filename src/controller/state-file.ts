@@ -1,7 +1,4 @@
-/**
- * @module The controller's record of the processes it owns, persisted so that a restarted controller can tell a
- * live agent (adopt it) from a lost one (fail the rollout). Written atomically (temp file + rename).
- */
+/** @module The processes the controller owns, persisted atomically so a restart can adopt or fail them. */
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
@@ -26,10 +23,6 @@ const StateSchema = z.strictObject({
 
 /** A state file that exists but cannot be used: unreadable, not JSON, or not in the state file's shape. */
 export class StateFileInvalid extends Error {
-  /**
-   * @param path - the state file
-   * @param reason - what is wrong with it, e.g. `not JSON (Unexpected token b ...)`
-   */
   constructor(
     readonly path: string,
     readonly reason: string,
@@ -45,10 +38,7 @@ export class ControllerStateFile {
   /** @param path - the JSON file; its folder is created on first save */
   constructor(readonly path: string) {}
 
-  /**
-   * @returns owned processes by rollout id; empty when the file does not exist
-   * @throws {StateFileInvalid} when the path exists but is a directory, unreadable, not JSON or not a state file
-   */
+  /** Owned processes by rollout id; empty when absent. @throws {StateFileInvalid} when unusable */
   load(): Map<string, OwnedProcess> {
     let text: string;
     try {

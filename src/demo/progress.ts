@@ -1,7 +1,4 @@
-/**
- * @module Progress of one phase (the demo's teacher and SFT, sft, eval): a cli-progress bar with its time left on a
- * TTY, a plain line at each quarter elsewhere (logs stay short), then one summary line either way.
- */
+/** @module A phase's progress: a cli-progress bar on a TTY, a line per quarter elsewhere, then one summary line. */
 import { SingleBar } from "cli-progress";
 
 /** A running phase. */
@@ -12,13 +9,7 @@ export interface PhaseProgress {
   finish(summary: string): void;
 }
 
-/**
- * Starts a phase's progress bar.
- * @param label - short phase name shown before the bar
- * @param total - units of work (rollouts, steps)
- * @param stream - where to draw (default process.stdout)
- * @returns the phase's progress
- */
+/** Starts a phase's progress bar over `total` units. */
 export function startPhase(label: string, total: number, stream: NodeJS.WriteStream = process.stdout): PhaseProgress {
   const bar = stream.isTTY
     ? new SingleBar({

@@ -1,7 +1,4 @@
-/**
- * @module The demo's live reward table: one line per GRPO step (train reward, share solved, validation reward,
- * entropy, timings) under a progress bar over the run's steps.
- */
+/** @module The demo's live reward table: one line per GRPO step under a progress bar. */
 import { SingleBar } from "cli-progress";
 import type { StepReporter } from "../trainer/loop.js";
 import type { StepMetrics } from "../trainer/metrics.js";
@@ -18,11 +15,7 @@ const COLUMNS: readonly [string, string, number][] = [
   ["step s", "time/step_s", 1],
 ];
 
-/**
- * One line of the table, or its header when `metrics` is null.
- * @param metrics - a step's metrics
- * @returns the line (fixed-width columns), no newline
- */
+/** One fixed-width line of the table, or its header when `metrics` is null. */
 export function rewardTableLine(metrics: StepMetrics | null): string {
   return COLUMNS.map(([header, key, decimals]) => {
     const value = metrics?.[key];
@@ -31,11 +24,7 @@ export function rewardTableLine(metrics: StepMetrics | null): string {
   }).join("");
 }
 
-/**
- * A reporter printing the reward table, with a progress bar over the steps on a TTY.
- * @param stream - where to print (default process.stdout)
- * @returns the reporter for `runTraining`
- */
+/** A `runTraining` reporter printing the reward table, with a progress bar on a TTY. */
 export function rewardTableReporter(stream: NodeJS.WriteStream = process.stdout, now = Date.now): StepReporter {
   const bar = stream.isTTY
     ? new SingleBar({ stream, format: "  GRPO [{bar}] {value}/{total} steps | ETA {eta}" })

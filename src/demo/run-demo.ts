@@ -1,7 +1,6 @@
 /**
- * @module The calculator demo end to end, read top to bottom: start the stack; record teacher demonstrations
- * through the gateway; SFT warm start on those same traces; validate; GRPO with the trainer loop; plot. Everything
- * lands in runs/NAME/: gateway.db, metrics.jsonl, reward.svg, summary.json, warm-start/, checkpoints/.
+ * @module The calculator demo top to bottom: stack, teacher demonstrations, SFT warm start, validate, GRPO, plot;
+ * everything lands in runs/NAME/.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -50,10 +49,7 @@ export interface DemoOptions {
   budget: DemoBudget;
   /** A model preset name, or null for the demo's own shape ({@link DEMO_MODEL}). Embedded engine only. */
   preset: ModelPreset | null;
-  /**
-   * The policy's engine: embedded (absent), or torch with the Python interpreter that has arclight-torch (the tiny
-   * Qwen2 with random weights, {@link TORCH_DEMO_MODEL}).
-   */
+  /** The policy's engine: embedded (absent), or torch on {@link TORCH_DEMO_MODEL} with this Python. */
   torch?: { python: string };
   seed: number;
   /** Threads per training step of the embedded engine (`EmbeddedEngineOptions.trainThreads`); default 1. */
@@ -65,10 +61,7 @@ export interface DemoOptions {
   trackers?: TrackerSet;
   /** Where the narration goes (default process.stdout). */
   out?: NodeJS.WriteStream;
-  /**
-   * Aborting it stops the stack at once (gateway child, engine server, controller and every agent process); the
-   * run then rejects.
-   */
+  /** Aborting stops the whole stack at once; the run then rejects. */
   signal?: AbortSignal;
 }
 
@@ -99,10 +92,7 @@ interface DemoRun {
   say(line: string): void;
 }
 
-/**
- * Builds the demo's policy: its own 2-block shape with a sinusoidal position table, or a preset; with `torch`, the
- * tiny Qwen2 in a torch worker.
- */
+/** The demo's policy: its 2-block shape or a preset, or with `torch` the tiny Qwen2. */
 async function createDemoEngine(options: DemoOptions, say: (line: string) => void): Promise<Engine> {
   if (options.torch !== undefined) {
     say(`[1/6] starting gateway (SQLite in ${options.runDir}), torch engine (${TORCH_DEMO_MODEL}), controller`);
@@ -150,12 +140,7 @@ function demoStackOptions(options: DemoOptions, engine: Engine): StackOptions {
   };
 }
 
-/**
- * Runs the demo: start the stack, record demonstrations, SFT warm start, validate, GRPO, validate, plot.
- * @param options - run name and directory, budget, model preset, seed, logger
- * @returns the measured summary
- * @throws whatever a component throws (the stack is stopped first)
- */
+/** Runs the demo and returns the measured summary. @throws whatever a component throws (the stack stopped first) */
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const started = performance.now();
   const out = options.out ?? process.stdout;
@@ -241,12 +226,7 @@ function writeJsonl(path: string, items: readonly DataItem[]): void {
   writeFileSync(path, items.map((item) => `${JSON.stringify(item.input)}\n`).join(""));
 }
 
-/**
- * Where the demo saves the SFT warm-start policy (`runs/NAME/warm-start/`, an engine checkpoint), so
- * `arclight eval runs/NAME/warm-start --data runs/NAME/val.jsonl` reproduces the before-RL figure.
- * @param runDir - runs/NAME
- * @returns the checkpoint directory
- */
+/** `runs/NAME/warm-start/`, so `arclight eval` on it reproduces the before-RL figure. */
 export function warmStartCheckpointDir(runDir: string): string {
   return join(runDir, "warm-start");
 }
@@ -292,10 +272,7 @@ async function recordDemonstrations(run: DemoRun, items: readonly DataItem[]): P
   }
 }
 
-/**
- * The demo's warm start as an `arclight sft` config: the teacher's rollouts of this run with reward 1 (a correct
- * answer), the demo's aggregation, every row trained (none held out), no metrics file of its own.
- */
+/** The warm start as an `arclight sft` config: this run's teacher rollouts with reward 1, every row trained. */
 function warmStartConfig(run: DemoRun): Readonly<SftConfig> {
   const { budget, seed } = run.options;
   return parseSftConfig({
@@ -318,11 +295,7 @@ function warmStartConfig(run: DemoRun): Readonly<SftConfig> {
   });
 }
 
-/**
- * SFT on the recorded demonstrations through `arclight sft`'s code ({@link runSft}: selection from the gateway, the
- * trainer's aggregation, the steps), with a progress bar showing the loss; the warm-start policy is saved, and RL then
- * starts with a fresh optimiser.
- */
+/** SFT on the demonstrations through {@link runSft}, saving the warm-start policy; RL then starts a fresh optimiser. */
 async function runWarmStart(run: DemoRun, recorded: number, failed: number) {
   const { budget, signal, runDir } = run.options;
   run.say(`[3/6] SFT warm start: ${budget.sftSteps} steps x ${budget.sftBatchSize} rows on the recorded traces`);
@@ -350,10 +323,7 @@ async function runWarmStart(run: DemoRun, recorded: number, failed: number) {
   return { counts, sft: { steps: sft.steps, firstLoss: sft.firstLoss, lastLoss: sft.lastLoss } };
 }
 
-/**
- * The validation after the last step: read back from the loop's own validation rollouts when it validated at that
- * step ({@link validationRolloutIds}), else run it and add it to metrics.jsonl.
- */
+/** The final validation: read back from the loop's own rollouts when it validated at that step, else run. */
 async function validationAfter(run: DemoRun, items: readonly DataItem[], step: number): Promise<RewardSummary> {
   const { config, stack } = run;
   run.say(`[6/6] validation after RL: ${items.length} val problems, greedy`);

@@ -1,7 +1,4 @@
-/**
- * @module A run's reward curves from its metrics.jsonl: train reward per step and validation reward where measured,
- * written as runs/NAME/reward.svg and drawn in the terminal.
- */
+/** @module A run's reward curves from metrics.jsonl, as runs/NAME/reward.svg and a terminal chart. */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type CurvePoint, renderSvgPlot } from "./svg-plot.js";
@@ -14,10 +11,7 @@ export interface RewardCurves {
 }
 
 /**
- * Reads `reward/mean` and `val/reward_mean` per step from a metrics file (lines without a step, or whose value is
- * null or absent, add no point; a later line for the same step and curve replaces an earlier one).
- * @param metricsPath - runs/NAME/metrics.jsonl
- * @returns both curves, sorted by step
+ * `reward/mean` and `val/reward_mean` per step, sorted; a later line for a step replaces an earlier one.
  * @throws {Error} when the file cannot be read or a line is not JSON
  */
 export function readRewardCurves(metricsPath: string): RewardCurves {
@@ -35,13 +29,7 @@ export function readRewardCurves(metricsPath: string): RewardCurves {
   return { train: points(train), val: points(val) };
 }
 
-/**
- * Writes `runDir/reward.svg` and prints the same curves as a character chart.
- * @param runDir - the run directory
- * @param curves - from {@link readRewardCurves}
- * @param out - where the chart is printed
- * @returns the SVG path
- */
+/** Writes `runDir/reward.svg`, prints the character chart, and returns the SVG path. */
 export function writeRewardPlots(runDir: string, curves: RewardCurves, out: NodeJS.WritableStream): string {
   const train = { label: "train reward (mean of rollouts)", color: "#1f77b4", points: curves.train };
   const val = { label: "val reward (greedy)", color: "#d62728", points: curves.val, dots: true };

@@ -1,7 +1,4 @@
-/**
- * @module A line chart of reward curves as a standalone SVG document (written by hand: no plotting package), for
- * `runs/NAME/reward.svg`.
- */
+/** @module Reward curves as a standalone SVG line chart, written by hand (no plotting package). */
 
 /** One point of a curve: x is the training step, y the reward. */
 export interface CurvePoint {
@@ -58,10 +55,7 @@ export const LABEL_CHAR_PX = 7.2;
 const LEGEND_PAD_PX = 8;
 const SWATCH_PX = 30;
 
-/**
- * Where the legend goes: inside the plot's top right corner, as wide as its longest label needs, so no label runs
- * past the plot (a fixed 150 px box clipped "train reward (mean of rollouts)"); never left of `minX`.
- */
+/** The legend box in the plot's top right, as wide as its longest label needs; never left of `minX`. */
 function legendBox(curves: readonly Curve[], width: number, minX: number): { x: number; width: number } {
   const longest = Math.max(0, ...curves.map((c) => c.label.length));
   const boxWidth = 2 * LEGEND_PAD_PX + SWATCH_PX + longest * LABEL_CHAR_PX;
@@ -69,13 +63,7 @@ function legendBox(curves: readonly Curve[], width: number, minX: number): { x: 
   return { x, width: Math.min(boxWidth, width - MARGIN.right - 8 - x) };
 }
 
-/**
- * Renders curves as an SVG line chart: x from the smallest to the largest step of any curve, y from 0 to at least
- * 1 (rewards), gridlines at round ticks, a legend sized to its labels inside the plot's top right corner.
- * @param curves - the curves; empty ones are listed in the legend but draw nothing
- * @param options - titles and size (px)
- * @returns the SVG document text
- */
+/** An SVG line chart: y from 0 to at least 1; empty curves appear only in the legend. */
 export function renderSvgPlot(curves: readonly Curve[], options: PlotOptions): string {
   const width = options.widthPx ?? 720;
   const height = options.heightPx ?? 420;

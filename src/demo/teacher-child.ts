@@ -1,7 +1,4 @@
-/**
- * @module The demo's teacher as a server child process (`examples/calculator/teacher-server.ts` under tsx), running
- * while demonstrations are recorded.
- */
+/** @module The demo's teacher as a server child process, running while demonstrations are recorded. */
 import { startServerChild } from "../process/server-child.js";
 import { CALCULATOR_DIR } from "./settings.js";
 
@@ -13,14 +10,8 @@ export interface TeacherChild {
 }
 
 /**
- * Starts `examples/calculator/teacher-server.ts` (under tsx) on a free port, serving the model name `policy`, and
- * waits for its URL line.
- * @param mentalMathShare - share of one-operation questions the teacher answers without the tool, in [0, 1]
- *   (`--mental-math-share`, see the teacher's `TeacherOptions`)
- * @param hfTokenizer - write a Hugging Face policy's ids (its tokenizer folder and vocabulary size); default the
- *   embedded policy's bytes
- * @returns the endpoint and a stop function
- * @throws {Error} when it exits or does not report its URL within 30 s
+ * Starts the teacher on a free port as model `policy`; `hfTokenizer` makes it write a Hugging Face policy's ids.
+ * @throws {Error} when it exits or reports no URL within 30 s
  */
 export async function startTeacherChild(
   mentalMathShare = 0,

@@ -1,7 +1,4 @@
-/**
- * @module Reward curves as a small character chart for the terminal (the demo prints it at the end, next to the
- * SVG file it writes).
- */
+/** @module Reward curves as a terminal character chart. */
 import type { Curve } from "./svg-plot.js";
 
 /** Chart size in characters. */
@@ -12,13 +9,7 @@ export interface TextPlotOptions {
   height?: number;
 }
 
-/**
- * Draws curves on a character grid: each curve's points as its marker (the curve's first label letter is not used;
- * markers are given per curve), y from 0 to max(1, largest value), axis labels on the left, a legend below.
- * @param curves - curves with a one-character marker each
- * @param options - grid size (characters)
- * @returns the chart, lines joined with "\n", no trailing newline
- */
+/** Curves on a character grid, y from 0 to max(1, largest), legend below; no trailing newline. */
 export function renderTextPlot(curves: readonly (Curve & { marker: string })[], options: TextPlotOptions = {}): string {
   const width = options.width ?? 60;
   const height = options.height ?? 10;

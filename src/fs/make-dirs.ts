@@ -1,17 +1,11 @@
 /**
- * @module Making a folder and its missing parents, without Node's `mkdir({ recursive: true })`: on a file system that
- * answers ENOENT for a folder whose parent exists (`/proc`, `/proc/x`), Node 20's recursive mkdir loops for ever
- * (sync and async alike), so a bad path given by a user hung the command instead of failing.
+ * @module `mkdir -p` without Node's recursive mkdir, which loops for ever on Node 20 where the file system answers
+ * ENOENT for a folder whose parent exists (`/proc/x`).
  */
 import { mkdirSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 
-/**
- * Makes `path` and every missing parent, like `mkdir -p`; a folder that exists already is fine.
- * @param path - the folder, absolute or relative to the working directory
- * @throws {NodeJS.ErrnoException} the first mkdir the file system refuses (ENOENT, EACCES, EROFS…), or ENOTDIR
- *   when `path` or a parent is a file
- */
+/** Makes `path` and every missing parent. @throws {NodeJS.ErrnoException} the first refused mkdir, or ENOTDIR */
 export function makeDirs(path: string): void {
   const dir = resolve(path);
   try {
@@ -31,10 +25,7 @@ export function makeDirs(path: string): void {
   }
 }
 
-/**
- * @returns whether mkdir's `err` only says that `dir` is a folder already (made meanwhile by someone else, too)
- * @throws {NodeJS.ErrnoException} ENOTDIR when `dir` exists and is not a folder
- */
+/** @returns whether `err` only says `dir` is a folder already; throws ENOTDIR when it is a file */
 function existingFolder(dir: string, err: unknown): boolean {
   if ((err as NodeJS.ErrnoException).code !== "EEXIST") return false;
   if (statSync(dir, { throwIfNoEntry: false })?.isDirectory() ?? false) return true;

@@ -1,7 +1,4 @@
-/**
- * @module The API key a request presents (`Authorization: Bearer KEY` or `x-api-key: KEY`) and a constant-time
- * comparison with the expected key; shared by the gateway and the engine server.
- */
+/** @module The API key a request presents (Bearer or `x-api-key`) and a constant-time comparison. */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 
@@ -10,11 +7,7 @@ function digest(value: string): Buffer {
   return createHash("sha256").update(value, "utf8").digest();
 }
 
-/**
- * Reads the key a request presents.
- * @param headers - the request headers
- * @returns the Bearer token first, then `x-api-key`; undefined when neither is there
- */
+/** @returns the Bearer token, else `x-api-key`, else undefined */
 export function presentedKeyOf(headers: IncomingHttpHeaders): string | undefined {
   const authorization = headers.authorization;
   if (typeof authorization === "string") {
@@ -25,11 +18,7 @@ export function presentedKeyOf(headers: IncomingHttpHeaders): string | undefined
   return typeof apiKey === "string" ? apiKey : undefined;
 }
 
-/**
- * A constant-time matcher for one expected key.
- * @param expected - the key to match
- * @returns a function telling whether a presented key equals `expected`
- */
+/** A constant-time matcher for one expected key. */
 export function keyMatcher(expected: string): (given: string) => boolean {
   const want = digest(expected);
   return (given) => timingSafeEqual(digest(given), want);

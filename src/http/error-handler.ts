@@ -1,9 +1,4 @@
-/**
- * @module The single error handler of arclight's HTTP servers (gateway and engine server): every error becomes JSON `{ detail }` with the right status
- * (on the LLM proxy's routes, with OpenAI's `error` object beside it).
- * `ArclightError` → its status + `{detail, code}` and its extra `fields`; validation → 422 with FastAPI-shaped `detail` items;
- * Fastify client errors (bad JSON, body too large) → their 4xx; anything else → 500, logged with its stack.
- */
+/** @module The one error handler of the gateway and engine server: every error becomes JSON `{ detail, code }`. */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { ArclightError, quoteStart, ValidationFailed } from "../protocol/index.js";
 import { type OpenaiErrorObject, openaiErrorObject } from "../wire/error-bodies.js";
@@ -21,12 +16,7 @@ export const MAX_FRAMEWORK_DETAIL = 300;
 /** Fewest characters of a quoted input a clipped message keeps; with less room, the message is cut to its start. */
 const MIN_QUOTED_KEPT = 40;
 
-/**
- * `text`, clipped to at most {@link MAX_FRAMEWORK_DETAIL} characters. Fastify's URL errors read `'<path>' <reason>`
- * (`'/api/rollouts/yyy…yyy' is exceeding the max param length`): the quoted path is shortened to its start, followed
- * by its length, so the reason at the end survives, as in `'/api/rollouts/yyy…' (1015 characters) is exceeding the
- * max param length`. A message with no quoted part is cut to its start.
- */
+/** `text` clipped to {@link MAX_FRAMEWORK_DETAIL}: a quoted input is shortened so the reason after it survives. */
 function clipped(text: string): string {
   if (text.length <= MAX_FRAMEWORK_DETAIL) return text;
   const open = text.indexOf("'");
@@ -34,7 +24,6 @@ function clipped(text: string): string {
   if (open >= 0 && close > open) {
     const quoted = text.slice(open + 1, close);
     const note = ` (${quoted.length} characters)`;
-    // "…'" and the note replace the quoted part's tail; everything outside the quotes stays.
     const room = MAX_FRAMEWORK_DETAIL - (text.length - quoted.length) - note.length - 1;
     if (room >= MIN_QUOTED_KEPT)
       return `${text.slice(0, open + 1)}${quoted.slice(0, room)}…'${note}${text.slice(close + 1)}`;
@@ -45,22 +34,13 @@ function clipped(text: string): string {
 /** Longest request path quoted in a `detail` as it is (`Route GET <path> not found`). */
 export const MAX_PATH_IN_DETAIL = 200;
 
-/**
- * The path of a request URL, for quoting in an error's `detail`: without its query, and cut to its first
- * {@link MAX_PATH_IN_DETAIL} characters, followed by its length, when longer (`/no/such/yyy… (15009 characters)`).
- * @param url - the request URL as received (`request.url`), query included
- * @returns at most {@link MAX_PATH_IN_DETAIL} characters plus the note
- */
+/** A request URL's path without its query, cut to {@link MAX_PATH_IN_DETAIL} characters for a `detail`. */
 export function pathForDetail(url: string): string {
   const path = url.split("?", 1)[0] ?? "";
   return quoteStart(path, MAX_PATH_IN_DETAIL);
 }
 
-/**
- * Turns any thrown value into the status and body a server answers with. A Fastify 4xx message longer than
- * {@link MAX_FRAMEWORK_DETAIL} characters (it quotes the input: a 1,000-character URL segment) keeps its reason and
- * the start of the quoted input.
- */
+/** Turns any thrown value into the status and body a server answers with (STYLE.md §5). */
 export function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
   if (err instanceof ValidationFailed) return { status: 422, body: { detail: err.issues, code: err.code } };
   if (err instanceof ArclightError) {
@@ -81,10 +61,7 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
 /** Body types a route may read, in the order a 415 names them. */
 const READ_TYPES = ["application/json", "application/x-protobuf"];
 
-/**
- * A 415's `detail`: the type sent (quoted by its start when long) and the types this route reads, e.g.
- * `Unsupported Media Type: content-type "text/csv"; send application/json`.
- */
+/** A 415's `detail`: the type sent and the types this route reads. */
 function unsupportedMediaType(request: FastifyRequest): string {
   const sent = request.headers["content-type"];
   const what = sent === undefined ? "no content-type" : `content-type "${quoteStart(sent, 100)}"`;
@@ -93,12 +70,8 @@ function unsupportedMediaType(request: FastifyRequest): string {
 }
 
 /**
- * `body` with OpenAI's error object added beside `detail` and `code`. OpenAI's SDKs read only `error.message` from an
- * error answer: without it the `openai` client reports `502 status code (no body)` and the detail is lost.
- * @param status - the answer's HTTP status
- * @param body - the gateway's error body; a non-string `detail` (422 items) becomes the message as JSON
- * @returns a new body: `body`'s fields plus `error`
- * @see https://platform.openai.com/docs/guides/error-codes (the error object's fields)
+ * `body` plus OpenAI's `error` object: OpenAI's SDKs read only `error.message`, so without it the detail is lost.
+ * @see https://platform.openai.com/docs/guides/error-codes
  */
 export function withOpenaiError<B extends ErrorBody>(status: number, body: B): B & { error: OpenaiErrorObject } {
   const message = typeof body.detail === "string" ? body.detail : clipped(JSON.stringify(body.detail));
@@ -110,10 +83,7 @@ export function errorHandler(err: unknown, request: FastifyRequest, reply: Fasti
   answerError(err, request, reply, false);
 }
 
-/**
- * {@link errorHandler} for routes that OpenAI clients call (the gateway's LLM proxy): the body also carries OpenAI's
- * error object ({@link withOpenaiError}), so those clients show the detail.
- */
+/** {@link errorHandler} for routes OpenAI clients call: the body also carries {@link withOpenaiError}'s object. */
 export function openaiClientErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
   answerError(err, request, reply, true);
 }
@@ -126,7 +96,6 @@ function answerError(err: unknown, request: FastifyRequest, reply: FastifyReply,
     body.detail = `Request body is too large: the limit is ${request.routeOptions.bodyLimit} bytes`;
   }
   const { status } = answer;
-  // A retryable error (503 store busy, 429) tells the client when to come back, as a header and in the body.
   const retryAfter = (body as { retry_after_seconds?: unknown }).retry_after_seconds;
   if (typeof retryAfter === "number") reply.header("retry-after", String(Math.ceil(retryAfter)));
   if (status >= 500) request.log.error({ err }, "request failed");

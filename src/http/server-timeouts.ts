@@ -1,9 +1,6 @@
 /**
- * @module Timeouts of arclight's HTTP servers (gateway, engine server) as Fastify options, so a client that opens
- * sockets and never finishes its headers or body cannot hold them: Node answers 408 and closes the socket once the
- * headers (`headersTimeout`) or the whole request (`requestTimeout`) took too long. Fastify's own default disables
- * the request timeout; Node checks the deadlines every `connectionsCheckingInterval`.
- * @see Node.js `http.createServer` options `headersTimeout`, `requestTimeout`, `connectionsCheckingInterval`
+ * @module HTTP server timeouts as Fastify options, so a client that never finishes a request cannot hold a socket
+ * (Fastify's default disables the request timeout). @see Node.js `http.createServer` `headersTimeout`, `requestTimeout`
  */
 
 /** Seconds a client has to send a request's headers, by default. */
@@ -17,14 +14,7 @@ export interface ServerTimeoutOptions {
   http: { headersTimeout: number; connectionsCheckingInterval: number };
 }
 
-/**
- * Fastify options for the given timeouts.
- * @param headersTimeoutSeconds - seconds to receive the headers
- * @param requestTimeoutSeconds - seconds to receive the whole request; raised to the headers timeout if lower (Node
- *   requires headers ≤ request)
- * @returns `{ requestTimeout, http: { headersTimeout, connectionsCheckingInterval } }`, in ms; deadlines are checked
- *   every second, or twice per headers timeout when that is shorter
- */
+/** Fastify options in ms; the request timeout is raised to the headers timeout if lower (Node requires it). */
 export function serverTimeoutOptions(
   headersTimeoutSeconds: number,
   requestTimeoutSeconds: number,
@@ -35,15 +25,7 @@ export function serverTimeoutOptions(
   return { requestTimeout, http: { headersTimeout, connectionsCheckingInterval } };
 }
 
-/**
- * Closes a server gracefully, then forcibly after a grace period: `close()` stops accepting, closes idle keep-alive
- * sockets and waits for in-flight requests; after `graceMs` every socket still open (a half-sent body, a stalled
- * client, a long stream) is destroyed so shutdown cannot hang.
- * @param close - the graceful close (e.g. `app.close()`)
- * @param server - the node server whose sockets are destroyed after the grace
- * @param graceMs - how long in-flight requests get, ms
- * @returns once `close` resolved
- */
+/** Closes gracefully, destroying every socket still open after `graceMs` so shutdown cannot hang. */
 export async function closeWithGrace(
   close: () => Promise<unknown>,
   server: { closeAllConnections(): void },

@@ -1,9 +1,6 @@
 /**
- * @module A server started as a child process that prints its URL once listening (the gateway, the demo's teacher):
- * spawn it in its own process group, wait for the URL line, stop it with SIGTERM (then SIGKILL after a grace
- * period). Its own process group keeps a terminal Ctrl-C away from it, so the parent decides the order of stopping.
- * It still ends with the parent: SIGTERM when the parent exits without stopping it, and `ARCLIGHT_PARENT_PID` for a
- * child that watches for a parent killed outright (`parent-watch.ts`).
+ * @module A server child that prints its URL once listening. Its own process group keeps a terminal Ctrl-C away, so
+ * the parent decides the order of stopping.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { PARENT_PID_ENV } from "./parent-watch.js";
@@ -33,13 +30,7 @@ export interface ServerChildOptions {
   stopGraceMs?: number;
 }
 
-/**
- * Spawns the child (stdout piped, stderr inherited, own process group) and waits for its URL line.
- * @param options - argv, env, URL pattern, name, timeouts
- * @returns the child, its URL and its stop function
- * @throws {Error} naming `what` when the child exits before printing the URL, or prints none within the timeout
- *   (the child is then killed)
- */
+/** Spawns the child and waits for its URL line. @throws {Error} naming `what` when it exits or times out first */
 export async function startServerChild(options: ServerChildOptions): Promise<ServerChild> {
   const [exe, ...args] = options.argv;
   if (exe === undefined) throw new RangeError("argv is empty");
@@ -48,7 +39,7 @@ export async function startServerChild(options: ServerChildOptions): Promise<Ser
     stdio: ["ignore", "pipe", "inherit"],
     detached: true,
   });
-  // This process exiting without stopping the child (a second Ctrl-C exits at once): SIGTERM its group on the way out.
+  // A second Ctrl-C exits at once without stopping the child: SIGTERM its group on the way out.
   const onParentExit = () => {
     if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
       try {
@@ -95,7 +86,6 @@ export async function startServerChild(options: ServerChildOptions): Promise<Ser
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill("SIGTERM");
-      // A server still holding a keep-alive connection may take a while to close; do not wait for it forever.
       const force = setTimeout(() => child.kill("SIGKILL"), graceMs);
       await exited;
       clearTimeout(force);

@@ -1,7 +1,4 @@
-/**
- * @module Which agents a setting applies to (`trainer.agents.train` / `frozen`, gateway `agent_routes`, `arclight inspect --agent`):
- * entries are exact agent names or `/regex/` patterns, as Agent Lightning's `agent_match` is a regex.
- */
+/** @module Which agents a setting applies to: exact names or `/regex/` patterns (AGL's `agent_match` is a regex). */
 
 /** True when a call of the named agent (undefined: the call names none) passes. */
 export type AgentFilter = (agentName: string | undefined) => boolean;
@@ -10,12 +7,8 @@ export type AgentFilter = (agentName: string | undefined) => boolean;
 const REGEX_ENTRY = /^\/(.+)\/$/;
 
 /**
- * Builds a filter from entries: a name `writer` matches that agent exactly; `/^rewrite/` matches every agent name the
- * regex finds a match in (JavaScript `RegExp.test`). A call naming no agent never matches.
- * @param entries - names and `/regex/` patterns; an empty list matches nothing
- * @returns the filter
- * @throws {SyntaxError} when a `/regex/` entry is not a valid regular expression
- * @see Agent Lightning `agent_match` (a regex on the agent name)
+ * A filter matching names exactly and `/regex/` entries by `RegExp.test`; a call naming no agent never matches.
+ * @throws {SyntaxError} when a `/regex/` entry does not compile
  */
 export function agentFilter(entries: readonly string[]): AgentFilter {
   const names = new Set<string>();
@@ -29,11 +22,7 @@ export function agentFilter(entries: readonly string[]): AgentFilter {
     agentName !== undefined && (names.has(agentName) || patterns.some((pattern) => pattern.test(agentName)));
 }
 
-/**
- * Checks that every `/regex/` entry compiles (for a config refinement).
- * @param entries - names and `/regex/` patterns
- * @returns the first entry that does not compile, or null
- */
+/** @returns the first `/regex/` entry that does not compile, or null */
 export function invalidAgentEntry(entries: readonly string[]): string | null {
   for (const entry of entries) {
     const regex = REGEX_ENTRY.exec(entry);

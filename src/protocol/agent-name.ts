@@ -1,8 +1,6 @@
 /**
- * @module The agent of each model call: the `agent_name` the proxy recorded (path segment, header or model map), else
- * the GenAI `gen_ai.agent.name` attribute of the nearest span enclosing the call, found by walking up from the span
- * named by the call's `trace_context` through the attempt's stored `span` events.
- * @see OpenTelemetry GenAI semantic conventions, `gen_ai.agent.name`
+ * @module The agent of each model call: the `agent_name` the proxy recorded, else the `gen_ai.agent.name` of the
+ * nearest enclosing span. @see OpenTelemetry GenAI semantic conventions
  */
 import type { Event } from "./event.js";
 import { AGENT_NAME_ATTRIBUTE, SPAN_EVENT_TYPE, type SpanData } from "./span.js";
@@ -10,11 +8,7 @@ import { AGENT_NAME_ATTRIBUTE, SPAN_EVENT_TYPE, type SpanData } from "./span.js"
 /** Spans of one attempt by `span_id`. */
 export type SpanIndex = ReadonlyMap<string, SpanData>;
 
-/**
- * Indexes the `span` events among `events`.
- * @param events - events of one attempt, any order
- * @returns span data by span id (a repeated id keeps the last)
- */
+/** Span data of one attempt's `span` events by span id (a repeated id keeps the last). */
 export function indexSpans(events: readonly Pick<Event, "event_type" | "data">[]): SpanIndex {
   const spans = new Map<string, SpanData>();
   for (const event of events) {
@@ -25,12 +19,7 @@ export function indexSpans(events: readonly Pick<Event, "event_type" | "data">[]
   return spans;
 }
 
-/**
- * The nearest `gen_ai.agent.name` at or above a span.
- * @param spans - the attempt's spans
- * @param spanId - where to start
- * @returns the name, or undefined when no span on the way up carries one (or the chain leaves the stored spans)
- */
+/** The nearest `gen_ai.agent.name` at or above a span, or undefined. */
 export function enclosingAgentName(spans: SpanIndex, spanId: string): string | undefined {
   let id: string | null | undefined = spanId;
   // At most one step per stored span: a malformed parent cycle cannot loop forever.
@@ -44,12 +33,7 @@ export function enclosingAgentName(spans: SpanIndex, spanId: string): string | u
   return undefined;
 }
 
-/**
- * The agent of one `model_request` event.
- * @param data - the event's data (raw; `agent_name` and `trace_context.span_id` are read)
- * @param spans - the attempt's spans, for calls that carry no name themselves
- * @returns the agent name, or undefined when nothing names one
- */
+/** The agent of one `model_request` event's data, or undefined when nothing names one. */
 export function modelCallAgentName(data: Readonly<Record<string, unknown>>, spans: SpanIndex): string | undefined {
   if (typeof data.agent_name === "string" && data.agent_name !== "") return data.agent_name;
   const context = data.trace_context as { span_id?: unknown } | undefined;

@@ -1,11 +1,6 @@
 /**
- * @module Agent tokens: the scoped credential a controller gives each agent process as `AGL_KEY` instead of the admin
- * key. A token names one rollout, one attempt and one proxy mode, carries an expiry, and is signed with HMAC-SHA256
- * under a key derived from the admin key, so the gateway checks it without any stored state and a controller that
- * holds the admin key mints it without a round trip.
- *
- * Wire form: `aglt1.<base64url(JSON claims)>.<base64url(HMAC-SHA256(signing key, "aglt1.<claims part>"))>`; the
- * signing key is `HMAC-SHA256(admin key, "arclight agent token v1")`. Every character is URL- and header-safe.
+ * @module Agent tokens: an attempt-scoped credential given to agents as `AGL_KEY`, checked without stored state.
+ * Form: `aglt1.<b64url(claims)>.<b64url(HMAC-SHA256(HMAC-SHA256(admin key, "arclight agent token v1"), signed part))>`.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
@@ -39,13 +34,7 @@ function signature(adminKey: string, signedPart: string): Buffer {
   return createHmac("sha256", signingKey(adminKey)).update(signedPart).digest();
 }
 
-/**
- * Mints a token for one attempt.
- * @param adminKey - the gateway's admin key (non-empty)
- * @param claims - rollout id, attempt id, mode, expiry (epoch seconds)
- * @returns the token, to be given to the agent as `AGL_KEY`
- * @throws {RangeError} when `adminKey` is empty (an open gateway has no tokens: give agents no key)
- */
+/** Mints a token for one attempt. @throws {RangeError} when `adminKey` is empty (an open gateway has no tokens) */
 export function mintAgentToken(adminKey: string, claims: AgentTokenClaims): string {
   if (adminKey === "") throw new RangeError("cannot mint an agent token without an admin key");
   const payload = Buffer.from(JSON.stringify(AgentTokenClaimsSchema.parse(claims)), "utf8").toString("base64url");
@@ -61,13 +50,7 @@ export function isAgentToken(presented: string): boolean {
 /** Why {@link verifyAgentToken} refused a token. */
 export type AgentTokenRefusal = "malformed" | "bad_signature" | "expired";
 
-/**
- * Checks a token's signature and expiry (constant-time signature compare).
- * @param adminKey - the gateway's admin key
- * @param token - the presented token
- * @param nowSeconds - the current time, epoch seconds
- * @returns the claims, or the reason the token is refused
- */
+/** Checks a token's signature (constant-time) and expiry; returns the claims or why it is refused. */
 export function verifyAgentToken(
   adminKey: string,
   token: string,
@@ -106,31 +89,20 @@ function verifyWith(
 const MAX_REMEMBERED_TOKENS = 10_000;
 
 /**
- * Verifies agent tokens under one admin key, remembering the ones it found good: an agent presents the same token
- * on every call, and a remembered token costs one map lookup and the expiry check instead of two HMACs, base64 and
- * JSON decoding and the claims schema (bench/auth.ts prints both). Only a token whose signature checked out is
- * remembered, under its whole text (signature included), so a forged or altered token is never a hit; refusals are
- * not remembered. Expiry is checked on every call, hit or not.
+ * Verifies tokens under one admin key, remembering good ones by their whole text (signature included, so a forged
+ * token is never a hit) to skip the HMACs on an agent's repeated calls. Expiry is checked on every call.
  */
 export class AgentTokenVerifier {
   private readonly key: Buffer;
   private readonly good = new Map<string, AgentTokenClaims>();
 
-  /**
-   * @param adminKey - the gateway's admin key
-   * @throws {RangeError} when `adminKey` is empty (an open gateway has no tokens)
-   */
+  /** @throws {RangeError} when `adminKey` is empty */
   constructor(adminKey: string) {
     if (adminKey === "") throw new RangeError("cannot verify agent tokens without an admin key");
     this.key = signingKey(adminKey);
   }
 
-  /**
-   * Checks a token's signature (constant-time compare, first time only) and expiry (every time).
-   * @param token - the presented token
-   * @param nowSeconds - the current time, epoch seconds
-   * @returns the claims (frozen), or the reason the token is refused
-   */
+  /** The claims (frozen), or the reason the token is refused. */
   verify(token: string, nowSeconds: number): { claims: AgentTokenClaims } | { refused: AgentTokenRefusal } {
     const known = this.good.get(token);
     if (known !== undefined) return known.exp > nowSeconds ? { claims: known } : { refused: "expired" };
@@ -143,12 +115,7 @@ export class AgentTokenVerifier {
   }
 }
 
-/**
- * The expiry of a token for an attempt that a controller kills after `timeoutSeconds`.
- * @param timeoutSeconds - the rollout's `config.timeout_seconds`
- * @param nowSeconds - the current time, epoch seconds
- * @returns epoch seconds: now + timeout + {@link AGENT_TOKEN_SLACK_SECONDS}
- */
+/** Expiry, epoch seconds, of a token for an attempt killed after `timeoutSeconds`. */
 export function agentTokenExpiry(timeoutSeconds: number, nowSeconds: number): number {
   return Math.ceil(nowSeconds + timeoutSeconds + AGENT_TOKEN_SLACK_SECONDS);
 }

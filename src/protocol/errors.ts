@@ -3,10 +3,7 @@
 import { MAX_MODEL_NAME_CHARS } from "./model.js";
 import { quoteStart } from "./text.js";
 
-/**
- * Base class of every error arclight lets cross a component boundary. The gateway's single error handler turns one
- * into `status` + `{ detail: message, code }`; `gateway/client.ts` turns such a body back into the same class.
- */
+/** Base class of every error crossing a component boundary; the gateway answers `status` + `{ detail, code }`. */
 export class ArclightError extends Error {
   /** Stable machine-readable name, e.g. `rollout_not_found`. */
   readonly code: string;
@@ -29,10 +26,7 @@ export class ArclightError extends Error {
   }
 }
 
-/**
- * Longest rollout id a message quotes whole: the protocol's limit (`rollout.ts`); a longer one, which no rollout can
- * have, is quoted by its start and length so an over-long id in a URL does not come back whole in the answer and log.
- */
+/** Longest rollout id quoted whole (the protocol's limit); longer ones are quoted by their start and length. */
 const MAX_QUOTED_ID = 200;
 
 /** A rollout id that the store does not hold (HTTP 404). */
@@ -63,11 +57,7 @@ export class InvalidTransition extends ArclightError {
   }
 }
 
-/**
- * A write (event, status patch or proxied model call) aimed at a superseded attempt: one that was the rollout's
- * current attempt and has been replaced by a retry or a patch (HTTP 409). The body names the current attempt in
- * `current_attempt_id`.
- */
+/** A write aimed at a superseded attempt (HTTP 409); the body names `current_attempt_id`. */
 export class StaleAttempt extends ArclightError {
   /** The attempt that is current now: a controller that missed a retry can recover by running it. */
   readonly currentAttemptId: string | null;
@@ -82,10 +72,7 @@ export class StaleAttempt extends ArclightError {
   }
 }
 
-/**
- * A write (event, status patch or proxied model call) aimed at a rollout that is already `succeeded` or `failed`
- * (HTTP 409): terminal rollouts are final, so what the trainer read from them stays what they hold.
- */
+/** A write aimed at a `succeeded` or `failed` rollout (HTTP 409): terminal rollouts are final. */
 export class RolloutFinished extends ArclightError {
   constructor(rolloutId: string, state: string) {
     super("rollout_finished", 409, `Rollout ${rolloutId} is ${state}: no more writes`);
@@ -119,10 +106,7 @@ export class ValidationFailed extends ArclightError {
   }
 }
 
-/**
- * No model endpoint is registered to serve a proxied call (HTTP 503). OpenAI clients retry a 503 many times, so the
- * message says how to fix it, for whoever reads the agent's log.
- */
+/** No endpoint serves a proxied call (HTTP 503); the message says how to fix it, since OpenAI clients retry 503s. */
 export class NoEndpoint extends ArclightError {
   /** @param model - the model name looked up (the agent's, or the gateway's `model_name`); quoted by its start when long */
   constructor(model: string) {
@@ -154,30 +138,16 @@ export class UpstreamTimeout extends ArclightError {
   }
 }
 
-/**
- * A proxied call the gateway cut short because the proxy paused for a weight update and the call ran past the drain
- * deadline (HTTP 503 with `Retry-After`): retry it once the gateway resumes.
- */
+/** A proxied call cut short by a pause's drain deadline (HTTP 503 with `Retry-After`). */
 export class CallAborted extends ArclightError {
-  /**
-   * @param message - why the call was aborted
-   * @param retryAfterSeconds - when to retry (the pause's `Retry-After`)
-   */
   constructor(message: string, retryAfterSeconds: number, options?: { cause?: unknown }) {
     super("call_aborted", 503, message, { cause: options?.cause, fields: { retry_after_seconds: retryAfterSeconds } });
   }
 }
 
-/**
- * The store's database could not be reached, or the connection broke before a write was confirmed (HTTP 503). The
- * write may or may not have committed: retry it (an event with an `event_id` is then stored once).
- */
+/** The database is unreachable or broke before confirming a write (HTTP 503): it may have committed, so retry. */
 export class StoreUnavailable extends ArclightError {
-  /**
-   * @param message - what failed and why
-   * @param options - `cause`; `retryAfterSeconds` (default 1) is sent as the `Retry-After` header and the body's
-   *   `retry_after_seconds`
-   */
+  /** `retryAfterSeconds` (default 1) goes out as `Retry-After` and `retry_after_seconds`. */
   constructor(message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
     const retryAfterSeconds = options?.retryAfterSeconds ?? 1;
     super("store_unavailable", 503, message, {

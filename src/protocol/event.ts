@@ -1,7 +1,4 @@
-/**
- * @module Event wire types: append-only records per rollout attempt (`model_request`, `reward`, `log`, custom).
- * Field names follow Agent Lightning v1.0.
- */
+/** @module Event wire types: append-only records per attempt, field names as Agent Lightning v1.0. */
 import { z } from "zod";
 import { wellFormedString } from "./text.js";
 
@@ -34,11 +31,7 @@ export const EventSchema = z.strictObject({
 /** A stored event. */
 export type Event = z.infer<typeof EventSchema>;
 
-/**
- * `data` of a `reward` event. `value` is a finite number, or null / absent: Agent Lightning v1.0 accepts a reward
- * without a value (its triplet view shows `value: null`; arclight's trainer counts it as malformed and fills the
- * rollout's reward when nothing else sets it). A value of another type is refused.
- */
+/** `data` of a `reward` event: `value` finite, null or absent (AGL v1.0 accepts a reward without a value). */
 export const RewardDataSchema = z.looseObject({
   value: z.number().refine(Number.isFinite, "reward value must be a finite number").nullable().optional(),
   message: z.string().optional(),
@@ -56,11 +49,8 @@ export const ServerInfoSchema = z.looseObject({
 });
 
 /**
- * `data` of a `model_request` event, written by the gateway proxy for every model call. `request` is the body sent
- * upstream; `response` the full upstream JSON (for a stream, the assembled equivalent). Token ids live inside
- * `response` in vLLM's shape (`prompt_token_ids`, `choices[i].token_ids`). `agent_name` names the agent that made the
- * call (path segment, `x-arclight-agent` header or model map); `trace_context` is the caller's W3C `traceparent`.
- * @see vLLM OpenAI-compatible server, `return_token_ids` (vLLM PR #22587)
+ * `data` of a `model_request` event: the body sent upstream and the full upstream JSON, token ids in vLLM's shape.
+ * @see vLLM OpenAI-compatible server, `return_token_ids`
  */
 export const ModelRequestDataSchema = z.looseObject({
   model: z.string(),

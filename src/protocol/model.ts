@@ -2,19 +2,12 @@
 import { z } from "zod";
 import { wellFormedString } from "./text.js";
 
-/**
- * How the proxy serves a model's chat calls. `passthrough`: the agent's body goes to the upstream's chat endpoint.
- * `tito` (token in, token out): the gateway builds the prompt ids itself from the rollout's recorded ids plus the
- * model's own chat template, and calls the upstream's `/completions` with them (docs/tito.md).
- */
+/** How the proxy serves chat calls: `passthrough` forwards the body; `tito` builds prompt ids itself (docs/tito.md). */
 export const ProxyModeSchema = z.enum(["passthrough", "tito"]);
 /** A model's proxy mode. */
 export type ProxyModelMode = z.infer<typeof ProxyModeSchema>;
 
-/**
- * How `tito` reads tool calls in generated text: a vLLM `--tool-call-parser` name (`hermes`: Qwen/Hermes
- * `<tool_call>` JSON blocks; `llama3_json`, `qwen3_coder`, `mistral`, `deepseek_v3`, `pythonic`), or `none`.
- */
+/** How `tito` reads tool calls in generated text: a vLLM `--tool-call-parser` name, or `none`. */
 export const ToolParserSchema = z.enum([
   "hermes",
   "llama3_json",
@@ -40,10 +33,7 @@ export const MAX_MODEL_NAME_CHARS = 1000;
 /** Longest endpoint URL, characters. */
 export const MAX_ENDPOINT_CHARS = 2048;
 
-/**
- * A registered model endpoint, keyed by (model, endpoint). `version` is the policy version its weights carry. `mode`,
- * `tokenizer`, `tool_parser` and `reasoning_parser` are arclight's (absent on a `passthrough` endpoint, so AGL's shape is unchanged).
- */
+/** A registered endpoint, keyed by (model, endpoint); arclight's fields are absent on `passthrough` (AGL's shape). */
 export const ModelSchema = z.strictObject({
   model: wellFormedString(1, MAX_MODEL_NAME_CHARS),
   endpoint: z
@@ -76,11 +66,7 @@ export interface ModelRow {
   reasoning_parser: string | null;
 }
 
-/**
- * The {@link Model} of a stored row: `mode`, `tokenizer` and the parsers left out when they hold their defaults.
- * @param row - a row of the SQLite or PostgreSQL `models` table
- * @returns the endpoint as the API answers it
- */
+/** The {@link Model} of a stored row, fields at their defaults left out. */
 export function modelFromRow(row: ModelRow): Model {
   const model: Model = { model: row.model, endpoint: row.endpoint, version: Number(row.version) };
   if (row.mode === "tito") model.mode = "tito";
@@ -92,21 +78,13 @@ export function modelFromRow(row: ModelRow): Model {
   return model;
 }
 
-/**
- * The endpoint to store and answer: as given, with an explicit `passthrough` left out (its default).
- * @param model - a parsed endpoint
- */
+/** The endpoint as given, an explicit `passthrough` left out. */
 export function normalModel(model: Model): Model {
   const { mode, ...rest } = model;
   return mode === "tito" ? { ...rest, mode } : rest;
 }
 
-/**
- * Why a model endpoint URL is refused, if it is: an endpoint must be `http(s)://host[:port]/path`, with no query, no
- * fragment and no credentials, so a registration cannot smuggle parameters or secrets into every proxied call.
- * @param endpoint - the URL as registered
- * @returns the problem, or undefined for an acceptable URL
- */
+/** Why an endpoint URL is refused (a query, fragment or credentials would ride on every proxied call), or undefined. */
 export function endpointUrlProblem(endpoint: string): string | undefined {
   let url: URL;
   try {
@@ -124,13 +102,7 @@ export function endpointUrlProblem(endpoint: string): string | undefined {
   return undefined;
 }
 
-/**
- * The endpoint an upsert stores: the update's fields, with `mode`, `tokenizer` and the parsers kept from the stored
- * endpoint where the update leaves them out (a trainer re-registering its endpoints at each new policy version must
- * not turn a `tito` model back into `passthrough`).
- * @param stored - the endpoint as stored, or undefined for a new one
- * @param update - the endpoint as registered now
- */
+/** The update, keeping stored `mode`, `tokenizer` and parsers it omits (a re-registration must not drop `tito`). */
 export function mergeModel(stored: Model | undefined, update: Model): Model {
   const merged: Model = { model: update.model, endpoint: update.endpoint, version: update.version };
   const mode = update.mode ?? stored?.mode;

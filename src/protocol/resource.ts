@@ -1,9 +1,6 @@
 /**
- * @module Named, versioned resources (e.g. a system prompt): every `POST /api/resources/{name}` stores a new version
- * (1, 2, …), the latest is read by default and any version stays readable. `GET /api/resources/latest` answers in
- * Agent Lightning v1.0's `ResourcesUpdate` shape (`resources_id`, `version`, `resources`).
- * @see Agent Lightning v1.0 `agentlightning/types/resources.py` (`ResourcesUpdate`), store `add_resources` /
- *   `get_latest_resources`
+ * @module Named, versioned resources (e.g. a system prompt); `latest` answers in AGL v1.0's `ResourcesUpdate` shape.
+ * @see Agent Lightning v1.0 `agentlightning/types/resources.py`
  */
 import { z } from "zod";
 
@@ -36,10 +33,7 @@ export type ResourceVersion = z.infer<typeof ResourceVersionSchema>;
 /** Versions of resources an attempt ran with: name → version (the `resources` event's `data.versions`). */
 export type ResourceVersions = Record<string, number>;
 
-/**
- * The latest version of every resource in AGL v1.0's `ResourcesUpdate` shape: `resources_id` names the snapshot
- * (`name@version` pairs, so it changes whenever any resource does), `version` is the sum of the versions.
- */
+/** AGL's `ResourcesUpdate`: `resources_id` names the `name@version` snapshot, `version` sums the versions. */
 export interface ResourcesUpdate {
   resources_id: string;
   create_time: number;
@@ -48,11 +42,7 @@ export interface ResourcesUpdate {
   resources: Record<string, unknown>;
 }
 
-/**
- * Builds the `ResourcesUpdate` snapshot of the latest versions.
- * @param latest - the latest version of each resource
- * @returns the snapshot; `resources_id` is `"empty"` when there is no resource
- */
+/** The snapshot of the latest versions; `resources_id` is `"empty"` when there is none. */
 export function resourcesUpdateOf(latest: readonly ResourceVersion[]): ResourcesUpdate {
   const sorted = [...latest].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const times = sorted.map((r) => r.created_at);

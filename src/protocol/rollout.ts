@@ -1,7 +1,4 @@
-/**
- * @module Rollout wire types (zod schemas + inferred types), field names exactly as Agent Lightning v1.0's HTTP API.
- * A rollout is one run of an agent on one input; each execution of it is an attempt ("0", "1", …).
- */
+/** @module Rollout wire types, field names exactly as Agent Lightning v1.0's HTTP API. */
 import { z } from "zod";
 import { wellFormedString } from "./text.js";
 
@@ -22,11 +19,7 @@ export const EnvMapSchema = z.record(z.string(), z.string()).superRefine((envMap
   }
 });
 
-/**
- * How a local controller runs the agent: an argv array (any language), a JS `module.js:Export` or a Python
- * `package.module:ClassName` (AGL `agent_class`),
- * never both (the controller could not tell which to run). Neither is allowed: the controller's own `local` applies.
- */
+/** How a local controller runs the agent: an argv, or a JS/Python entry point (AGL `agent_class`), never both. */
 export const LocalConfigSchema = z
   .strictObject({
     command: z.array(z.string()).min(1).optional().describe("argv of the agent process, e.g. ['python3', 'agent.py']"),
@@ -64,10 +57,7 @@ export const RolloutConfigSchema = z.strictObject({
 /** Execution settings of a rollout, defaults applied. */
 export type RolloutConfig = z.infer<typeof RolloutConfigSchema>;
 
-/**
- * Free-form metadata; `batch_idx` and `sample_idx_in_batch` are well known and `null` when unset (as Agent Lightning
- * v1.0 answers them), every extra key is kept.
- */
+/** Free-form metadata; `batch_idx` and `sample_idx_in_batch` are null when unset, as AGL v1.0 answers. */
 export const RolloutMetadataSchema = z.looseObject({
   batch_idx: z.number().int().nullable().default(null),
   sample_idx_in_batch: z.number().int().nullable().default(null),
@@ -154,10 +144,7 @@ export interface TerminalPage {
   total_terminal: number;
 }
 
-/**
- * The grouping key of a rollout's input: `input.data_id`, else `input.instance_id`, else "" (AGL v1.0 rule).
- * @param input - the rollout input, any JSON value
- */
+/** The grouping key of an input: `data_id`, else `instance_id`, else "" (AGL v1.0 rule). */
 export function dataIdOf(input: unknown): string {
   if (input !== null && typeof input === "object" && !Array.isArray(input)) {
     const record = input as Record<string, unknown>;
@@ -170,22 +157,12 @@ export function dataIdOf(input: unknown): string {
   return "";
 }
 
-/**
- * A stored rollout config with AGL's wire defaults filled in: rows written before `local` / `k8s` were always
- * present read them as null.
- * @param config - the config as stored (not modified)
- * @returns a fresh config whose `local` and `k8s` are never undefined
- */
+/** A stored config with `local` and `k8s` filled as null where older rows lack them. */
 export function withConfigDefaults(config: Rollout["config"]): Rollout["config"] {
   return { ...config, local: config.local ?? null, k8s: config.k8s ?? null };
 }
 
-/**
- * Metadata as the wire answers it: `batch_idx` and `sample_idx_in_batch` null when unset, also for rollouts stored
- * before they were always written.
- * @param metadata - stored metadata
- * @returns a new object with both keys present
- */
+/** Metadata with `batch_idx` and `sample_idx_in_batch` present (null when unset). */
 export function withMetadataDefaults(metadata: Partial<Rollout["metadata"]>): Rollout["metadata"] {
   return {
     ...metadata,

@@ -1,7 +1,4 @@
-/**
- * @module Training-run wire types for the dashboard (`/api/runs`): a run's config, posted once, and its step metrics,
- * posted as each step ends. Metric keys are the trainer's slash-namespaced names (`reward/mean`, `time/step_s`).
- */
+/** @module Training-run wire types for the dashboard: a run's config and its slash-namespaced step metrics. */
 import { z } from "zod";
 
 /** Run names: the trainer's `name` (1–200 letters, digits, `.`, `_`, `-`; they appear in URL paths). */

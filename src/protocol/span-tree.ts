@@ -1,10 +1,6 @@
 /**
- * @module One attempt's events as a tree: `span` events nested by `parent_span_id`, each `model_request` placed under
- * the span its `trace_context` names, each reward under the span it was posted from. What names no stored span sits
- * at the top level. Siblings are ordered by start time.
- *
- * Example: spans run(a) > tool(b), llm(c), and a call whose traceparent names c, become
- * `run [tool, llm [model_request]]`; a call without a traceparent becomes a second root.
+ * @module One attempt's events as a tree: spans nested by parent, each model call and reward under the span it
+ * names; what names no stored span is a root. Siblings are ordered by start time.
  */
 import { indexSpans, modelCallAgentName } from "./agent-name.js";
 import type { Event } from "./event.js";
@@ -34,11 +30,7 @@ function sortTree(nodes: SpanTreeNode[]): SpanTreeNode[] {
   return nodes;
 }
 
-/**
- * Builds the tree of one attempt.
- * @param events - the attempt's events (any order); types other than span, model_request and reward are left out
- * @returns the root nodes, each subtree ordered by start time
- */
+/** The roots of one attempt's tree; events other than span, model_request and reward are left out. */
 export function buildSpanTree(events: readonly Event[]): SpanTreeNode[] {
   const spans = indexSpans(events);
   const nodes = new Map<string, SpanTreeNode & { kind: "span" }>();

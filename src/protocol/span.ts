@@ -1,8 +1,6 @@
 /**
- * @module The `span` event: one OpenTelemetry span of an agent (a tool call, a sub-agent, a retrieval, any custom
- * step), as the gateway stores it after `POST /v1/traces`, plus the attribute names that tie spans and model calls to
- * a rollout and an agent.
- * @see OTLP trace data model, opentelemetry-proto `opentelemetry/proto/trace/v1/trace.proto`
+ * @module The `span` event (one OpenTelemetry span of an agent) and the attributes tying spans to rollouts.
+ * @see opentelemetry-proto `opentelemetry/proto/trace/v1/trace.proto`
  */
 import { z } from "zod";
 
@@ -42,10 +40,7 @@ export const SpanLinkSchema = z.strictObject({
   attributes: Attributes,
 });
 
-/**
- * `data` of a `span` event. Ids are lowercase hex (the OTLP/JSON form); `parent_span_id` is null for a root span;
- * `resource` holds the resource attributes (`service.name`, `arclight.*`), `scope` the instrumentation scope.
- */
+/** `data` of a `span` event; ids are lowercase hex (OTLP/JSON), `parent_span_id` null for a root. */
 export const SpanDataSchema = z.strictObject({
   name: z.string(),
   trace_id: hexId(32),
@@ -64,11 +59,7 @@ export const SpanDataSchema = z.strictObject({
 /** `data` of a `span` event. */
 export type SpanData = z.infer<typeof SpanDataSchema>;
 
-/**
- * The W3C trace context of a model call, parsed from its `traceparent` header: the enclosing span of the agent's
- * HTTP client (or of its own code when the client is not instrumented).
- * @see W3C Trace Context, https://www.w3.org/TR/trace-context/#traceparent-header
- */
+/** The W3C trace context of a model call. @see https://www.w3.org/TR/trace-context/#traceparent-header */
 export interface TraceParent {
   trace_id: string;
   /** The span that made the call (the parent of the gateway's side). */
@@ -77,12 +68,7 @@ export interface TraceParent {
   flags: string;
 }
 
-/**
- * Parses a `traceparent` header (version `00`; a higher version is read by its first four fields, as the
- * specification asks). All-zero trace or span ids are invalid.
- * @param header - the header value, or undefined
- * @returns the parsed context, or undefined when absent or malformed
- */
+/** Parses a `traceparent` (higher versions by their first four fields, as the spec asks); undefined if malformed. */
 export function parseTraceParent(header: string | undefined): TraceParent | undefined {
   const match = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/.exec(header?.trim() ?? "");
   if (!match || match[1] === "ff" || (match[1] === "00" && match[5] !== undefined)) return undefined;

@@ -21,19 +21,12 @@ export function canTransition(from: RolloutState, to: RolloutState): boolean {
   return TRANSITIONS[from].includes(to);
 }
 
-/**
- * Throws unless `from -> to` is allowed.
- * @throws {InvalidTransition} when the state machine forbids the move (HTTP 409)
- */
+/** @throws {InvalidTransition} unless the state machine allows `from -> to` */
 export function assertTransition(rolloutId: string, from: RolloutState, to: RolloutState): void {
   if (!canTransition(from, to)) throw new InvalidTransition(rolloutId, from, to);
 }
 
-/**
- * Attempt ids are decimal strings "0", "1", …; the first attempt of every rollout is "0".
- * @returns the id of the attempt after `attemptId`
- * @throws {RangeError} when `attemptId` is not a decimal attempt id
- */
+/** The attempt id after `attemptId` ("0", "1", …). @throws {RangeError} on a non-decimal id */
 export function nextAttemptId(attemptId: string): string {
   if (!/^\d+$/.test(attemptId)) throw new RangeError(`attempt id ${attemptId} is not a decimal attempt id`);
   return String(Number(attemptId) + 1);
@@ -42,11 +35,7 @@ export function nextAttemptId(attemptId: string): string {
 /** The attempt id every rollout starts with. */
 export const FIRST_ATTEMPT_ID = "0";
 
-/**
- * The attempt a rollout's writes go to: `status.last_attempt_id`, or "0" while it is still null (a rollout no one
- * started yet), as Agent Lightning v1.0 reads it.
- * @param status - the rollout's status (only `last_attempt_id` is read)
- */
+/** The attempt a rollout's writes go to: `last_attempt_id`, or "0" while null (AGL v1.0). */
 export function currentAttemptOf(status: { last_attempt_id: string | null }): string {
   return status.last_attempt_id ?? FIRST_ATTEMPT_ID;
 }

@@ -1,7 +1,4 @@
-/**
- * @module The trimmed "triplet" view of events (`GET /api/rollouts/{id}/events?format=triplet`, Agent Lightning v1.0):
- * a `model_request` becomes its token ids and logprobs, a `reward` its value. The trainer reads rollouts in this shape.
- */
+/** @module The "triplet" view of events (Agent Lightning v1.0): token ids, logprobs and rewards. */
 import { indexSpans, modelCallAgentName } from "./agent-name.js";
 import type { Event } from "./event.js";
 
@@ -24,10 +21,7 @@ export interface TripletModelRequest {
   error?: unknown;
   /** True when the proxy could not capture ids/logprobs consistently (e.g. a stream missing `token_ids`). */
   capture_incomplete?: boolean;
-  /**
-   * The agent that made the call (arclight's extra key; AGL clients ignore it): recorded by the proxy, else the
-   * enclosing span's `gen_ai.agent.name`. Absent when nothing names one.
-   */
+  /** The calling agent (arclight's extra key), from the proxy or the enclosing span. */
   agent_name?: string;
   /** Why (`CaptureReason` codes, e.g. `usage_mismatch`, `logprobs_nonfinite`); present with `capture_incomplete`. */
   capture_incomplete_reasons?: string[];
@@ -62,10 +56,7 @@ export interface TripletReward {
   value: number | null;
   source?: string;
   reason?: string;
-  /**
-   * The model call this reward is for (arclight's extra key): the call's event id, its response `id`, its
-   * `agent_request_id` or the id of a span it was made in. Absent for a rollout-level reward.
-   */
+  /** The model call this reward is for (arclight's extra key); absent for a rollout-level reward. */
   call_id?: string;
 }
 
@@ -86,12 +77,7 @@ function asTokenIds(value: unknown): number[] | undefined {
   return Array.isArray(value) && value.every((v) => Number.isInteger(v)) ? (value as number[]) : undefined;
 }
 
-/**
- * Per-token logprobs of a choice: `logprobs.content[].logprob` (chat) or `logprobs.token_logprobs` (completions).
- * @param choice - the first choice of a vLLM response
- * @param responseLen - number of response tokens
- * @returns logprobs (nats), [respLen]; null when missing, non-finite, or not one per response token
- */
+/** Per-token logprobs (nats) of a chat or completions choice; null unless finite and one per response token. */
 export function choiceLogprobs(choice: Record<string, unknown> | undefined, responseLen: number): number[] | null {
   const logprobs = asRecord(choice?.logprobs);
   if (!logprobs) return null;
@@ -104,14 +90,8 @@ export function choiceLogprobs(choice: Record<string, unknown> | undefined, resp
 }
 
 /**
- * Trims the `data` of a `model_request` event to token ids, logprobs and server.
- * Prompt ids come from `response.prompt_token_ids`, else the first choice's `prompt_token_ids`; response ids from the
- * first choice's `token_ids`; missing ids become `[]`. `server` falls back to `{model, version: model_version}`, and
- * to null fields when the event has neither (AGL v1.0). `error` is the upstream body's `error` object, as AGL gives it.
- * @param data - a stored `model_request` event's data
- * @returns the triplet view; `http_status`, `status`, `error`, `capture_incomplete`, `capture_incomplete_reasons` and
- *   `agent_request_id` copied when present
- * @see vLLM OpenAI-compatible server, `return_token_ids` (vLLM PR #22587)
+ * Trims a `model_request`'s data to token ids, logprobs and server, missing ids as `[]` (AGL v1.0).
+ * @see vLLM OpenAI-compatible server, `return_token_ids`
  */
 export function toTripletModelRequest(data: Record<string, unknown>): TripletModelRequest {
   const response = asRecord(data.response);
@@ -186,10 +166,7 @@ function numberOrNull(value: unknown): number | null {
   return typeof value === "number" ? value : null;
 }
 
-/**
- * The error of a failed call as AGL's triplet gives it: the `error` object of the upstream error body (vLLM and
- * OpenAI answer `{"error": {...}}`), else what the proxy recorded (`{message}` of a transport failure).
- */
+/** The upstream body's `error` object, as AGL's triplet gives it, else what the proxy recorded. */
 function upstreamError(data: Record<string, unknown>): unknown {
   const response = asRecord(data.response);
   if (response && "error" in response) return response.error;
@@ -198,11 +175,7 @@ function upstreamError(data: Record<string, unknown>): unknown {
   return data.error;
 }
 
-/**
- * Trims the `data` of a `reward` event to `{value}` plus `source` and `reason` when they are strings.
- * @param data - a stored `reward` event's data (on ingest `value` is a finite number, null or absent)
- * @returns the triplet view; `value` null when the event has none
- */
+/** Trims a `reward`'s data to `value` (null when absent), `source`, `reason` and `call_id`. */
 export function toTripletReward(data: Record<string, unknown>): TripletReward {
   const out: TripletReward = { value: typeof data.value === "number" ? data.value : null };
   if (typeof data.source === "string") out.source = data.source;
@@ -212,31 +185,19 @@ export function toTripletReward(data: Record<string, unknown>): TripletReward {
 }
 
 /**
- * Which repeated `model_request`s the triplet view leaves out.
- * - `prompt` (Agent Lightning v1.0, the wire default): of several calls with identical, non-empty prompt ids only the
- *   last is kept.
- * - `retries` (what arclight's trainer reads): only true retries are left out, that is a call that failed
- *   (`status: error`) and a later call has the same non-empty prompt ids, or a later call carries the same
- *   `agent_request_id`; the survivor counts them in `deduped_retries`. Two successful samples of one prompt are both
- *   kept (docs/training-correctness.md says why).
+ * Which repeated calls the triplet view drops: `prompt` (AGL v1.0) keeps the last of identical prompts; `retries`
+ * drops only failed calls retried with that prompt or one `agent_request_id` (docs/training-correctness.md).
  */
 export const TRIPLET_DEDUPE_RULES = ["prompt", "retries"] as const;
 /** See {@link TRIPLET_DEDUPE_RULES}. */
 export type TripletDedupe = (typeof TRIPLET_DEDUPE_RULES)[number];
 
 /**
- * The triplet view of a rollout's events (`?format=triplet`, Agent Lightning v1.0). `model_request` and `reward`
- * data are trimmed (each call keeps its `agent_name`, resolved through the attempt's spans when the proxy recorded
- * none); other events pass unchanged. Repeated calls are left out by `dedupe` ({@link TRIPLET_DEDUPE_RULES}); a
- * survivor keeps its own position, and calls that captured no prompt ids (failed ones) are never merged by prompt.
+ * The triplet view of one attempt's events; a survivor of {@link TRIPLET_DEDUPE_RULES} keeps its position.
  *
  * Example: `[mr(p=[1,2], error), reward(0.5), mr(p=[3,4], r=[20]), mr(p=[1,2], r=[30]), mr(p=[1,2], r=[40])]`
  * becomes, by `prompt`, `[reward(0.5), mr([3,4] → [20]), mr([1,2] → [40])]`, and by `retries`
  * `[reward(0.5), mr([3,4] → [20]), mr([1,2] → [30], deduped_retries 1), mr([1,2] → [40])]`.
- *
- * @param events - stored events of one attempt, in sequence order
- * @param dedupe - which repeated calls to leave out
- * @returns the trimmed events, in sequence order
  */
 export function toTripletEvents(events: readonly Event[], dedupe: TripletDedupe = "prompt"): TripletEvent[] {
   const spans = indexSpans(events);

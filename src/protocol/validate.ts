@@ -16,16 +16,8 @@ const MAX_ISSUE_CHARS = 8000;
 const MAX_MESSAGE_CHARS = 2000;
 
 /**
- * Parses `value` with `schema`.
- * @param schema - the zod schema
- * @param value - untrusted input
- * @param what - what is being parsed, for the message, e.g. "rollout create"
- * @param locPrefix - prepended to each issue's `loc`, e.g. `["body"]` for FastAPI-shaped details
- * @returns the parsed value (defaults applied)
- * @throws {ValidationFailed} listing the issues (at most 50, and past the first only while their `msg` and `loc`
- *   add up to 8,000 characters; the message, at most 2,000 characters, names the first 10 and counts the rest), e.g.
- *   `rollout create: config.timeout_seconds: Too small`; field names over 100 characters are quoted by their start
- *   and length, and at most 10 unknown fields are named
+ * Parses `value` with `schema`, `locPrefix` prepended to each issue's `loc` (FastAPI shape).
+ * @throws {ValidationFailed} with the issues, bounded by the limits above
  */
 export function parseOrThrow<S extends z.ZodType>(
   schema: S,

@@ -1,8 +1,4 @@
-/**
- * @module The engine factory seam of the stack: an `EngineSpec` names which engine to build, `createEngine` builds it.
- * Two kinds: `embedded` (a fresh model or a checkpoint) and `torch` (a Python worker, docs/torch-engine.md); another
- * engine adds its kind to the union and one case here, and every command that builds a stack can run it.
- */
+/** @module The engine factory: an `EngineSpec` names the engine (`embedded` or `torch`), `createEngine` builds it. */
 import { MODEL_PRESETS, type ModelConfig, type ModelPreset } from "../engine/embedded/config.js";
 import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import type { PositionInit } from "../engine/embedded/params.js";
@@ -48,12 +44,7 @@ export type EngineSpec = EmbeddedFreshSpec | EmbeddedCheckpointSpec | TorchSpec;
 /** Names of the embedded presets, for messages. */
 export const EMBEDDED_PRESETS = Object.keys(MODEL_PRESETS) as ModelPreset[];
 
-/**
- * One line naming the engine a spec builds, for a command's start-up output, e.g. `embedded tiny, 2 training threads`
- * or `torch new:qwen2-tiny`.
- * @param spec - kind and settings
- * @returns the description
- */
+/** One line naming the engine a spec builds, e.g. `embedded tiny, 2 training threads`. */
 export function describeEngineSpec(spec: EngineSpec): string {
   if (spec.kind === "torch") return `torch ${spec.model}`;
   const threads = spec.trainThreads ?? 1;
@@ -68,11 +59,7 @@ export function describeEngineSpec(spec: EngineSpec): string {
   return `embedded ${model}, ${threads} training thread${threads === 1 ? "" : "s"}${decoding}`;
 }
 
-/**
- * The thread settings of an embedded spec, as engine options (only those it sets).
- * @param spec - an embedded spec
- * @returns `trainThreads` and `decodeThreads` where set
- */
+/** The thread settings an embedded spec sets, as engine options. */
 export function threadOptions(spec: EmbeddedFreshSpec | EmbeddedCheckpointSpec): {
   trainThreads?: number;
   decodeThreads?: number;
@@ -84,12 +71,8 @@ export function threadOptions(spec: EmbeddedFreshSpec | EmbeddedCheckpointSpec):
 }
 
 /**
- * Builds the engine a spec names.
- * @param spec - kind and settings
- * @returns the engine (the caller disposes it)
- * @throws {RangeError} for an unknown preset name
- * @throws {CheckpointInvalid} (engine/checkpoint-error.ts) for a checkpoint directory that cannot be loaded
- * @throws {TorchPackageMissing} (engine/remote/worker-process.ts) when the torch worker's Python lacks the package
+ * Builds the engine a spec names; the caller disposes it.
+ * @throws {RangeError} for an unknown preset; `CheckpointInvalid`; `TorchPackageMissing`
  */
 export async function createEngine(spec: EngineSpec): Promise<Engine> {
   if (spec.kind === "torch") return openTorchEngine(spec.model, spec.seed, spec.torch);

@@ -1,8 +1,6 @@
 /**
- * @module Frozen agents' model (`trainer.agents.frozen`): a second engine built like the trained one (so it holds the
- * starting weights), served by its own engine server and registered with the gateway under `agents.frozen_model` at
- * version 0. The trainer never updates it; the gateway's `agent_routes` sends the frozen agents' calls there. Its
- * weights are hashed when serving starts and when it stops (`runs/NAME/frozen.json`), so a run shows they never moved.
+ * @module Frozen agents' model: a second engine with the starting weights, served and registered at version 0 and
+ * never trained; its weights are hashed at start and stop (`frozen.json`) to show they never moved.
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -28,13 +26,7 @@ export interface FrozenServing {
   startSha256: string;
 }
 
-/**
- * SHA-256 over an engine's saved weights: the `.safetensors` files of a fresh checkpoint except the optimiser state
- * (every file when there is none), in name order, each name then its bytes.
- * @param engine - any engine
- * @param scratchDir - an empty folder to save into; removed afterwards
- * @returns hex digest
- */
+/** SHA-256 over a fresh checkpoint's `.safetensors` files (optimiser state excluded), in name order. */
 export async function weightsSha256(engine: Engine, scratchDir: string): Promise<string> {
   rmSync(scratchDir, { recursive: true, force: true });
   makeDirs(scratchDir);
@@ -53,14 +45,7 @@ export async function weightsSha256(engine: Engine, scratchDir: string): Promise
   }
 }
 
-/**
- * Builds, serves and registers the frozen model.
- * @param options - its model name and engine factory
- * @param client - gateway client (registers `{model, endpoint, version: 0}`)
- * @param serve - starts an engine server for an engine under a model name (the stack's `startEngineServer`)
- * @param runDir - `runs/NAME`: `frozen.json` is written here
- * @returns the running model and a stop that hashes its weights again, records both hashes and closes it
- */
+/** Builds, serves and registers the frozen model; its stop hashes the weights again and writes `frozen.json`. */
 export async function startFrozenServing(
   options: FrozenOptions,
   client: GatewayClient,

@@ -1,7 +1,6 @@
 /**
- * @module The gateway as a child process: `arclight gateway --port 0` on a SQLite store, with a random key. It runs
- * apart because the embedded engine's train step blocks this process's event loop for seconds; in its own process
- * the gateway keeps answering agents (429 while paused) and storing events.
+ * @module The gateway as a child process on SQLite: the embedded engine's train step blocks this event loop for
+ * seconds, and agents must still be answered meanwhile.
  */
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -27,11 +26,7 @@ export interface GatewayChild {
   stop(): Promise<void>;
 }
 
-/**
- * The argv that runs the arclight CLI: `node dist/cli/main.js` when compiled, `node --import tsx src/cli/main.ts`
- * when running from source under tsx. A path, not an import: the run layer never imports the CLI.
- * @returns [executable, ...args]
- */
+/** The argv running the CLI, compiled or under tsx; a path, since the run layer never imports the CLI. */
 export function cliCommand(): string[] {
   const compiled = fileURLToPath(new URL("../cli/main.js", import.meta.url));
   if (existsSync(compiled)) return [process.execPath, compiled];
@@ -45,14 +40,8 @@ export function cliCommand(): string[] {
 }
 
 /**
- * Starts `arclight gateway --port 0` on a SQLite store and waits for its "listening on URL" line.
- * @param dbPath - SQLite file, e.g. runs/NAME/gateway.db
- * @param modelName - the proxy's model name
- * @param extraArgs - more `arclight gateway` flags, e.g. `["--val-temperature", "0"]`
- * @param key - the API key to give it (`ARCLIGHT_KEY`); default a random one
- * @param env - more environment for it, e.g. `{ ARCLIGHT_UPSTREAM_KEY }`
- * @returns the child, its URL and its API key
- * @throws {ComponentStartFailed} when the gateway exits or does not report its URL within 30 s
+ * Starts `arclight gateway --port 0` on SQLite with `key` (default random) and more `env`, and waits for its URL.
+ * @throws {ComponentStartFailed} when it exits or reports no URL within 30 s
  */
 export async function startGatewayChild(
   dbPath: string,

@@ -1,9 +1,6 @@
 /**
- * @module The one place a training stack is assembled: engine (from a factory), gateway (a child process on SQLite
- * under the run directory, or a running one), the engine server in this process (or a running one to publish weights
- * to), and a local controller; or, for a policy served elsewhere, only the gateway and controller (`startAgentStack`,
- * used by `arclight apo`). Every start registers its stop; `close` runs them newest first, once, on success,
- * error and interrupt alike; a component whose start was under way when an interrupt came is stopped as soon as it is up. `arclight train`, `arclight eval`, the demo and the trainer's test stack build theirs here.
+ * @module The one place a training stack is assembled (engine, gateway child, engine server, local controller).
+ * `close` stops them newest first, once, on success, error and interrupt alike.
  */
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
@@ -54,9 +51,8 @@ export interface StackOptions {
   /** A running engine server's `/v1` URL to publish weights to; omitted: serve the engine from this process. */
   engineUrl?: string;
   /**
-   * vLLM as the sampler: the user's servers or replicas started here (`managed-vllm.ts`); each update's adapter
-   * (runDir/adapters/vVERSION) or full weights (runDir/weights/vVERSION) is loaded into them; `sleep`: collocated,
-   * asleep around each update. Excludes `engineUrl`.
+   * vLLM as the sampler: the user's servers or replicas started here (`managed-vllm.ts`); each update's adapter or full
+   * weights are loaded into them; `sleep` when collocated. Excludes `engineUrl`.
    */
   vllm?: VllmSampler;
   /** Admin key of the `engineUrl` server (sent on `/v1/load_weights`); default none. */
@@ -81,9 +77,8 @@ export interface Stack {
 }
 
 /**
- * Stops registered as components start, run newest first exactly once. A stop added after closing began (a component
- * whose start was under way when an abort closed the stack) runs at once, after the stops already running; the next
- * `close` call waits for it too.
+ * Stops run newest first exactly once. A stop added after closing began (a start under way at abort) runs at once,
+ * and the next `close` waits for it too.
  */
 class Stops {
   private readonly stops: (() => Promise<void> | void)[] = [];
@@ -133,10 +128,7 @@ function stopsClosedOn(signal: AbortSignal | undefined): Stops {
   return stops;
 }
 
-/**
- * Serves an engine through the OpenAI-compatible engine server on 127.0.0.1, a free port.
- * @returns the server and its `/v1` base URL
- */
+/** Serves an engine through the OpenAI-compatible engine server on 127.0.0.1; returns it and its `/v1` URL. */
 export async function startEngineServer(
   engine: Engine,
   modelName: string,
@@ -168,10 +160,7 @@ function startController(
   return controller;
 }
 
-/**
- * Checks that a running gateway answers before anything is started for it (an engine can take a while to load).
- * @throws {GatewayUnreachable} after the client's retries
- */
+/** Checks a running gateway answers before an engine spends time loading. @throws {GatewayUnreachable} */
 async function probeGateway(gateway: RunningGateway): Promise<void> {
   const client = new GatewayClient({ baseUrl: gateway.url, key: gateway.key });
   try {
@@ -217,12 +206,8 @@ async function servingOf(options: StackOptions, engine: Engine, stops: Stops): P
 }
 
 /**
- * Starts the stack, in order: engine, gateway, gateway client, engine server, controller. On a failure part-way,
- * what was started is stopped before the error propagates.
- * @param options - run directory, model name, engine factory, gateway, engine server, controller, logger
- * @returns the running stack
- * @throws {ComponentStartFailed} when the gateway child does not start; {@link GatewayUnreachable} when a running
- *   gateway named in `options.gateway` does not answer; whatever the engine factory throws
+ * Starts engine, gateway, client, engine server and controller in order, stopping what started on a failure.
+ * @throws {ComponentStartFailed} | {@link GatewayUnreachable} | whatever the engine factory throws
  */
 export async function startStack(options: StackOptions): Promise<Stack> {
   const stops = stopsClosedOn(options.closeOnAbort);
@@ -261,13 +246,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   }
 }
 
-/**
- * Starts a stack, runs `body` on it, and closes it on every exit path (return, throw, interrupt).
- * @param options - as {@link startStack}
- * @param body - the work, e.g. a training run
- * @returns what `body` returns
- * @throws whatever starting the stack or `body` throws (after the stack is closed)
- */
+/** Starts a stack, runs `body` on it, and closes it on every exit path. */
 export async function withStack<T>(options: StackOptions, body: (stack: Stack) => Promise<T>): Promise<T> {
   const stack = await startStack(options);
   try {
@@ -287,13 +266,8 @@ export type AgentStackOptions = Pick<
 export type AgentStack = Omit<Stack, "engine" | "serving">;
 
 /**
- * Starts a stack without an engine, for a policy served elsewhere (vLLM, `arclight engine`, any OpenAI-compatible
- * server the caller registers as the gateway's model): the gateway (child or running) and a local controller.
- * `arclight apo` runs its agents on one.
- * @param options - run directory, model name, gateway, controller, logger, abort signal
- * @returns the running stack
- * @throws {ComponentStartFailed} when the gateway child does not start; {@link GatewayUnreachable} when a running
- *   gateway does not answer
+ * A stack without an engine, for a policy served elsewhere: gateway and local controller (`arclight apo`).
+ * @throws {ComponentStartFailed} | {@link GatewayUnreachable}
  */
 export async function startAgentStack(options: AgentStackOptions): Promise<AgentStack> {
   const stops = stopsClosedOn(options.closeOnAbort);

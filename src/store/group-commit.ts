@@ -1,7 +1,6 @@
 /**
- * @module Group commit: writes queued in the same event-loop turn run in ONE outer transaction, each in its own
- * savepoint, so one commit (one WAL append) serves many callers while a failing write fails only its own caller.
- * A batch that finds the write lock taken by another connection waits on a timer, not on the lock.
+ * @module Group commit: writes queued in one event-loop turn share ONE transaction, each in its own savepoint, so one
+ * commit serves many callers while a failing write fails only its own. A taken write lock is waited on by timer.
  */
 import { performance } from "node:perf_hooks";
 
@@ -24,15 +23,9 @@ export interface GroupCommitHooks<TInput, TResult> {
   inTransaction(): boolean;
   /** Performs one queued write inside the open transaction. */
   apply(input: TInput): TResult;
-  /**
-   * Whether a failure of `apply(input)` could leave part of its writes behind. False only for a write that checks
-   * everything before issuing a single statement: SQLite undoes a failed statement by itself, so no savepoint is needed.
-   */
+  /** False only for a write that checks everything before its single statement (SQLite undoes a failed statement). */
   needsSavepoint(input: TInput): boolean;
-  /**
-   * Whether a failed commit failed only because another connection holds the write lock (SQLITE_BUSY): the batch is
-   * then kept and tried again later, on a timer, so the event loop never waits on the lock. Absent: never.
-   */
+  /** Whether a commit failed only on another connection's write lock (SQLITE_BUSY): the batch is retried on a timer. */
   isBusy?(error: unknown): boolean;
   /** The error a write gets when it waited `waitedMs` for the lock without getting it (default: the busy error). */
   busyTimeout?(error: unknown, waitedMs: number): unknown;
@@ -50,31 +43,20 @@ export interface BusyRetry {
 /** Default {@link BusyRetry}: 10 s in all, tries 2 ms apart at first, at most 100 ms apart. */
 export const DEFAULT_BUSY_RETRY: BusyRetry = Object.freeze({ lockWaitMs: 10_000, baseDelayMs: 2, maxDelayMs: 100 });
 
-/**
- * The delay before try `retry + 1` of a write that found the lock taken: exponential, capped, with jitter so that
- * several processes waiting on one file do not retry in step.
- * @param retry - failed tries so far (0 for the first retry)
- * @param timing - base and cap
- * @returns ms to wait
- */
+/** Delay before retry `retry + 1` on a taken lock: exponential, capped, jittered so processes do not retry in step. */
 export function busyRetryDelayMs(retry: number, timing: BusyRetry): number {
   const capMs = Math.min(timing.maxDelayMs, timing.baseDelayMs * 2 ** Math.min(retry, 20));
   return capMs / 2 + (Math.random() * capMs) / 2;
 }
 
 /**
- * Queues writes and commits them together on `setImmediate`, i.e. after every I/O callback of the current event-loop
- * turn has had the chance to queue its own. Guarantees:
- * 1. a caller's promise resolves only after the transaction holding its rows has committed;
- * 2. writes apply in the order they were queued (a later write sees an earlier one's rows);
- * 3. a write that throws rolls back its own writes (its savepoint, or its one failed statement) and rejects its own
- *    promise; its neighbours still commit;
- * 4. if the commit itself fails, every write of the batch is rejected and none is stored;
- * 5. if the commit fails because the write lock is taken (`isBusy`), the batch is kept (nothing stored) and tried
- *    again after a growing delay; a write that has waited `lockWaitMs` is rejected with `busyTimeout`'s error.
- *
- * {@link flush} commits the queue at once; a store calls it before any other operation so that it sees operations in
- * the order they were called.
+ * Queues writes and commits them together on `setImmediate`. Guarantees:
+ * 1. a caller's promise resolves only after its transaction committed;
+ * 2. writes apply in queue order;
+ * 3. a throwing write rolls back only its own writes and rejects only its own promise;
+ * 4. a failed commit rejects every write of the batch, none stored;
+ * 5. a commit failing on a taken lock keeps the batch and retries with growing delays, up to `lockWaitMs`.
+ * A store calls {@link flush} before any other operation, so operations apply in call order.
  */
 export class GroupCommit<TInput, TResult> {
   private pending: Job<TInput, TResult>[] = [];
@@ -83,10 +65,6 @@ export class GroupCommit<TInput, TResult> {
   private busyTries = 0;
   private readonly flushSoon = (): void => this.flush();
 
-  /**
-   * @param hooks - the database operations
-   * @param busyRetry - how long and how often a batch that found the lock taken is tried again
-   */
   constructor(
     private readonly hooks: GroupCommitHooks<TInput, TResult>,
     private readonly busyRetry: BusyRetry = DEFAULT_BUSY_RETRY,
@@ -97,10 +75,7 @@ export class GroupCommit<TInput, TResult> {
     return this.pending.length;
   }
 
-  /**
-   * Queues one write.
-   * @returns the write's result, once committed; rejects with the write's own error or the commit's
-   */
+  /** Queues one write; resolves once committed, rejects with its own error or the commit's. */
   enqueue(input: TInput): Promise<TResult> {
     return new Promise<TResult>((resolve, reject) => {
       this.pending.push({ input, queuedAtMs: performance.now(), resolve, reject });

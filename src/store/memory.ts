@@ -26,10 +26,7 @@ interface RolloutRecord {
   eventsById: Map<string, Event>;
 }
 
-/**
- * Deep copy through JSON, so callers can never mutate stored state and stored values are exactly what the SQLite store
- * would keep (JSON text): a value JSON cannot hold (a BigInt) throws, `undefined` fields are dropped.
- */
+/** Deep copy through JSON: callers cannot mutate stored state, and values are exactly what SQLite would keep. */
 function clone<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
@@ -39,10 +36,7 @@ function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/**
- * A `Store` kept in Maps. Each method runs synchronously inside its promise, so concurrent calls never interleave
- * half-way and every write is atomic.
- */
+/** A `Store` in Maps; each method runs synchronously inside its promise, so calls never interleave half-way. */
 export class MemoryStore implements Store {
   private readonly rollouts = new Map<string, RolloutRecord>();
   /** Terminal cursor: position (1-based, never reused) → rollout id. */

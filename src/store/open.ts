@@ -1,7 +1,4 @@
-/**
- * @module The one place that picks a `Store` from a spec string: the gateway CLI's
- * `--store memory|sqlite:PATH|postgres://…`.
- */
+/** @module Picks a `Store` from a spec string (`--store memory|sqlite:PATH|postgres://…`). */
 import { StoreOpenError } from "./errors.js";
 import { MemoryStore } from "./memory.js";
 import { PostgresStore } from "./postgres.js";
@@ -12,15 +9,9 @@ import type { Store } from "./store.js";
 export const STORE_SPEC_HELP = "memory | sqlite:PATH | postgres://USER@HOST:PORT/DB";
 
 /**
- * Opens the store a spec names: `memory` (nothing survives the process), `sqlite:PATH` (a SQLite file at PATH,
- * relative to the working directory; parent folders are created) or a `postgres://` / `postgresql://` URL (a
- * PostgreSQL database several gateways may share; the schema is created or migrated on open).
- * @param spec - e.g. `memory`, `sqlite:./.arclight/gateway.db`, `postgres://arclight@db:5432/arclight`
- * @param options - SQLite only: `lockWaitMs`, how long a write keeps trying while another process holds the file's
- *   write lock before it fails with `StoreUnavailable` (default 10 000)
- * @returns an open store; the caller closes it
- * @throws {StoreOpenError} an unknown spec, an empty PATH, a file that cannot be opened as a store, or a database
- *   that cannot be reached
+ * Opens `memory`, `sqlite:PATH` (parents created) or a `postgres://` URL (schema migrated on open); the caller closes
+ * it. `lockWaitMs` (SQLite): how long a write waits on another process's lock before `StoreUnavailable`.
+ * @throws {StoreOpenError} for a bad spec or a store that cannot be opened or reached
  */
 export async function openStore(spec: string, options: { lockWaitMs?: number } = {}): Promise<Store> {
   if (spec === "memory") return new MemoryStore();

@@ -1,7 +1,6 @@
 /**
- * @module Group commit of event appends on PostgreSQL: appends called while a batch is on the wire queue up and go
- * together as ONE statement (`arclight_append_events`, one round trip, one commit), so ingest scales with batch size
- * rather than with round trips. The per-rollout checks run server-side under row locks (see `postgres-migrations.ts`).
+ * @module Group commit of event appends on PostgreSQL: appends queued while a batch is on the wire go together as ONE
+ * statement (`arclight_append_events`), checked server-side under row locks.
  */
 import type pg from "pg";
 import { type Event, RolloutNotFound, StaleAttempt } from "../protocol/index.js";
@@ -27,12 +26,9 @@ type JobResult =
   | { ok: ({ sequence: number } | PgEventRow)[]; late: boolean };
 
 /**
- * Queues appends and sends them in batches, one batch on the wire at a time. Guarantees:
- * 1. a caller's promise resolves only after the statement holding its rows has committed;
- * 2. jobs apply in the order they were queued (a later one sees an earlier one's rows);
- * 3. a job rejected by the rules (unknown rollout, superseded attempt) writes nothing and fails alone;
- * 4. if the statement fails (lost connection: `StoreUnavailable`), every job of the batch fails and none is stored,
- *    or, when the connection broke during the commit, all of them may be: retrying with `event_id`s is then safe.
+ * Sends queued appends in batches, one on the wire at a time. Jobs apply in order and resolve after commit; a job the
+ * rules reject fails alone; a failed statement fails the batch, and a connection lost during commit may have stored
+ * it (retrying with `event_id`s is safe).
  */
 export class PgAppendBatcher {
   private pending: Job[] = [];
@@ -41,10 +37,7 @@ export class PgAppendBatcher {
 
   constructor(private readonly pool: pg.Pool) {}
 
-  /**
-   * Queues one append.
-   * @throws {TypeError} at once when an event's `data` cannot be serialised (e.g. a BigInt)
-   */
+  /** Queues one append. @throws {TypeError} at once when `data` cannot be serialised */
   enqueue(rolloutId: string, attemptId: string, events: readonly EventWrite[]): Promise<Event[]> {
     const dataJson = events.map((e) => e.dataJson ?? JSON.stringify(e.data));
     return new Promise<Event[]>((resolve, reject) => {

@@ -1,7 +1,4 @@
-/**
- * @module How the PostgreSQL store tells a lost connection (retry later: 503) and a lock conflict (retry now) from
- * other database errors, and the retry loop for the latter.
- */
+/** @module Lost connections (503, retry later) and lock conflicts (retry now) told from other PostgreSQL errors. */
 import { StoreUnavailable } from "../protocol/index.js";
 
 /** SQLSTATEs and socket codes meaning the server is gone or restarting (the write's fate is unknown). */
@@ -32,10 +29,7 @@ function isConflictAbort(err: unknown): boolean {
   return code === "40P01" || code === "40001"; // deadlock_detected, serialization_failure
 }
 
-/**
- * Turns a connection failure into {@link StoreUnavailable} (503: the client retries); other errors pass unchanged.
- * @param what - the operation, for the message, e.g. "appendEvents"
- */
+/** A connection failure as {@link StoreUnavailable}; other errors unchanged. */
 export function asStoreError(err: unknown, what: string): unknown {
   if (!isConnectionError(err)) return err;
   return new StoreUnavailable(`PostgreSQL store: ${what} failed, connection lost (${(err as Error).message})`, {
@@ -46,12 +40,7 @@ export function asStoreError(err: unknown, what: string): unknown {
 /** How many times a transaction aborted by a deadlock or serialisation failure is run again. */
 const CONFLICT_RETRIES = 5;
 
-/**
- * Runs `fn` (a whole transaction), running it again when PostgreSQL aborted it to break a deadlock; a lost connection
- * becomes {@link StoreUnavailable}.
- * @param what - the operation, for error messages
- * @throws {StoreUnavailable} the connection was lost or the server is down
- */
+/** Runs a transaction, again when PostgreSQL aborted it to break a deadlock. @throws {StoreUnavailable} */
 export async function withConflictRetry<T>(what: string, fn: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {

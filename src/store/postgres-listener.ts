@@ -1,7 +1,6 @@
 /**
- * @module One dedicated PostgreSQL connection that `LISTEN`s for other gateways' writes (cache invalidation, shared
- * pause) and reconnects with capped backoff when the server restarts. While it is down, notifications may be missed,
- * so {@link PgListener.connected} is false and users must not trust caches.
+ * @module A dedicated `LISTEN` connection for other gateways' writes, reconnecting with backoff; while it is down,
+ * notifications may be missed, so {@link PgListener.connected} is false and caches must not be trusted.
  */
 import pg from "pg";
 

@@ -1,9 +1,6 @@
 /**
- * @module Versioned schema of the PostgreSQL store: an ordered list of migrations and the function that applies the
- * pending ones. The database's schema version lives in the one-row table `arclight_schema`.
- *
- * Rules (as for SQLite): never edit a released migration, only append one. The tables mirror SQLite's; JSON columns
- * are `json` (the text kept as written: `jsonb` would reject `\u0000` and re-order keys), times are epoch seconds.
+ * @module The PostgreSQL schema's migrations (version in `arclight_schema`); never edit a released one. JSON columns
+ * are `json` (`jsonb` would reject `\u0000` and re-order keys), times epoch seconds.
  */
 import type pg from "pg";
 import { StoreOpenError } from "./errors.js";
@@ -19,13 +16,9 @@ export interface PgMigration {
 }
 
 /**
- * The batched append, server-side (migration 1; replaced by {@link APPEND_FUNCTION_V3}, then {@link APPEND_FUNCTION_V4}): one call appends every job of a group commit in one statement (one round trip).
- * Input: `[{r: rollout_id, a: attempt_id, t: epoch s, e: [{type, id, data: JSON text}]}]`. Output, one item per job:
- * `{error: "not_found"}`, `{error: "stale", current}`, `{error: "finished", state}` (nothing of that job written), or
- * `{ok: [...]}` with, per event, `{sequence}` for a new one or the stored event for a replayed `event_id`.
- * Steps: 1. lock every rollout of the batch, in id order (so two replicas' batches cannot deadlock); 2. per job, check
- * the attempt, then the terminal state (a terminal rollout answers only pure replays); 3. append after MAX(sequence),
- * which cannot move while the row lock is held.
+ * The batched append (migration 1). Input `[{r, a, t, e: [{type, id, data}]}]`; per job `{error: "not_found"}`,
+ * `{error: "stale", current}`, `{error: "finished", state}` or `{ok: [...]}`. Rollouts are locked in id order (so
+ * replicas cannot deadlock), then events go after MAX(sequence), fixed while the row lock is held.
  */
 const APPEND_FUNCTION = `
 CREATE FUNCTION arclight_append_events(batch json) RETURNS json LANGUAGE plpgsql AS $fn$
@@ -83,10 +76,7 @@ BEGIN
 END
 $fn$;`;
 
-/**
- * Version 3 of {@link APPEND_FUNCTION}: the batch is `jsonb` (parsed once; `json` operators re-parse the text at
- * every `->`, which cost a whole job's text per event) and each job's fields are read once. Same input and output.
- */
+/** {@link APPEND_FUNCTION} on `jsonb`, parsed once (`json` operators re-parse at every `->`). Same input and output. */
 const APPEND_FUNCTION_V3 = `
 DROP FUNCTION arclight_append_events(json);
 CREATE FUNCTION arclight_append_events(batch jsonb) RETURNS json LANGUAGE plpgsql AS $fn$
@@ -150,12 +140,8 @@ END
 $fn$;`;
 
 /**
- * Version 4 of {@link APPEND_FUNCTION}: Agent Lightning v1.0's attempt rules. Input as {@link APPEND_FUNCTION_V3};
- * output as before, plus `late` on an `ok` result (the rollout was terminal: its new events are stored with
- * `late = true`) and `late` on replayed events; `finished` is never answered. Per job: 1. unknown rollout →
- * `not_found`; 2. an attempt other than the current one (`last_attempt_id`, "0" while null) that has been current
- * (`attempts`) → `stale` (superseded); an attempt never current is accepted; 3. a terminal rollout takes events,
- * flagged late; 4. append after MAX(sequence) under the row lock.
+ * {@link APPEND_FUNCTION_V3} with AGL v1.0's attempt rules: an attempt once current but no longer → `stale`; one never
+ * current is accepted; a terminal rollout's events are stored `late` (no more `finished`).
  */
 const APPEND_FUNCTION_V4 = `
 CREATE OR REPLACE FUNCTION arclight_append_events(batch jsonb) RETURNS json LANGUAGE plpgsql AS $fn$
@@ -366,12 +352,8 @@ export const PG_LATEST_SCHEMA_VERSION = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!
 const MIGRATION_LOCK_KEY = 0x61726331; // "arc1"
 
 /**
- * Applies every migration newer than the database's version, each in its own transaction under a transaction-level
- * advisory lock, so several gateways starting at once apply each step once.
- * @param client - a connected client (not in a transaction)
- * @param migrations - the list to apply (tests pass a prefix to build an old-version database)
- * @returns the schema version after migrating
- * @throws {StoreOpenError} when the database's version is newer than the last migration (a newer arclight wrote it)
+ * Applies pending migrations, each in a transaction under an advisory lock, so gateways starting together apply
+ * each once. @throws {StoreOpenError} when the database is newer than the last migration
  */
 export async function migratePostgres(
   client: pg.ClientBase,

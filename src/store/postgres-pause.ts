@@ -1,7 +1,6 @@
 /**
- * @module The shared proxy pause on PostgreSQL: the one-row table `proxy_pause` (its trigger notifies channel
- * `arclight_pause` with the new row) and `gateway_replicas`, where each gateway writes its in-flight count and the
- * pause epoch it has applied, once a second and at once on every change while paused.
+ * @module The shared proxy pause on PostgreSQL: `proxy_pause` (its trigger notifies `arclight_pause`) and
+ * `gateway_replicas`, where each gateway reports in-flight calls and its applied epoch.
  */
 import type pg from "pg";
 import { asStoreError } from "./postgres-connection.js";

@@ -1,8 +1,4 @@
-/**
- * @module Row shapes of the PostgreSQL store and their mapping to wire objects. node-postgres parses `json` columns
- * and returns `boolean` and `double precision` as JS values; JSON goes in as text (`$n::json`), since the driver
- * would turn a JS array into a PostgreSQL array.
- */
+/** @module PostgreSQL rows and their wire objects; JSON goes in as text (`$n::json`), else arrays become PG arrays. */
 import {
   dataIdOf,
   type Event,

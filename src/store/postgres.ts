@@ -1,14 +1,7 @@
 /**
- * @module PostgreSQL `Store` on node-postgres: several gateways (replicas) share one database. Each write is one
- * READ COMMITTED transaction that first locks the rollout's row (`SELECT … FOR UPDATE`), so the attempt and state
- * checks and the write see the latest committed row and no replica can interleave; event appends are group-committed
- * (see `postgres-append.ts`). Other replicas' rollout and model writes reach {@link PostgresStore.revision} through
- * `LISTEN/NOTIFY` (see `postgres-listener.ts`).
- *
- * Why row locks, not SERIALIZABLE: every check reads one rollout, so a lock on that row makes the check-then-write
- * atomic without aborts; serialisable transactions would abort and retry under exactly the load that matters (many
- * agents appending to their own rollouts while the controller patches them), and `MAX(sequence) + 1` would conflict on
- * every concurrent append to one rollout.
+ * @module PostgreSQL `Store` shared by several gateways. Each write is a READ COMMITTED transaction that first locks
+ * the rollout's row (`FOR UPDATE`): every check reads one rollout, so the lock makes check-then-write atomic without
+ * the aborts SERIALIZABLE would cause under concurrent appends. Other replicas' writes arrive via `LISTEN/NOTIFY`.
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
@@ -91,11 +84,7 @@ export class PostgresStore implements Store {
     this.appends = new PgAppendBatcher(pool);
   }
 
-  /**
-   * Connects to `url`, applies pending migrations and starts listening for other replicas' writes.
-   * @param url - a `postgres://user[:password]@host[:port]/database` URL (libpq parameters in the query are kept)
-   * @throws {StoreOpenError} the server cannot be reached, the login fails, or the schema is newer than this build's
-   */
+  /** Connects, migrates and starts listening. @throws {StoreOpenError} unreachable, login failed, or schema too new */
   static async open(givenUrl: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     // Each store needs its own application_name (it tells its own notifications from other replicas'), and
     // node-postgres lets one in the URL win over the option: drop it from the URL.
@@ -146,11 +135,7 @@ export class PostgresStore implements Store {
     this.pause?.reload().catch(() => undefined); // fails only if the server dropped again; the next connect retries
   }
 
-  /**
-   * This gateway's handle on the proxy pause shared by every gateway on the database (made once; closed with the
-   * store). Its current record is loaded before it is returned.
-   * @throws {StoreUnavailable} the database cannot be reached
-   */
+  /** This gateway's handle on the pause shared by every gateway on the database, loaded. @throws {StoreUnavailable} */
   async sharedPause(): Promise<PgSharedPause> {
     this.assertOpen();
     if (!this.pause) this.pause = new PgSharedPause(this.pool, this.applicationName);
@@ -407,11 +392,7 @@ export class PostgresStore implements Store {
     return row!.n;
   }
 
-  /**
-   * Changes around every write of this store and on every other writer's notification. While the `LISTEN` connection
-   * is down (the server restarting), notifications may be lost, so it changes on every call: nothing is cached.
-   * Another replica's write reaches this value one notification later (about a millisecond on a LAN).
-   */
+  /** Changes on every write here and every notification; while `LISTEN` is down, on every call (nothing cached). */
   revision(): number {
     if (!this.listener.connected) this.revisionCount++;
     return this.revisionCount;

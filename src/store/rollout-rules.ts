@@ -1,7 +1,4 @@
-/**
- * @module Pure rules every store applies the same way: building a new rollout, applying a status patch (transition
- * check, attempt moves and retries, version bump) and checking which attempt an event write may target.
- */
+/** @module Pure rules every store applies: building a rollout, applying a status patch, checking event writes. */
 import { randomUUID } from "node:crypto";
 import {
   assertTransition,
@@ -33,11 +30,7 @@ export function newRolloutId(): string {
   return `ro-${randomUUID()}`;
 }
 
-/**
- * Builds the stored form of a create: state `queuing`, `last_attempt_id` null (no attempt yet; writes go to "0"),
- * version 1. The caller records "0" as the rollout's first current attempt.
- * @param now - epoch seconds
- */
+/** A new rollout: `queuing`, `last_attempt_id` null (writes go to "0"), version 1. */
 export function buildRollout(create: RolloutCreate, now: number): Rollout {
   return {
     rollout_id: create.rollout_id ?? newRolloutId(),
@@ -64,31 +57,18 @@ export interface PatchOutcome {
   changed: boolean;
   /** True when this patch moved the rollout into a terminal state (append it to the terminal cursor). */
   becameTerminal: boolean;
-  /**
-   * Attempts this patch made current (a patch naming a new `last_attempt_id`, then possibly its retry), in order; the
-   * store adds them to the rollout's attempts. Empty when the current attempt did not change.
-   */
+  /** Attempts this patch made current, in order; empty when the current attempt did not change. */
   newAttemptIds: string[];
 }
 
 /**
- * Applies a status patch to a stored rollout without mutating it. Attempt rules (Agent Lightning v1.0 plus arclight's
- * protection of superseded attempts):
- * 1. `last_attempt_id` naming the current attempt changes nothing (null → "0" is written out).
- * 2. Naming an attempt that was current once and is no longer (superseded) throws `StaleAttempt`, whatever else the
- *    patch holds: a late report of an old attempt can never finish or fail the current one.
- * 3. Naming an id never current before (AGL lets a controller name its attempts) makes it the current attempt.
- * 4. Retry (arclight extension): a patch to `failed` of a running rollout whose `config.max_attempts` is not used up
- *    moves it back to `queuing` with the next decimal attempt id, keeping the error in `error_message`.
- * 5. A patch that changes nothing (same state, same fields, or `{}`) is a no-op: the rollout comes back unchanged,
- *    version not bumped. Any change bumps `version` and sets `updated_at`.
- *
- * @param attempts - every attempt id that has been this rollout's current attempt ("0" from creation on)
- * @param now - epoch seconds
- * @throws {RolloutFinished} the rollout is already terminal (any patch, even an empty one)
- * @throws {InvalidTransition} a move the state machine forbids
- * @throws {StaleAttempt} `last_attempt_id` names a superseded attempt
- * @throws {Conflict} `last_attempt_id` is null (a rollout's attempt cannot be unset)
+ * Applies a status patch without mutating the rollout (AGL v1.0 attempt rules, superseded attempts protected):
+ * 1. naming the current attempt changes nothing;
+ * 2. naming a superseded attempt throws `StaleAttempt`, so an old attempt's late report never ends the current one;
+ * 3. naming an id never current makes it current;
+ * 4. `failed` with `max_attempts` left goes back to `queuing` at the next attempt id, keeping `error_message`;
+ * 5. a patch that changes nothing returns the rollout unchanged; any change bumps `version` and `updated_at`.
+ * @throws {RolloutFinished} | {InvalidTransition} | {StaleAttempt} | {Conflict} (`last_attempt_id` null)
  */
 export function applyPatch(
   rollout: Rollout,
@@ -145,15 +125,9 @@ export interface EventWriteCheck {
 }
 
 /**
- * Checks that events may be appended to `attemptId`, per AGL v1.0 with arclight's protection:
- * - the current attempt: accepted, in any state (AGL's controllers start the agent before they patch `running`, so
- *   a `queuing` rollout's first events are normal);
- * - an attempt id never current (AGL lets any writer name an attempt): accepted, stored under that id, the current
- *   attempt unchanged;
- * - a superseded attempt (current once, then replaced by a retry or a patch): `StaleAttempt`, even for replays.
- * A terminal rollout still takes events; they are flagged late.
- * @param wasCurrent - whether `attemptId` has been the rollout's current attempt; called only when it is not current
- * @throws {StaleAttempt} `attemptId` is a superseded attempt
+ * Events go to the current attempt in any state (AGL starts agents before patching `running`) or to an id never
+ * current; a terminal rollout's are flagged late.
+ * @throws {StaleAttempt} `attemptId` is superseded, even for replays
  */
 export function checkEventWrite(
   rollout: AttemptCheckedRollout,

@@ -1,9 +1,6 @@
 /**
- * @module Versioned schema of the SQLite store: an ordered list of migrations and the function that applies the
- * pending ones. The file's schema version lives in `PRAGMA user_version`.
- *
- * Rules: never edit a released migration, only append a new one. Keep statements portable where it is cheap (plain
- * types, `ON CONFLICT`), since PostgreSQL will mirror this schema; SQLite-only DDL (`AUTOINCREMENT`) stays here.
+ * @module The SQLite schema's migrations (version in `PRAGMA user_version`); never edit a released one, and keep DDL
+ * portable where cheap, since PostgreSQL mirrors it.
  */
 import type Database from "better-sqlite3";
 
@@ -120,12 +117,8 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
 
 /**
- * Applies every migration newer than the file's `user_version`, each in its own `BEGIN IMMEDIATE` transaction. The
- * version is read inside that transaction, so two processes opening a fresh file at once apply each step once.
- * @param db - an open connection
- * @param migrations - the list to apply (tests pass a prefix to build an old-version file)
- * @returns the schema version after migrating
- * @throws {RangeError} when the file's version is newer than the last migration (written by a newer arclight)
+ * Applies pending migrations, each in `BEGIN IMMEDIATE` with the version read inside, so concurrent openers apply each
+ * once. @throws {RangeError} when the file is newer than the last migration
  */
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
   const latest = migrations[migrations.length - 1]?.version ?? 0;

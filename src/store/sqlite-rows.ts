@@ -1,7 +1,4 @@
-/**
- * @module Row shapes of the SQLite store and their mapping to wire objects. JSON columns are TEXT; booleans are
- * INTEGER 0/1; times are REAL epoch seconds.
- */
+/** @module SQLite rows and their wire objects: JSON as TEXT, booleans 0/1, times REAL epoch seconds. */
 import {
   dataIdOf,
   type Event,

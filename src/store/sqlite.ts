@@ -1,7 +1,6 @@
 /**
- * @module SQLite `Store` on better-sqlite3: the embedded default. WAL journal, `synchronous=NORMAL` by default, every
- * multi-row write in one `BEGIN IMMEDIATE` transaction, so several processes may share one file. Event appends are
- * group-committed: those called in the same event-loop turn share one transaction (see `group-commit.ts`).
+ * @module SQLite `Store`, the default: WAL, every multi-row write in one `BEGIN IMMEDIATE` transaction so processes
+ * may share a file; appends are group-committed (`group-commit.ts`).
  */
 import { accessSync, constants, statSync } from "node:fs";
 import { dirname } from "node:path";
@@ -54,21 +53,14 @@ function resourceFromRow(row: ResourceRow): ResourceVersion {
 
 /** Options of {@link SqliteStore.open}. */
 export interface SqliteStoreOptions {
-  /**
-   * `NORMAL` (default): a commit is durable against a process crash; an OS crash or power loss may drop the last
-   * commits, never corrupting the file. `FULL`: fsync at every commit, durable against power loss, slower writes.
-   */
+  /** `NORMAL`: durable against a process crash, an OS crash may drop the last commits. `FULL`: fsync every commit. */
   synchronous?: "NORMAL" | "FULL";
   /**
-   * How long one try waits for another connection's write lock (SQLite's `busy_timeout`, ms; default 10). SQLite
-   * waits by sleeping the calling thread, i.e. Node's event loop, so this stays short: a write that finds the lock
-   * taken tries again on a timer (see `lockWaitMs`) and the gateway keeps answering meanwhile.
+   * SQLite's `busy_timeout`, ms (default 10): SQLite waits by sleeping Node's event loop, so this stays short and a
+   * write finding the lock taken retries on a timer (`lockWaitMs`).
    */
   busyTimeoutMs?: number;
-  /**
-   * How long a write keeps trying while another connection holds the write lock before it fails with
-   * `StoreUnavailable` (503 with `Retry-After`), ms; default 10 000.
-   */
+  /** How long a write retries on another connection's lock before `StoreUnavailable` (503), ms; default 10 000. */
   lockWaitMs?: number;
 }
 
@@ -77,11 +69,7 @@ const DEFAULT_BUSY_TIMEOUT_MS = 10;
 /** Busy timeout while opening: migrations run once, before the gateway serves anything. */
 const OPEN_BUSY_TIMEOUT_MS = 10_000;
 
-/**
- * Why SQLite could not open `path`, where its own message does not say (`unable to open database file` for a folder
- * or a folder it may not write in; `database is locked` after the open's wait).
- * @returns the hint, starting with " (", or "" when there is nothing to add
- */
+/** A hint where SQLite's own message is vague (a folder, no write permission, locked), starting " (", or "". */
 function openHint(path: string, reason: string): string {
   if (reason === "database is locked") {
     return ` (another process held its write lock for the ${OPEN_BUSY_TIMEOUT_MS / 1000} s this open waits)`;
@@ -130,10 +118,7 @@ const LIST_TERMINAL = `SELECT t.position, r.rollout_id, r.state, r.data_id, r.is
   FROM terminal t JOIN rollouts r ON r.rollout_id = t.rollout_id
   WHERE t.position > ? ORDER BY t.position LIMIT ?`;
 
-/**
- * Longest time, in ms, before {@link SqliteStore.revision} sees another connection's commit (a write by another
- * process sharing the file); this connection's own writes are seen at once.
- */
+/** Longest delay, ms, before {@link SqliteStore.revision} sees another process's commit. */
 export const CROSS_PROCESS_POLL_MS = 5;
 
 /** One queued {@link SqliteStore.appendEvents} call. */
@@ -192,11 +177,7 @@ export class SqliteStore implements Store {
     );
   }
 
-  /**
-   * Opens (creating it and its parent folders if needed) the SQLite store at `path` and applies pending migrations.
-   * @param path - file path of the database; `:memory:` for a private in-memory database
-   * @throws {StoreOpenError} the file is not a SQLite database, cannot be created, or has a newer schema
-   */
+  /** Opens (creating) the store at `path` and migrates. @throws {StoreOpenError} not SQLite, not creatable, too new */
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
     let db: Database.Database | undefined;
     try {
@@ -225,10 +206,8 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Runs `fn` in a `BEGIN IMMEDIATE` transaction: the write lock is taken up front, so reads inside see final data.
-   * Queued appends are committed first, so writes apply in the order they were called. While another connection
-   * holds the lock, it tries again on a timer (the event loop stays free) for up to `lockWaitMs`.
-   * @throws {StoreUnavailable} the lock stayed taken for `lockWaitMs`
+   * Runs `fn` in `BEGIN IMMEDIATE` after committing queued appends, so writes apply in call order; a taken lock is
+   * retried on a timer. @throws {StoreUnavailable} the lock stayed taken for `lockWaitMs`
    */
   private async write<T>(fn: () => T): Promise<T> {
     const startedAtMs = performance.now();
@@ -355,10 +334,7 @@ export class SqliteStore implements Store {
     return this.appends.enqueue({ rolloutId, attemptId, events });
   }
 
-  /**
-   * One append, inside the group commit's transaction (its write lock is held). Everything that can throw (the
-   * attempt check, replay look-ups, `JSON.stringify`) runs before the first INSERT.
-   */
+  /** One append inside the group commit; everything that can throw runs before the first INSERT. */
   private appendNow(rolloutId: string, attemptId: string, events: readonly EventWrite[]): Event[] {
     // Only the state and current attempt: parsing the rollout's JSON columns would be wasted work here.
     const gate = this.stmt("SELECT state, last_attempt_id FROM rollouts WHERE rollout_id = ?").get(rolloutId) as
@@ -523,10 +499,8 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * This connection's writes count at once; another connection's commits are seen at most
-   * {@link CROSS_PROCESS_POLL_MS} after they land: `PRAGMA data_version` (which ignores this connection's commits and
-   * sees every other's) is read at most that often, since reading it opens a WAL read snapshot, about a tenth of the
-   * proxy's own CPU per call under its write load when read on every call (bench/proxy.ts).
+   * Own writes count at once; `PRAGMA data_version` (other connections' commits) is read at most every
+   * {@link CROSS_PROCESS_POLL_MS}, since each read opens a WAL snapshot, too costly per proxied call.
    */
   revision(): number {
     const now = performance.now();

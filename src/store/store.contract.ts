@@ -1,8 +1,6 @@
 /**
- * @module The contract every `Store` passes: one suite, run by `memory.test.ts`, `sqlite.test.ts` and
- * `postgres.test.ts`. Each test builds its own store through `makeStore` and closes it afterwards. The cases live in
- * `testing/contract-rollouts.ts`, `testing/contract-events.ts`, `testing/contract-attempts.ts` and
- * `testing/contract-resources.ts`.
+ * @module The contract every `Store` passes, run by the memory, SQLite and PostgreSQL tests; cases live in
+ * `testing/contract-*.ts`.
  */
 import { afterEach, describe, it } from "vitest";
 import type { Store } from "./store.js";
@@ -18,12 +16,7 @@ export type MakeStore = () => Store | Promise<Store>;
 /** Contract cases a store skips: case name → the reason, printed in the skipped test's name. */
 export type ContractSkips = Readonly<Record<string, string>>;
 
-/**
- * Registers the shared store contract under `describe(name)`.
- * @param name - the store under test, e.g. "MemoryStore"
- * @param makeStore - builds a fresh empty store for each test
- * @param skips - case name → why this store skips it
- */
+/** Registers the store contract; `skips` maps a case name to why this store skips it. */
 export function runStoreContract(name: string, makeStore: MakeStore, skips: ContractSkips = {}): void {
   describe(`${name} (Store contract)`, () => {
     const open: Store[] = [];

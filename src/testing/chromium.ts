@@ -1,7 +1,4 @@
-/**
- * @module Debian's Chromium for browser tests, driven by playwright-core (never `npx playwright install`): headless,
- * no sandbox (CI runs as root), no GPU, no background network, a fresh profile per launch.
- */
+/** @module Debian's Chromium for browser tests via playwright-core: headless, no sandbox (CI runs as root). */
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,12 +22,7 @@ export const CHROMIUM_FLAGS: readonly string[] = [
   "--disable-sync",
 ];
 
-/**
- * Whether browser tests are skipped: when there is no Chromium (outside CI), or under `npm run test:fast`. Prints
- * what is missing and how to get it.
- * @returns true to skip
- * @throws {Error} in CI (`CI=true`) when Chromium is missing, so a broken install step never passes as "skipped"
- */
+/** Whether browser tests are skipped (see `skipWithout`). @throws {Error} under `CI=true` when Chromium is missing */
 export function skipWithoutChromium(): boolean {
   return skipWithout({
     name: "Chromium (the dashboard's browser tests)",
@@ -39,11 +31,7 @@ export function skipWithoutChromium(): boolean {
   });
 }
 
-/**
- * Launches Chromium on a fresh profile directory (playwright passes it as `--user-data-dir`).
- * @param viewport - window size in CSS px; default 1400 × 900
- * @returns the browser context; close it when done
- */
+/** Launches Chromium on a fresh profile; close the returned context when done. */
 export async function launchChromium(viewport = { width: 1400, height: 900 }): Promise<BrowserContext> {
   const profile = mkdtempSync(join(tmpdir(), "arclight-chromium-"));
   return chromium.launchPersistentContext(profile, {

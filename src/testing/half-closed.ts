@@ -1,15 +1,7 @@
 /** @module A raw HTTP/1.1 request sent on a socket whose client half-closes it, as `nc -N` does. */
 import { connect } from "node:net";
 
-/**
- * Sends a POST with a JSON body, then ends the client's side of the connection, and reads the answer until the
- * server closes.
- * @param url - the server's base URL, `http://127.0.0.1:PORT`
- * @param path - the request path
- * @param body - the JSON text
- * @param headers - extra header lines, e.g. `["authorization: Bearer KEY"]`
- * @returns the raw answer, status line, headers and body; "" when the server closed without answering
- */
+/** POSTs `body`, ends the client's side, and returns the raw answer read until the server closes ("" if none). */
 export function postHalfClosed(url: string, path: string, body: string, headers: string[] = []): Promise<string> {
   const head = [`POST ${path} HTTP/1.1`, "host: 127.0.0.1", ...headers, "content-type: application/json"];
   const request = `${head.join("\r\n")}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;

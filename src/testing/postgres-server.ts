@@ -1,7 +1,6 @@
 /**
- * @module A throw-away PostgreSQL server for tests and benchmarks: `initdb` into a temp dir, `pg_ctl start` on a free
- * loopback port (as user `postgres` through `runuser` when running as root, since PostgreSQL refuses root), stop and
- * remove on {@link PostgresServer.stop}. Uses Debian's PostgreSQL 15 binaries or `ARCLIGHT_PG_BIN`.
+ * @module A throw-away PostgreSQL server (`initdb` + `pg_ctl` on a free loopback port; through `runuser` as root,
+ * since PostgreSQL refuses root). Debian's PostgreSQL 15 binaries or `ARCLIGHT_PG_BIN`.
  */
 import { execFile, execFileSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -19,12 +18,7 @@ export function postgresBinDir(): string | null {
   return null;
 }
 
-/**
- * Whether PostgreSQL-backed tests are skipped: when there are no server binaries (outside CI), or under
- * `npm run test:fast`. Prints what is missing and how to get it.
- * @returns true to skip
- * @throws {Error} in CI (`CI=true`) when no binaries are found, so a broken install step never passes as "skipped"
- */
+/** Whether PostgreSQL tests are skipped. @throws {Error} under `CI=true` when the binaries are missing */
 export function skipWithoutPostgres(): boolean {
   return skipWithout({
     name: "PostgreSQL server binaries (the PostgreSQL store)",
@@ -36,10 +30,7 @@ export function skipWithoutPostgres(): boolean {
 
 /** Options of {@link startPostgres}. */
 export interface PostgresServerOptions {
-  /**
-   * `fsync=off`: faster, and safe against a killed server (commits still reach the OS before they are acknowledged),
-   * not against an OS crash. Default true (tests); benchmarks pass false.
-   */
+  /** `fsync=off`: safe against a killed server, not an OS crash. Default true; benchmarks pass false. */
   fast?: boolean;
 }
 
@@ -149,11 +140,7 @@ export class PostgresServer {
     return this.urlOf(name);
   }
 
-  /**
-   * Stops the server (`-m fast`: open connections are cut, as in a crash of the network), stays down for `downMs`,
-   * and starts it again on the same port with the same data. Does not block the event loop.
-   * @param downMs - how long the server stays down (ms); default 0
-   */
+  /** Stops the server (`-m fast` cuts connections), stays down `downMs`, restarts on the same port and data. */
   async restart(downMs = 0): Promise<void> {
     await this.runAsync("pg_ctl", ["stop", "-w", "-m", "fast", "-D", this.dataDir]);
     await new Promise((resolve) => setTimeout(resolve, downMs));

@@ -3,12 +3,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { skipWithout } from "./requirement.js";
 
-/**
- * The Python interpreter tests should use: `ARCLIGHT_PYTHON` when set, else `.venv/bin/python` at the repository
- * root when it exists (made by `.ci/run`, or by hand: `python3 -m venv .venv && .venv/bin/pip install --retries 0
- * --timeout 5 -r requirements-dev.txt`).
- * @returns absolute path of the interpreter, or null when there is none
- */
+/** `ARCLIGHT_PYTHON`, else the repository's `.venv/bin/python` when it exists, else null. */
 export function testPython(): string | null {
   const fromEnv = process.env.ARCLIGHT_PYTHON;
   if (fromEnv) return fromEnv;
@@ -16,12 +11,7 @@ export function testPython(): string | null {
   return existsSync(venv) ? venv : null;
 }
 
-/**
- * Whether Python-backed tests are skipped: when there is no Python venv (outside CI), or under `npm run test:fast`.
- * Prints what is missing and how to get it.
- * @returns true to skip
- * @throws {Error} in CI (`CI=true`) when no Python venv is found, so a broken install step never passes as "skipped"
- */
+/** Whether Python tests are skipped (see `skipWithout`). @throws {Error} under `CI=true` when no venv is found */
 export function skipWithoutPython(): boolean {
   return skipWithout({
     name: "the Python venv with torch (the torch engine worker, Python agents)",

@@ -1,7 +1,4 @@
-/**
- * @module Decides whether a suite that needs something outside `npm ci` (PostgreSQL, Chromium, the Kubernetes
- * control plane, the Python venv) runs, and says why when it does not: what is missing and how to get it.
- */
+/** @module Whether a suite needing something beyond `npm ci` runs, and what is missing and how to get it when not. */
 
 /** Something a suite needs beyond `npm ci`, and how to check for it. */
 export interface Requirement {
@@ -32,12 +29,8 @@ function processEnvironment(): SkipEnvironment {
 }
 
 /**
- * Whether a suite needing `requirement` is skipped. Prints one note when it is: under `npm run test:fast`, that the
- * fast run leaves it out; otherwise what is missing and how to get it.
- * @param requirement - what the suite needs
- * @param env - defaults to this process's `CI`, `ARCLIGHT_TEST_FAST` and `console.warn`
- * @returns true to skip the suite
- * @throws {Error} under `CI=true` (and not `test:fast`) when the requirement is missing, naming it and how to get it
+ * Whether a suite needing `requirement` is skipped, printing one note why.
+ * @throws {Error} under `CI=true` (not `test:fast`) when it is missing, so a broken install never passes as skipped
  */
 export function skipWithout(requirement: Requirement, env: SkipEnvironment = processEnvironment()): boolean {
   if (env.fast) {

@@ -9,14 +9,7 @@ export interface ProcessResult {
   stderr: string;
 }
 
-/**
- * Spawns `argv` and resolves once it has exited and its output is closed.
- * @param argv - executable and arguments
- * @param options - working directory, the complete environment (nothing is inherited), and a hook that gets the
- *   child as soon as it is spawned (e.g. to signal it)
- * @returns exit code, stdout and stderr (UTF-8)
- * @throws {Error} when the executable cannot be started
- */
+/** Spawns `argv` with exactly `options.env` and resolves with code, stdout and stderr once it exited. */
 export function runProcess(
   argv: readonly string[],
   options: { cwd: string; env: NodeJS.ProcessEnv; onSpawn?: (child: ChildProcess) => void },

@@ -1,7 +1,4 @@
-/**
- * @module A Hugging Face model's own chat template (the Jinja text of `chat_template.jinja` or
- * `tokenizer_config.json`), rendered with @huggingface/jinja to text as vLLM's chat endpoint does before tokenising.
- */
+/** @module A Hugging Face model's own Jinja chat template, rendered to text as vLLM's chat endpoint does. */
 import { Template } from "@huggingface/jinja";
 import { type TemplateInput, templateMessage } from "./chat.js";
 
@@ -18,11 +15,7 @@ export class JinjaChatTemplate {
   /** `bos_token`, `eos_token`, `pad_token` strings, passed to the template as variables. */
   readonly specials: Readonly<Record<"bos_token" | "eos_token" | "pad_token", string>>;
 
-  /**
-   * @param source - the template's Jinja text
-   * @param config - tokenizer_config.json (its `bos_token`, `eos_token`, `pad_token` are read)
-   * @throws {Error} when the template does not compile
-   */
+  /** @throws {Error} when the template does not compile */
   constructor(source: string, config: Record<string, unknown>) {
     this.template = new Template(source);
     this.specials = {
@@ -32,12 +25,7 @@ export class JinjaChatTemplate {
     };
   }
 
-  /**
-   * Renders a chat: `developer` as `system`, content parts joined, tools and `chat_template_kwargs` passed.
-   * @param chat - messages, tools, template kwargs
-   * @param addGenerationPrompt - end with the opening of an assistant turn
-   * @returns the rendered text (special tokens written as their strings)
-   */
+  /** Renders a chat (`developer` as `system`, content parts joined), special tokens as their strings. */
   render(chat: TemplateInput, addGenerationPrompt: boolean): string {
     return this.template.render({
       ...chat.templateKwargs,

@@ -1,7 +1,4 @@
-/**
- * @module Chat messages as the OpenAI chat API sends them, the fields a chat template reads, and the text of a
- * message's content.
- */
+/** @module Chat messages as the OpenAI chat API sends them, and the text of a message's content. */
 
 /** One tool call of an assistant message (OpenAI wire shape). */
 export interface ChatToolCall {
@@ -46,10 +43,7 @@ export type TemplateInput =
   | ChatInput
   | { messages: readonly ChatMessage[]; tools?: readonly ChatTool[]; templateKwargs?: Json };
 
-/**
- * The text of a message's `content`: a string as is, text parts joined, anything else (null, absent) "".
- * @param content - an OpenAI message `content`
- */
+/** A `content` string as is, text parts joined, anything else "". */
 export function contentText(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";

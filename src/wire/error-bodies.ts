@@ -1,7 +1,4 @@
-/**
- * @module Error bodies of the model APIs arclight speaks: OpenAI's (as the OpenAI API and, with other `type` names,
- * vLLM write it) and Anthropic's. Their SDKs show a failure's message only when it stands where they look for it.
- */
+/** @module OpenAI (and vLLM) and Anthropic error bodies, shaped where each SDK looks for the message. */
 
 /** OpenAI's error object, under `error` in an error answer. */
 export interface OpenaiErrorObject {
@@ -21,13 +18,7 @@ const OPENAI_TYPES: Readonly<Record<number, string>> = {
   429: "rate_limit_error",
 };
 
-/**
- * OpenAI's error object as the OpenAI API writes it.
- * @param status - HTTP status
- * @param message - what went wrong
- * @param code - a stable machine-readable code
- * @see https://platform.openai.com/docs/guides/error-codes
- */
+/** OpenAI's error object as the OpenAI API writes it. @see https://platform.openai.com/docs/guides/error-codes */
 export function openaiErrorObject(status: number, message: string, code: string): OpenaiErrorObject {
   const type = OPENAI_TYPES[status] ?? (status >= 500 ? "server_error" : "invalid_request_error");
   return { message, type, param: null, code };
@@ -48,11 +39,8 @@ const VLLM_TYPES: Readonly<Record<number, string>> = {
 };
 
 /**
- * OpenAI's error object as vLLM writes it: `type` an exception name, `code` the HTTP status.
- * @param status - HTTP status
- * @param message - what went wrong
- * @param param - the request field at fault (vLLM names `model` for an unknown model), else null
- * @see vLLM `ErrorResponse` / `create_error_response` (`vllm/entrypoints/openai/engine/protocol.py`)
+ * OpenAI's error object as vLLM writes it: `type` an exception name, `code` the HTTP status, `param` the faulty field.
+ * @see vLLM `create_error_response` (`vllm/entrypoints/openai/engine/protocol.py`)
  */
 export function vllmErrorObject(status: number, message: string, param: string | null = null): OpenaiErrorObject {
   const type = VLLM_TYPES[status] ?? (status >= 500 ? "InternalServerError" : "BadRequestError");
@@ -70,13 +58,7 @@ const ANTHROPIC_TYPES: Readonly<Record<number, string>> = {
   529: "overloaded_error",
 };
 
-/**
- * Anthropic's error body.
- * @param status - HTTP status
- * @param message - what went wrong
- * @returns `{type: "error", error: {type, message}}`
- * @see https://docs.anthropic.com/en/api/errors
- */
+/** Anthropic's `{type: "error", error: {type, message}}`. @see https://docs.anthropic.com/en/api/errors */
 export function anthropicErrorBody(
   status: number,
   message: string,

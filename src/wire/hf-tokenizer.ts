@@ -1,7 +1,4 @@
-/**
- * @module `HfTokenizer`: a Hugging Face model's tokenizer run locally with tokenizers.js from its `tokenizer.json` and
- * `tokenizer_config.json` (the engine's `Tokenizer` shape, also read by the gateway's `tito` mode).
- */
+/** @module A Hugging Face tokenizer run locally with tokenizers.js, in the engine's `Tokenizer` shape. */
 import { Tokenizer as JsTokenizer } from "@huggingface/tokenizers";
 import { tokenText } from "./chat-template.js";
 
@@ -22,11 +19,7 @@ export class HfTokenizer {
   private readonly added: Map<number, { content: string; special: boolean }>;
   private readonly byteLevel: boolean;
 
-  /**
-   * @param files - tokenizer.json and tokenizer_config.json as the worker loaded them
-   * @param vocabSize - rows of the model's output layer
-   * @throws {Error} when the config names no EOS token the vocabulary has
-   */
+  /** @throws {Error} when the config names no EOS token the vocabulary has */
   constructor(files: TokenizerFiles, vocabSize: number) {
     this.inner = new JsTokenizer(files.tokenizer, files.config);
     this.vocabSize = vocabSize;
@@ -45,10 +38,7 @@ export class HfTokenizer {
     return undefined;
   }
 
-  /**
-   * Encodes text as the model's tokenizer does, except that an added token's string inside `text` stays plain text:
-   * it is encoded in two parts split after its first character, so a user cannot inject a special id.
-   */
+  /** Encodes as the model does, except an added token's string in `text` stays text (split after its first char). */
   encode(text: string): number[] {
     const ids: number[] = [];
     let rest = text;
@@ -80,11 +70,7 @@ export class HfTokenizer {
     return this.added.get(id)?.special ?? false;
   }
 
-  /**
-   * The bytes of one id: a byte-level BPE token's bytes through GPT-2's byte ↔ unicode table, an added token's UTF-8,
-   * otherwise the UTF-8 of its decoded text.
-   * @throws {RangeError} for an id outside the vocabulary
-   */
+  /** The bytes of one id (byte-level BPE through GPT-2's byte table, else UTF-8). @throws {RangeError} on a bad id */
   tokenBytes(id: number): number[] {
     this.checkId(id);
     const added = this.added.get(id);
@@ -114,10 +100,7 @@ export class HfTokenizer {
   }
 }
 
-/**
- * GPT-2's byte ↔ unicode table, inverted: printable bytes map to themselves, the other 68 to U+0100 upwards.
- * @see https://github.com/openai/gpt-2/blob/master/src/encoder.py (`bytes_to_unicode`)
- */
+/** GPT-2's inverted byte ↔ unicode table. @see openai/gpt-2 `src/encoder.py` (`bytes_to_unicode`) */
 const UNICODE_TO_BYTE: Map<string, number> = (() => {
   const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
   const table = new Map<string, number>();

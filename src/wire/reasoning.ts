@@ -1,9 +1,6 @@
 /**
- * @module Reasoning parsers of generated text, by vLLM's `--reasoning-parser` name: each splits a generation into the
- * reasoning (`<think>…</think>`) and the answer's content. vLLM v0.19 answers the reasoning as `message.reasoning`
- * (releases before #27752 called it `reasoning_content`).
- * @see vLLM `vllm/reasoning/basic_parsers.py` (`BaseThinkingReasoningParser.extract_reasoning`),
- *   `deepseek_r1_reasoning_parser.py`, `qwen3_reasoning_parser.py`
+ * @module Reasoning parsers by vLLM `--reasoning-parser` name, splitting `<think>…</think>` from the content.
+ * @see vLLM `vllm/reasoning/basic_parsers.py`, `deepseek_r1_reasoning_parser.py`, `qwen3_reasoning_parser.py`
  */
 
 /** A generation split by a reasoning parser. */
@@ -39,9 +36,8 @@ function splitAtEnd(text: string): SplitReasoning {
 }
 
 /**
- * `deepseek_r1`: the opening `<think>` is optional (R1's template writes it into the prompt); with no `</think>`
- * the whole text is reasoning and content is null.
- * @example `"<think>2+2 is 4.</think>The answer is 4."` → reasoning `"2+2 is 4."`, content `"The answer is 4."`
+ * `deepseek_r1`: the opening `<think>` is optional (R1's template puts it in the prompt); without `</think>` it is all
+ * reasoning. @example `"<think>2+2 is 4.</think>The answer is 4."` → reasoning `"2+2 is 4."`, content the rest
  */
 export function splitDeepSeekR1Reasoning(text: string): SplitReasoning {
   const rest = afterStart(text);
@@ -63,11 +59,7 @@ export const REASONING_PARSERS: Readonly<Record<string, ReasoningParser>> = {
   qwen3: { name: "qwen3", split: splitQwen3Reasoning },
 };
 
-/**
- * The reasoning parser of a name.
- * @param name - a vLLM `--reasoning-parser` name, e.g. `qwen3`
- * @throws {RangeError} for a name with no parser here (the message lists the known ones)
- */
+/** The parser of a vLLM `--reasoning-parser` name. @throws {RangeError} listing the known names */
 export function reasoningParser(name: string): ReasoningParser {
   const parser = Object.hasOwn(REASONING_PARSERS, name) ? REASONING_PARSERS[name] : undefined;
   if (parser === undefined) {

@@ -1,8 +1,6 @@
 /**
- * @module Server-Sent Events as OpenAI-compatible servers write them: an incremental parser (bytes in, `data:`
- * payloads out; UTF-8 split across chunks decoded, a huge event parsed in linear time) and a writer
- * (`data: <JSON>\n\n` events ending with `data: [DONE]\n\n`).
- * @see https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
+ * @module Server-Sent Events as OpenAI-compatible servers write them: an incremental parser (linear in event size)
+ * and a writer ending with `data: [DONE]`. @see WHATWG HTML § server-sent events, event stream interpretation
  */
 import type { ServerResponse } from "node:http";
 import { vllmErrorObject } from "./error-bodies.js";
@@ -10,27 +8,17 @@ import { vllmErrorObject } from "./error-bodies.js";
 /** The payload that ends an OpenAI-style stream. */
 export const SSE_DONE = "[DONE]";
 
-/**
- * Splits an SSE byte stream into events and returns each event's data (multiple `data:` lines joined by "\n").
- * Comment lines and other fields (`event:`, `id:`, `retry:`) are ignored; vLLM sends only `data:` lines.
- */
+/** Splits an SSE byte stream into events' data (`data:` lines joined by "\n"); other fields are ignored. */
 export class SseParser {
   private readonly decoder = new TextDecoder("utf-8");
   private pending = "";
 
-  /**
-   * Feeds the next network chunk.
-   * @param chunk - raw bytes as received
-   * @returns data payloads of the events completed by this chunk, in order (often empty)
-   */
+  /** Data of the events this chunk completes, in order. */
   feed(chunk: Uint8Array): string[] {
     return this.consume(this.decoder.decode(chunk, { stream: true }));
   }
 
-  /**
-   * Ends the stream: flushes the decoder and parses a last event that lacked its blank line.
-   * @returns data payloads of any event completed by the end of input
-   */
+  /** Flushes the decoder and returns a last event that lacked its blank line. */
   end(): string[] {
     const out = this.consume(`${this.decoder.decode()}\n\n`);
     this.pending = "";
@@ -80,11 +68,7 @@ function dataOf(block: string): string | null {
   return data;
 }
 
-/**
- * Formats one SSE event.
- * @param data - the payload (JSON text or `[DONE]`), without newlines
- * @returns `data: <payload>\n\n`
- */
+/** `data: <payload>\n\n`; the payload holds no newline. */
 export function sseEvent(data: string): string {
   return `data: ${data}\n\n`;
 }
@@ -99,12 +83,7 @@ export interface SseStream {
   done(): void;
 }
 
-/**
- * Writes the SSE headers (200, `text/event-stream; charset=utf-8`, plus `extraHeaders`) and returns the stream.
- * Writes after the client left, or after the end, are dropped.
- * @param raw - the response, not yet started
- * @param extraHeaders - e.g. the policy version header
- */
+/** Writes the SSE headers and returns the stream; writes after the client left or the end are dropped. */
 export function openSse(raw: ServerResponse, extraHeaders: Record<string, string>): SseStream {
   let ended = false;
   raw.writeHead(200, {

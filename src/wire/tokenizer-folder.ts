@@ -1,7 +1,4 @@
-/**
- * @module A Hugging Face model's tokenizer and chat template read from its folder (`tokenizer.json`,
- * `tokenizer_config.json`, optionally `chat_template.jinja`), with a cache per folder so each is parsed once.
- */
+/** @module A Hugging Face tokenizer and chat template read from a model folder, parsed once per folder. */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { BadRequest, quoteStart } from "../protocol/index.js";
@@ -44,13 +41,7 @@ function templateSource(folder: string, config: Record<string, unknown>): string
   );
 }
 
-/**
- * Reads a model's tokenizer folder.
- * @param folder - a folder holding `tokenizer.json` and `tokenizer_config.json` (a Hugging Face model folder)
- * @returns the tokenizer, compiled template and end-of-turn token
- * @throws {BadRequest} when a file is missing or unreadable, the template does not compile, or the config's
- *   `eos_token` is not in the vocabulary (the message names the folder and the file)
- */
+/** Reads a model's tokenizer folder. @throws {BadRequest} naming the folder and file at fault */
 export function readTokenizerFolder(folder: string): TokenizerFolder {
   const tokenizerJson = readJson(join(folder, "tokenizer.json"), "tokenizer.json");
   const config = readJson(join(folder, "tokenizer_config.json"), "tokenizer_config.json");
@@ -77,10 +68,7 @@ export function readTokenizerFolder(folder: string): TokenizerFolder {
 export class TokenizerFolders {
   private readonly cache = new Map<string, TokenizerFolder>();
 
-  /**
-   * The folder's tokenizer, read on first use.
-   * @throws {BadRequest} as {@link readTokenizerFolder}
-   */
+  /** The folder's tokenizer, read on first use. @throws {BadRequest} */
   get(folder: string): TokenizerFolder {
     let found = this.cache.get(folder);
     if (!found) {

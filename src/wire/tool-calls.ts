@@ -1,8 +1,4 @@
-/**
- * @module Tool-call parsers of generated text, by vLLM's `--tool-call-parser` name: each turns a generation into
- * OpenAI `tool_calls`: `hermes` (here), `llama3_json`, `qwen3_coder`, `mistral`, `deepseek_v3` and `pythonic` (one
- * file each in `tool-parsers/`); another format is one more entry in {@link TOOL_CALL_PARSERS}.
- */
+/** @module Tool-call parsers by vLLM `--tool-call-parser` name; `hermes` here, the others in `tool-parsers/`. */
 import { pythonJsonDumps } from "./python-json.js";
 import {
   type ParsedToolCalls,
@@ -60,12 +56,7 @@ function blockBodies(text: string, first: number, markers: ToolCallMarkers): str
 }
 
 /**
- * Parses every Hermes block of a generation, all or nothing: one malformed or unterminated block leaves the whole
- * text as content with no calls (as vLLM's Hermes parser does).
- * @param text - the generated text with the tool-call specials written as their strings and the stop token removed
- * @param markers - the block delimiters as written in `text` (default `<tool_call>` / `</tool_call>`)
- * @returns content (text before the first block, null when blank) and the calls; `{content: text, toolCalls: []}` when
- *   nothing parsed
+ * Parses every Hermes block, all or nothing: one malformed block leaves the text as content with no calls (as vLLM).
  * @see vLLM `vllm/tool_parsers/hermes_tool_parser.py` (`extract_tool_calls`)
  */
 export function parseHermesToolCalls(text: string, markers: ToolCallMarkers = HERMES_MARKERS): ParsedToolCalls {
@@ -87,11 +78,7 @@ export const TOOL_CALL_PARSERS: Readonly<Record<string, ToolCallParser>> = {
   pythonic: { name: "pythonic", parse: parsePythonicToolCalls },
 };
 
-/**
- * The parser of a name.
- * @param name - a vLLM `--tool-call-parser` name, e.g. `hermes`
- * @throws {RangeError} for a name with no parser here (the message lists the known ones)
- */
+/** The parser of a vLLM `--tool-call-parser` name. @throws {RangeError} listing the known names */
 export function toolCallParser(name: string): ToolCallParser {
   const parser = Object.hasOwn(TOOL_CALL_PARSERS, name) ? TOOL_CALL_PARSERS[name] : undefined;
   if (parser === undefined) {

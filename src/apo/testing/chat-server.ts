@@ -1,8 +1,4 @@
-/**
- * @module Test and bench helper: a real HTTP server on 127.0.0.1 that answers OpenAI chat-completions requests with a
- * scripted function of the request body, in the OpenAI response shape. It plays the optimiser LLM (planned critiques
- * and edits, some malformed) and a prompt-sensitive policy in the APO tests and bench.
- */
+/** @module A loopback OpenAI chat server answering with a scripted function (APO tests and bench). */
 import { once } from "node:events";
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -42,11 +38,7 @@ function completion(model: string | undefined, content: string, call: number) {
   };
 }
 
-/**
- * Starts the server; `POST …/chat/completions` calls `script`, anything else answers 404.
- * @param script - answer of the request body (the 0-based call number second)
- * @returns the server
- */
+/** Starts the server; `POST …/chat/completions` calls `script`, anything else answers 404. */
 export async function startChatServer(script: (request: ChatRequest, call: number) => ChatAnswer): Promise<ChatServer> {
   const requests: ChatRequest[] = [];
   const server = createServer((req, res) => {
@@ -78,10 +70,7 @@ export async function startChatServer(script: (request: ChatRequest, call: numbe
   };
 }
 
-/**
- * The text of a request's first system message ("" when it has none).
- * @param request - a chat request body
- */
+/** The text of a request's first system message ("" when none). */
 export function systemText(request: ChatRequest): string {
   const system = request.messages.find((m) => m.role === "system");
   return typeof system?.content === "string" ? system.content : "";

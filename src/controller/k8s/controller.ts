@@ -1,7 +1,6 @@
 /**
- * @module The Kubernetes rollout controller: one Job per attempt. A periodic pass (gateway → cluster) creates Jobs
- * for queuing rollouts within a token-bucket rate, adopts Jobs it finds, reports finished ones and deletes Jobs
- * nobody wants; a watch on the managed Jobs (see `job-watch.ts`) reports a finished Job as soon as it changes.
+ * @module The Kubernetes rollout controller: one Job per attempt, a periodic pass (gateway → cluster) plus a watch
+ * that reports a finished Job as soon as it changes.
  */
 import type { V1Job, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -46,8 +45,7 @@ const MAX_CREATE_BACKOFF_MS = 30_000;
 
 /**
  * Runs queued rollouts as Kubernetes Jobs. Crash-safe without local state: a Job's name is a function of
- * (rollout, attempt), so a restarted controller finds and adopts the Jobs it created, and every decision is
- * re-derived from the gateway and the cluster on each pass.
+ * (rollout, attempt), so a restarted controller adopts its Jobs.
  */
 export class K8sController {
   /** Jobs created by this controller (not adopted), for measurement. */
@@ -148,12 +146,9 @@ export class K8sController {
   }
 
   /**
-   * One reconcile pass; passes never overlap. Idempotent.
-   * 1. report pending outcomes; 2. running rollouts: report finished Jobs, fail those whose Job is gone;
-   * 3. queuing rollouts: adopt an existing Job or create one (rate limited), then patch running;
-   * 4. delete Jobs of rollouts deleted, failed or moved on, and orphans after the grace period;
-   * 5. hand unowned key Secrets to their Job, or delete them after the grace period.
-   * @throws whatever the gateway client throws (the loop logs it and tries again next pass)
+   * One pass (never overlapping): 1. report pending outcomes; 2. report finished Jobs, fail those gone; 3. adopt or
+   * create (rate limited) Jobs for queuing rollouts; 4. delete unwanted Jobs; 5. hand or delete unowned key Secrets.
+   * @throws whatever the gateway client throws (the loop logs it and retries next pass)
    */
   reconcileOnce(): Promise<void> {
     return this.serial(() => this.runPass());
@@ -351,10 +346,7 @@ export class K8sController {
     }
   }
 
-  /**
-   * The key Secret the manifest references, holding a token minted now (not when the manifest was rendered: the
-   * token expires `timeout_seconds` + 600 s after the Job is created); undefined for a gateway without a key.
-   */
+  /** The key Secret, its token minted now so it expires counting from the Job's creation; undefined without a key. */
   private keySecretOf(rollout: Rollout, attemptId: string, manifest: V1Job): V1Secret | undefined {
     const secretName = manifest.metadata?.annotations?.[KEY_SECRET_ANNOTATION];
     if (secretName === undefined) return undefined;
@@ -373,10 +365,7 @@ export class K8sController {
     );
   }
 
-  /**
-   * Takes an existing Job as this attempt's: patches the rollout running with the Job's name (healing a crash
-   * between "Job created" and "rollout patched"), then reports it at once when it already finished.
-   */
+  /** Adopts an existing Job (healing a crash between create and patch), reporting it at once if finished. */
   private async adopt(rollout: Rollout, attemptId: string, job: V1Job): Promise<void> {
     const rolloutId = rollout.rollout_id;
     const jobName = job.metadata?.name ?? "";

@@ -2,15 +2,7 @@
 import type { JobOutcome } from "./job-status.js";
 import type { KubeApi } from "./kube-api.js";
 
-/**
- * Builds the `data` of a failed attempt's `log` event.
- * @param api - the namespace's API
- * @param jobName - the failed Job
- * @param outcome - its failure (reason and the Job condition's reason)
- * @param lines - log lines to keep
- * @returns `{source: "k8s", job_name, reason, job_reason, pod_name, container, exit_code, log_source, text}`, or,
- *   when no log could be read, `text: ""` and `log_error` saying why; never throws
- */
+/** The `data` of a failed attempt's `log` event; when no log can be read, `text: ""` and `log_error`. Never throws. */
 export async function failureLog(
   api: KubeApi,
   jobName: string,

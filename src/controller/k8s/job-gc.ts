@@ -1,8 +1,6 @@
 /**
- * @module Deletes the Jobs nobody wants: a Job still running for a rollout that was deleted, failed or moved to
- * another attempt goes at once; a finished Job of a failed or superseded attempt goes at once; a finished Job of a
- * rollout the gateway no longer knows, or a managed Job naming no rollout, goes after a grace period. A succeeded
- * attempt's Job is left to `ttlSecondsAfterFinished`. Deletion propagates in the foreground (Pods first).
+ * @module Deletes unwanted Jobs: at once when running for a rollout deleted, failed or moved on, or finished for a
+ * failed or superseded attempt; after a grace period when orphaned. Succeeded Jobs are left to their TTL.
  */
 import type { V1Job } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -35,10 +33,7 @@ export class JobGarbage {
   constructor(private readonly options: JobGarbageOptions) {}
 
   /**
-   * One collection over the cached Jobs.
-   * @param jobs - the managed Jobs as cached
-   * @param live - rollout id → current attempt of every queuing or running rollout, as listed this pass
-   * @param listedAtMs - when `live` was listed; younger Jobs are skipped (their rollout may be missing from it)
+   * One collection over the cached Jobs; Jobs younger than `listedAtMs` are skipped (their rollout may be unlisted).
    * @throws whatever the gateway client throws other than RolloutNotFound, and KubeErrors of deletions
    */
   async collect(jobs: Iterable<V1Job>, live: ReadonlyMap<string, string>, listedAtMs: number): Promise<void> {

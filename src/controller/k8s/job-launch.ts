@@ -1,12 +1,7 @@
 /**
- * @module Creating one attempt's Job together with its key Secret, in the order that never starts a pod without its
- * key and never leaves the key behind for long: 1. the Secret, unowned; 2. the Job, which references it; 3. the
- * Secret's ownerReference to the Job, so the garbage collector deletes the Secret with the Job. A failed step 2
- * deletes the Secret at once; a crash between the steps leaves an unowned Secret that `secret-gc.ts` hands to its
- * Job (crash after 2) or deletes (crash before 2).
- *
- * The Job is not created first with the Secret following it: the Job controller makes the pod at once, and a pod
- * whose Secret is missing sits in `CreateContainerConfigError` until the kubelet's next retry.
+ * @module Creates an attempt's Job with its key Secret: 1. the Secret, unowned; 2. the Job; 3. the Secret's owner set
+ * to the Job. Secret first, since a pod whose Secret is missing waits for the kubelet's next retry; `secret-gc.ts`
+ * heals a crash between steps.
  */
 import type { V1Job, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -14,12 +9,7 @@ import { ownerReferenceTo } from "./key-secret.js";
 import { type KubeApi, KubeError } from "./kube-api.js";
 
 /**
- * Creates the key Secret (when there is one), the Job, then makes the Job own the Secret.
- * @param api - the namespace's API
- * @param job - the Job manifest; it references `secret` by name
- * @param secret - the Job's key Secret; undefined for a gateway without a key
- * @param log - where a failed cleanup or owner patch is reported (both are healed by `secret-gc.ts`)
- * @returns the created Job
+ * Creates the key Secret (if any), the Job, then makes the Job own the Secret.
  * @throws {KubeError} from creating the Secret or the Job (`conflict` on the Job: it exists; adopt it)
  */
 export async function launchJob(api: KubeApi, job: V1Job, secret: V1Secret | undefined, log: Logger): Promise<V1Job> {

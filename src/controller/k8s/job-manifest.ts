@@ -1,8 +1,4 @@
-/**
- * @module The Job of one attempt: the rendered template plus the fields the controller forces (name, namespace,
- * labels, retries off, deadline, TTL, `restartPolicy: Never`, the agent environment with the key from the Job's own
- * Secret).
- */
+/** @module An attempt's Job: the rendered template plus the fields the controller forces. */
 import type { Rollout } from "../../protocol/index.js";
 import { buildAgentEnv } from "../agent-env.js";
 import { jobNameFor, labelValueFor } from "./job-name.js";
@@ -47,10 +43,7 @@ interface EnvVar {
 /** Two different keys: a variable whose value differs between them is derived from the key. */
 const PROBE_KEYS = ["arclight-probe-key-a", "arclight-probe-key-b"] as const;
 
-/**
- * The agent environment of one attempt for a given key (`buildAgentEnv` with the settings' URL and env_map).
- * @throws {EnvMapError} an `env_map` path missing from the rollout
- */
+/** The agent environment of one attempt for a given key. @throws {EnvMapError} */
 export function jobAgentEnv(
   rollout: Rollout,
   attemptId: string,
@@ -62,12 +55,8 @@ export function jobAgentEnv(
 }
 
 /**
- * The variables of an attempt's environment whose value is derived from the agent's key: those that change when
- * the key changes (`AGL_KEY`, and with the standard variables `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
- * `OTEL_EXPORTER_OTLP_HEADERS`; an `env_map` entry that overrides one of them with a value of its own is not).
- * They are never written into a Job: each is a `secretKeyRef` into the Job's key Secret.
- * @returns the names, in environment order
- * @throws {EnvMapError} an `env_map` path missing from the rollout
+ * The variables derived from the agent's key (`AGL_KEY` and the standard keys/headers, unless `env_map` overrides
+ * them): never written into a Job, each a `secretKeyRef` into the Job's key Secret. @throws {EnvMapError}
  */
 export function keyEnvNames(rollout: Rollout, attemptId: string, settings: JobSettings): string[] {
   const [a, b] = PROBE_KEYS.map((key) => jobAgentEnv(rollout, attemptId, settings, key)) as [
@@ -93,18 +82,9 @@ function objectAt(holder: Record<string, unknown>, key: string, where: string): 
 const SERVER_SET_METADATA = ["creationTimestamp", "resourceVersion", "uid", "selfLink", "managedFields", "generation"];
 
 /**
- * Builds the Job of one attempt: renders the template, then forces name, namespace, labels and annotations,
- * `backoffLimit: 0`, `ttlSecondsAfterFinished`, `activeDeadlineSeconds` (the rollout's `timeout_seconds`, rounded
- * up), `restartPolicy: Never`, and in every container the agent environment (`agent-env.ts`), replacing entries of
- * the same name in place; key-derived variables ({@link keyEnvNames}) reference the Job's key Secret.
- * @param rollout - the rollout; its `config.k8s.job_template` is rendered
- * @param attemptId - the attempt this Job runs
- * @param settings - namespace, agent URL, TTL, env_map, standard env, legacy Secret name
- * @param keySecretName - the Secret holding this attempt's key-derived variables (annotated on the Job as
- *   {@link KEY_SECRET_ANNOTATION}); null for a gateway without a key, whose agents get no key and no Secret
- * @returns the Job manifest, ready to create once its key Secret exists
- * @throws {JobTemplateError} no template, a template that does not render one Job, a malformed Job shape, a Job that
- *   still references the legacy shared key Secret
+ * Renders the template and forces name, namespace, labels, `backoffLimit: 0`, TTL, `activeDeadlineSeconds`,
+ * `restartPolicy: Never` and the agent environment; `keySecretName` null for a gateway without a key.
+ * @throws {JobTemplateError} for a template that does not give one well-formed Job, or still names the legacy Secret
  * @throws {EnvMapError} an `env_map` path missing from the rollout
  */
 export function buildJobManifest(
@@ -142,10 +122,7 @@ export function buildJobManifest(
   return job;
 }
 
-/**
- * Name, namespace, the managed-by, rollout and attempt labels, and the exact ids as annotations.
- * @returns the annotations (created when absent)
- */
+/** Forces name, namespace, labels and id annotations; returns the annotations. */
 function forceMetadata(
   metadata: Record<string, unknown>,
   name: string,
@@ -168,10 +145,8 @@ function forceMetadata(
 }
 
 /**
- * A template may still name the shared Secret that older controllers filled with the admin key. Entries the
- * controller sets (`AGL_KEY`, `OPENAI_API_KEY`, …) were replaced above; any other reference would give the pod a
- * Secret that no longer exists (or, worse, the admin key), so the Job is refused with what to change.
- * @throws {JobTemplateError} naming the reference
+ * Refuses a reference left to the shared Secret older controllers filled with the admin key: it would give the pod a
+ * missing Secret, or the admin key. @throws {JobTemplateError} naming the reference
  */
 function refuseLegacySecret(podSpec: Record<string, unknown>, legacySecretName: string): void {
   const where = secretReferences(podSpec).find((ref) => ref.name === legacySecretName)?.where;

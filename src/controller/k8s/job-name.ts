@@ -1,16 +1,10 @@
-/**
- * @module Kubernetes names for a rollout's Job: a deterministic DNS-1123 Job name from the rollout and attempt ids,
- * and label values that stay valid for any rollout id.
- */
+/** @module Deterministic DNS-1123 Job names and always-valid label values for any rollout id. */
 import { createHash } from "node:crypto";
 
 /** Prefix of every Job name (Agent Lightning's is `agl-rollout-`). */
 export const JOB_NAME_PREFIX = "arclight-rollout-";
 
-/**
- * Longest Job name: the Job controller copies the name into the `job-name` label of its Pods, and label values are
- * at most 63 characters.
- */
+/** Longest Job name: it is copied into the Pods' `job-name` label, and label values are at most 63 characters. */
 export const MAX_JOB_NAME_LENGTH = 63;
 
 /** A DNS-1123 label: lowercase letters, digits and `-`, starting and ending alphanumeric. */
@@ -25,13 +19,8 @@ function shortHash(text: string): string {
 }
 
 /**
- * The Job name of one attempt of a rollout. Attempt "0" of an id that is a short DNS-1123 label keeps the id
- * readable as is (`arclight-rollout-r1`), as Agent Lightning's `agl-rollout-{id}`. Any other id or attempt gets a
- * readable, truncated, lowercased prefix plus a sha256 suffix of (id, attempt), so two rollouts differing only in
- * case or in an illegal character never share a Job, and a retry never reuses the failed attempt's Job.
- * @param rolloutId - any rollout id (letters, digits, `.`, `_`, `-`, `:`; up to 200 characters)
- * @param attemptId - the attempt, e.g. "0"
- * @returns a DNS-1123 label of at most {@link MAX_JOB_NAME_LENGTH} characters
+ * A short DNS-1123 id at attempt "0" stays readable (`arclight-rollout-r1`, as AGL's `agl-rollout-{id}`); anything
+ * else gets a truncated prefix plus a sha256 of (id, attempt), so case-only differences and retries never collide.
  * @see https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names
  */
 export function jobNameFor(rolloutId: string, attemptId: string): string {
@@ -46,12 +35,7 @@ export function jobNameFor(rolloutId: string, attemptId: string): string {
   return readable === "" ? `${JOB_NAME_PREFIX}${suffix.slice(1)}` : `${JOB_NAME_PREFIX}${readable}${suffix}`;
 }
 
-/**
- * A label value standing for `value`: the value itself when it is a valid label value, else a truncated,
- * sanitized prefix plus a sha256 suffix. Labels select; the exact ids live in annotations.
- * @param value - any string
- * @returns a valid label value (at most 63 characters)
- */
+/** `value` if a valid label value, else a sanitized prefix plus a sha256 suffix; the exact ids live in annotations. */
 export function labelValueFor(value: string): string {
   if (value.length <= 63 && LABEL_VALUE.test(value)) return value;
   const suffix = shortHash(value);

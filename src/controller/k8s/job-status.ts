@@ -6,24 +6,14 @@ import { ATTEMPT_ID_KEY, ROLLOUT_ID_KEY } from "./job-manifest.js";
 export type JobOutcome = { state: "succeeded" } | { state: "failed"; reason: string; jobReason: string };
 
 /**
- * Seconds past its `activeDeadlineSeconds` after which a Job with no end condition is taken as failed with
- * `DeadlineExceeded` all the same. The job controller of Kubernetes 1.20 checks the deadline only in a sync it
- * queues when it first sets `status.startTime`; a later sync that reads a stale Job sets a later start time, so that
- * check comes too early and none follows until something else changes the Job or its pods (seen in CI: a Job still
- * active 90 s past a 2 s deadline, with no kubelet to update its pod). A healthy job controller ends a Job within a
- * few seconds of its deadline, so this only catches one that missed it.
+ * Seconds past `activeDeadlineSeconds` after which a Job with no end condition counts as `DeadlineExceeded`: the
+ * Kubernetes 1.20 job controller can check the deadline too early (a stale start time) and never again.
  */
 export const DEADLINE_GRACE_SECONDS = 30;
 
 /**
- * Reads a Job's conditions as Agent Lightning does: `Complete=True` → succeeded; `Failed=True` → failed with
- * `Job failed: <reason> — <message>` (e.g. `DeadlineExceeded`, `BackoffLimitExceeded`); with no condition yet,
- * `status.succeeded > 0` → succeeded and `status.failed > 0` → failed. A Job still active more than
- * {@link DEADLINE_GRACE_SECONDS} past its `activeDeadlineSeconds` (counted from `status.startTime`, else its creation)
- * is failed with `DeadlineExceeded`, whether or not the job controller has said so.
- * @param job - a Job as the API or a watch returns it (times as `Date` or RFC 3339 text)
- * @param nowMs - the current time, ms since the epoch
- * @returns the outcome, or undefined while the Job runs
+ * A Job's outcome as AGL reads it: `Complete` / `Failed` conditions, else `status.succeeded` / `status.failed`, and
+ * `DeadlineExceeded` past {@link DEADLINE_GRACE_SECONDS}; undefined while it runs.
  */
 export function jobOutcome(job: V1Job, nowMs = Date.now()): JobOutcome | undefined {
   for (const condition of job.status?.conditions ?? []) {

@@ -1,7 +1,6 @@
 /**
- * @module Renders a rollout's `config.k8s.job_template` (Jinja syntax, rendered with nunjucks) into one Job object,
- * as Agent Lightning v1.0 does: variables `job_name` and `input`, filter `yaml_escape`, exactly one YAML document
- * whose `kind` is `Job`.
+ * @module Renders `config.k8s.job_template` (Jinja via nunjucks) into one Job, as AGL v1.0: variables `job_name` and
+ * `input`, filter `yaml_escape`.
  */
 import nunjucks from "nunjucks";
 import { parseAllDocuments } from "yaml";
@@ -28,12 +27,7 @@ function pythonStr(value: unknown): string {
   return JSON.stringify(value);
 }
 
-/**
- * The `yaml_escape` filter: a double-quoted JSON string with every non-ASCII character escaped, which YAML reads back
- * as the same string (Agent Lightning: `json.dumps(str(value), ensure_ascii=True)`).
- * @param value - any template value; non-strings become Python's `str()` of them
- * @returns e.g. `"what is 2+2?\n"` for a string with a newline
- */
+/** `yaml_escape`: AGL's `json.dumps(str(value), ensure_ascii=True)`, which YAML reads back as the same string. */
 export function yamlEscape(value: unknown): string {
   return JSON.stringify(pythonStr(value)).replace(
     /[\u0080-\uffff]/g,
@@ -90,13 +84,7 @@ function firstLine(err: unknown): string {
     .join(" ");
 }
 
-/**
- * Renders a Job template.
- * @param source - the template text (Jinja syntax)
- * @param variables - `job_name` (the name the controller forces anyway) and `input` (the rollout's input)
- * @returns the one Job object the template renders to (not yet forced: see `job-manifest.ts`)
- * @throws {JobTemplateError} bad Jinja, bad YAML, zero or several documents, or a document that is not a Job
- */
+/** Renders a Job template to its one Job. @throws {JobTemplateError} for bad Jinja or YAML, or not exactly one Job */
 export function renderJobTemplate(source: string, variables: { job_name: string; input: unknown }): JobObject {
   let text: string;
   try {

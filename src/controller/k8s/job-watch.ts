@@ -1,7 +1,4 @@
-/**
- * @module A cache of the controller's Jobs kept current by a list, then a watch that resumes from the last
- * resourceVersion it saw; when the API server answers 410 Gone (that version was compacted away), it lists again.
- */
+/** @module A cache of the controller's Jobs: list, then watch from the last resourceVersion; re-list on 410 Gone. */
 import type { V1Job } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { type KubeApi, KubeError, type WatchEventType } from "./kube-api.js";
@@ -67,10 +64,7 @@ export class JobWatcher {
     this.invalidate();
   }
 
-  /**
-   * Resumes the watch from `resourceVersion` (tests use it to resume from an expired one). The current watch is
-   * dropped without a re-list.
-   */
+  /** Resumes the watch from `resourceVersion` without a re-list (tests resume from an expired one). */
   resumeFrom(resourceVersion: string): void {
     this.invalidate();
     this.resourceVersion = resourceVersion;

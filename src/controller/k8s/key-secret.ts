@@ -1,7 +1,6 @@
 /**
- * @module The key Secret of one Job: it holds that attempt's key-derived agent variables (`AGL_KEY`,
- * `OPENAI_API_KEY`, … set to an agent token scoped to the attempt, never the admin key), is created just before its
- * Job and then owned by it, so Kubernetes' garbage collector deletes it with the Job.
+ * @module A Job's key Secret: the attempt's key-derived variables (an attempt-scoped token, never the admin key),
+ * owned by the Job so Kubernetes deletes it with the Job.
  */
 import { randomBytes } from "node:crypto";
 import type { V1Job, V1OwnerReference, V1Secret } from "@kubernetes/client-node";
@@ -23,28 +22,13 @@ export const KEY_SECRET_JOB_LABEL = "arclight/job-name";
 /** Lowercase letters and digits of a Secret name's random suffix. */
 const SUFFIX_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 
-/**
- * A fresh name for a Job's key Secret: the Job name plus `-key-` and 6 random characters. Each creation try gets
- * its own Secret, so a Secret left by a crashed or failed try is never mistaken for the one a new Job references.
- * @param jobName - the Job's name (at most 63 characters)
- * @returns e.g. `arclight-rollout-r1-key-x7k2pq`, a DNS-1123 subdomain of at most 74 characters
- */
+/** The Job name, `-key-` and 6 random characters: a Secret left by a failed try is never mistaken for a new one. */
 export function keySecretNameFor(jobName: string): string {
   const suffix = [...randomBytes(6)].map((b) => SUFFIX_ALPHABET[b % SUFFIX_ALPHABET.length]).join("");
   return `${jobName}-key-${suffix}`;
 }
 
-/**
- * The key Secret of one attempt's Job, unowned (the owner is set once the Job exists).
- * @param name - from {@link keySecretNameFor}; the Job's manifest references it
- * @param rollout - the rollout the Job runs
- * @param attemptId - the attempt the Job runs
- * @param settings - the Job settings the manifest was built with
- * @param agentKey - the attempt's agent token (`agentKeyFor`)
- * @returns the Secret (immutable): the key-derived variables under their own names, labelled managed-by, rollout,
- *   attempt and {@link KEY_SECRET_JOB_LABEL}
- * @throws {EnvMapError} an `env_map` path missing from the rollout (the manifest would have thrown first)
- */
+/** The immutable, unowned key Secret of one attempt's Job. @throws {EnvMapError} */
 export function keySecretFor(
   name: string,
   rollout: Rollout,
@@ -68,10 +52,7 @@ export function keySecretFor(
 }
 
 /**
- * The ownerReference that hands a key Secret to its Job: when the Job is deleted (by the controller, by
- * `ttlSecondsAfterFinished`, by hand) the garbage collector deletes the Secret too.
- * @param job - the created Job (its uid is set)
- * @returns a reference without `blockOwnerDeletion` (that would need `update` on `jobs/finalizers`)
+ * The ownerReference handing a key Secret to its Job, without `blockOwnerDeletion` (that needs `jobs/finalizers`).
  * @see https://kubernetes.io/docs/concepts/architecture/garbage-collection/#owners-dependents
  */
 export function ownerReferenceTo(job: V1Job): V1OwnerReference {

@@ -1,7 +1,4 @@
-/**
- * @module The few Kubernetes API calls the controller makes (Jobs, Pods' logs, the Jobs' key Secrets), on
- * `@kubernetes/client-node`, with every failure turned into a {@link KubeError} that says what to do about it.
- */
+/** @module The controller's Kubernetes API calls, every failure a {@link KubeError} saying what to do. */
 import {
   BatchV1Api,
   CoreV1Api,
@@ -14,10 +11,8 @@ import {
 } from "@kubernetes/client-node";
 
 /**
- * What a failed call means for the caller: `conflict` (409, the object exists or changed), `invalid` (400/422, the
- * object is refused: fail the rollout with the message), `forbidden` (401/403, RBAC: retry later, an admin may fix
- * it), `not-found` (404), `gone` (410, a watch's resourceVersion expired: re-list), `transient` (429, 5xx, timeouts,
- * an unreachable API server: retry with backoff).
+ * What a failure means: `conflict` 409; `invalid` 400/422 (fail the rollout); `forbidden` 401/403 (RBAC, retry
+ * later); `not-found` 404; `gone` 410 (re-list); `transient` 429, 5xx, timeouts (retry with backoff).
  */
 export type KubeErrorKind = "conflict" | "invalid" | "forbidden" | "not-found" | "gone" | "transient";
 
@@ -60,13 +55,7 @@ function statusMessage(body: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * Classifies an error thrown by a client-node call (an `ApiException` with `code` and `body`, a watch error with
- * `statusCode`, or a transport error such as `ECONNREFUSED`).
- * @param err - what the call threw
- * @param what - the call, for the message, e.g. `create Job arclight-rollout-r1`
- * @returns a KubeError naming the call and carrying the API server's message
- */
+/** Classifies what a client-node call threw into a KubeError naming the call `what`. */
 export function toKubeError(err: unknown, what: string): KubeError {
   if (err instanceof KubeError) return err;
   const e = err as { code?: unknown; statusCode?: unknown; body?: unknown; message?: unknown };
@@ -105,11 +94,7 @@ export class KubeApi {
   private readonly core: CoreV1Api;
   private readonly watcher: Watch;
 
-  /**
-   * @param config - a loaded KubeConfig (file, in-cluster or default)
-   * @param namespace - the namespace every call works in
-   * @param requestTimeoutMs - longest wait for one call (not for watches); default 30 s
-   */
+  /** `requestTimeoutMs` bounds each call, not watches. */
   constructor(
     config: KubeConfig,
     readonly namespace: string,
@@ -137,10 +122,7 @@ export class KubeApi {
     }
   }
 
-  /**
-   * Lists every Job matching `labelSelector`, 500 a page.
-   * @throws {KubeError} any failure
-   */
+  /** Every Job matching `labelSelector`, 500 a page. @throws {KubeError} */
   async listJobs(labelSelector: string): Promise<JobList> {
     const items: V1Job[] = [];
     let next: string | undefined;
@@ -156,11 +138,7 @@ export class KubeApi {
     return { items, resourceVersion };
   }
 
-  /**
-   * Watches Jobs matching `labelSelector` from `resourceVersion` (bookmarks on). Objects arrive as the API sends
-   * them (plain JSON). `onDone` is called once when the watch ends: null for a normal close, else the error.
-   * @returns an AbortController that stops the watch
-   */
+  /** Watches Jobs from `resourceVersion` (bookmarks on); `onDone` once with null or the error. */
   watchJobs(
     labelSelector: string,
     resourceVersion: string,
@@ -197,10 +175,7 @@ export class KubeApi {
     }
   }
 
-  /**
-   * Deletes a Job with foreground propagation (its Pods go first, then the Job). A Job already gone is fine.
-   * @throws {KubeError} any other failure
-   */
+  /** Deletes a Job, Pods first (foreground); already gone is fine. @throws {KubeError} */
   async deleteJob(name: string): Promise<void> {
     try {
       await this.call(`delete Job ${name}`, () =>
@@ -212,10 +187,7 @@ export class KubeApi {
     }
   }
 
-  /**
-   * Creates a Secret.
-   * @throws {KubeError} any failure (`forbidden` without `create` on secrets, `conflict` when the name is taken)
-   */
+  /** @throws {KubeError} (`forbidden` without `create` on secrets, `conflict` when the name is taken) */
   async createSecret(secret: V1Secret): Promise<V1Secret> {
     const name = secret.metadata?.name ?? "?";
     return this.call(`create Secret ${name}`, () =>
@@ -223,10 +195,7 @@ export class KubeApi {
     );
   }
 
-  /**
-   * Lists every Secret matching `labelSelector`, 500 a page.
-   * @throws {KubeError} any failure
-   */
+  /** Every Secret matching `labelSelector`, 500 a page. @throws {KubeError} */
   async listSecrets(labelSelector: string): Promise<V1Secret[]> {
     const items: V1Secret[] = [];
     let next: string | undefined;
@@ -240,11 +209,7 @@ export class KubeApi {
     return items;
   }
 
-  /**
-   * Sets a Secret's owner (a JSON Patch of `metadata.ownerReferences`), so the garbage collector deletes it with
-   * its owner.
-   * @throws {KubeError} any failure (`not-found` when the Secret is gone)
-   */
+  /** Sets a Secret's ownerReferences (JSON Patch). @throws {KubeError} (`not-found` when it is gone) */
   async setSecretOwner(name: string, owner: V1OwnerReference): Promise<void> {
     const body = [{ op: "add", path: "/metadata/ownerReferences", value: [owner] }];
     await this.call(`set owner of Secret ${name}`, () =>
@@ -252,10 +217,7 @@ export class KubeApi {
     );
   }
 
-  /**
-   * Deletes a Secret. A Secret already gone is fine.
-   * @throws {KubeError} any other failure
-   */
+  /** Deletes a Secret; already gone is fine. @throws {KubeError} */
   async deleteSecret(name: string): Promise<void> {
     try {
       await this.call(`delete Secret ${name}`, () =>
@@ -268,12 +230,8 @@ export class KubeApi {
   }
 
   /**
-   * The last lines of the newest Pod of a Job: read through the API server (which asks the Pod's kubelet), else,
-   * when that fails (no kubelet, node gone), the container's terminated-state message.
-   * @param jobName - the Job; its Pods carry the `job-name` label
-   * @param lines - lines to keep
-   * @returns undefined when the Job has no Pod
-   * @throws {KubeError} when the Pods cannot be listed
+   * The last lines of a Job's newest Pod, else its terminated-state message when the kubelet is unreachable;
+   * undefined without a Pod. @throws {KubeError} when Pods cannot be listed
    */
   async podLogTail(jobName: string, lines: number): Promise<PodLogTail | undefined> {
     const pods = await this.call(`list Pods of Job ${jobName}`, () =>

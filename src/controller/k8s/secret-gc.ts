@@ -1,8 +1,6 @@
 /**
- * @module Deletes key Secrets nobody owns. A Job's key Secret is owned by its Job once created (`job-launch.ts`), and
- * Kubernetes deletes it with the Job. An unowned one is a crash's or a failed call's leftover: it is handed to its
- * Job when that Job exists and references it, else deleted once older than the orphan grace period. The shared
- * Secret older controllers filled with the admin key is deleted once no Job references it.
+ * @module Deletes key Secrets nobody owns (a crash's leftover): handed to their Job when it references them, else
+ * deleted after the orphan grace; the legacy shared Secret goes once no Job references it.
  */
 import type { V1Job, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -40,11 +38,7 @@ export class SecretGarbage {
 
   constructor(private readonly options: SecretGarbageOptions) {}
 
-  /**
-   * One sweep over the managed Secrets, unless the last one was under `min(orphan grace, 10 s)` ago.
-   * @param jobs - the managed Jobs as cached, by name (a Job missing from it is looked up before its Secret goes)
-   * @throws {KubeError} from listing, patching or deleting
-   */
+  /** One sweep, at most every `min(orphan grace, 10 s)`. @throws {KubeError} */
   async collect(jobs: ReadonlyMap<string, V1Job>): Promise<void> {
     const now = Date.now();
     if (now - this.lastSweepMs < Math.min(this.options.orphanGraceMs, MAX_SWEEP_INTERVAL_MS)) return;

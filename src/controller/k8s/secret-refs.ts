@@ -1,7 +1,4 @@
-/**
- * @module The Secrets a pod spec references, and where: env `secretKeyRef`, `envFrom` `secretRef`, `secret`
- * volumes and projected volume sources, in containers and init containers.
- */
+/** @module The Secrets a pod spec references (env, envFrom, volumes, projected sources), and where. */
 
 /** One reference to a Secret by name, with the field path it sits at. */
 export interface SecretReference {
@@ -54,12 +51,7 @@ function volumeReferences(volumes: unknown, path: string): SecretReference[] {
   return refs;
 }
 
-/**
- * Every Secret reference of a pod spec (plain JSON, as rendered or as the API returns it).
- * @param podSpec - a Job's `spec.template.spec`
- * @param path - the field path of `podSpec`, for {@link SecretReference.where}
- * @returns the references, in spec order (a name may appear several times)
- */
+/** Every Secret reference of a pod spec, in spec order. */
 export function secretReferences(podSpec: Obj, path = "spec.template.spec"): SecretReference[] {
   const refs: SecretReference[] = [];
   for (const field of ["initContainers", "containers"]) {

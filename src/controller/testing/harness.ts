@@ -1,7 +1,4 @@
-/**
- * @module Test harness of the controller: a real gateway (MemoryStore unless given a store, 127.0.0.1 port 0), a real `GatewayClient`,
- * a temp dir for agent scripts and the state file, and controllers built on them.
- */
+/** @module Controller test harness: a real gateway on 127.0.0.1, a client, a temp dir, and controllers. */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,11 +33,7 @@ export interface ControllerHarness {
   close(): Promise<void>;
 }
 
-/**
- * Starts a harness. Agents inherit only PATH (plus whatever `baseEnv` adds).
- * @param baseEnv - extra environment of every agent
- * @param store - the gateway's store (closed with the harness); a fresh MemoryStore when absent
- */
+/** Starts a harness; agents inherit only PATH plus `baseEnv`. */
 export async function startHarness(baseEnv: Record<string, string> = {}, store?: Store): Promise<ControllerHarness> {
   const gateway = await startTestGateway({ key: "test-key" }, store);
   const client = new GatewayClient({ baseUrl: gateway.url, key: "test-key" });

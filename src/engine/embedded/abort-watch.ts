@@ -1,17 +1,9 @@
-/**
- * @module One `abort` listener per signal however many calls watch it: many concurrent `generate` calls often share
- * one `AbortSignal` (a request's, a run's), and a listener per call would pile up on it (Node warns past 10).
- */
+/** @module One `abort` listener per signal however many calls share it (Node warns past 10 listeners). */
 
 /** The callbacks waiting on each watched signal, and the one listener that runs them. */
 const watched = new WeakMap<AbortSignal, { callbacks: Set<() => void>; listener: () => void }>();
 
-/**
- * Runs `callback` once when `signal` aborts (at once, synchronously, if it already has).
- * @param signal - the signal to watch
- * @param callback - what to run on abort
- * @returns a function that stops watching (call it when the work ends; harmless after the abort)
- */
+/** Runs `callback` once when `signal` aborts (synchronously if it has); returns the unwatch. */
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   if (signal.aborted) {
     callback();

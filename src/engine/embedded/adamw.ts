@@ -1,8 +1,6 @@
 /**
- * @module AdamW with decoupled weight decay and global gradient-norm clipping, written out so its state (step, first
- * and second moments) can be checkpointed and training resumes bit-exactly.
- * @see Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019, arXiv:1711.05101 (Algorithm 2)
- * @see Kingma & Ba, "Adam: A Method for Stochastic Optimization", arXiv:1412.6980
+ * @module AdamW with decoupled weight decay and global-norm clipping, state exposed so training resumes bit-exactly.
+ * @see Loshchilov & Hutter, arXiv:1711.05101 (Algorithm 2); Kingma & Ba, arXiv:1412.6980
  */
 import * as tf from "@tensorflow/tfjs";
 import { adamwUpdate } from "./wasm-adamw.js";
@@ -42,15 +40,9 @@ export class AdamW {
   }
 
   /**
-   * Applies one update: m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²; θ ← θ − lr·(λ·θ + m̂/(√v̂ + ε)) with bias-corrected
-   * m̂ = m/(1−β1ᵗ), v̂ = v/(1−β2ᵗ); λ is applied only to params with `decay`. Every new weight and moment is computed
-   * first and assigned only when all of them are finite, so the optimiser never writes a non-finite value; otherwise
-   * nothing changes, the step counter included.
-   * @param params - the trainable parameters
-   * @param grads - gradient per parameter name (already clipped), same shapes
-   * @param learningRate - lr
-   * @param weightDecay - λ (decoupled: not scaled by the adaptive denominator)
-   * @returns true when the update was applied, false when it was refused for a non-finite value
+   * m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²; θ ← θ − lr·(λ·θ + m̂/(√v̂ + ε)), λ only where `decay`. Nothing is
+   * assigned (step included) unless every new value is finite.
+   * @returns false when the update was refused for a non-finite value
    */
   apply(params: AdamWParam[], grads: Map<string, tf.Tensor>, learningRate: number, weightDecay: number): boolean {
     const step = this.step + 1;
@@ -100,13 +92,7 @@ export class AdamW {
     return finite;
   }
 
-  /**
-   * Restores state saved from {@link AdamW.m}, {@link AdamW.v} and {@link AdamW.step}.
-   * @param step - updates applied so far
-   * @param moments - "m.<name>" / "v.<name>" → values with the parameter's shape
-   * @param shapes - parameter name → shape
-   * @throws {RangeError} when a moment's size does not match its parameter
-   */
+  /** Restores saved moments ("m.<name>" / "v.<name>") and step. @throws {RangeError} on a size mismatch */
   restore(step: number, moments: Map<string, Float32Array>, shapes: Map<string, number[]>): void {
     this.dispose();
     this.step = step;
@@ -148,11 +134,8 @@ function allFinite(x: tf.Tensor): boolean {
 }
 
 /**
- * Global L2 norm of all gradients, and the gradients rescaled so that norm is at most `maxNorm`.
- * @param grads - gradient per name; replaced in place by the clipped ones (old tensors disposed)
- * @param maxNorm - clip threshold; 0 disables clipping
- * @returns the norm before clipping
- * @see Pascanu, Mikolov & Bengio, "On the difficulty of training recurrent neural networks", arXiv:1211.5063
+ * Clips gradients in place to global L2 norm `maxNorm` (0: off) and returns the norm before clipping.
+ * @see Pascanu, Mikolov & Bengio, arXiv:1211.5063
  */
 export function clipGlobalNorm(grads: Map<string, tf.Tensor>, maxNorm: number): number {
   const norm = tf.tidy(() => tf.sqrt(tf.addN([...grads.values()].map((g) => tf.sum(tf.square(g))))).dataSync()[0]!);

@@ -1,6 +1,6 @@
 /**
- * @module Starts tfjs on its wasm backend and refuses to run on anything else: tfjs silently falls back to its pure-JS
- * `cpu` backend (10–25× slower) when wasm fails to load, which would pass every test and miss every speed target.
+ * @module Starts tfjs on wasm and refuses anything else: tfjs silently falls back to its far slower `cpu` backend
+ * when wasm fails to load.
  */
 import * as tf from "@tensorflow/tfjs";
 import "@tensorflow/tfjs-backend-wasm";
@@ -25,12 +25,7 @@ export class WasmBackendUnavailable extends Error {
 
 let ready: Promise<void> | undefined;
 
-/**
- * Selects the wasm backend once per process and asserts it is active. Safe to call many times; later calls share
- * the first one's promise.
- * @returns resolves when tfjs is ready on wasm
- * @throws {WasmBackendUnavailable} when tfjs ends up on any other backend
- */
+/** Selects wasm once per process (later calls share the promise). @throws {WasmBackendUnavailable} */
 export function initWasmBackend(): Promise<void> {
   ready ??= (async () => {
     installLeanKernels();
@@ -49,10 +44,7 @@ export function initWasmBackend(): Promise<void> {
   return ready;
 }
 
-/**
- * Throws unless the active tfjs backend is wasm (call before heavy numeric work).
- * @throws {WasmBackendUnavailable} when another backend is active
- */
+/** @throws {WasmBackendUnavailable} unless the active tfjs backend is wasm */
 export function assertWasmBackend(): void {
   const actual = tf.getBackend();
   if (actual !== "wasm") throw new WasmBackendUnavailable(actual);

@@ -1,7 +1,6 @@
 /**
- * @module Continuous batching: one decode loop serves every concurrent `generate` call. At each step boundary new
- * sequences are prefilled (together, right-padded) and join the running batch, finished and aborted ones leave, and
- * every running row advances by one token in a single batched decode step over the shared KV cache.
+ * @module Continuous batching: one decode loop for every concurrent `generate` call; sequences join (prefilled
+ * together) and leave at step boundaries, and each step advances every row by one token over the shared KV cache.
  */
 import * as tf from "@tensorflow/tfjs";
 import type { GenerateOptions, GenerationRequest, GenerationResult } from "../engine.js";
@@ -42,10 +41,6 @@ export class Batcher {
   /** Set by {@link Batcher.close}: every later call fails with it. */
   private closedWith: Error | undefined;
 
-  /**
-   * @param model - the model every sequence decodes with (its current weights at each step)
-   * @param options - batch limits of the decode loop
-   */
   constructor(model: Gpt, options: BatcherOptions) {
     this.model = model;
     this.options = options;
@@ -56,12 +51,7 @@ export class Batcher {
     return { running: this.running.length, pending: this.pending.length };
   }
 
-  /**
-   * Queues a `generate` call; its sequences join the running batch at the next step boundary.
-   * @param requests - validated requests (prompt fits the context, ids in the vocabulary)
-   * @param options - per-token callback and abort signal
-   * @returns the results in request order, once every sequence has ended
-   */
+  /** Queues validated requests to join at the next step boundary; resolves in request order once all ended. */
   submit(requests: GenerationRequest[], options: GenerateOptions = {}): Promise<GenerationResult[]> {
     if (this.closedWith) return Promise.reject(this.closedWith);
     if (requests.length === 0) return Promise.resolve([]);
@@ -90,10 +80,7 @@ export class Batcher {
     });
   }
 
-  /**
-   * Fails every call in flight or waiting with `reason`, and every later one (the engine is going away).
-   * @param reason - the error the calls reject with
-   */
+  /** Fails every call in flight, waiting or later with `reason`. */
   close(reason: Error): void {
     this.closedWith ??= reason;
     this.failAll(reason);

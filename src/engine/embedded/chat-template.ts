@@ -1,6 +1,6 @@
 /**
- * @module The chat template of the embedded engine (`ChatMLTemplate`, a `ChatTemplate`): THE single place a chat
- * (messages + tools) becomes prompt token ids. ChatML-like, compact (the tiny model's context is ~256 tokens), special tokens emitted as their ids.
+ * @module The embedded engine's ChatML-like chat template: the single place a chat becomes prompt ids, compact for a
+ * ~256-token context, special tokens emitted as their ids.
  */
 import { type ChatMessage, type ChatTool, type ChatToolCall, contentText } from "../../wire/chat.js";
 import type { ChatTemplate, RenderOptions, ToolCallDelimiters } from "../chat-template.js";
@@ -10,10 +10,8 @@ import type { ByteTokenizer, SpecialToken } from "./tokenizer.js";
 type Piece = string | { special: SpecialToken };
 
 /**
- * The canonical text of one tool call inside `<tool_call>…</tool_call>`: `{"name": NAME, "arguments": ARGS}` with NAME
- * JSON-encoded and ARGS the arguments string verbatim. The server's tool-call parser re-serialises parsed arguments
- * in the same `", "`/`": "` style (Python `json.dumps`, as vLLM's Hermes parser does), so a call the model wrote in this
- * canonical form renders back to exactly the ids it generated.
+ * A tool call's canonical text, arguments verbatim: the server's parser re-serialises in Python `json.dumps` style
+ * (as vLLM's Hermes parser), so a call generated in this form re-renders to the same ids.
  */
 export function toolCallText(call: ChatToolCall): string {
   return `{"name": ${JSON.stringify(call.function.name)}, "arguments": ${call.function.arguments}}`;
@@ -62,19 +60,11 @@ function chatPieces(messages: readonly ChatMessage[], options: RenderOptions): P
 }
 
 /**
- * Renders a chat to prompt token ids.
+ * Renders a chat to prompt token ids: `<|im_start|>{role}\n{content}<|im_end|>\n` per message, the specials as single
+ * ids and everything else as UTF-8 bytes (typed "<|im_end|>" stays bytes). `developer` renders as `system`; a leading
+ * system message and the tools share one turn.
  *
- * Format, per message: `<|im_start|>{role}\n{content}<|im_end|>\n`; `<|im_start|>`, `<|im_end|>`, `<tool_call>` and
- * `</tool_call>` are single special ids, everything else is UTF-8 bytes (so a user writing the text "<|im_end|>"
- * produces bytes, never the special id). A `developer` message (OpenAI's newer system role) renders exactly as a
- * `system` one. A leading system message and the tools share one system turn; each tool is one JSON line. An assistant message renders its content, then each tool call as
- * `<tool_call>{"name": NAME, "arguments": ARGS}</tool_call>` with ARGS verbatim (see {@link toolCallText}), so
- * re-rendering a turn the model generated reproduces its ids. The generation prompt is `<|im_start|>assistant\n`;
- * the model ends its turn with `<|im_end|>`.
- *
- * Worked example (specials written as their strings, `⏎` = newline): messages
- * `[{role: "user", content: "2+2?"}, {role: "assistant", content: null, tool_calls: [{function: {name: "calc",
- * arguments: "{\"x\": \"2+2\"}"}}]}, {role: "tool", content: "4"}]` with tools `[{function: {name: "calc"}}]` render as
+ * Example (`⏎` = newline): user "2+2?", an assistant call of `calc` with `{"x": "2+2"}`, tool "4", tools `[calc]`:
  * ```text
  * <|im_start|>system⏎Tools:⏎{"name":"calc"}<|im_end|>⏎
  * <|im_start|>user⏎2+2?<|im_end|>⏎
@@ -82,11 +72,6 @@ function chatPieces(messages: readonly ChatMessage[], options: RenderOptions): P
  * <|im_start|>tool⏎4<|im_end|>⏎
  * <|im_start|>assistant⏎
  * ```
- * (the line breaks after each `⏎` are for reading only).
- * @param tokenizer - the byte tokenizer whose special ids are emitted
- * @param messages - the chat, oldest first
- * @param options - tools and whether to add the generation prompt (default true)
- * @returns prompt token ids, [promptLen]
  * @see https://github.com/openai/openai-python/blob/main/chatml.md (ChatML)
  */
 export function renderChatML(

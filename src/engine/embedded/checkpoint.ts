@@ -1,7 +1,6 @@
 /**
- * @module Checkpoint directories of the embedded engine: `config.json` (the model shape), `model.safetensors` (the
- * weights, policy version in its metadata) and `optimizer.safetensors` (AdamW moments `m.<name>` / `v.<name>`, step
- * and constants in its metadata). Weights and moments are stored as exact float32, so training resumes bit-exactly.
+ * @module Embedded checkpoints: `config.json`, `model.safetensors` (policy version in metadata) and
+ * `optimizer.safetensors` (`m.<name>` / `v.<name>`), exact float32 so training resumes bit-exactly.
  */
 import { existsSync } from "node:fs";
 import { readFile, rename, writeFile } from "node:fs/promises";
@@ -40,11 +39,7 @@ export const CHECKPOINT_FILES = {
   optimizer: "optimizer.safetensors",
 } as const;
 
-/**
- * Writes a checkpoint; each file goes to a temporary name first and is renamed, so a crash never leaves a torn file.
- * @param dir - directory (created if missing)
- * @param data - config, weights, optimiser state and policy version
- */
+/** Writes a checkpoint, each file renamed into place so a crash never leaves a torn file. */
 export async function writeCheckpoint(dir: string, data: CheckpointData): Promise<void> {
   makeDirs(dir);
   const { step, constants } = data.optimizer;
@@ -63,14 +58,9 @@ export async function writeCheckpoint(dir: string, data: CheckpointData): Promis
 }
 
 /**
- * Reads a checkpoint written by {@link writeCheckpoint} and checks it fully before returning, so a caller never
- * builds a model from a half-valid directory: the config must pass {@link ModelConfigSchema}, every weight of
- * {@link paramSpecs} must be present with its shape, and optimiser moments must name weights of the same shapes.
- * A directory without `optimizer.safetensors` (weights only) loads with a fresh optimiser.
- * @param dir - checkpoint directory
- * @returns its contents
- * @throws {CheckpointInvalid} `missing` when nothing exists at `dir`; `invalid` for a file, a missing or malformed
- * `config.json` / `model.safetensors`, a corrupt safetensors file, or weights that do not fit the config
+ * Reads and fully checks a checkpoint, so no model is built from a half-valid directory; without
+ * `optimizer.safetensors` it loads with a fresh optimiser.
+ * @throws {CheckpointInvalid} `missing` when nothing is at `dir`, else `invalid`
  */
 export async function readCheckpoint(dir: string): Promise<CheckpointData> {
   const config = parseConfigFile(dir, await readRequired(dir, CHECKPOINT_FILES.config));

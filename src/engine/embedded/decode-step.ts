@@ -1,11 +1,7 @@
 /**
- * @module One decode step of the GPT run straight on tfjs's wasm heap, without tfjs tensors: the rows' activations
- * live in buffers this module allocates once (and grows), the matrix products run `wasm/gemm.wat` on packed copies
- * of the weights (where relaxed SIMD is available; else the wasm backend's XNNPACK `_FusedMatMul` entry, directly
- * on the weights' buffers), and everything else is `wasm/decode.wat` (embedding, layer norm, attention over the KV
- * cache, GELU, residual adds). The same kernels in the same order as the tfjs-op path,
- * so the numbers are the same; what goes is tfjs's per-op bookkeeping (a tensor object, a scope entry, a kernel
- * look-up and a heap allocation per op, some 45 ops a step), about a fifth of a step at 8 rows.
+ * @module One decode step straight on tfjs's wasm heap, without tfjs tensors: `wasm/gemm.wat` (or XNNPACK) for the
+ * products, `wasm/decode.wat` for the rest. Same kernels in the same order as the tfjs-op path, so the same numbers,
+ * minus tfjs's per-op bookkeeping.
  */
 import * as tf from "@tensorflow/tfjs";
 import { GELU_CUBE, GELU_LINEAR } from "./ops.js";
@@ -71,16 +67,9 @@ export class DecodeStepRunner {
   private readonly probs: Scratch = { offset: 0, floats: 0 };
   /** `gemm.wat` where relaxed SIMD is available (else the products run on XNNPACK). */
   private readonly gemm: GemmExports | undefined;
-  /**
-   * Each weight packed for `gemm.wat` with its bias, kept while the weight's buffer is the one packed (an update
-   * assigns a new buffer, and the next step packs it again).
-   */
+  /** Each weight packed for `gemm.wat`, valid while the weight's buffer is the one packed (an update assigns anew). */
   private readonly packs = new Map<tf.Tensor, { weight: object; bias: object | undefined; offset: number }>();
 
-  /**
-   * @param params - the model's weights (read at each step, so updates apply)
-   * @param shape - d_model, heads, vocabulary
-   */
   constructor(
     private readonly params: GptParams,
     shape: Shape,
@@ -93,14 +82,9 @@ export class DecodeStepRunner {
   }
 
   /**
-   * One decode step: embeds each row's last token, runs every layer (writing each layer's new key and value into
-   * column `columns` of `cache`, in place) and returns the next-token logits.
-   * @param tokenIds - [B], the last token of each row
-   * @param positions - [B], that token's position (< context)
-   * @param cache - per-layer KV tensors, [B, H, capacity, C/H], capacity > `columns`
-   * @param columns - filled columns L
+   * Embeds each row's last token, runs every layer (writing its key and value into column `columns` of `cache` in
+   * place) and returns a copy of the logits, [B × V].
    * @param bias - [B × (L+1)]: 0 where a row sees a column, -1e9 where not
-   * @returns logits [B × V], row-major (a copy)
    */
   step(
     tokenIds: Int32Array,

@@ -1,12 +1,7 @@
 /**
- * @module Decoding on more than one thread for the embedded engine: tfjs-wasm runs one thread, so with
- * `decodeThreads` > 1 the engine starts `decodeThreads − 1` decode worker threads (`decode-worker.ts`, each its own
- * tfjs-wasm instance with a copy of the weights and its own continuous-batching loop) and hands each `generate` call
- * to whichever loop, its own or a worker's, has the fewest sequences. A {@link DecodeThread} is the main thread's
- * handle on one worker: it keeps the worker's weights in step with the engine's (posted in order with the calls),
- * replays streamed tokens into the caller's `onToken`, and makes an abort or a throwing callback end a streamed
- * sequence at the token the caller last saw, as the in-process loop does (a call without a stream keeps what the
- * worker decoded until the abort reached it). A worker that fails is replaced at the next call.
+ * @module Decode worker threads (tfjs-wasm is single-threaded): each runs its own batching loop on a copy of the
+ * weights, posted in order with the calls; each `generate` goes to the loop with the fewest sequences. An abort or a
+ * throwing `onToken` ends a streamed sequence at the token the caller last saw, as in process.
  */
 import { Worker } from "node:worker_threads";
 import type { GenerateOptions, GenerationRequest, GenerationResult } from "../engine.js";
@@ -98,12 +93,8 @@ export class DecodeThread {
   }
 
   /**
-   * Runs one `generate` call on the thread, with the same contract as the engine's in-process loop.
-   * @param requests - validated requests
-   * @param options - per-token callback and abort signal
-   * @returns the results in request order
-   * @throws {DecodeWorkerFailed} when the thread fails or exits before answering
-   * @throws {Error} with the worker's message when its decode loop failed
+   * Runs one `generate` call on the thread, with the in-process loop's contract.
+   * @throws {DecodeWorkerFailed} when the thread fails or exits first; `Error` when its decode loop failed
    */
   submit(requests: GenerationRequest[], options: GenerateOptions = {}): Promise<GenerationResult[]> {
     if (this.failure) return Promise.reject(this.failure);
@@ -145,11 +136,7 @@ export class DecodeThread {
     });
   }
 
-  /**
-   * Posts new weights; calls posted afterwards, and sequences running there from their next step, use them.
-   * @param version - their policy version
-   * @param weights - by name; the arrays are transferred (unusable here afterwards)
-   */
+  /** Posts new weights (transferred: unusable here afterwards) for later calls and running sequences. */
   setWeights(version: number, weights: [string, Float32Array][]): void {
     if (this.failure) return;
     this.worker.postMessage({ kind: "weights", version, weights } satisfies DecodeRequest, [
@@ -157,10 +144,7 @@ export class DecodeThread {
     ]);
   }
 
-  /**
-   * Stops the thread; calls in flight fail with `reason`.
-   * @param reason - what they fail with; default {@link DecodeWorkerFailed} "terminated"
-   */
+  /** Stops the thread; calls in flight fail with `reason`. */
   terminate(reason: Error = new DecodeWorkerFailed("terminated")): void {
     this.fail(reason);
     void this.worker.terminate();
@@ -215,10 +199,7 @@ export class DecodeThread {
   }
 }
 
-/**
- * A worker's result as the caller ended it: a sequence the caller ended keeps the tokens the caller saw and ends as
- * `abort`, as in-process, unless (an abort signal's case) it had already ended by itself at that token.
- */
+/** A worker's result cut at the token the caller saw, as `abort`, unless it had already ended there by itself. */
 function cutResult(
   result: GenerationResult,
   cut: { at: number; by: "signal" | "callback" } | undefined,

@@ -1,9 +1,4 @@
-/**
- * @module Entry of one decode worker thread (started by `decode-thread.ts`): a copy of the GPT on its own tfjs-wasm
- * instance with its own continuous-batching decode loop. It loads the weights the main thread posts (in order with
- * the calls, so a call sees every update posted before it), runs each posted `generate` call on its loop, streams
- * sampled tokens back once per decode step, and answers each call with its results or why it failed.
- */
+/** @module Entry of one decode worker thread: a GPT copy and batching loop on its own tfjs-wasm instance. */
 import { parentPort, workerData } from "node:worker_threads";
 import type { TokenEvent } from "../engine.js";
 import { initWasmBackend } from "./backend.js";

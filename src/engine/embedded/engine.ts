@@ -1,9 +1,7 @@
 /**
- * @module `EmbeddedEngine`: the default `Engine`, a small GPT trained and sampled in-process on CPU with tfjs-wasm.
- * Every numeric call runs synchronously between two decode steps (JS is single-threaded), so training, scoring and
- * weight loads never interleave with a half-done step; a training step on more than one thread (`trainThreads`)
- * waits for its worker threads between computing gradients and applying the update, and a decode step that runs in
- * that wait sees the weights from before the update.
+ * @module `EmbeddedEngine`: the default `Engine`, a small GPT on tfjs-wasm in process. Numeric calls run between two
+ * decode steps, so nothing interleaves with a half-done step; a decode step during a multi-thread train step's
+ * wait sees the weights from before the update.
  */
 
 import { CheckpointInvalid } from "../checkpoint-error.js";
@@ -44,25 +42,13 @@ export interface EmbeddedEngineOptions {
   maxBatchSize?: number;
   /** Rows per forward pass in `logprobs`. Default 32. */
   scoreBatchSize?: number;
-  /**
-   * Threads per training step (data-parallel, see `parallel-train.ts`): this one plus `trainThreads − 1` gradient
-   * worker threads, each a tfjs-wasm instance with a copy of the weights. Default 1 (tfjs-wasm itself runs one
-   * thread). Worth it when the other cores are idle during updates, as in a synchronous trainer on a small machine.
-   */
+  /** Threads per training step (`parallel-train.ts`), each a copy of the weights. Default 1. */
   trainThreads?: number;
-  /**
-   * Threads that decode (see `decode-thread.ts`): this one plus `decodeThreads − 1` decode worker threads, each a
-   * tfjs-wasm instance with a copy of the weights and its own decode loop; each `generate` call goes to the loop
-   * with the fewest sequences. Default 1. Worth it when concurrent calls would otherwise leave cores idle, as when
-   * the engine serves many agents at once; each worker adds its own wasm heap to the process's memory.
-   */
+  /** Decoding threads (`decode-thread.ts`), each adding its own wasm heap. Default 1. */
   decodeThreads?: number;
 }
 
-/**
- * A thread-count option's value (default 1).
- * @throws {RangeError} naming the option for a value that is not an integer from 1 to {@link MAX_TRAIN_THREADS}
- */
+/** A thread-count option's value (default 1). @throws {RangeError} outside 1..{@link MAX_TRAIN_THREADS} */
 function threadCount(option: string, value: number | undefined): number {
   const threads = value === undefined ? 1 : value;
   if (typeof threads !== "number" || !Number.isInteger(threads) || threads < 1 || threads > MAX_TRAIN_THREADS) {
@@ -80,22 +66,14 @@ export class EngineDisposed extends Error {
   }
 }
 
-/**
- * Why a model config cannot run behind the engine's byte tokenizer: its `vocab` must be the tokenizer's id count, or
- * decoding a sampled id fails (a larger vocab) and every chat prompt's special ids fall outside it (a smaller one).
- * @returns the problem, or `undefined` when the config fits
- */
+/** Why a config cannot run behind the byte tokenizer: `vocab` must equal its id count. */
 function tokenizerMismatch(config: ModelConfig): string | undefined {
   return config.vocab === BYTE_VOCAB_SIZE
     ? undefined
     : `vocab must be ${BYTE_VOCAB_SIZE} (the byte tokenizer's ids: 256 bytes and ${BYTE_VOCAB_SIZE - 256} special tokens), got ${config.vocab}`;
 }
 
-/**
- * Refuses sampling settings the sampler cannot honour: a temperature that is not a finite number ≥ 0, a top-p outside
- * (0, 1], a top-k or max-tokens that is not a whole number ≥ 0.
- * @throws {RangeError} naming the setting and its value
- */
+/** @throws {RangeError} naming a sampling setting the sampler cannot honour */
 function checkSampling(sampling: GenerationRequest["sampling"]): void {
   const { temperature, topP, topK, maxTokens } = sampling;
   const bad = (name: string, value: number, expected: string): RangeError =>
@@ -140,13 +118,8 @@ export class EmbeddedEngine implements Engine {
   }
 
   /**
-   * Builds an engine with freshly initialised weights (policy version 0).
-   * @param options - config or preset name, seed, batch sizes
-   * @returns the engine, on the wasm backend
-   * @throws {z.ZodError} for an invalid config
-   * @throws {RangeError} for a `vocab` other than the byte tokenizer's ({@link BYTE_VOCAB_SIZE}), or a `trainThreads`
-   * or `decodeThreads` that is not an integer from 1 to 64
-   * @throws {WasmBackendUnavailable} when tfjs cannot run on wasm
+   * An engine with fresh weights (policy version 0).
+   * @throws {z.ZodError} | {RangeError} (vocab, thread counts) | {WasmBackendUnavailable}
    */
   static async create(options: EmbeddedEngineOptions): Promise<EmbeddedEngine> {
     await initWasmBackend();
@@ -159,14 +132,8 @@ export class EmbeddedEngine implements Engine {
   }
 
   /**
-   * Builds an engine from a checkpoint directory; it reports the policy version stored there.
-   * @param dir - a directory written by {@link EmbeddedEngine.saveCheckpoint}
-   * @param options - batch sizes
-   * @returns the engine with the checkpoint's weights and optimiser state
-   * @throws {CheckpointInvalid} `missing` when nothing exists at `dir`; `invalid` when it is not a checkpoint
-   * directory, its config, weights or optimiser state are malformed or do not fit each other, or its `vocab` is not
-   * the byte tokenizer's
-   * @throws {WasmBackendUnavailable} when tfjs cannot run on wasm
+   * An engine from a checkpoint directory, at its stored policy version.
+   * @throws {CheckpointInvalid} | {WasmBackendUnavailable}
    */
   static async load(
     dir: string,
@@ -198,12 +165,9 @@ export class EmbeddedEngine implements Engine {
   }
 
   /**
-   * Generates one sequence per request; concurrent calls share the decode loop (continuous batching). Logprobs are
-   * those of the distribution actually sampled from (see `sample.ts`); `<|endoftext|>` always stops a sequence.
-   * A sequence in flight when the weights change continues on the new weights and reports the version it started on.
-   * With `decodeThreads` > 1 the call runs on whichever decode loop has the fewest sequences.
-   * @throws {RangeError} for an empty prompt, a prompt of context length or more, or an id outside the vocabulary
-   * @throws {DecodeWorkerFailed} (`decode-thread.ts`) when the decode worker thread running the call fails
+   * Generates one sequence per request on the shared decode loop; logprobs are of the distribution sampled from
+   * (`sample.ts`). A sequence in flight across a weight update reports the version it started on.
+   * @throws {RangeError} for a bad prompt; {DecodeWorkerFailed} when its decode thread fails
    */
   async generate(requests: GenerationRequest[], options?: GenerateOptions): Promise<GenerationResult[]> {
     this.checkOpen();
@@ -234,10 +198,8 @@ export class EmbeddedEngine implements Engine {
   }
 
   /**
-   * Bumps the policy version unless the non-finite guard skipped the step (weights unchanged).
-   * @throws {RangeError} for malformed rows (lengths, missing refLogprobs/weights) or a step with no masked token
-   * @throws {GradientWorkerFailed} (`parallel-train.ts`) when `trainThreads` > 1 and a worker thread fails during the
-   *   step; the weights are unchanged
+   * Bumps the policy version unless the non-finite guard skipped the step.
+   * @throws {RangeError} for malformed rows; {GradientWorkerFailed} with the weights unchanged
    */
   async trainStep(rows: TrainRow[], loss: LossConfig, optimizer: OptimizerConfig): Promise<TrainMetrics> {
     this.checkOpen();
@@ -253,10 +215,7 @@ export class EmbeddedEngine implements Engine {
     return metrics;
   }
 
-  /**
-   * Writes the weights, config and optimiser state (see `checkpoint.ts`), each file atomically.
-   * @param dir - checkpoint directory, created if missing
-   */
+  /** Writes weights, config and optimiser state, each file atomically. */
   async saveCheckpoint(dir: string): Promise<void> {
     this.checkOpen();
     const weights = new Map<string, SafeTensor>();
@@ -278,10 +237,8 @@ export class EmbeddedEngine implements Engine {
   }
 
   /**
-   * Swaps in a checkpoint's weights and optimiser state (hot swap; sequences in flight continue on the new weights).
-   * Nothing changes when it throws: the checkpoint is read and checked in full before any weight is assigned.
-   * @throws {CheckpointInvalid} as {@link EmbeddedEngine.load}, and `invalid` when the checkpoint's model shape
-   * differs from this engine's
+   * Hot-swaps a checkpoint's weights and optimiser state; it is checked in full first, so a throw changes nothing.
+   * @throws {CheckpointInvalid} also when its model shape differs
    */
   async loadCheckpoint(dir: string): Promise<void> {
     this.checkOpen();
@@ -301,10 +258,8 @@ export class EmbeddedEngine implements Engine {
   }
 
   /**
-   * Starts the optimiser afresh (AdamW moments zero, step 0, same betas/epsilon); the weights stay. Use it between
-   * training phases, e.g. from SFT to RL: AdamW's second moment decays slowly (β2 = 0.999: a half-life of ~690 steps),
-   * so moments carried over from SFT, whose gradients are larger, would scale the RL updates down for hundreds of
-   * steps. Fine-tuning from a checkpoint normally starts with a new optimiser the same way.
+   * Starts AdamW afresh, weights kept: between phases (SFT → RL), since β2 = 0.999 decays slowly and SFT's larger
+   * second moments would scale RL updates down for hundreds of steps.
    */
   resetOptimizer(): void {
     const optimizer = new AdamW(this.optimizer.constants);
@@ -312,10 +267,7 @@ export class EmbeddedEngine implements Engine {
     this.optimizer = optimizer;
   }
 
-  /**
-   * Frees the weights and optimiser moments and stops the worker threads. Generations in flight fail with
-   * {@link EngineDisposed}, as does every later call. Idempotent.
-   */
+  /** Frees weights and moments and stops workers; calls in flight and later fail with {@link EngineDisposed}. */
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;

@@ -1,8 +1,4 @@
-/**
- * @module Entry of one gradient worker thread (started by `parallel-train.ts`): it holds a copy of the GPT on its own
- * tfjs-wasm instance and, per request, loads the step's weights, runs forward and backward passes over its share of
- * the step's rows, and posts back the summed gradients and masked sums. It never updates weights itself.
- */
+/** @module Entry of one gradient worker thread: gradient sums over its share of a step; never updates weights. */
 import { parentPort, workerData } from "node:worker_threads";
 import { initWasmBackend } from "./backend.js";
 import { Gpt } from "./model.js";

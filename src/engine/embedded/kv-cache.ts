@@ -1,12 +1,7 @@
 /**
- * @module The shared KV cache of the decode loop. All running rows live in one [B, H, capacity, C/H] tensor per layer
- * so a decode step is a handful of batched ops whatever B is. Rows of different lengths share columns: each row owns
- * some columns and an additive bias hides the others. Attention has no notion of column order (positions are in the
- * embeddings), so a row's keys may sit anywhere. Each decode step writes one column that every row owns into the
- * free room after the filled ones, in place (see `decode-step.ts`), so a step copies nothing; the room doubles when
- * it runs out. A joining batch is aligned to the right edge by zero-padding on the left; leaving rows are dropped and
- * columns no row owns are trimmed. Joining, leaving and growing copy the tensors, which is why the cache holds them
- * alone: no other tensor may share their buffers.
+ * @module The decode loop's shared KV cache: one [B, H, capacity, C/H] tensor per layer. Rows share columns, each
+ * hidden from the others by an additive bias (positions live in the embeddings, so column order is free). Each step
+ * writes one column in place; joins, leaves and growth copy, so no other tensor may share these buffers.
  */
 import * as tf from "@tensorflow/tfjs";
 import type { LayerKv } from "./model.js";
@@ -33,10 +28,7 @@ export class BatchKvCache {
     return this.columns;
   }
 
-  /**
-   * Per-layer KV, [B, H, capacity, C/H] with columns 0..L-1 filled; valid until the next mutation. A decode step
-   * writes column L in place, then calls {@link advance}.
-   */
+  /** Per-layer KV with columns 0..L-1 filled; a decode step writes column L in place, then {@link advance}s. */
   get kv(): LayerKv[] {
     return this.layers;
   }
@@ -48,10 +40,7 @@ export class BatchKvCache {
     this.replaceLayers(tf.tidy(() => this.layers.map((layer) => withRoom(layer, this.columns))));
   }
 
-  /**
-   * Attention bias of the next decode step: each row sees its own columns plus the new one.
-   * @returns [B × (L+1)] row-major, 0 for visible and -1e9 for hidden columns
-   */
+  /** Next step's attention bias, [B × (L+1)]: 0 visible, -1e9 hidden. */
   stepBias(): Float32Array {
     const width = this.columns + 1;
     const bias = new Float32Array(this.rows * width);
@@ -67,11 +56,7 @@ export class BatchKvCache {
     this.owned = this.owned.map((row) => grow(row, 0, 1, 1));
   }
 
-  /**
-   * Adds prefilled rows, right-aligned with the running ones.
-   * @param prefill - per-layer KV of the new rows, [B', H, P, C/H] (right-padded prompts); the cache takes ownership
-   * @param lengths - prompt length of each new row (tokens); row b owns its first lengths[b] columns
-   */
+  /** Adds prefilled rows (taking ownership), right-aligned; row b owns its first lengths[b] columns. */
   addRows(prefill: LayerKv[], lengths: number[]): void {
     const width = prefill[0]!.k.shape[2];
     if (this.rows === 0) {
@@ -105,10 +90,7 @@ export class BatchKvCache {
     this.columns = total;
   }
 
-  /**
-   * Keeps only the given rows (in that order) and trims leading columns no remaining row owns.
-   * @param keep - indices of the rows to keep
-   */
+  /** Keeps the given rows in that order and trims leading columns no row owns. */
   keepRows(keep: number[]): void {
     if (keep.length === this.rows) return;
     if (keep.length === 0) {
@@ -141,10 +123,7 @@ export class BatchKvCache {
   }
 }
 
-/**
- * The first `columns` columns of `layer` in new tensors with free room after them (as many columns as filled, at
- * least {@link MIN_ROOM}); the room is zeros. Always a fresh buffer: the decode step writes into it.
- */
+/** The filled columns copied to a fresh buffer with zeroed room after them (the decode step writes into it). */
 function withRoom(layer: LayerKv, columns: number): LayerKv {
   const room = Math.max(MIN_ROOM, columns);
   const padded = (x: tf.Tensor4D): tf.Tensor4D =>

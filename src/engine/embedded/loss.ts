@@ -1,9 +1,6 @@
 /**
- * @module Training losses on per-token tensors: the policy objectives (PPO's clipped token ratio with asymmetric and
- * optional dual clip; GSPO's clipped sequence ratio; CISPO's clipped, stop-gradient IS weight on REINFORCE), each
- * with optional k3 KL to a reference and truncated importance-sampling weights, and cross-entropy for SFT. Each returns the
- * micro-batch's share of the step's loss — a sum divided by the whole step's denominator — so gradients summed over
- * micro-batches equal the gradient of the full batch.
+ * @module Training losses (PPO, GSPO, CISPO, SFT) on per-token tensors. Each returns the micro-batch's share of the
+ * step's loss (divided by the whole step's denominator), so summed micro-batch gradients equal the batch gradient.
  */
 import * as tf from "@tensorflow/tfjs";
 import type { LossConfig } from "../engine.js";
@@ -118,14 +115,7 @@ function policyTerm(
   return { perToken, clipped: tf.greater(clipped, unclipped) as tf.Tensor1D };
 }
 
-/**
- * GSPO's sequence log ratio, broadcast to every token of its row: the mean of the row's masked log ratios (0 for a
- * row without masked tokens).
- * @param logRatio - per-token log ratios, [N]
- * @param mask - [N]
- * @param rowWidth - tokens per row (N = rows × rowWidth); undefined: one row
- * @returns [N]
- */
+/** GSPO's sequence log ratio (mean of the row's masked log ratios, 0 if none), broadcast to its tokens, [N]. */
 function sequenceLogRatio(logRatio: tf.Tensor1D, mask: tf.Tensor1D, rowWidth: number | undefined): tf.Tensor1D {
   const width = rowWidth ?? logRatio.shape[0];
   const rows = logRatio.shape[0] / width;
@@ -141,11 +131,7 @@ function clampLogRatio(logRatio: tf.Tensor1D): tf.Tensor1D {
 }
 
 /**
- * k3 estimate of KL(p ‖ q) from samples of p: with log-ratio d = clamp(log q − log p, ±LOG_RATIO_LIMIT),
- * k3 = e^d − d − 1 (unbiased, >= 0; the clamp keeps it finite).
- * @param otherLogprobs - log q, [N]
- * @param logprobs - log p of the sampled tokens, [N]
- * @returns [N] (nats)
+ * k3 estimate of KL(p ‖ q): k3 = e^d − d − 1, d = clamp(log q − log p) (unbiased, ≥ 0), [N] nats.
  * @see Schulman, "Approximating KL Divergence", http://joschu.net/blog/kl-approx.html
  */
 export function k3(otherLogprobs: tf.Tensor1D, logprobs: tf.Tensor1D): tf.Tensor1D {

@@ -1,6 +1,5 @@
 /**
- * @module The embedded GPT: a pre-LN decoder-only transformer (GELU MLP, learned positions, untied head) with a full
- * causal forward pass for training/scoring and a one-token decode step over a KV cache for sampling.
+ * @module The embedded GPT: pre-LN decoder-only transformer (GELU MLP, learned positions, untied head).
  * @see Radford et al., "Language Models are Unsupervised Multitask Learners" (GPT-2), 2019
  */
 import * as tf from "@tensorflow/tfjs";
@@ -36,11 +35,7 @@ export interface ForwardOptions {
    * Forward-only kernels (gather embedding, fused matmul + bias): fewer ops, no gradient. Training must leave it off.
    */
   inference?: boolean;
-  /**
-   * Training through the unfused tfjs ops (GELU as six ops, matmul then bias add, attention as split heads, products,
-   * mask and softmax) instead of the fused kernels of `wasm-fused.ts` and `wasm-attention.ts`: the numerics reference
-   * that tests and benches compare the fused path with.
-   */
+  /** Train through unfused tfjs ops: the numerics reference the fused kernels are compared with. */
   reference?: boolean;
 }
 
@@ -51,24 +46,14 @@ function pathOf(options: ForwardOptions): Path {
   return options.inference ? "inference" : options.reference ? "reference" : "fused";
 }
 
-/**
- * x @ w + b. Inference uses the forward-only {@link affine} kernel (wasm's fused matmul + bias in one dispatch),
- * training its differentiable twin {@link linearBias}; the reference path is {@link linear} then an add.
- * @param x - [N, K]
- * @param w - [K, M]
- * @param b - [M]
- * @returns [N, M]
- */
+/** x @ w + b, [N, M]: {@link affine} for inference, {@link linearBias} for training, unfused on the reference path. */
 function project(x: tf.Tensor, w: tf.Tensor, b: tf.Tensor, path: Path): tf.Tensor2D {
   if (path === "inference") return affine(x as tf.Tensor2D, w as tf.Tensor2D, b as tf.Tensor1D);
   if (path === "fused") return linearBias(x, w, b);
   return tf.add(linear(x, w), b) as tf.Tensor2D;
 }
 
-/**
- * Layer norm: the forward-only SIMD kernel for inference (one dispatch instead of nine ops; timings in
- * docs/benchmarks.md), the fused differentiable op for training, the nine reference ops.
- */
+/** Layer norm: the SIMD kernel for inference, the fused op for training, the nine ops on the reference path. */
 function norm(x: tf.Tensor2D, gain: tf.Tensor, bias: tf.Tensor, path: Path): tf.Tensor2D {
   if (path === "inference") return layerNormInference(x, gain, bias);
   return path === "fused" ? layerNormFused(x, gain, bias) : layerNorm(x, gain, bias);
@@ -92,11 +77,7 @@ export class Gpt {
   /** The decode step's heap buffers, made at the first step. */
   private runner: DecodeStepRunner | undefined;
 
-  /**
-   * @param config - model shape
-   * @param values - weight name → float32 values (see {@link paramSpecs})
-   * @throws {RangeError} when a weight is missing or mis-sized
-   */
+  /** @throws {RangeError} when a weight is missing or mis-sized */
   constructor(config: ModelConfig, values: Map<string, Float32Array>) {
     this.config = config;
     const built = buildParams(config, values);
@@ -104,11 +85,7 @@ export class Gpt {
     this.byName = built.byName;
   }
 
-  /**
-   * Overwrites weights with new values (a hot swap: tensors the caller holds are unaffected, the next op reads them).
-   * @param weights - [name, float32 values] pairs; each name must be one of {@link Gpt.byName}'s, each array its size
-   * @throws {RangeError} for an unknown name or a wrong size; weights before the bad one are already assigned
-   */
+  /** Overwrites weights (held tensors unaffected). @throws {RangeError} on a bad name or size, earlier ones assigned */
   assignWeights(weights: Iterable<readonly [string, Float32Array]>): void {
     for (const [name, values] of weights) {
       const variable = this.byName.get(name);
@@ -121,10 +98,7 @@ export class Gpt {
     }
   }
 
-  /**
-   * A copy of every weight, by name: fresh arrays, so they may be transferred to a worker thread.
-   * @returns [name, float32 values] in {@link Gpt.byName} order
-   */
+  /** Fresh copies of every weight (transferable), in {@link Gpt.byName} order. */
   readWeights(): [string, Float32Array][] {
     return [...this.byName].map(([name, variable]) => [name, variable.dataSync() as Float32Array]);
   }
@@ -140,13 +114,8 @@ export class Gpt {
   }
 
   /**
-   * Full causal forward pass (differentiable unless `inference`). The token embedding is a gather for inference, a
-   * gather with a scatter-add gradient for training (`embedFused`) and a one-hot × matmul on the reference path.
-   * Attention is one kernel for inference (`causalAttention`) and one op with its gradient for training
-   * (`attentionFused`, when its kernels take the head size and no KV is asked for), tfjs ops otherwise.
+   * Full causal forward pass (differentiable unless `inference`), logits [B*T, V] and optionally each layer's KV.
    * @param tokenIds_B_T - int32 [B, T], T <= context
-   * @param options - KV for prefill; forward-only kernels
-   * @returns logits [B*T, V] and, if asked, the KV of every layer
    */
   forward(tokenIds_B_T: tf.Tensor2D, options: ForwardOptions = {}): ForwardOutput {
     const { returnKv = false } = options;
@@ -195,15 +164,9 @@ export class Gpt {
   }
 
   /**
-   * One decode step for a batch of rows whose keys/values sit in a shared, column-padded cache with free room. Columns
-   * a row does not own are hidden by `bias`; positions are per row, so rows of different lengths decode together.
-   * Writes each layer's new key and value into column `columns` of `cache` in place. Runs on the wasm heap without
-   * tfjs ops (`decode-step.ts`); the numbers are those of the tfjs-op inference path.
-   * @param tokenIds_B - [B], the last token of each row
-   * @param positions_B - [B], position of that token in its sequence (< context)
-   * @param cache - per-layer KV, [B, H, capacity, C/H], columns 0..`columns`-1 filled, capacity > `columns`
-   * @param columns - filled columns L of the cache
-   * @param bias_B_L1 - additive attention bias [B × (L+1)]: 0 for visible columns, -1e9 for hidden ones
+   * One decode step over a column-padded shared cache (`decode-step.ts`); writes each layer's new key and value into
+   * column `columns` in place.
+   * @param bias_B_L1 - [B × (L+1)]: 0 for visible columns, -1e9 for hidden ones
    * @returns logits [B × V], row-major
    * @throws {RangeError} when the cache has no free column or the sizes disagree
    */

@@ -1,16 +1,9 @@
-/**
- * @module Differentiable building blocks of the GPT tuned for the tfjs wasm backend: a matmul whose backward pass
- * stays on the fast path, GELU without `pow`, layer norm, and a gradient-blocking identity.
- */
+/** @module Differentiable GPT building blocks tuned for tfjs's wasm backend. */
 import * as tf from "@tensorflow/tfjs";
 
 /**
- * `x @ w` for 2-D inputs with a hand-written gradient that transposes explicitly. The wasm backend's fast (XNNPACK)
- * matmul only takes untransposed, unbatched operands; tfjs's built-in gradient uses transposed flags and falls back
- * to a slow kernel (train step 11.2 s → 2.9 s in the prototype measurements).
- * @param x - [N, K]
- * @param w - [K, M]
- * @returns [N, M]
+ * `x @ w` [N, K] × [K, M] with a gradient that transposes explicitly: XNNPACK takes only untransposed operands, and
+ * tfjs's built-in gradient's transpose flags fall back to a slow kernel.
  */
 export const linear = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[]) => {
   const [x, w, save] = inputs as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
@@ -25,11 +18,7 @@ export const linear = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[])
   };
 }) as (x: tf.Tensor, w: tf.Tensor) => tf.Tensor2D;
 
-/**
- * Identity in the forward pass, zero gradient in the backward pass (tfjs has no `stopGradient`).
- * @param x - any shape
- * @returns a copy of `x` that gradients do not flow through
- */
+/** Identity forward, zero gradient backward (tfjs has no `stopGradient`). */
 export const detach = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[]) => ({
   value: tf.clone(inputs[0] as tf.Tensor),
   gradFunc: (dy: tf.Tensor) => tf.zerosLike(dy),
@@ -41,13 +30,9 @@ export const GELU_LINEAR = 2 * Math.sqrt(2 / Math.PI);
 export const GELU_CUBE = 0.044715 * GELU_LINEAR;
 
 /**
- * GELU, tanh approximation, computed as x·σ(2u) — the same function as 0.5·x·(1 + tanh(u)) since
- * 1 + tanh(u) = 2σ(2u) — with u = √(2/π)·(x + 0.044715·x³) written as x·(a·x² + b). wasm's `Sigmoid` runs on
- * XNNPACK while its `Tanh` is scalar: forward + backward over [4064, 512] took ~75 ms instead of ~130 ms. The cube
- * is built from products: `pow` is much slower on wasm and its gradient adds a log.
- * @param x - any shape
- * @returns same shape
- * @see Hendrycks & Gimpel, "Gaussian Error Linear Units (GELUs)", arXiv:1606.08415, eq. for the tanh approximation
+ * GELU (tanh approximation) as x·σ(2u), u = √(2/π)·(x + 0.044715·x³), since 1 + tanh(u) = 2σ(2u): wasm's `Sigmoid`
+ * runs on XNNPACK while `Tanh` is scalar, and the cube uses products because `pow` is slow and its gradient adds a log.
+ * @see Hendrycks & Gimpel, arXiv:1606.08415
  */
 export function gelu(x: tf.Tensor): tf.Tensor {
   const twiceInner = tf.mul(x, tf.add(tf.mul(tf.mul(x, x), GELU_CUBE), GELU_LINEAR)); // 2u
@@ -57,14 +42,7 @@ export function gelu(x: tf.Tensor): tf.Tensor {
 /** ε added to the variance by every layer norm of the GPT. */
 export const LAYER_NORM_EPSILON = 1e-5;
 
-/**
- * Layer normalisation over the last axis with learned gain and bias (ε = {@link LAYER_NORM_EPSILON}).
- * @param x - [N, C]
- * @param gain - [C]
- * @param bias - [C]
- * @returns [N, C]
- * @see Ba, Kiros & Hinton, "Layer Normalization", arXiv:1607.06450
- */
+/** Layer norm over the last axis, [N, C]. @see Ba, Kiros & Hinton, arXiv:1607.06450 */
 export function layerNorm(x: tf.Tensor2D, gain: tf.Tensor, bias: tf.Tensor): tf.Tensor2D {
   // tf.moments would compute x − mean a second time (and add a cast and a reshape): same numbers, four more ops.
   const centered = tf.sub(x, tf.mean(x, -1, true)); // [N, C]
@@ -76,11 +54,7 @@ export function layerNorm(x: tf.Tensor2D, gain: tf.Tensor, bias: tf.Tensor): tf.
 /** Additive bias that hides a position from attention: exp(-1e9 - max) underflows to exactly 0 in float32. */
 export const MASKED = -1e9;
 
-/**
- * Causal attention bias: 0 where key j <= query i, {@link MASKED} above the diagonal.
- * @param seqLen - T (tokens)
- * @returns a kept [T, T] tensor; the caller owns it
- */
+/** Causal bias [T, T]: 0 where key j <= query i, {@link MASKED} above; the caller owns it. */
 export function causalBias(seqLen: number): tf.Tensor2D {
   const values = new Float32Array(seqLen * seqLen);
   for (let i = 0; i < seqLen; i++) for (let j = i + 1; j < seqLen; j++) values[i * seqLen + j] = MASKED;

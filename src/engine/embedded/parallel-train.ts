@@ -1,9 +1,7 @@
 /**
- * @module Data-parallel training steps for the embedded engine: tfjs-wasm runs one thread, so a step on a machine with
- * more cores splits its rows into shares of about equal token count, sends each extra share with the current weights
- * to a gradient worker thread (`grad-worker.ts`, its own tfjs-wasm instance), computes the first share itself, adds
- * the gradient sums and applies one update. Every row's loss is divided by the whole step's denominator, so the sum
- * of the shares' gradients is the step's gradient: the result equals a one-thread step up to float summation order.
+ * @module Data-parallel training steps: rows split into shares of about equal tokens, one per gradient worker thread,
+ * gradients summed and applied once. Losses are divided by the whole step's denominator, so the result equals a
+ * one-thread step up to float summation order.
  */
 import { Worker } from "node:worker_threads";
 import * as tf from "@tensorflow/tfjs";
@@ -84,10 +82,7 @@ class GradientWorker {
     return this.failure === undefined;
   }
 
-  /**
-   * Resolves once the thread has loaded its model (at once after the first time).
-   * @throws {GradientWorkerFailed} when it failed or exited
-   */
+  /** Resolves once the thread has loaded its model. @throws {GradientWorkerFailed} */
   async started(): Promise<void> {
     // Referenced while it loads, so a process with nothing else to do waits for it; unreferenced again either way, so
     // a step that fails here (another worker's start failed) leaves no thread holding the process open.
@@ -100,11 +95,7 @@ class GradientWorker {
     if (this.failure) throw this.failure;
   }
 
-  /**
-   * Sends one share now (call after {@link GradientWorker.started}) and resolves with the worker's reply. The message
-   * leaves synchronously, so the worker computes while the caller's thread goes on.
-   * @throws {GradientWorkerFailed} when the thread fails or exits before answering
-   */
+  /** Sends one share synchronously (the worker computes meanwhile). @throws {GradientWorkerFailed} */
   run(request: GradientRequest): Promise<GradientReply> {
     if (this.failure) return Promise.reject(this.failure);
     // Referenced while a share is out, so a process with nothing else to do waits for the answer.
@@ -121,14 +112,7 @@ class GradientWorker {
   }
 }
 
-/**
- * Splits a step's rows into at most `shares` non-empty shares of about equal cost: longest row first, each to the
- * share with the fewest tokens so far. Rows of similar length end up together, which also shortens the padding of
- * each share's micro-batches.
- * @param rows - the step's rows
- * @param shares - how many shares at most (at least 1)
- * @returns the shares (the first holds the longest row); fewer than `shares` when there are fewer rows
- */
+/** Longest row first, each to the share with the fewest tokens: similar lengths group, shortening padding. */
 export function splitRows(rows: TrainRow[], shares: number): TrainRow[][] {
   const count = Math.max(1, Math.min(shares, rows.length));
   const out: { rows: TrainRow[]; tokens: number }[] = Array.from({ length: count }, () => ({ rows: [], tokens: 0 }));
@@ -145,32 +129,22 @@ export function splitRows(rows: TrainRow[], shares: number): TrainRow[][] {
 /** What one step trains: the model and its optimiser, the rows, the loss, the optimiser settings. */
 type StepArgs = [model: Gpt, optimizer: AdamW, rows: TrainRow[], loss: LossConfig, settings: OptimizerConfig];
 
-/**
- * The embedded engine's training steps on `threads` threads: this one and `threads − 1` gradient workers, started on
- * the first step and kept until {@link ParallelTrainer.dispose}. Each worker is a second tfjs-wasm instance holding a
- * copy of the weights (about the model's size in memory, plus its own activations).
- */
+/** Training steps on `threads` threads; workers start on the first step and each holds a copy of the weights. */
 export class ParallelTrainer {
   private workers: GradientWorker[] = [];
   /** The step in progress: steps run one at a time, in call order. */
   private running: Promise<unknown> = Promise.resolve();
 
-  /**
-   * @param threads - threads per step, 2 to {@link MAX_TRAIN_THREADS} (one runs here)
-   * @throws {RangeError} for a non-integer or a count outside that range
-   */
+  /** @throws {RangeError} unless `threads` is an integer from 2 to {@link MAX_TRAIN_THREADS} */
   constructor(readonly threads: number) {
     if (!Number.isInteger(threads) || threads < 2 || threads > MAX_TRAIN_THREADS)
       throw new RangeError(`threads must be an integer >= 2 and <= ${MAX_TRAIN_THREADS}, got ${threads}`);
   }
 
   /**
-   * One training step over `rows`, split across the threads; the same contract as `train.ts` `trainStep`. Calls made
-   * while a step runs wait for it (one step at a time, in call order). While this thread waits for the workers, other
-   * work of the process may run (e.g. a decode step): it sees the weights before the update, which is applied at once
-   * when every share is in. When a worker fails, the step changes nothing and throws; the next step starts a new one.
-   * @throws {RangeError} for malformed rows or a step without any masked token
-   * @throws {GradientWorkerFailed} when a worker thread fails or exits during the step
+   * One step split across the threads (`train.ts` `trainStep`'s contract), one at a time in call order. A failed
+   * worker changes nothing and throws; the next step starts a new one.
+   * @throws {RangeError} | {GradientWorkerFailed}
    */
   trainStep(...step: StepArgs): Promise<TrainMetrics> {
     const result = this.running.then(() => this.runStep(...step));

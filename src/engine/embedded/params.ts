@@ -1,7 +1,4 @@
-/**
- * @module The GPT's weights: their names (the safetensors keys), shapes, and deterministic initialisation from a
- * seed (GPT-2 scheme: N(0, 0.02), residual projections scaled by 1/sqrt(2·n_layers), norms at gain 1 bias 0).
- */
+/** @module The GPT's weights: names (safetensors keys), shapes, and GPT-2 initialisation from a seed. */
 import * as tf from "@tensorflow/tfjs";
 import type { ModelConfig } from "./config.js";
 import { Rng } from "./rng.js";
@@ -48,11 +45,7 @@ export interface ParamSpec {
   init: Init;
 }
 
-/**
- * Lists every weight of a config in a fixed order (the order of initialisation and of checkpoint keys).
- * @param config - model shape
- * @returns one spec per weight
- */
+/** Every weight of a config, in initialisation and checkpoint order. */
 export function paramSpecs(config: ModelConfig): ParamSpec[] {
   const c = config.d_model;
   const std = 0.02;
@@ -87,12 +80,8 @@ export function paramSpecs(config: ModelConfig): ParamSpec[] {
 }
 
 /**
- * How the learned position table `wpe` starts: `normal` draws N(0, 0.02) like every other matrix (GPT-2);
- * `sinusoidal` starts from the fixed encoding of Vaswani et al. (sin/cos pairs, wavelengths 2π…10000·2π), scaled so
- * its root-mean-square equals 0.02. Either way the table is a trained weight afterwards. The sinusoidal start gives
- * attention a notion of relative offset from step 0 (PE(p+k) is a linear function of PE(p)), which a small model
- * needs to copy text from its prompt (docs/benchmarks.md, Demo: after 100 SFT steps on the same calculator demonstrations a
- * 2-block policy was at 0.40 nats/token from it and at 1.04 from `normal`).
+ * How `wpe` starts: `normal` N(0, 0.02) (GPT-2), or `sinusoidal` scaled to RMS 0.02, which gives attention relative
+ * offsets from step 0 (PE(p+k) is linear in PE(p)), what a small model needs to copy from its prompt.
  * @see Vaswani et al., "Attention Is All You Need", 2017, section 3.5
  */
 export type PositionInit = "normal" | "sinusoidal";
@@ -100,14 +89,7 @@ export type PositionInit = "normal" | "sinusoidal";
 /** RMS of the sinusoidal start: the normal init's standard deviation. */
 const POSITION_RMS = 0.02;
 
-/**
- * The sinusoidal position table, [context, C] row-major: PE(p, 2i) = a·sin(p / 10000^(2i/C)),
- * PE(p, 2i+1) = a·cos(p / 10000^(2i/C)), with a = 0.02·√2 so the RMS is 0.02 (C even; for odd C the last column is a
- * sine).
- * @param context - rows (positions)
- * @param channels - columns (C)
- * @returns the values
- */
+/** [context, C] row-major: PE(p, 2i) = a·sin(p / 10000^(2i/C)), PE(p, 2i+1) = a·cos(…), a = 0.02·√2 (RMS 0.02). */
 export function sinusoidalPositions(context: number, channels: number): Float32Array {
   const amplitude = POSITION_RMS * Math.SQRT2;
   const data = new Float32Array(context * channels);
@@ -121,15 +103,7 @@ export function sinusoidalPositions(context: number, channels: number): Float32A
   return data;
 }
 
-/**
- * Draws initial weight values from a seed; the same config, seed and position init give bit-identical weights
- * everywhere.
- * @param config - model shape
- * @param seed - init seed
- * @param positionInit - start of the position table (default `normal`); the other weights are drawn the same way
- *   whichever is chosen
- * @returns weight name → float32 values (row-major), in {@link paramSpecs} order
- */
+/** Initial weights from a seed, bit-identical everywhere, in {@link paramSpecs} order. */
 export function initialValues(
   config: ModelConfig,
   seed: number,
@@ -148,13 +122,7 @@ export function initialValues(
   return values;
 }
 
-/**
- * Builds tfjs variables from named values and groups them per block.
- * @param config - model shape
- * @param values - weight name → float32 values; every name of {@link paramSpecs} must be present with its size
- * @returns the grouped weights and the same variables by name, in {@link paramSpecs} order
- * @throws {RangeError} when a weight is missing or has the wrong number of values
- */
+/** tfjs variables from named values, grouped per block. @throws {RangeError} on a missing or mis-sized weight */
 export function buildParams(
   config: ModelConfig,
   values: Map<string, Float32Array>,

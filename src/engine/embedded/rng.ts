@@ -1,17 +1,10 @@
-/**
- * @module Seeded pseudo-random numbers for weight init and sampling. Plain JS (no tfjs) so a seed gives the same
- * stream on every machine and backend.
- */
+/** @module Seeded random numbers in plain JS, so a seed gives one stream on every machine and backend. */
 
-/**
- * The largest seed {@link Rng} tells apart, the largest unsigned 32-bit integer: it keeps only a seed's low 32 bits, so
- * a negative or a larger seed gives the same stream as one from zero to this.
- */
+/** The largest seed {@link Rng} tells apart: it keeps a seed's low 32 bits. */
 export const MAX_SEED = 0xffff_ffff;
 
 /**
- * A 32-bit seeded generator (the SplitMix32 finaliser over a Weyl sequence): fast, stateless apart from one counter,
- * and good enough for sampling and initialisation (not for cryptography).
+ * SplitMix32 finaliser over a Weyl sequence: fast, one counter of state, not cryptographic.
  * @see Steele, Lea & Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014
  */
 export class Rng {

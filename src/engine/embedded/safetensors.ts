@@ -1,12 +1,6 @@
 /**
- * @module A small reader/writer for the safetensors format (float32 tensors only), so checkpoints open in the Python
- * ecosystem (`safetensors.torch.load_file`) without an npm dependency.
- *
- * Layout of a file:
- * 1. 8 bytes: N, the header length, unsigned 64-bit little-endian;
- * 2. N bytes: a UTF-8 JSON object `{ "<name>": { "dtype": "F32", "shape": [..], "data_offsets": [begin, end] }, ... }`,
- *    optionally with `"__metadata__": { "<key>": "<string value>" }`; padded with spaces so data starts 8-aligned;
- * 3. the data buffer: each tensor's raw little-endian values, row-major, at [begin, end) relative to the buffer start.
+ * @module Float32 safetensors without an npm dependency: an 8-byte LE header length, a JSON header (space-padded to
+ * 8-byte alignment) of dtype, shape and data offsets plus `__metadata__`, then raw LE row-major data.
  * @see https://github.com/huggingface/safetensors#format
  */
 
@@ -32,13 +26,7 @@ export class SafeTensorsFormatError extends Error {
 
 const METADATA_KEY = "__metadata__";
 
-/**
- * Serialises tensors (in the given order) to safetensors bytes.
- * @param tensors - name → shape and float32 values; `data.length` must equal the product of `shape`
- * @param metadata - free-form string pairs stored under `__metadata__`
- * @returns the file's bytes
- * @throws {RangeError} when a tensor's data does not match its shape
- */
+/** Serialises tensors in order. @throws {RangeError} when a tensor's data does not match its shape */
 export function encodeSafeTensors(tensors: Map<string, SafeTensor>, metadata: Record<string, string> = {}): Buffer {
   const header: Record<string, unknown> = {};
   if (Object.keys(metadata).length > 0) header[METADATA_KEY] = metadata;
@@ -59,13 +47,7 @@ export function encodeSafeTensors(tensors: Map<string, SafeTensor>, metadata: Re
   return Buffer.concat(chunks);
 }
 
-/**
- * Parses safetensors bytes.
- * @param bytes - the whole file
- * @returns tensors in header order and the metadata
- * @throws {SafeTensorsFormatError} for a truncated file, bad JSON, a non-F32 dtype, or offsets that do not match
- * the shape or leave the data buffer
- */
+/** Parses a whole file. @throws {SafeTensorsFormatError} for truncation, bad JSON, a non-F32 dtype or bad offsets */
 export function decodeSafeTensors(bytes: Buffer): SafeTensorsFile {
   if (bytes.length < 8) throw new SafeTensorsFormatError("file shorter than the 8-byte header length");
   const headerLength = Number(bytes.readBigUInt64LE(0));

@@ -1,13 +1,7 @@
 /**
- * @module Picks the next token from one row of logits with temperature, top-k and top-p (nucleus) filtering, and
- * reports the logprob the trainer needs as the old-policy logprob.
- *
- * Which logprob is returned:
- * - temperature > 0: log q(token), where q is the distribution actually sampled from — softmax(logits / temperature),
- *   restricted to the top-k tokens, then to the top-p nucleus, then renormalised. With temperature 1, topK 0 and
- *   topP 1 this equals the model's own log-softmax, so it matches a full-forward `logprobs` call.
- * - temperature 0 (greedy): the argmax token and its log-softmax under the unmodified logits (q is a point mass,
- *   whose log would always be 0 and tell the trainer nothing).
+ * @module Next-token sampling (temperature, top-k, top-p) and the logprob the trainer uses as old-policy logprob:
+ * log q under the distribution actually sampled from; greedy reports the unmodified log-softmax instead (log of a
+ * point mass is always 0).
  * @see Holtzman et al., "The Curious Case of Neural Text Degeneration", ICLR 2020 (nucleus sampling)
  */
 import type { Rng } from "./rng.js";
@@ -28,13 +22,7 @@ export interface SampledToken {
   logprob: number;
 }
 
-/**
- * Samples one token.
- * @param logits_V - one row of logits, [V]
- * @param settings - temperature, topK, topP
- * @param rng - this sequence's generator; greedy decoding draws nothing from it
- * @returns the token and its logprob (nats)
- */
+/** Samples one token from `logits_V`, [V]; greedy draws nothing from `rng`. */
 export function sampleToken(logits_V: Float32Array, settings: SamplerSettings, rng: Rng): SampledToken {
   if (settings.temperature <= 0) return greedy(logits_V);
   const vocab = logits_V.length;
@@ -71,11 +59,7 @@ function greedy(logits_V: Float32Array): SampledToken {
   return { tokenId: best, logprob: -Math.log(sum) };
 }
 
-/**
- * Token ids that survive top-k then top-p, most likely first; null (every id, in id order) when both are disabled,
- * so the common unfiltered case allocates no id list.
- * @param shifted_V - logits / temperature − max, [V]
- */
+/** Ids surviving top-k then top-p, most likely first; null when both are off, so the common case allocates nothing. */
 function keptTokens(shifted_V: Float64Array, settings: SamplerSettings): number[] | null {
   const vocab = shifted_V.length;
   const useTopK = settings.topK > 0 && settings.topK < vocab;

@@ -1,18 +1,9 @@
-/**
- * @module Scoring: the logprob of every token of given sequences under the current weights, by full forward passes
- * in fixed-size batches (the trainer's old-policy and reference logprobs).
- */
+/** @module Logprobs of given sequences under the current weights (old-policy and reference logprobs). */
 import * as tf from "@tensorflow/tfjs";
 import { packRows, pickLogprobs } from "./logprob.js";
 import type { Gpt } from "./model.js";
 
-/**
- * Logprob of each token given the ones before it.
- * @param model - the GPT
- * @param tokenIds_B_T - ragged rows; every row 1..context tokens of valid ids (checked by the caller)
- * @param batchSize - rows per forward pass
- * @returns [B, T] logprobs (nats) per row, ragged like the input; position 0 has no context and is 0
- */
+/** Logprob of each token given the ones before, ragged like the input; position 0 is 0. */
 export function scoreTokens(model: Gpt, tokenIds_B_T: number[][], batchSize: number): number[][] {
   const out: number[][] = [];
   for (let start = 0; start < tokenIds_B_T.length; start += batchSize) {

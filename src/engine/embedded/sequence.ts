@@ -1,7 +1,4 @@
-/**
- * @module One sequence being generated: its sampler state, the tokens so far, and the rules that end it (stop token
- * ids, `<|endoftext|>`, stop strings, max tokens, context length, abort).
- */
+/** @module One sequence being generated: sampler state, tokens so far, and the rules that end it. */
 import type { FinishReason, GenerationRequest, GenerationResult, SamplingParams, TokenEvent } from "../engine.js";
 import { Rng, randomSeed } from "./rng.js";
 import type { SampledToken } from "./sample.js";
@@ -38,10 +35,6 @@ export class Sequence {
   stopReason: number | string | null = null;
   private readonly context: SequenceContext;
 
-  /**
-   * @param request - prompt token ids and sampling settings (validated by the caller)
-   * @param context - tokenizer, limits and callbacks
-   */
   constructor(request: GenerationRequest, context: SequenceContext) {
     this.promptTokenIds = [...request.promptTokenIds];
     this.sampling = request.sampling;
@@ -69,11 +62,7 @@ export class Sequence {
     return this.tokenIds.at(-1) ?? this.promptTokenIds.at(-1)!;
   }
 
-  /**
-   * Appends a sampled token, reports it, and ends the sequence if a stop rule fires. A throwing `onToken` aborts the
-   * sequence (`finishReason: "abort"`), so one broken stream cannot stop the decode loop.
-   * @param token - the sampled token and its logprob (nats)
-   */
+  /** Appends a token and applies the stop rules; a throwing `onToken` aborts only this sequence. */
   accept(token: SampledToken): void {
     if (this.done) return;
     this.tokenIds.push(token.tokenId);

@@ -1,7 +1,4 @@
-/**
- * @module Byte-level tokenizer of the embedded engine: ids 0–255 are UTF-8 bytes, ids 256+ are special tokens.
- * Plain text never produces special ids (a user cannot inject `<|im_end|>`); only the chat template emits them.
- */
+/** @module Byte tokenizer: ids 0–255 are UTF-8 bytes, 256+ specials that only the chat template emits. */
 import type { Tokenizer } from "../tokenizer.js";
 
 /** Special tokens, in id order starting at 256. */
@@ -15,10 +12,7 @@ export const FIRST_SPECIAL_ID = 256;
 /** Number of ids of the byte tokenizer (256 bytes + the special tokens): the `vocab` every embedded engine has. */
 export const BYTE_VOCAB_SIZE = FIRST_SPECIAL_ID + SPECIAL_TOKENS.length;
 
-/**
- * Byte-level tokenizer. Encoding is UTF-8 bytes, so any string round-trips exactly, emoji and CJK included; a single
- * id may be an incomplete UTF-8 piece, which is why callers must keep token ids and never re-tokenise text.
- */
+/** Byte-level tokenizer; one id may be part of a UTF-8 character, so callers keep ids and never re-tokenise text. */
 export class ByteTokenizer implements Tokenizer {
   /** Number of ids: 256 bytes + the special tokens. */
   readonly vocabSize = BYTE_VOCAB_SIZE;
@@ -33,10 +27,7 @@ export class ByteTokenizer implements Tokenizer {
   /** `</tool_call>` */
   readonly toolCallEndId = this.specialId("</tool_call>");
 
-  /**
-   * @returns the id of a special token
-   * @throws {RangeError} for a string that is not a special token
-   */
+  /** @throws {RangeError} for a string that is not a special token */
   specialId(token: SpecialToken): number {
     const index = SPECIAL_TOKENS.indexOf(token);
     if (index < 0) throw new RangeError(`${token} is not a special token`);
@@ -53,12 +44,7 @@ export class ByteTokenizer implements Tokenizer {
     return Array.from(Buffer.from(text, "utf8"));
   }
 
-  /**
-   * Decodes ids to text. Bytes are joined before UTF-8 decoding, so multi-byte characters split across ids come back
-   * whole; an incomplete trailing sequence becomes U+FFFD.
-   * @param skipSpecial - drop special tokens (true, the default) or write them as their strings
-   * @throws {RangeError} for an id outside the vocabulary
-   */
+  /** Bytes are joined before UTF-8 decoding; an incomplete tail becomes U+FFFD. @throws {RangeError} on a bad id */
   decode(ids: readonly number[], skipSpecial = true): string {
     let out = "";
     let bytes: number[] = [];

@@ -1,8 +1,4 @@
-/**
- * @module Turns ragged `TrainRow`s into right-padded micro-batch arrays aligned with next-token targets: the value
- * for input position t of a row is the row's value at token t + 1 (the token being predicted), and padding gets
- * mask 0 so it never counts.
- */
+/** @module Ragged rows to right-padded micro-batches aligned with next-token targets; padding has mask 0. */
 import type { LossConfig, TrainRow } from "../engine.js";
 import { clampRecordedLogprob } from "../nonfinite-guard.js";
 import { packRows } from "./logprob.js";
@@ -24,14 +20,7 @@ export interface PackedBatch {
   isWeights: Float32Array | null;
 }
 
-/**
- * Checks every row, and that optional per-token arrays are given for all rows or none.
- * @param rows - the step's rows (at least one)
- * @param maxLength - longest allowed row (tokens)
- * @param vocab - ids allowed: 0..vocab−1
- * @param loss - loss config
- * @throws {RangeError} naming the row and field that is wrong
- */
+/** @throws {RangeError} naming the row and field, also when per-token arrays are given for some rows only */
 export function checkRows(rows: TrainRow[], maxLength: number, vocab: number, loss: LossConfig): void {
   if (rows.length === 0) throw new RangeError("trainStep needs at least one row");
   if (loss.aggregation === "constant" && !(loss.kind === "ppo" && (loss.normalizer ?? 0) > 0))
@@ -49,14 +38,7 @@ export function checkRows(rows: TrainRow[], maxLength: number, vocab: number, lo
   }
 }
 
-/**
- * Checks one row's arrays against its token ids and the loss's needs.
- * @param row - the row
- * @param index - its position in the step (for messages)
- * @param maxLength - longest allowed row (tokens)
- * @param loss - loss config (KL needs refLogprobs; weighted needs weight)
- * @throws {RangeError} naming the row and field that is wrong
- */
+/** @throws {RangeError} naming the field of row `index` that is wrong for its tokens or the loss */
 function checkRow(row: TrainRow, index: number, maxLength: number, loss: LossConfig): void {
   const n = row.tokenIds.length;
   if (n < 2 || n > maxLength) throw new RangeError(`train row ${index}: ${n} tokens, expected 2..${maxLength}`);
@@ -72,12 +54,7 @@ function checkRow(row: TrainRow, index: number, maxLength: number, loss: LossCon
     throw new RangeError(`train row ${index}: weight (>= 0) is required for weighted aggregation`);
 }
 
-/**
- * Σ mask·weight over a whole step: the loss denominator that makes micro-batch gradients add up exactly.
- * @param rows - every row of the step
- * @param loss - aggregation kind
- * @returns masked tokens (token-mean), their summed row weights (weighted), or the loss's `normalizer` (constant)
- */
+/** Σ mask·weight over a whole step (or the constant `normalizer`): the denominator that makes micro-batches add up. */
 export function lossDenominator(rows: TrainRow[], loss: LossConfig): number {
   if (loss.aggregation === "constant") return loss.kind === "ppo" ? (loss.normalizer ?? 0) : 0;
   let total = 0;
@@ -89,12 +66,8 @@ export function lossDenominator(rows: TrainRow[], loss: LossConfig): number {
 }
 
 /**
- * Packs rows into one micro-batch. Per-token values are read only where the loss mask is set (elsewhere advantages,
- * old and reference logprobs are 0 and IS weights 1), and recorded logprobs pass through `clampRecordedLogprob`
- * (step 1 of the non-finite guard), so a NaN or −9999 anywhere in a row cannot reach the loss unbounded.
- * @param rows - validated rows
- * @param loss - decides row weights
- * @returns flat arrays, [rows × width] each
+ * Packs rows into one micro-batch. Values are read only where the mask is set and recorded logprobs are clamped
+ * (`nonfinite-guard.ts` step 1), so a NaN or −9999 cannot reach the loss unbounded.
  */
 export function packBatch(rows: TrainRow[], loss: LossConfig): PackedBatch {
   const { inputs, targets, width } = packRows(rows.map((r) => r.tokenIds));

@@ -1,8 +1,4 @@
-/**
- * @module One optimiser step over a batch of training rows: micro-batches of forward + backward passes with
- * gradients summed (gradient accumulation keeps wasm under its 4 GiB memory cap), global-norm clipping, one AdamW
- * update, and the step's metrics.
- */
+/** @module One optimiser step: micro-batched gradients (wasm's 4 GiB cap), global-norm clipping, one AdamW update. */
 import * as tf from "@tensorflow/tfjs";
 import type { LossConfig, OptimizerConfig, TrainMetrics, TrainRow } from "../engine.js";
 import { type AdamW, type AdamWParam, clipGlobalNorm } from "./adamw.js";
@@ -27,16 +23,7 @@ export interface GradientSums {
 }
 
 /**
- * Runs one training step in place on `model`'s weights and `optimizer`'s state, under the non-finite guard of
- * `nonfinite-guard.ts`: a step whose loss or gradient norm is not finite, or whose update would write a non-finite
- * weight, changes nothing and reports `nonFiniteSkipped: true`.
- * @param model - the GPT to update
- * @param optimizer - its AdamW state
- * @param rows - training rows, each at most `context` tokens
- * @param loss - PPO or SFT loss
- * @param settings - learning rate, weight decay, clip norm, micro-batch size (rows)
- * @returns loss, gradient norm before clipping, token-mean entropy / clip fraction / approximate KL, and whether the
- *   step was skipped
+ * One training step in place; a non-finite loss, norm or weight changes nothing and reports `nonFiniteSkipped`.
  * @throws {RangeError} for malformed rows or a step without any masked token
  */
 export function trainStep(
@@ -51,10 +38,7 @@ export function trainStep(
   return applyGradients(model, optimizer, sums, settings);
 }
 
-/**
- * Checks a step's rows and returns its loss denominator (Σ mask·weight over all of them, see `lossDenominator`).
- * @throws {RangeError} for malformed rows or a step without any masked token
- */
+/** Checks rows and returns the step's loss denominator. @throws {RangeError} */
 export function stepDenominator(model: Gpt, rows: TrainRow[], loss: LossConfig): number {
   checkRows(rows, model.config.context, model.config.vocab, loss);
   const denominator = lossDenominator(rows, loss);
@@ -63,15 +47,8 @@ export function stepDenominator(model: Gpt, rows: TrainRow[], loss: LossConfig):
 }
 
 /**
- * Forward and backward passes over `rows` in micro-batches of `microBatchSize` rows, gradients summed by weight name.
- * The loss of every row is divided by the whole step's `denominator`, so the gradient sums of disjoint shares of a
- * step's rows add up to the step's gradient (how `parallel-train.ts` splits a step across threads).
- * @param model - the GPT (weights are read, not changed)
- * @param rows - checked rows (see {@link stepDenominator})
- * @param loss - PPO or SFT loss
- * @param denominator - the whole step's loss denominator
- * @param microBatchSize - rows per forward pass (at least 1)
- * @returns the summed gradients (the caller disposes them) and masked sums
+ * Gradient sums over `rows` in micro-batches; each row's loss is divided by the whole step's `denominator`, so
+ * disjoint shares add up to the step's gradient (`parallel-train.ts`). The caller disposes the gradients.
  */
 export function gradientSums(
   model: Gpt,
@@ -101,15 +78,7 @@ export function addSums(into: MicroSums, more: MicroSums): void {
   for (const key of Object.keys(into) as (keyof MicroSums)[]) into[key] += more[key];
 }
 
-/**
- * Clips the step's summed gradients to `maxGradNorm`, applies one AdamW update unless the non-finite guard refuses
- * it (steps 3 and 4 of `nonfinite-guard.ts`), disposes the gradients and returns the step's metrics.
- * @param model - the GPT to update
- * @param optimizer - its AdamW state
- * @param step - the whole step's gradient sums and masked sums
- * @param settings - learning rate, weight decay, clip norm
- * @returns the step's metrics
- */
+/** Clips, applies one AdamW update unless the non-finite guard refuses it (steps 3–4), disposes the gradients. */
 export function applyGradients(
   model: Gpt,
   optimizer: AdamW,
@@ -145,15 +114,7 @@ export interface BatchObjective extends LossParts {
   entropySum: tf.Scalar;
 }
 
-/**
- * Forward pass and loss of one packed micro-batch (differentiable w.r.t. the model's weights); call inside a tfjs
- * scope (`tidy` / `variableGrads`).
- * @param model - the GPT
- * @param batch - packed rows
- * @param loss - loss config
- * @param denominator - Σ mask·weight over the whole step
- * @returns the loss share and metric sums
- */
+/** Differentiable loss share of one packed micro-batch; call inside a tfjs scope. */
 export function batchObjective(model: Gpt, batch: PackedBatch, loss: LossConfig, denominator: number): BatchObjective {
   const { logits } = model.forward(tf.tensor2d(batch.inputs, [batch.rows, batch.width], "int32"));
   const logSoftmax = tf.logSoftmax(logits); // [N, V]

@@ -1,9 +1,6 @@
 /**
- * @module The AdamW update of one weight as one dispatch on tfjs's wasm backend (`adamw` of `wasm/decode.wat`,
- * WebAssembly SIMD), in place of the fifteen tfjs ops of `adamw.ts` and the three finiteness checks (two ops and a
- * read each) on their results. Every product is computed in the same order and float32 precision as those ops, so
- * the values are the same bit for bit. The update runs on the main thread while a gradient worker waits for the next
- * step, so its dispatches cost the whole step's time on every thread.
+ * @module The AdamW update of one weight as one wasm SIMD dispatch (`adamw` of `wasm/decode.wat`), bit-identical to
+ * `adamw.ts`'s tfjs ops: it runs while gradient workers wait, so each dispatch costs every thread.
  */
 import * as tf from "@tensorflow/tfjs";
 import { decodeKernelsOn, heapOffset, registerWasmKernel } from "./wasm-decode.js";
@@ -55,15 +52,9 @@ export function installAdamwKernel(): void {
 }
 
 /**
- * One AdamW update of a weight through {@link ADAMW_KERNEL} when the wasm backend is active, all four tensors are
- * float32 of one shape and the size is a multiple of 4; `undefined` otherwise (the caller then uses tfjs ops).
- * @param w - the weight
- * @param g - its gradient (already clipped)
- * @param m - its first moment
- * @param v - its second moment
- * @param scalars - the step's betas, bias corrections, ε, learning rate and decay factor
- * @returns the new weight, first and second moment (the caller owns them) and whether all three are finite
- * @see Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019, arXiv:1711.05101 (Algorithm 2)
+ * One AdamW update via {@link ADAMW_KERNEL}; `undefined` unless on wasm with four float32 tensors of one shape and a
+ * size divisible by 4. The caller owns the results.
+ * @see Loshchilov & Hutter, arXiv:1711.05101 (Algorithm 2)
  */
 export function adamwUpdate(
   w: tf.Tensor,

@@ -1,11 +1,7 @@
 /**
- * @module Causal self-attention for training on tfjs's wasm backend as one differentiable op ({@link attentionFused}):
- * the forward pass is `wasm/decode.wat`'s `attendCausal` (the kernel inference's prefill runs) keeping its softmax,
- * the backward pass its `attendCausalGrad`, both straight from and to the [N, 3C] projection with heads side by side.
- * They replace the tfjs ops of the reference path (split, three reshapes and transposes, a batched q·kᵀ, scale, the
- * causal mask, softmax, a batched product with v, a transpose back) and the ~20 ops autodiff records for their
- * gradient. The kernels skip the masked half of every [T, T] product, which XNNPACK computes and then masks.
- * Values differ from the tfjs ops by float32 rounding (summation order, Cephes' `expf` polynomial).
+ * @module Training's causal self-attention as one differentiable op: `attendCausal` forward (keeping the softmax),
+ * `attendCausalGrad` backward, straight from and to the [N, 3C] projection, skipping the masked half of every [T, T]
+ * product. Differs from tfjs ops by float32 rounding.
  */
 import * as tf from "@tensorflow/tfjs";
 import {
@@ -29,10 +25,7 @@ export const ATTENTION_BACKWARD_KERNEL = "ArclightAttentionBackward";
 /** `n` rounded up to a multiple of 4 (the kernels' vectors hold 4 floats). */
 const roundedTo4 = (n: number): number => Math.ceil(n / 4) * 4;
 
-/**
- * Registers {@link ATTENTION_BACKWARD_KERNEL} on the wasm backend; idempotent. The forward pass is `wasm-decode.ts`'s
- * {@link CAUSAL_ATTENTION_KERNEL} with `keepSoftmax`.
- */
+/** Registers {@link ATTENTION_BACKWARD_KERNEL}; idempotent. */
 export function installAttentionKernels(): void {
   registerWasmKernel<WasmBackendInternals>(ATTENTION_BACKWARD_KERNEL, (inputs, attrs, backend) => {
     const { qkv, k, v, p, dy } = inputs as Record<"qkv" | "k" | "v" | "p" | "dy", tf.TensorInfo>;
@@ -62,12 +55,7 @@ export function installAttentionKernels(): void {
   });
 }
 
-/**
- * Whether {@link attentionFused} takes these shapes: the wasm backend is active, the input is float32 and the head
- * size is a multiple of 4 (the kernels' vector loops run 4 floats at a time with no remainder).
- * @param qkv - the [B*T, 3C] projection
- * @param heads - attention heads H (C = H × headDim)
- */
+/** Whether {@link attentionFused} takes these shapes: wasm, float32, head size a multiple of 4. */
 export function attentionKernelFits(qkv: tf.Tensor2D, heads: number): boolean {
   const width = qkv.shape[1];
   return (
@@ -79,18 +67,10 @@ export function attentionKernelFits(qkv: tf.Tensor2D, heads: number): boolean {
 }
 
 /**
- * Causal self-attention with its gradient, straight from the [B*T, 3C] projection: y = softmax(q·kᵀ/√headDim +
- * causal mask)·v for every row and head, heads side by side, as the reference path's tfjs ops compute it within
- * float32 rounding. Keeps the keys, values (each [B, H, T, headDim]) and softmax ([B, H, T, T]) for the backward
- * pass, which writes dL/dqkv in one dispatch. Call {@link installAttentionKernels} first (as `initWasmBackend` does)
- * and check {@link attentionKernelFits}.
- * @param qkv - float32 [B*T, 3C]: each position's query | key | value, heads side by side in each
- * @param batch - rows B
- * @param seqLen - positions T of each row
- * @param heads - heads H
- * @returns y [B*T, C]
+ * y = softmax(q·kᵀ/√headDim + causal mask)·v with its gradient, from qkv [B*T, 3C] to y [B*T, C]; check
+ * {@link attentionKernelFits} first.
  * @throws {RangeError} when qkv is not [batch × seqLen, 3 × heads × headDim]
- * @see Vaswani et al., "Attention Is All You Need", arXiv:1706.03762
+ * @see Vaswani et al., arXiv:1706.03762
  */
 export function attentionFused(qkv: tf.Tensor2D, batch: number, seqLen: number, heads: number): tf.Tensor2D {
   if (qkv.shape[0] !== batch * seqLen || qkv.shape[1] % (3 * heads) !== 0)

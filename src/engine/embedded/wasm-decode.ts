@@ -1,17 +1,7 @@
 /**
- * @module Forward-only kernels for inference on tfjs's wasm backend, written by hand in WebAssembly SIMD
- * (`wasm/decode.wat`, assembled into `wasm/decode.wasm.ts`) and run on tfjs's own heap ({@link decodeKernelsOn}):
- * - `attend`: one decode step's attention for every row and head: this step's key and value written into each row's
- *   cache, the scaled, biased scores, their softmax and the weighted sum of values. `decode-step.ts` calls it
- *   directly; {@link decodeAttention} is the same as a tfjs op. The tfjs ops it replaces (split, reshapes, two concats
- *   that copied the whole cache every step, two batched matmuls that wasm runs as a scalar loop for one-row products,
- *   scale, bias, softmax) took ~0.45 ms a layer at 16 rows × 48 columns; it takes ~0.05 ms.
- * - `attendCausal` ({@link causalAttention}): a full inference pass's attention (prefill, scoring) in one dispatch
- *   instead of transposes and per-head XNNPACK products with their causal mask and softmax (scoring 32×128:
- *   ~390 → ~350 ms). Training runs it too, keeping its softmax for the backward pass (`wasm-attention.ts`).
- * - `gelu` ({@link geluInference}): GELU in one dispatch instead of six.
- * - `layerNorm` (run by `wasm-layer-norm.ts`'s kernel), `embed` and `addInPlace` (run by `decode-step.ts`).
- * e^x is Cephes' `expf` polynomial, so values differ from tfjs's ops by float32 rounding.
+ * @module Forward-only inference kernels in wasm SIMD (`wasm/decode.wat`) on tfjs's heap: `attend` (one decode
+ * step's attention, writing the cache in place), `attendCausal` (prefill and scoring; training keeps its softmax),
+ * `gelu`, `layerNorm`, `embed`, `addInPlace`. e^x is Cephes' `expf` polynomial: values differ by float32 rounding.
  */
 import * as tf from "@tensorflow/tfjs";
 import { GELU_CUBE, GELU_LINEAR } from "./ops.js";
@@ -99,10 +89,7 @@ export interface DecodeExports {
 
 /** Name of the attention kernel registered by {@link installDecodeKernels}. */
 export const DECODE_ATTENTION_KERNEL = "ArclightDecodeAttention";
-/**
- * Name of the causal attention kernel registered by {@link installDecodeKernels}: y, k and v of a [B·T, 3C]
- * projection, and with `keepSoftmax` also the softmax [B, H, T, T] (zeros above the diagonal) for training.
- */
+/** The causal attention kernel: y, k, v of a [B·T, 3C] projection, plus the softmax [B, H, T, T] with `keepSoftmax`. */
 export const CAUSAL_ATTENTION_KERNEL = "ArclightCausalAttention";
 
 /** Attributes of {@link CAUSAL_ATTENTION_KERNEL}: rows B, positions T, heads H, and whether to output the softmax. */
@@ -117,11 +104,7 @@ export const GELU_KERNEL = "ArclightGelu";
 
 const instances = new WeakMap<object, DecodeExports>();
 
-/**
- * `decode.wat` instantiated over the backend's heap (once per heap).
- * @param backend - tfjs's wasm backend (`tf.backend()` once it is active)
- * @returns the module's exports, every function of `decode.wat` ({@link DecodeExports}; see the `.wat` for their arguments)
- */
+/** `decode.wat` instantiated over the backend's heap (once per heap). */
 export function decodeKernelsOn(backend: object): DecodeExports {
   const memory = (backend as WasmBackendInternals).wasm.asm.memory;
   let found = instances.get(memory);
@@ -133,32 +116,17 @@ export function decodeKernelsOn(backend: object): DecodeExports {
   return found;
 }
 
-/**
- * Byte offset of a tensor's buffer in the heap (growing the heap keeps offsets).
- * @param backend - tfjs's wasm backend, as a kernel function receives it
- * @param t - a tensor on that backend
- * @returns the pointer a `decode.wat` function takes
- */
+/** Byte offset of a tensor's buffer in the heap (stable as the heap grows). */
 export function heapOffset(backend: Pick<WasmBackendInternals, "dataIdMap">, t: tf.TensorInfo): number {
   return backend.dataIdMap.get(t.dataId).memoryOffset;
 }
 
-/**
- * Floats of the attention functions' scratch for `width` columns: the scores, rounded up to 4, then each
- * probability splat across 4 lanes.
- * @param width - columns attended over
- * @returns floats
- */
+/** Scratch floats for `width` columns: the scores rounded up to 4, then each probability splat across 4 lanes. */
 export function attendScratchFloats(width: number): number {
   return 5 * Math.ceil(width / 4) * 4;
 }
 
-/**
- * Runs `use` with a heap scratch buffer of `floats` floats, freed afterwards (also when `use` throws).
- * @param backend - tfjs's wasm backend, as a kernel function receives it
- * @param floats - the buffer's size in float32 values
- * @param use - gets the buffer's byte offset in the heap
- */
+/** Runs `use` with a heap scratch buffer of `floats` floats, freed afterwards. */
 export function withScratch(
   backend: Pick<WasmBackendInternals, "dataIdMap" | "makeOutput" | "disposeData">,
   floats: number,
@@ -172,12 +140,7 @@ export function withScratch(
   }
 }
 
-/**
- * Registers `kernelFunc` as the wasm backend's kernel `name` unless one is registered (so it is idempotent); it gets
- * the op's inputs, attrs and the backend, typed as the parts of tfjs-backend-wasm's internals the caller uses.
- * @param name - the kernel's name, as `tf.engine().runKernel` is called with it
- * @param kernelFunc - the kernel: inputs, attrs and backend in, output tensor info(s) out
- */
+/** Registers `kernelFunc` as wasm kernel `name` unless one is registered (idempotent). */
 export function registerWasmKernel<Backend = WasmBackendInternals>(
   name: string,
   kernelFunc: (
@@ -194,10 +157,7 @@ export function registerWasmKernel<Backend = WasmBackendInternals>(
   });
 }
 
-/**
- * Registers {@link DECODE_ATTENTION_KERNEL}, {@link CAUSAL_ATTENTION_KERNEL} and {@link GELU_KERNEL} on the wasm
- * backend; idempotent.
- */
+/** Registers the decode attention, causal attention and GELU kernels; idempotent. */
 export function installDecodeKernels(): void {
   registerWasmKernel(DECODE_ATTENTION_KERNEL, (inputs, attrs, backend) => {
     const { qkv, k, v, bias } = inputs as Record<"qkv" | "k" | "v" | "bias", tf.TensorInfo>;
@@ -257,17 +217,9 @@ export function installDecodeKernels(): void {
 }
 
 /**
- * One decode step's attention for every row as one tfjs op (forward only; call {@link installDecodeKernels} first, as
- * `initWasmBackend` does): the `attend` function `decode-step.ts` runs, for callers that hold tensors (and tests).
- * Writes this step's key and value into column `columns` of `cache` **in place** (the cache's owner must hold the
- * only reference to those tensors), then returns softmax(q·kᵀ/√headDim + bias)·v over columns 0..`columns`, equal
- * to the tfjs ops within float32 rounding.
- * @param qkv - float32 [B, 3C]: each row's query, key and value side by side (C = H × headDim)
- * @param cache - this layer's keys and values, each [B, H, capacity, headDim], columns 0..`columns`-1 filled
- * @param columns - filled columns L (< capacity)
- * @param bias_B_L1 - float32 of B × (L+1) values ([B, L+1] or [B, 1, 1, L+1]): 0 where a row sees the column, -1e9
- *   where it does not
- * @returns y [B, C] (caller owns it)
+ * One decode step's attention as a tfjs op: writes this step's key and value into column `columns` of `cache` **in
+ * place** (its owner must hold the only reference), then softmax(q·kᵀ/√headDim + bias)·v, y [B, C].
+ * @param bias_B_L1 - B × (L+1) floats: 0 where a row sees the column, -1e9 where not
  * @throws {RangeError} when the cache has no free column or the shapes disagree
  */
 export function decodeAttention(
@@ -293,14 +245,7 @@ export function decodeAttention(
 }
 
 /**
- * Causal multi-head attention over whole rows in one dispatch (forward only): position t of each row attends to
- * positions 0..t of that row. Equal to splitting `qkv` into heads, softmax(q·kᵀ/√headDim + causal mask)·v and
- * merging the heads, within float32 rounding.
- * @param qkv - float32 [B·T, 3C]: each position's query, key and value side by side (row b·T + t; C = H × headDim)
- * @param batch - B
- * @param seqLen - T
- * @param heads - H
- * @returns y [B·T, C] and the keys and values, each [B, H, T, headDim] (caller owns all three)
+ * Causal multi-head attention over qkv [B·T, 3C] in one dispatch; y [B·T, C] plus keys and values [B, H, T, headDim].
  * @throws {RangeError} when `qkv`'s shape does not fit B, T and H
  */
 export function causalAttention(
@@ -326,13 +271,7 @@ export function geluKernelFits(x: tf.Tensor): boolean {
   return x.size % 4 === 0;
 }
 
-/**
- * GELU (tanh approximation) through {@link GELU_KERNEL}: forward only, same function as `ops.ts`'s `gelu` within
- * float32 rounding.
- * @param x - float32, any shape whose size is a multiple of 4 ({@link geluKernelFits})
- * @returns same shape; no gradient
- * @see Hendrycks & Gimpel, "Gaussian Error Linear Units (GELUs)", arXiv:1606.08415
- */
+/** Forward-only GELU via {@link GELU_KERNEL}; size a multiple of 4. @see Hendrycks & Gimpel, arXiv:1606.08415 */
 export function geluInference(x: tf.Tensor): tf.Tensor {
   return tf.engine().runKernel(GELU_KERNEL, { x }, {}) as tf.Tensor;
 }

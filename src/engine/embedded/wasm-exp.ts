@@ -1,9 +1,6 @@
 /**
- * @module tfjs-wasm's `Exp` kernel replaced by a WebAssembly SIMD one (`exp` of `wasm/decode.wat`): the stock kernel
- * calls the C library's `expf` one element at a time. Every e^x of a train step and of scoring goes through it: the
- * log-softmax over the vocabulary and its gradient, and the per-token entropy. Values are Cephes' `expf`
- * polynomial's (the one `wasm-decode.ts`'s kernels use), within float32 rounding of `expf` from −86 up; +∞ above
- * ln(FLT_MAX); below −86, where floats turn subnormal, within 2e-38 of e^x (0 from about −87 down); NaN for NaN.
+ * @module A wasm SIMD `Exp` kernel (the stock one calls `expf` per element): Cephes' polynomial, within float32
+ * rounding from −86 up, +∞ above ln(FLT_MAX), within 2e-38 below −86, NaN for NaN.
  */
 import * as tf from "@tensorflow/tfjs";
 import { decodeKernelsOn, heapOffset } from "./wasm-decode.js";
@@ -16,10 +13,7 @@ interface WasmBackendInternals {
 
 const SIMD_EXP = Symbol("simdExp");
 
-/**
- * Registers the SIMD kernel in place of wasm's `Exp` for float32 inputs (others keep the stock kernel); idempotent.
- * Call before selecting the backend.
- */
+/** Replaces wasm's float32 `Exp` with the SIMD kernel; idempotent; call before selecting the backend. */
 export function installExpKernel(): void {
   const original = tf.getKernel("Exp", "wasm");
   if (!original || SIMD_EXP in original.kernelFunc) return;

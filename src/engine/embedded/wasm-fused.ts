@@ -1,12 +1,7 @@
 /**
- * @module Fused, differentiable ops for training on tfjs's wasm backend, each one tape entry with a hand-written
- * gradient in place of a chain of small ops: GELU (its input and σ(2u) kept instead of six intermediates, its
- * backward pass one wasm dispatch), `x @ w + b` (matmul + bias in one dispatch, no pre-bias product
- * kept) and layer norm (the normalised rows and their 1/σ kept; a backward pass of 11 ops instead of the ~30 that
- * autodiff records for the nine forward ops, two of which fill an all-ones [N, C] tensor in JavaScript). Bias and
- * gain gradients are column sums in one pass (`wasm-backward.ts`) instead of a transpose and a reduction. Keeping
- * fewer intermediates is what bounds the wasm heap during a train step: tfjs keeps every recorded op's inputs until
- * the backward pass ends, and the heap never shrinks once grown.
+ * @module Fused differentiable training ops (GELU, `x @ w + b`, layer norm, embedding), one tape entry each: tfjs
+ * keeps every recorded op's inputs until the backward pass ends and the heap never shrinks, so fewer intermediates
+ * bound the wasm heap.
  */
 import * as tf from "@tensorflow/tfjs";
 import { GELU_CUBE, GELU_LINEAR, LAYER_NORM_EPSILON } from "./ops.js";
@@ -14,13 +9,9 @@ import { columnSum, geluGrad } from "./wasm-backward.js";
 import { affine } from "./wasm-matmul.js";
 
 /**
- * GELU (tanh approximation) as one op with its gradient: the same function as `ops.ts`'s {@link gelu}, within
- * float32 rounding. x and σ(2u) are kept for the backward pass instead of the six intermediates of `gelu`; on the
- * wasm backend the backward pass is one dispatch (`wasm-backward.ts`'s {@link geluGrad}). The forward pass stays on
- * tfjs ops: XNNPACK's sigmoid is faster than the `gelu` kernel of `wasm/decode.wat` at training sizes.
- * @param x - float32, any shape
- * @returns same shape
- * @see Hendrycks & Gimpel, "Gaussian Error Linear Units (GELUs)", arXiv:1606.08415
+ * GELU as one op keeping x and σ(2u); backward is one {@link geluGrad} dispatch. The forward stays on tfjs ops:
+ * XNNPACK's sigmoid beats the `gelu` kernel at training sizes.
+ * @see Hendrycks & Gimpel, arXiv:1606.08415
  */
 export const geluFused = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[]) => {
   const [x, save] = inputs as [tf.Tensor, tf.GradSaveFunc];
@@ -35,10 +26,7 @@ export const geluFused = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)
   };
 }) as (x: tf.Tensor) => tf.Tensor;
 
-/**
- * GELU's input gradient in tfjs ops: dx = dy·(s + x·s·(1 − s)·(2u)′) with s = σ(2u) and
- * (2u)′ = 3·GELU_CUBE·x² + GELU_LINEAR. The tidy frees the temporaries now, not when the whole backward pass ends.
- */
+/** dx = dy·(s + x·s·(1 − s)·(2u)′), s = σ(2u), (2u)′ = 3·GELU_CUBE·x² + GELU_LINEAR; tidy frees temporaries now. */
 function geluGradOps(x: tf.Tensor, s: tf.Tensor, dy: tf.Tensor): tf.Tensor {
   return tf.tidy(() => {
     const slope = tf.add(tf.mul(tf.mul(x, x), 3 * GELU_CUBE), GELU_LINEAR);
@@ -48,15 +36,8 @@ function geluGradOps(x: tf.Tensor, s: tf.Tensor, dy: tf.Tensor): tf.Tensor {
 }
 
 /**
- * `x @ w + b` as one op with its gradient: the forward pass is the matmul + bias of `installAffineKernel` (one
- * dispatch, and no pre-bias product on the tape); the backward pass's two products carry transpose flags, which
- * `wasm-matmul.ts`'s `BatchMatMul` reads through strides on the fused multiply-add kernel (`wasm-gemm.ts`) or, where
- * that is off, turns into explicit transposes for XNNPACK. Call `installAffineKernel` first (as `initWasmBackend`
- * does).
- * @param x - [N, K]
- * @param w - [K, M]
- * @param b - [M]
- * @returns [N, M]
+ * `x @ w + b` [N, M] as one op: forward via `installAffineKernel` (no pre-bias product kept), backward products with
+ * transpose flags that `wasm-matmul.ts` reads through strides.
  */
 export const linearBias = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[]) => {
   const [x, w, b, save] = inputs as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D, tf.GradSaveFunc];
@@ -76,14 +57,9 @@ export const linearBias = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc
 }) as (x: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.Tensor2D;
 
 /**
- * Layer norm over the last axis with learned gain and bias as one op with its gradient: the same function as
- * `ops.ts`'s `layerNorm`, within float32 rounding. The backward pass, with x̂ the normalised rows, r = 1/σ and
- * g the gain: dg = Σ_rows dy·x̂, db = Σ_rows dy, and dx = r·(d − mean(d) − x̂·mean(d·x̂)) with d = dy·g.
- * @param x - [N, C]
- * @param gain - [C]
- * @param bias - [C]
- * @returns [N, C]
- * @see Ba, Kiros & Hinton, "Layer Normalization", arXiv:1607.06450
+ * Layer norm as one op. With x̂ the normalised rows, r = 1/σ, g the gain: dg = Σ_rows dy·x̂, db = Σ_rows dy,
+ * dx = r·(d − mean(d) − x̂·mean(d·x̂)), d = dy·g.
+ * @see Ba, Kiros & Hinton, arXiv:1607.06450
  */
 export const layerNormFused = tf.customGrad((...inputs: (tf.Tensor | tf.GradSaveFunc)[]) => {
   const [x, gain, bias, save] = inputs as [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D, tf.GradSaveFunc];
@@ -109,13 +85,8 @@ export const layerNormFused = tf.customGrad((...inputs: (tf.Tensor | tf.GradSave
 }) as (x: tf.Tensor, gain: tf.Tensor, bias: tf.Tensor) => tf.Tensor2D;
 
 /**
- * Token embedding for training: rows of `table` picked by `ids` (a gather, one dispatch), with the table's gradient
- * as a scatter-add of the output gradient's rows into the rows of their ids. The same values as the reference's
- * one-hot [N, V] × table product and its gradient (whose backward pass multiplies a transposed [V, N] one-hot by the
- * gradient), within float32 summation order. wasm has no gradient for `gather`, hence this op.
- * @param ids - int32 [N], each in [0, V) (an id outside it picks zeros and gets no gradient, as a one-hot row would)
- * @param table - float32 [V, C]
- * @returns [N, C]; differentiable with respect to `table` only
+ * Embedding as a gather with a scatter-add gradient into `table` (wasm has no `gather` gradient); equals the
+ * one-hot × table reference within summation order. An out-of-range id picks zeros, as a one-hot row would.
  */
 export function embedFused(ids: tf.Tensor1D, table: tf.Tensor2D): tf.Tensor2D {
   const [vocab, width] = table.shape;

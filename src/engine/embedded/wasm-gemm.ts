@@ -1,18 +1,8 @@
 /**
- * @module Matrix products on tfjs's wasm heap with fused multiply-adds (`wasm/gemm.wat`, relaxed SIMD's
- * `f32x4.relaxed_madd`). XNNPACK in tfjs-backend-wasm 4.22 is built for plain SIMD128, which has no multiply-add, so a
- * product costs it a multiply and an add per lane; with one instruction for both, the same product runs faster on
- * CPUs with FMA (figures: docs/benchmarks.md). Either operand may be transposed at no extra cost: the kernel reads A
- * through two strides and packs B through two strides, so no transposed copy is made.
- *
- * Availability: relaxed SIMD is on by default from Node 22 (V8 12.x); Node 20's V8 11.3 has it behind
- * `--experimental-wasm-relaxed-simd`, which {@link gemmAvailable} sets with `v8.setFlagsFromString` the first time it
- * is asked, before compiling this module (the flag changes what V8 accepts when it validates a module; tfjs's own
- * module does not use relaxed SIMD and is not affected). Where the module still does not validate, or where
- * `ARCLIGHT_WASM_FMA=0` (or `off`, `false`, `no`) is set, {@link gemmAvailable} answers false and callers keep XNNPACK.
- *
- * Numerics: relaxed_madd rounds once per multiply-add where the CPU has FMA and twice where it has not (both allowed
- * by the WebAssembly spec), so results differ from XNNPACK's in float32 rounding only; products sum k in order.
+ * @module Products on tfjs's wasm heap with relaxed SIMD's fused multiply-add (`wasm/gemm.wat`): XNNPACK in
+ * tfjs-backend-wasm 4.22 is plain SIMD128, a multiply and an add per lane. Operands are read through strides, so
+ * transposes cost nothing. Node 20 needs `--experimental-wasm-relaxed-simd`, set by {@link gemmAvailable};
+ * `ARCLIGHT_WASM_FMA=0` keeps XNNPACK. Results differ from XNNPACK by float32 rounding only.
  */
 import { setFlagsFromString } from "node:v8";
 import type * as tf from "@tensorflow/tfjs";
@@ -37,21 +27,15 @@ export interface GemmBackend {
 }
 
 /**
- * The exports of `gemm.wat`: pointers and strides in bytes, into the heap. `pack` writes B (B[k][n] at
- * b + k·kStride + n·nStride) and the bias (0: zeros) into `bp`, {@link packedFloats} floats; `gemm` computes
- * C = A·B + bias into c (row-major [m, n]) with A[i][k] at a + i·rowStride + k·kStride.
+ * `gemm.wat`'s exports, pointers and strides in bytes: `pack` writes B (B[k][n] at b + k·kStride + n·nStride) and the
+ * bias into `bp`; `gemm` computes C = A·B + bias, A[i][k] at a + i·rowStride + k·kStride.
  */
 export interface GemmExports {
   pack(b: number, kStride: number, nStride: number, bias: number, bp: number, k: number, n: number): void;
   gemm(a: number, rowStride: number, kStride: number, bp: number, c: number, m: number, k: number, n: number): void;
 }
 
-/**
- * Floats of a packed B: ceil(N/8)·8 columns of K rows, then the bias padded to the same width.
- * @param k - B's rows
- * @param n - B's columns
- * @returns floats
- */
+/** Floats of a packed B: ceil(N/8)·8 columns of K rows, then the bias padded to that width. */
 export function packedFloats(k: number, n: number): number {
   const paddedN = Math.ceil(n / 8) * 8;
   return paddedN * k + paddedN;
@@ -60,12 +44,7 @@ export function packedFloats(k: number, n: number): number {
 /** The environment variable that turns the kernel off (`0`), for comparisons with XNNPACK. */
 export const GEMM_ENV = "ARCLIGHT_WASM_FMA";
 
-/**
- * Reads {@link GEMM_ENV}'s value.
- * @param value - the variable as set; unset or empty means on
- * @returns false for `0`, `false`, `off` or `no`; true for `1`, `true`, `on` or `yes` (any case)
- * @throws {RangeError} naming the variable for any other value, so a typo does not silently leave the kernel on
- */
+/** {@link GEMM_ENV} as a boolean (unset: on). @throws {RangeError} for an unknown value, so a typo is not ignored */
 export function gemmSwitch(value: string | undefined): boolean {
   const word = (value ?? "").trim().toLowerCase();
   if (word === "" || word === "1" || word === "true" || word === "on" || word === "yes") return true;
@@ -76,12 +55,7 @@ export function gemmSwitch(value: string | undefined): boolean {
 let available: boolean | undefined;
 let bytes: Uint8Array | undefined;
 
-/**
- * Whether {@link gemm} can run here: the module validates (relaxed SIMD available, after setting V8's flag for it
- * where that is needed) and `ARCLIGHT_WASM_FMA` does not turn it off ({@link gemmSwitch}). Decided once per process.
- * @returns true when the fused multiply-add kernel is used
- * @throws {RangeError} `ARCLIGHT_WASM_FMA` has a value {@link gemmSwitch} does not know
- */
+/** Whether {@link gemm} runs here (decided once per process). @throws {RangeError} from {@link gemmSwitch} */
 export function gemmAvailable(): boolean {
   if (available !== undefined) return available;
   if (!gemmSwitch(process.env[GEMM_ENV])) {
@@ -96,12 +70,7 @@ export function gemmAvailable(): boolean {
 
 const instances = new WeakMap<object, GemmExports>();
 
-/**
- * `gemm.wat` instantiated over the backend's heap (once per heap).
- * @param backend - tfjs's wasm backend
- * @returns the module's exports
- * @throws {Error} when {@link gemmAvailable} is false
- */
+/** `gemm.wat` over the backend's heap (once per heap). @throws {Error} when {@link gemmAvailable} is false */
 export function gemmKernelsOn(backend: Pick<GemmBackend, "wasm">): GemmExports {
   const memory = backend.wasm.asm.memory;
   let found = instances.get(memory);
@@ -122,14 +91,7 @@ export interface GemmOperand {
 }
 
 /**
- * C = op(A)·op(B) (+ bias) for one [M, K] × [K, N] product, written into `out` at `outByteOffset`.
- * @param backend - tfjs's wasm backend, as a kernel function receives it
- * @param a - A: stored [M, K], or [K, M] when `transposed`
- * @param b - B: stored [K, N], or [N, K] when `transposed`
- * @param bias - float32 [N] added to every row, or undefined
- * @param out - float32 tensor receiving C (row-major [M, N]) at `outByteOffset`
- * @param dims - M, K, N
- * @param outByteOffset - byte offset inside `out`; default 0
+ * C = op(A)·op(B) (+ bias), [M, N] row-major, into `out` at `outByteOffset`.
  * @throws {Error} when {@link gemmAvailable} is false
  */
 export function gemm(
@@ -144,15 +106,7 @@ export function gemm(
   gemmPacked(backend, b, bias, dims, (run) => run(a, out, outByteOffset));
 }
 
-/**
- * Packs B (and the bias) once, then lets `use` run any number of products against it: for products that share B,
- * such as the batch entries of a broadcast B.
- * @param backend - tfjs's wasm backend
- * @param b - B: stored [K, N], or [N, K] when `transposed`
- * @param bias - float32 [N], or undefined
- * @param dims - M, K, N (M of every product run)
- * @param use - gets `run(a, out, outByteOffset)`, which computes one product into `out`
- */
+/** Packs B once and lets `use` run products against it (a broadcast B's batch entries). */
 export function gemmPacked(
   backend: GemmBackend,
   b: GemmOperand,

@@ -1,8 +1,6 @@
 /**
- * @module Replacements for data-movement kernels of tfjs's wasm backend (4.22) that copy more than they need:
- * `Identity` and same-dtype `Cast` copy a whole buffer where sharing it is enough, `Slice` and `SplitV` first copy
- * their entire input out of the wasm heap into JS memory, then slice that copy, and `GatherV2` copies element by
- * element, and `Concat` slices a typed-array view per run.
+ * @module Replacements for tfjs-wasm 4.22 data-movement kernels that copy more than needed (`Identity`, `Cast`,
+ * `Slice`, `SplitV`, `GatherV2`, `Concat`).
  */
 import * as tf from "@tensorflow/tfjs";
 
@@ -32,10 +30,8 @@ function share(args: Parameters<tf.KernelFunc>[0], x: tf.TensorInfo, dtype: tf.D
 }
 
 /**
- * Identity shares the input's buffer and bumps its reference count, as wasm's own `Reshape` already does. tfjs runs
- * `Identity` for every tensor the gradient tape saves (`Engine.clone`), so the copying kernel cost ~17% of a
- * B32×T128 train step. Sharing is safe: kernels never write their inputs and a variable's `assign` rebinds its
- * buffer instead of overwriting it.
+ * Identity shares the input's buffer (tfjs clones every tensor the tape saves). Safe: kernels never write inputs and
+ * `assign` rebinds a variable's buffer.
  */
 function shareIdentity(): void {
   override("Identity", (args, stock) => {
@@ -53,14 +49,7 @@ function shareSameDtypeCast(): void {
   });
 }
 
-/**
- * The box `begin`..`begin + size` of `x` as a new tensor, copied run by run inside the wasm heap.
- * @param backend - the wasm backend
- * @param x - float32 or int32 tensor
- * @param begin - first index on each axis (a number: on the first axis)
- * @param size - extent on each axis (-1: to the end)
- * @returns the slice (caller owns it)
- */
+/** The box `begin`..`begin + size` of `x` (size -1: to the end) copied within the heap; the caller owns it. */
 function heapSlice(
   backend: WasmBackendInternals,
   x: tf.TensorInfo,
@@ -77,10 +66,7 @@ function heapSlice(
   return out;
 }
 
-/**
- * Slice and SplitV (whose stock kernel calls the stock slice directly) copy inside the heap, for 4-byte dtypes;
- * other dtypes keep the stock kernels.
- */
+/** Slice and SplitV copy inside the heap for 4-byte dtypes (the stock kernels copy the whole input to JS first). */
 function sliceInHeap(): void {
   const fits = (x: tf.TensorInfo): boolean => x.dtype === "float32" || x.dtype === "int32";
   override("Slice", (args, stock) => {
@@ -107,16 +93,7 @@ function sliceInHeap(): void {
   });
 }
 
-/**
- * Copies the box `start`..`start + extent` of a row-major tensor at heap index `from` to a dense tensor at `to`, one
- * `copyWithin` per contiguous run (trailing axes the box spans fully merge into one run).
- * @param heap - the wasm heap as 4-byte words
- * @param from - word index of the source tensor
- * @param shape - source shape
- * @param start - first index of the box on each axis
- * @param extent - size of the box on each axis (all > 0)
- * @param to - word index of the destination
- */
+/** Copies a box of a row-major tensor in heap words, one `copyWithin` per contiguous run. */
 export function copyStrided(
   heap: Int32Array,
   from: number,
@@ -144,10 +121,7 @@ export function copyStrided(
   }
 }
 
-/**
- * GatherV2 without batch dims copies each gathered slice with one `copyWithin` (the stock kernel walks elements;
- * gathering kept rows of a [B, H, L, C/H] KV cache took ~2 ms a layer), for 4-byte dtypes.
- */
+/** GatherV2 without batch dims: one `copyWithin` per gathered slice, for 4-byte dtypes. */
 function gatherInHeap(): void {
   override("GatherV2", (args, stock) => {
     const { x, indices } = args.inputs as { x: tf.TensorInfo; indices: tf.TensorInfo };
@@ -180,10 +154,7 @@ function gatherInHeap(): void {
   });
 }
 
-/**
- * Concat copies each input's run per outer index with `copyWithin` inside the heap, for 4-byte dtypes (appending a
- * column to the [B, H, L, C/H] KV cache every decode step).
- */
+/** Concat: one `copyWithin` per input run inside the heap, for 4-byte dtypes. */
 function concatInHeap(): void {
   override("Concat", (args, stock) => {
     const inputs = (args.inputs as unknown as tf.TensorInfo[]).filter((t) => tf.util.sizeFromShape(t.shape) > 0);

@@ -1,9 +1,6 @@
 /**
- * @module A forward-only layer-norm kernel for tfjs's wasm backend: one dispatch that normalises each row in place
- * of the eight tfjs ops of the differentiable {@link layerNorm} (mean, centre, square, mean, add ε, rsqrt, scale,
- * shift). A decode step of the 4-layer model runs nine norms over a handful of rows, where per-op dispatch (~10 µs)
- * costs more than the arithmetic. The arithmetic is `layerNorm` of `wasm/decode.wat` (WebAssembly SIMD, statistics
- * summed in float32 4 lanes at a time), so values differ from the tfjs ops only by float32 rounding.
+ * @module Forward-only layer norm in one dispatch (`layerNorm` of `wasm/decode.wat`) instead of eight tfjs ops: a
+ * decode step's norms run over a few rows, where per-op dispatch costs more than the arithmetic.
  */
 import * as tf from "@tensorflow/tfjs";
 import { LAYER_NORM_EPSILON } from "./ops.js";
@@ -30,15 +27,7 @@ export function installLayerNormKernel(): void {
   });
 }
 
-/**
- * Layer norm over the last axis through {@link LAYER_NORM_KERNEL} (forward only; call
- * {@link installLayerNormKernel} first, as `initWasmBackend` does).
- * @param x - float32 [N, C]
- * @param gain - float32 [C]
- * @param bias - float32 [C]
- * @returns [N, C]; no gradient
- * @see Ba, Kiros & Hinton, "Layer Normalization", arXiv:1607.06450
- */
+/** Forward-only layer norm, [N, C]. @see Ba, Kiros & Hinton, arXiv:1607.06450 */
 export function layerNormInference(x: tf.Tensor2D, gain: tf.Tensor, bias: tf.Tensor): tf.Tensor2D {
   return tf.engine().runKernel(LAYER_NORM_KERNEL, { x, gain, bias }, {}) as tf.Tensor2D;
 }

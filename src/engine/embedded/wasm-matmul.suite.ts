@@ -1,8 +1,4 @@
-/**
- * @module The tests of `wasm-matmul.ts`'s `BatchMatMul` and affine kernels, run once on each path they take (the
- * fused multiply-add kernel of `wasm-gemm.ts`: wasm-matmul.test.ts; XNNPACK, with `ARCLIGHT_WASM_FMA=0`:
- * wasm-matmul-xnnpack.test.ts): every layout gives the same products.
- */
+/** @module `wasm-matmul.ts` tests, run once per path (gemm; XNNPACK with `ARCLIGHT_WASM_FMA=0`). */
 import * as tf from "@tensorflow/tfjs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { initWasmBackend } from "./backend.js";
@@ -36,10 +32,7 @@ function stored(shape: number[], transpose: boolean): number[] {
   return transpose ? [...shape.slice(0, -2), shape.at(-1)!, shape.at(-2)!] : shape;
 }
 
-/**
- * Registers the suite.
- * @param path - the path the process's kernels take: "gemm" (relaxed SIMD available) or "xnnpack"
- */
+/** Registers the suite for the path this process's kernels take. */
 export function matmulSuite(path: "gemm" | "xnnpack"): void {
   describe(`batched matmul kernel (${path})`, () => {
     beforeAll(() => initWasmBackend());

@@ -1,21 +1,7 @@
 /**
- * @module A `BatchMatMul` kernel for tfjs's wasm backend that runs every batch entry of a batched (or transposed)
- * matmul on a fast path. The stock kernel takes XNNPACK only for one unbatched, untransposed product and otherwise
- * falls back to a scalar triple loop (~1 GMAC/s here, ~10× slower than XNNPACK): attention's [B·H, T, C/H] products
- * and every matmul gradient (which tfjs writes with transpose flags) land there.
- *
- * How, where relaxed SIMD is available (`wasm-gemm.ts`'s `gemmAvailable`, the default on Node 20 and later): every
- * product, plain or not, runs on the fused multiply-add kernel of `wasm/gemm.wat`, which reads transposed operands
- * through their strides and each batch entry in place, and packs a broadcast B once.
- *
- * Otherwise, on XNNPACK: transposed operands are transposed once, explicitly, by the wasm `Transpose` kernel; then
- * for each batch entry the kernel registers zero-copy views (a wasm tensor id pointing inside the operand's heap
- * buffer) of that entry's A, B and output, runs the stock kernel on those [1, M, K] × [1, K, N] views, and drops the
- * views without freeing their memory. Dropping a B view also deletes the XNNPACK operator the stock kernel built (and
- * cached) for it.
- *
- * Either way only numerics of float rounding and summation order change. Also here: a forward-only `x @ w + b`
- * kernel ({@link affine}) in one dispatch (the same two paths).
+ * @module A `BatchMatMul` kernel that keeps batched and transposed products on a fast path (the stock kernel falls
+ * back to a scalar loop): the `gemm.wat` kernel via strides where relaxed SIMD is available, else an explicit
+ * transpose and zero-copy per-entry views for XNNPACK. Also {@link affine}, a one-dispatch `x @ w + b`.
  */
 import * as tf from "@tensorflow/tfjs";
 import { type GemmBackend, type GemmOperand, gemm, gemmAvailable, gemmPacked } from "./wasm-gemm.js";
@@ -38,10 +24,7 @@ interface WasmBackendInternals {
 /** The exported C entry point of wasm's matmul: (aId, aShape, aRank, bId, bShape, bRank, tA, tB, outId). */
 type RawMatMul = (...args: (number | boolean | Uint8Array)[]) => void;
 
-/**
- * Products with fewer rows per batch entry than this stay on the stock kernel: per-entry dispatch and XNNPACK
- * weight packing cost more than the scalar loop saves on decode-sized [1, K] × [K, N] products.
- */
+/** Fewer rows per entry than this stay on the stock kernel: dispatch and weight packing cost more than they save. */
 export const MIN_ROWS_FOR_XNNPACK = 8;
 
 const BATCHED = Symbol("batchedXnnMatMul");
@@ -73,10 +56,7 @@ export function installBatchedXnnMatMul(): void {
   tf.registerKernel({ ...original, kernelFunc });
 }
 
-/**
- * The product on `wasm/gemm.wat` (fused multiply-adds): every batch entry in place, transposed operands read through
- * their strides (no transposed copy), a broadcast B packed once.
- */
+/** The product on `wasm/gemm.wat`: entries in place, transposes through strides, a broadcast B packed once. */
 function multiplyWithGemm(
   args: Parameters<tf.KernelFunc>[0],
   plan: ProductPlan,
@@ -108,10 +88,7 @@ function multiplyWithGemm(
   return out;
 }
 
-/**
- * `x` laid out as `shape` = [batch, r, c] in memory: a reshape (shared buffer) when `transpose` is false, else the
- * wasm transpose of its [batch, c, r] form. Pushes what it creates onto `temps`.
- */
+/** `x` as [batch, r, c] in memory: a reshape, or a wasm transpose when `transpose`; new tensors go to `temps`. */
 function operand(
   args: Parameters<tf.KernelFunc>[0],
   x: tf.TensorInfo,
@@ -177,12 +154,7 @@ function multiplyEntries(
 /** Name of the forward-only `x @ w + b` kernel registered by {@link installAffineKernel}. */
 export const AFFINE_KERNEL = "ArclightAffine";
 
-/**
- * Registers {@link AFFINE_KERNEL}: x [N, K] @ w [K, M] (+ bias [M]) → [N, M] in one dispatch of `wasm-gemm.ts`'s
- * kernel, or where that is off, of wasm's fused XNNPACK matmul. `tf.fused.matMul` does the same through three
- * reshapes, a custom-gradient scope and a final reshape — five tfjs dispatches, which weigh on a decode step of a
- * small model. Forward only (no gradient).
- */
+/** Registers {@link AFFINE_KERNEL}: x [N, K] @ w [K, M] (+ bias) in one dispatch (`tf.fused.matMul` takes five). */
 export function installAffineKernel(): void {
   if (tf.getKernel(AFFINE_KERNEL, "wasm")) return;
   let raw: ((...args: (number | boolean | Uint8Array)[]) => void) | undefined;
@@ -230,13 +202,7 @@ export function installAffineKernel(): void {
   });
 }
 
-/**
- * `x @ w + b` through {@link AFFINE_KERNEL} (call {@link installAffineKernel} first, as `initWasmBackend` does).
- * @param x - float32 [N, K]
- * @param w - float32 [K, M]
- * @param bias - float32 [M], or omitted
- * @returns [N, M]; no gradient
- */
+/** Forward-only `x @ w + b`, [N, M]; call {@link installAffineKernel} first. */
 export function affine(x: tf.Tensor2D, w: tf.Tensor2D, bias?: tf.Tensor1D): tf.Tensor2D {
   const inputs: tf.NamedTensorMap = bias ? { x, w, bias } : { x, w };
   return tf.engine().runKernel(AFFINE_KERNEL, inputs, {}) as tf.Tensor2D;

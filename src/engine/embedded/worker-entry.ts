@@ -1,14 +1,9 @@
 /**
- * @module Where the embedded engine's worker threads start: the compiled module beside this one, or, when the engine
- * runs from its TypeScript source (tests, tsx), a one-line module that registers tsx's loader in the new thread and
- * then imports the `.ts` source (a worker thread does not inherit the loader of the thread that starts it).
+ * @module Where worker threads start: the compiled module, or under tsx a `data:` module that registers tsx's loader
+ * first (a worker does not inherit its parent's loader).
  */
 
-/**
- * The entry URL of a worker module of this directory.
- * @param name - the module's name without extension (`grad-worker`, `decode-worker`)
- * @returns a file URL (compiled) or a `data:` URL that loads the TypeScript source through tsx
- */
+/** The entry URL of worker module `name` of this directory. */
 export function workerEntry(name: string): URL {
   if (!import.meta.url.endsWith(".ts")) return new URL(`./${name}.js`, import.meta.url);
   const api = JSON.stringify(import.meta.resolve("tsx/esm/api"));

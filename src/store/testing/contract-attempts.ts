@@ -1,7 +1,4 @@
-/**
- * @module Store contract cases: Agent Lightning v1.0's attempt rules with arclight's protection of superseded
- * attempts, late events after a rollout finished, and no-op patches.
- */
+/** @module Store contract cases: AGL v1.0 attempt rules, superseded attempts, late events, no-op patches. */
 import { describe, expect } from "vitest";
 import { Conflict, InvalidTransition, StaleAttempt } from "../../protocol/index.js";
 import { type ContractContext, creates, events, running } from "./contract-helpers.js";

@@ -1,7 +1,4 @@
-/**
- * @module Store contract cases: named, versioned resources (every version kept, the latest by default, a specific
- * version readable, concurrent posts never taking the same version).
- */
+/** @module Store contract cases: versioned resources, concurrent posts never sharing a version. */
 import { describe, expect } from "vitest";
 import type { ContractContext } from "./contract-helpers.js";
 

@@ -1,7 +1,4 @@
-/**
- * @module Test helper: a second process that takes a SQLite file's write lock (`BEGIN IMMEDIATE`) and holds it until
- * told to let go, as another gateway, a backup or an operator's `sqlite3` shell would.
- */
+/** @module A second process holding a SQLite file's write lock until told to let go, as another gateway would. */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
@@ -26,12 +23,7 @@ export interface SqliteLockHolder {
   release(): Promise<void>;
 }
 
-/**
- * Starts a process that holds the write lock of the SQLite file at `path`.
- * @param path - the database file (it must exist, in WAL mode as the store opens it)
- * @returns once the lock is held
- * @throws {Error} when the holder exits before taking the lock
- */
+/** Resolves once a process holds the write lock of the WAL-mode file at `path`. @throws {Error} if it exits first */
 export async function holdSqliteLock(path: string): Promise<SqliteLockHolder> {
   const child: ChildProcess = spawn(process.execPath, ["-e", HOLDER_SOURCE, path], {
     cwd: REPO_ROOT,

@@ -1,11 +1,7 @@
 /**
- * @module A second OS process for `sqlite.test.ts`: opens the same SQLite file and writes to it while the test
- * process writes too. Run as `node --import tsx testing/sqlite-writer.ts DB ROLLOUT_ID COUNT TAG [crash]`.
- *
- * It prints `ready` once the store is open and waits for a line on stdin. Then it appends COUNT events one by one to
- * ROLLOUT_ID's attempt "0" (data `{tag, i}`, event ids `TAG-i`), printing `started` after the first; after every 10th
- * it also creates rollout `TAG-own-i` and fails it (a terminal cursor entry). Exits 0 when done; any error exits 1
- * with the stack on stderr. With `crash` it kills itself with SIGKILL once done, without closing the store.
+ * @module A second process writing the same SQLite file: `node --import tsx testing/sqlite-writer.ts DB ROLLOUT_ID
+ * COUNT TAG [crash]`. Prints `ready`, waits for a stdin line, appends COUNT events (ids `TAG-i`, `started` after the
+ * first), fails a rollout `TAG-own-i` every 10th; `crash` SIGKILLs itself at the end.
  */
 import { once } from "node:events";
 import { EventCreateSchema, RolloutCreateSchema } from "../../protocol/index.js";

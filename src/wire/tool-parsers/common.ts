@@ -31,11 +31,7 @@ export interface ToolCallMarkers {
 export interface ToolCallParser {
   /** vLLM's `--tool-call-parser` name. */
   readonly name: string;
-  /**
-   * Parses a whole generation.
-   * @param text - the generated text, special tokens written as their strings, the stop token removed
-   * @param tools - the request's `tools` (OpenAI shape); `qwen3_coder` reads parameter types from them
-   */
+  /** Parses a generation (specials as strings, stop token removed); `qwen3_coder` reads types from `tools`. */
   parse(text: string, tools?: readonly ChatTool[]): ParsedToolCalls;
 }
 

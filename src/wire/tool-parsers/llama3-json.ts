@@ -1,15 +1,11 @@
 /**
- * @module vLLM's `llama3_json` tool-call parser: Llama 3.x writes each call as a JSON object
- * `{"name": …, "parameters": {…}}` (or `"arguments"`), optionally after `<|python_tag|>`, several separated by `; `.
- * @see vLLM `vllm/tool_parsers/llama_tool_parser.py` (`Llama3JsonToolParser.extract_tool_calls`)
+ * @module vLLM's `llama3_json` parser: `{"name": …, "parameters": {…}}` objects, optionally after `<|python_tag|>`.
+ * @see vLLM `vllm/tool_parsers/llama_tool_parser.py`
  */
 import { pythonJsonDumps } from "../python-json.js";
 import { noToolCalls, type ParsedToolCalls, type WireToolCall, wireToolCall } from "./common.js";
 
-/**
- * The index just past the JSON value that starts at `start` (an object), found by matching braces outside strings;
- * -1 when the object never closes. Python's `raw_decode` reads exactly this span.
- */
+/** The index past the object at `start` by brace matching outside strings (the span `raw_decode` reads), or -1. */
 export function jsonObjectEnd(text: string, start: number): number {
   let depth = 0;
   let inString = false;
@@ -38,13 +34,8 @@ function callOf(object: Record<string, unknown>): WireToolCall | undefined {
 }
 
 /**
- * Parses every top-level JSON object of a generation as a call, all or nothing (as vLLM does): each `{` not inside
- * an object already read starts a JSON object; one that does not decode, or lacks `name` or both `arguments` and
- * `parameters`, leaves the whole text as content. Text around the objects is dropped; content is null once a call
- * parsed.
- * @param text - the generated text (`<|python_tag|>` may be present; it is dropped with the other text)
- * @example `<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}` → one call, arguments
- *   `{"city": "Paris"}`, content null
+ * Every top-level JSON object is a call, all or nothing (as vLLM); text around them is dropped.
+ * @example `<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}` → one call, content null
  */
 export function parseLlama3JsonToolCalls(text: string): ParsedToolCalls {
   if (!text.includes("<|python_tag|>") && !text.includes("{")) return noToolCalls(text);

@@ -1,7 +1,6 @@
 /**
- * @module vLLM's `mistral` tool-call parser, for a Hugging Face tokenizer (the pre-v11 format vLLM reads when the
- * tokenizer is not `mistral_common`'s): `content[TOOL_CALLS] [{"name": …, "arguments": {…}}, …]`.
- * @see vLLM `vllm/tool_parsers/mistral_tool_parser.py` (`MistralToolParser.extract_tool_calls`)
+ * @module vLLM's `mistral` parser for a Hugging Face tokenizer (pre-v11 format): `content[TOOL_CALLS] [{…}, …]`.
+ * @see vLLM `vllm/tool_parsers/mistral_tool_parser.py`
  */
 import { randomInt } from "node:crypto";
 import { pythonJsonDumps } from "../python-json.js";
@@ -41,12 +40,8 @@ function decode(text: string): { ok: true; value: unknown } | { ok: false } {
 }
 
 /**
- * Parses a Mistral generation. After the single `[TOOL_CALLS]` the text (trimmed) must be a JSON list of calls, whose
- * arguments are re-serialised. When it does not decode, vLLM retries on the first `[{…}]` span in it (greedy) and,
- * should that fail too, answers the text after the token as content. More than one `[TOOL_CALLS]`, or a list vLLM
- * would reject while building calls, leaves the whole text as content here (vLLM raises and answers an error).
- * Content is the text before the token, null when empty; call ids are 9 alphanumerics.
- * @param text - the generated text with `[TOOL_CALLS]` written as its string
+ * After one `[TOOL_CALLS]` a JSON list of calls; failing that, the first greedy `[{…}]` span, then the text as
+ * content (as vLLM). Where vLLM raises (two markers, a bad call), the whole text is content. Ids: 9 alphanumerics.
  */
 export function parseMistralToolCalls(text: string): ParsedToolCalls {
   const parts = text.split(MISTRAL_TOOL_CALLS);

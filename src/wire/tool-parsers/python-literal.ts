@@ -1,7 +1,6 @@
 /**
- * @module Python literal expressions (strings, ints, floats, True/False/None, lists, tuples, dicts, calls with
- * keyword arguments) read into values, and those values written as Python's `json.dumps(…, ensure_ascii=False)`
- * writes them: what vLLM's `pythonic` and `qwen3_coder` parsers do with `ast.parse` / `ast.literal_eval`.
+ * @module Python literal expressions read into values and written as `json.dumps(…, ensure_ascii=False)`: what
+ * vLLM's `pythonic` and `qwen3_coder` parsers do with `ast`.
  */
 
 /** A Python int, kept exact (`json.dumps` prints every digit). */
@@ -281,10 +280,7 @@ class Reader {
   }
 }
 
-/**
- * Parses text holding exactly one expression (blanks and comments around it allowed).
- * @throws {PySyntaxError} when the text is not one expression of the supported grammar
- */
+/** Parses text holding exactly one expression. @throws {PySyntaxError} outside the supported grammar */
 export function parsePythonExpression(text: string): PyNode {
   const reader = new Reader(text);
   const node = reader.expression();
@@ -318,10 +314,7 @@ export function pyDict(pairs: [PyValue, PyValue][]): PyDict {
   return new PyDict(entries);
 }
 
-/**
- * Python `repr(float)`: the shortest round-trip digits, fixed notation for exponents -4..15 (with `.0` when
- * integral), else `d.ddde±XX`; `json.dumps` writes inf/nan as `Infinity`, `-Infinity`, `NaN`.
- */
+/** Python `repr(float)`: shortest round-trip, fixed for exponents -4..15, `Infinity`/`NaN` as json.dumps writes. */
 export function pythonFloatRepr(value: number): string {
   if (Number.isNaN(value)) return "NaN";
   if (!Number.isFinite(value)) return value > 0 ? "Infinity" : "-Infinity";
@@ -350,10 +343,7 @@ function jsonKey(key: PyValue): string {
   throw new PySyntaxError("keys must be str, int, float, bool or None");
 }
 
-/**
- * Python `json.dumps(value, ensure_ascii=False)` of a read value.
- * @throws {PySyntaxError} for a value json.dumps refuses (bytes, complex, Ellipsis, a set)
- */
+/** Python `json.dumps(value, ensure_ascii=False)`. @throws {PySyntaxError} for bytes, complex, Ellipsis, a set */
 export function pyJsonDumps(value: PyValue): string {
   if (value === null) return "null";
   if (typeof value === "boolean") return value ? "true" : "false";
@@ -365,11 +355,7 @@ export function pyJsonDumps(value: PyValue): string {
   return `{${value.entries.map(([k, v]) => `${JSON.stringify(jsonKey(k))}: ${pyJsonDumps(v)}`).join(", ")}}`;
 }
 
-/**
- * Python `ast.literal_eval` of a node: constants, lists, tuples (as lists), dicts, sets (unserialisable), and a
- * sign on a number.
- * @throws {PySyntaxError} for names, calls and signs on non-numbers (literal_eval's ValueError)
- */
+/** Python `ast.literal_eval`. @throws {PySyntaxError} for names, calls and signs on non-numbers */
 export function literalValue(node: PyNode): PyValue {
   switch (node.kind) {
     case "const":

@@ -1,7 +1,6 @@
 /**
- * @module vLLM's `pythonic` tool-call parser: Llama 3.2 / Llama 4 / ToolACE write the whole answer as a Python list
- * of calls with keyword arguments, `[get_weather(city="Paris", days=3), get_time(tz='CET')]`.
- * @see vLLM `vllm/tool_parsers/pythonic_tool_parser.py` (`PythonicToolParser.extract_tool_calls`)
+ * @module vLLM's `pythonic` parser: the answer is a Python list of keyword calls, `[get_weather(city="Paris")]`.
+ * @see vLLM `vllm/tool_parsers/pythonic_tool_parser.py`
  */
 import { noToolCalls, type ParsedToolCalls, type WireToolCall, wireToolCall } from "./common.js";
 import { PyDict, type PyNode, type PyValue, parsePythonExpression, pyDict, pyJsonDumps } from "./python-literal.js";
@@ -26,13 +25,7 @@ function callOf(node: PyNode): WireToolCall {
   return wireToolCall(node.name, pyJsonDumps(pyDict(args.entries)));
 }
 
-/**
- * Parses a pythonic generation: the whole text must be one Python list whose items are calls of plain names with
- * literal keyword arguments (strings, numbers, True/False/None, lists, dicts); arguments are written as Python's
- * `json.dumps` would (`1.0` stays `1.0`, `True` becomes `true`). Anything else (text around the list, a negative
- * number, a tuple, a variable) leaves the whole text as content, as vLLM does. Content is null once calls parsed.
- * @param text - the generated text
- */
+/** The whole text must be one list of literal keyword calls, else it is all content (as vLLM). */
 export function parsePythonicToolCalls(text: string): ParsedToolCalls {
   if (!OPENS_WITH_CALL.test(text)) return noToolCalls(text);
   try {

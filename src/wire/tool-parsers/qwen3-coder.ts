@@ -1,8 +1,6 @@
 /**
- * @module vLLM's `qwen3_coder` tool-call parser: Qwen3-Coder writes calls as XML,
- * `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>`, each value raw text
- * typed by the tool's JSON schema.
- * @see vLLM `vllm/tool_parsers/qwen3coder_tool_parser.py` (`Qwen3CoderToolParser.extract_tool_calls`)
+ * @module vLLM's `qwen3_coder` parser: XML `<function=NAME><parameter=KEY>VALUE</parameter></function>` calls,
+ * values typed by the tool's schema. @see vLLM `vllm/tool_parsers/qwen3coder_tool_parser.py`
  */
 import { type ChatTool, noToolCalls, type ParsedToolCalls, type WireToolCall, wireToolCall } from "./common.js";
 import {
@@ -42,11 +40,7 @@ function pythonInt(text: string): PyInt | undefined {
   return new PyInt(BigInt(plain.replaceAll("_", "")));
 }
 
-/**
- * Python `float(text)` as vLLM keeps it: an int when integral; undefined when it is not a float or is NaN (vLLM's
- * `int(nan)` fails, so the text stays a string).
- * @throws {RangeError} for an infinity (vLLM's `int(inf)` raises an error it does not catch)
- */
+/** Python `float(text)`, int when integral, undefined for NaN or non-floats. @throws {RangeError} for ±inf (as vLLM) */
 function pythonNumber(text: string): PyValue | undefined {
   const plain = text.trim().replaceAll("_", "").toLowerCase();
   const special = /^([+-]?)(inf|infinity|nan)$/.exec(plain);
@@ -125,14 +119,8 @@ function callOf(body: string, tools: readonly ChatTool[] | undefined): WireToolC
 }
 
 /**
- * Parses a Qwen3-Coder generation. Calls are the `<function=…>` bodies inside `<tool_call>` blocks (or in the whole
- * text when it has no block); parameter values are raw text, converted by the type the request's tool schema gives
- * (`integer`, `number`, `boolean`, `object`/`array` through JSON, else a Python literal, else the text; without a
- * schema every value stays a string, `null` excepted). Content is the text before the first `<tool_call>` (else
- * before the first `<function=`), null when empty. A body without `>` after its name leaves the whole text as
- * content, as vLLM does.
- * @param text - the generated text with `<tool_call>` / `</tool_call>` written as their strings
- * @param tools - the request's `tools`
+ * Calls are `<function=…>` bodies (inside `<tool_call>` blocks if any); values convert by the tool schema's type,
+ * else stay strings. A body without `>` after its name leaves the whole text as content, as vLLM does.
  */
 export function parseQwen3CoderToolCalls(text: string, tools?: readonly ChatTool[]): ParsedToolCalls {
   if (!text.includes("<function=")) return noToolCalls(text);

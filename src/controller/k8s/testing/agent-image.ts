@@ -1,8 +1,6 @@
 /**
- * @module The agent image of the pod tests, assembled offline: the Debian root file system of
- * `scripts/build-agent-image.sh` (python3, pytest, bash, git) as the base layer, and a layer holding this checkout's
- * `sdk/python/arclight_agent`, written as a docker-archive tarball (`manifest.json` + config + layer tars, the format
- * `docker save` writes and `ctr images import` reads).
+ * @module The pod tests' agent image, assembled offline as a docker-archive tarball: the Debian base of
+ * `scripts/build-agent-image.sh` plus this checkout's `sdk/python/arclight_agent`.
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -42,14 +40,7 @@ async function sha256File(path: string): Promise<string> {
   return hash.digest("hex");
 }
 
-/**
- * Writes a docker-archive tarball of an image made of uncompressed layer tars.
- * @param dir - a scratch folder (created) for the archive's files
- * @param ref - the image's reference, e.g. `docker.io/arclight/agent:test`
- * @param layers - layer tars, base first
- * @param config - entrypoint, command, environment, working directory
- * @returns the path of the tarball
- */
+/** Writes a docker-archive tarball (`docker save` format) of uncompressed layer tars, base first; returns its path. */
 export async function buildImageArchive(
   dir: string,
   ref: string,
@@ -95,12 +86,7 @@ function escapeSed(text: string): string {
   return text.replace(/[|\\.*[\]^$]/g, "\\$&");
 }
 
-/**
- * The agent image: the cached Debian base layer plus a layer with `sdk/python/arclight_agent` in python3's
- * dist-packages, so `python3 -m arclight_agent run module:Class` works in the pod.
- * @param dir - a scratch folder for the layer and the archive
- * @returns the path of the docker-archive tarball
- */
+/** The agent image's tarball: the cached base plus `arclight_agent` in python3's dist-packages. */
 export async function buildAgentImage(dir: string): Promise<string> {
   const sdk = fileURLToPath(new URL("../../../../sdk/python", import.meta.url));
   mkdirSync(dir, { recursive: true });

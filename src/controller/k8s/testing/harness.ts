@@ -1,7 +1,4 @@
-/**
- * @module Test harness of the Kubernetes controller: a namespace on a {@link KubeCluster}, a real gateway and
- * client, and K8sControllers built on them.
- */
+/** @module Kubernetes controller test harness: a namespace, a real gateway and client, and K8sControllers. */
 import { Writable } from "node:stream";
 import type { KubeConfig, V1Job } from "@kubernetes/client-node";
 import { type Logger, pino } from "pino";
@@ -75,11 +72,7 @@ function capturingLogger(logs: Record<string, unknown>[]): Logger {
   return pino({ level: process.env.ARCLIGHT_TEST_LOG ?? "info" }, sink);
 }
 
-/**
- * Creates a namespace and starts a gateway (key `k8s-test-key`).
- * @param cluster - the control plane
- * @param namespace - a fresh namespace name
- */
+/** Creates a namespace and starts a gateway (key `k8s-test-key`). */
 export async function startK8sHarness(cluster: KubeCluster, namespace: string): Promise<K8sHarness> {
   await cluster.request("POST", "/api/v1/namespaces", {
     apiVersion: "v1",

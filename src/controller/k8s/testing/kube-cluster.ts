@@ -1,7 +1,6 @@
 /**
- * @module A throw-away Kubernetes control plane for tests: etcd, kube-apiserver and kube-controller-manager
- * (Job, garbage-collector and TTL controllers) on 127.0.0.1, built by `scripts/build-k8s.sh`. Its nodes: a fake
- * kubelet the test plays (`kubelet.ts`), or a real one with containerd (`kube-node.ts`).
+ * @module A throw-away Kubernetes control plane on 127.0.0.1 (`scripts/build-k8s.sh`); nodes are a fake kubelet
+ * (`kubelet.ts`) or a real one (`kube-node.ts`).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
@@ -33,12 +32,7 @@ export function kubeBinaries():
   return { etcd, ...paths };
 }
 
-/**
- * Whether API-server tests are skipped: when a binary is missing (outside CI), or under `npm run test:fast`. Prints
- * what is missing and how to get it.
- * @returns true to skip
- * @throws {Error} in CI (`CI=true`) when a binary is missing, so a broken build step never passes as "skipped"
- */
+/** Whether API-server tests are skipped. @throws {Error} under `CI=true` when a binary is missing */
 export function skipWithoutKube(): boolean {
   return skipWithout({
     name: "a Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kubectl 1.20.2)",
@@ -72,10 +66,7 @@ export interface KubeCluster {
 export interface KubeClusterOptions {
   /** Start kube-controller-manager (Jobs get Pods, foreground deletion, TTL). Default true. */
   controllerManager?: boolean;
-  /**
-   * Also run its node lifecycle controller, which lifts the `not-ready` taint a kubelet registers its Node with once
-   * the Node is Ready (for a real node: `kube-node.ts`). Default false.
-   */
+  /** Also run the node lifecycle controller, which lifts a Ready Node's `not-ready` taint. Default false. */
   nodeLifecycle?: boolean;
 }
 
@@ -254,9 +245,8 @@ function clusterHandle(server: string, adminToken: string, dir: string, stop: ()
 }
 
 /**
- * Starts etcd, kube-apiserver (token auth, RBAC, the TTLAfterFinished feature on, the ServiceAccount admission
- * plugin off: no kubelet mounts tokens here) and, unless told not to, kube-controller-manager.
- * @throws {Error} with the tail of the failing server's log when one does not come up in 120 s
+ * Starts etcd, kube-apiserver (ServiceAccount admission off: no kubelet mounts tokens) and kube-controller-manager.
+ * @throws {Error} with the failing server's log tail when one is not up in 120 s
  */
 export async function startKubeCluster(options: KubeClusterOptions = {}): Promise<KubeCluster> {
   const bins = kubeBinaries();

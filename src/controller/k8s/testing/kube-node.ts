@@ -1,7 +1,6 @@
 /**
- * @module A real node for the throw-away control plane of `kube-cluster.ts`: Debian's containerd (with runc and the
- * CNI plugins) and a kubelet 1.20.2, plus kube-scheduler, all under one temp directory with their own sockets, state
- * and cgroup names, so pods of a {@link KubeCluster} really run as containers on this machine. Torn down by `stop()`.
+ * @module A real node for `kube-cluster.ts`: Debian's containerd, kubelet 1.20.2 and kube-scheduler under one temp
+ * directory, so pods really run as containers here.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -43,11 +42,7 @@ export function nodeMissing(): string | null {
   return null;
 }
 
-/**
- * Whether pod tests are skipped: when the node's pieces are missing (outside CI), or under `npm run test:fast`.
- * @returns true to skip
- * @throws {Error} in CI (`CI=true`) when one is missing, so a broken install step never passes as "skipped"
- */
+/** Whether pod tests are skipped. @throws {Error} under `CI=true` when a piece is missing */
 export function skipWithoutNode(): boolean {
   return skipWithout({
     name: "a Kubernetes node (containerd, runc, CNI plugins, kubelet, kube-scheduler, root, cgroup v1)",
@@ -84,10 +79,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-/**
- * containerd's configuration: its own root, state and sockets under `dir`, the CRI plugin with runc (cgroupfs, as the
- * kubelet), the pause image of this repository (nothing is pulled), and the CNI configuration of `dir/cni`.
- */
+/** containerd's config: own root and sockets, runc with cgroupfs (as the kubelet), the local pause image, CNI. */
 function containerdConfig(dir: string, cniDir: string, pauseImage: string): string {
   return `version = 2
 root = "${dir}/root"
@@ -123,9 +115,8 @@ state = "${dir}/state"
 }
 
 /**
- * The pod network: a Linux bridge with host-local addresses from {@link POD_SUBNET}, the bridge itself without an
- * address and no routes handed to pods, so a pod reaches other pods of the node and nothing else (no host, no
- * outside). Agent Jobs that must reach the gateway use `hostNetwork: true`.
+ * A bridge network without host address or routes: pods reach each other and nothing else; agents that must reach
+ * the gateway use `hostNetwork: true`.
  */
 function cniConfig(bridge: string, ipamDir: string): string {
   return JSON.stringify({
@@ -242,11 +233,8 @@ export interface KubeNodeOptions {
 }
 
 /**
- * Starts containerd, imports the pause image, starts the kubelet (registered with `cluster` as admin) and
- * kube-scheduler, and waits until the Node is Ready and schedulable.
- * @param cluster - the control plane the node joins, started with `nodeLifecycle: true` (which lifts the Node's
- *   `not-ready` taint)
- * @throws {Error} with the tail of the failing component's log when the node does not become Ready
+ * Starts containerd, kubelet and kube-scheduler and waits until the Node is Ready; `cluster` must run with
+ * `nodeLifecycle: true`. @throws {Error} with the failing component's log tail
  */
 export async function startKubeNode(cluster: KubeCluster, options: KubeNodeOptions = {}): Promise<KubeNode> {
   const bins = nodeBinaries();
@@ -321,10 +309,7 @@ function logTailOf(dir: string): (component: string, lines?: number) => string {
   };
 }
 
-/**
- * Writes containerd's and the CNI configuration into `dir`, starts containerd (pushed onto `children` at once, so
- * that a failed start is still stopped) and waits for its socket.
- */
+/** Writes the configs and starts containerd (pushed onto `children` at once, so a failed start is still stopped). */
 async function startContainerd(
   dir: string,
   bridge: string,
@@ -413,11 +398,7 @@ async function waitNodeReady(
   }
 }
 
-/**
- * A one-layer image holding the static `pause` binary (built from Kubernetes' build/pause/linux/pause.c by
- * scripts/build-k8s.sh), as a docker-archive tarball: the pod sandbox image, imported rather than pulled.
- * @returns the tarball's path
- */
+/** The pod sandbox image from the static `pause` binary, as a docker-archive tarball (imported, not pulled). */
 async function buildPauseImage(dir: string, pauseBinary: string, ref: string): Promise<string> {
   const { buildImageArchive } = await import("./agent-image.js");
   const layerDir = join(dir, "pause-layer");
@@ -450,10 +431,7 @@ async function killLeftovers(runcRoot: string): Promise<void> {
   await new Promise((r) => setTimeout(r, 500));
 }
 
-/**
- * Kills the containerd shims still serving this node: with containerd gone, a shim whose container was killed
- * waits for a delete that never comes. They are found by this node's own socket path in their command line.
- */
+/** Kills this node's leftover containerd shims, found by its socket path: without containerd they wait for ever. */
 function killShims(socket: string): void {
   for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
     let argv: string[];

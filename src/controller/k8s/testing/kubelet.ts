@@ -1,7 +1,6 @@
 /**
- * @module The test plays the kubelet: it binds Pods to a fake Node, writes their status (phase, exit code,
- * termination message) through the API server, and serves their logs from a small HTTPS server the API server
- * proxies `pods/log` to, as it would to a real kubelet.
+ * @module The test plays the kubelet: binds Pods to a fake Node, writes their status, and serves their logs over
+ * HTTPS for the API server's `pods/log` proxy.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -26,11 +25,7 @@ export interface FakeKubelet {
   stop(): Promise<void>;
 }
 
-/**
- * Registers Node `nodeName` at 127.0.0.1 with this process's HTTPS server as its kubelet endpoint.
- * @param cluster - the control plane
- * @param nodeName - name of the Node object
- */
+/** Registers Node `nodeName` with this process's HTTPS server as its kubelet. */
 export async function startFakeKubelet(cluster: KubeCluster, nodeName = "arclight-test-node"): Promise<FakeKubelet> {
   const key = join(cluster.dir, "kubelet.key");
   const cert = join(cluster.dir, "kubelet.crt");
@@ -131,10 +126,7 @@ export async function bindPod(cluster: KubeCluster, pod: TestPod, nodeName: stri
   });
 }
 
-/**
- * Ends a Pod as the kubelet would report it: phase `Succeeded` (exit 0) or `Failed`, the first container terminated
- * with `exitCode` and, when given, a termination `message`.
- */
+/** Ends a Pod as a kubelet reports it: `Succeeded` (exit 0) or `Failed`, with `exitCode` and optional `message`. */
 export async function finishPod(
   cluster: KubeCluster,
   pod: TestPod,
