@@ -7,6 +7,7 @@ import type { Command } from "commander";
 import type { Logger } from "pino";
 import type { TrackingConfig } from "../tracking/config.js";
 import { openTrackers } from "../tracking/open-trackers.js";
+import { identitiesToResume, readIdentities } from "../tracking/run-identity.js";
 import type { TrackerSet } from "../tracking/tracker.js";
 
 /** The tracking flags as commander hands them over. */
@@ -70,6 +71,8 @@ export function applyTrackingFlags(raw: Record<string, unknown>, flags: Tracking
  * @param runName - the run's name
  * @param config - the whole config, recorded by every tracker
  * @param log - where a failing tracker is reported
+ * @param run - the run folder, where the tracker runs are recorded, and whether this command resumes the run
+ *   recorded there (each tracker run in the configured project is continued; a line says why another is not)
  */
 export function startTrackers(
   command: string,
@@ -77,8 +80,13 @@ export function startTrackers(
   runName: string,
   config: Record<string, unknown>,
   log?: Logger,
+  run?: { dir: string; resume: boolean },
 ): TrackerSet {
-  const trackers = openTrackers(tracking, runName, process.env, log);
+  const { resume, notes } = run?.resume
+    ? identitiesToResume(tracking, readIdentities(run.dir))
+    : { resume: {}, notes: [] };
+  for (const note of notes) console.log(`arclight ${command}: ${note}`);
+  const trackers = openTrackers(tracking, runName, process.env, log, run && { dir: run.dir, resume });
   if (trackers.tools().length > 0) console.log(`arclight ${command}: tracking to ${trackers.tools().join(", ")}`);
   trackers.start(config);
   return trackers;

@@ -182,7 +182,8 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
   checkContextFits(config, stack.engine.contextLength);
   const poster = new RunPoster(stack.client, config.name, run.logger);
   poster.start({ ...config }, totalStepsOf(config, run.trainData.length), join(runDir, "metrics.jsonl"));
-  const trackers = startTrackers("train", config.tracking, config.name, { ...config }, run.logger);
+  const trackerRun = { dir: runDir, resume: flags.resume === true };
+  const trackers = startTrackers("train", config.tracking, config.name, { ...config }, run.logger, trackerRun);
   let status: "finished" | "failed" = "failed";
   try {
     const summary = await runTraining({

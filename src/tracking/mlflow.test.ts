@@ -44,6 +44,56 @@ describe("MLflow tracker (REST API)", () => {
     });
   });
 
+  it("continues a resumed run: RUNNING again, metrics on, new params only, tables kept, FINISHED", async () => {
+    const mlflow = await server();
+    const first = new MlflowTracker(mlflow.url, "agents", "run-r");
+    await first.start({ steps: 3, lr: 0.1 });
+    await first.logMetrics(1, { "reward/mean": 0.25 });
+    await first.logTable("validation", 1, { columns: ["reward"], rows: [[1]] });
+    await first.finish("failed");
+    const identity = first.identity().mlflow!;
+    expect(identity).toEqual({ run_id: first.id(), tracking_uri: mlflow.url, experiment: "agents" });
+    expect(mlflow.runs.get(first.id())!.info.status).toBe("FAILED");
+
+    const warnings: unknown[] = [];
+    const log = { warn: (...args: unknown[]) => void warnings.push(args) };
+    const second = new MlflowTracker(mlflow.url, "agents", "run-r", "", Date.now, log, identity);
+    await second.start({ steps: 5, lr: 0.1, seed: 7 });
+    expect(second.id()).toBe(first.id());
+    expect(mlflow.runs.get(first.id())!.info.status).toBe("RUNNING");
+    await second.logMetrics(2, { "reward/mean": 0.5 });
+    await second.logTable("validation", 2, { columns: ["reward"], rows: [[0]] });
+    await second.finish("finished");
+
+    expect(mlflow.runs.size).toBe(1);
+    const run = mlflow.runs.get(first.id())!;
+    expect(run.info.status).toBe("FINISHED");
+    expect(run.metrics["reward/mean"]!.map((m) => [m.step, m.value])).toEqual([
+      [1, 0.25],
+      [2, 0.5],
+    ]);
+    // MLflow refuses to change a param: `steps` keeps its first value, with a warning naming it.
+    expect(run.params).toEqual({ steps: "3", lr: "0.1", seed: "7" });
+    expect(JSON.stringify(warnings)).toContain('"params":["steps"]');
+    expect(JSON.parse(run.tags["mlflow.loggedArtifacts"]!).map((t: { path: string }) => t.path)).toEqual([
+      "validation/step_1.json",
+      "validation/step_2.json",
+    ]);
+  });
+
+  it("resuming a run the server does not have starts a new one, with a warning", async () => {
+    const mlflow = await server();
+    const warnings: unknown[] = [];
+    const log = { warn: (...args: unknown[]) => void warnings.push(args) };
+    const identity = { run_id: "gone", tracking_uri: mlflow.url, experiment: "agents" };
+    const tracker = new MlflowTracker(mlflow.url, "agents", "run-g", "", Date.now, log, identity);
+    await tracker.start({ steps: 1 });
+    await tracker.finish("finished");
+    expect(tracker.id()).not.toBe("gone");
+    expect(mlflow.runs.get(tracker.id())!.info.status).toBe("FINISHED");
+    expect(JSON.stringify(warnings)).toContain("MLflow run to resume is gone");
+  });
+
   it("reuses an experiment that exists and marks a failed run FAILED", async () => {
     const mlflow = await server();
     mlflow.experiments.set("agents", "7");

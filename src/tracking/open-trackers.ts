@@ -2,6 +2,7 @@
 import type { Logger } from "pino";
 import type { TrackingConfig } from "./config.js";
 import { MlflowTracker } from "./mlflow.js";
+import type { TrackerIdentities } from "./run-identity.js";
 import { TensorboardTracker } from "./tensorboard.js";
 import { type Tracker, TrackerSet } from "./tracker.js";
 import { WandbTracker } from "./wandb.js";
@@ -24,23 +25,35 @@ export interface TrackingEnv {
  * @param runName - the run's name (TensorBoard's subfolder, MLflow's `runName`, W&B's display name)
  * @param env - API keys and the W&B base URL
  * @param log - where a failing tracker is reported (once each)
+ * @param run - the run folder, where each tracker's run is recorded (`tracking.json`), and the recorded runs to
+ *   continue (`--resume`); omitted: new runs, recorded nowhere
  * @returns the set; empty when nothing is configured
  */
-export function openTrackers(config: TrackingConfig, runName: string, env: TrackingEnv, log?: Logger): TrackerSet {
+export function openTrackers(
+  config: TrackingConfig,
+  runName: string,
+  env: TrackingEnv,
+  log?: Logger,
+  run?: { dir: string; resume: TrackerIdentities },
+): TrackerSet {
   const trackers: Tracker[] = [];
   const { wandb, mlflow, tensorboard } = config;
+  const resume = run?.resume ?? {};
   if (wandb.project !== "" && wandb.mode === "online") {
     const baseUrl = env.WANDB_BASE_URL ?? "https://api.wandb.ai";
-    trackers.push(new WandbTracker(baseUrl, env.WANDB_API_KEY ?? "", wandb.project, wandb.entity, runName));
+    const key = env.WANDB_API_KEY ?? "";
+    trackers.push(new WandbTracker(baseUrl, key, wandb.project, wandb.entity, runName, Date.now, resume.wandb ?? null));
   }
   if (wandb.project !== "" && wandb.mode === "offline") {
     const dir = env.WANDB_DIR || process.cwd();
-    trackers.push(new WandbOfflineTracker(dir, wandb.project, wandb.entity, runName));
+    trackers.push(new WandbOfflineTracker(dir, wandb.project, wandb.entity, runName, Date.now, resume.wandb ?? null));
   }
   if (mlflow.tracking_uri !== "") {
     const token = env.MLFLOW_TRACKING_TOKEN ?? "";
-    trackers.push(new MlflowTracker(mlflow.tracking_uri, mlflow.experiment, runName, token, Date.now, log));
+    const { tracking_uri, experiment } = mlflow;
+    trackers.push(new MlflowTracker(tracking_uri, experiment, runName, token, Date.now, log, resume.mlflow ?? null));
   }
+  // TensorBoard needs nothing recorded: a resumed run writes a new event file in the same `<dir>/<run name>/`.
   if (tensorboard.dir !== "") trackers.push(new TensorboardTracker(tensorboard.dir, runName));
-  return new TrackerSet(trackers, log);
+  return new TrackerSet(trackers, log, run?.dir);
 }

@@ -3,6 +3,7 @@
  * tracker in the background: a tracker that fails logs one warning, is turned off, and never stops the run.
  */
 import type { Logger } from "pino";
+import { saveIdentity, type TrackerIdentities } from "./run-identity.js";
 
 /** A table of results (e.g. one validation pass: one row per rollout). */
 export interface TrackedTable {
@@ -24,6 +25,8 @@ export interface Tracker {
   logSummary(key: string, value: string): Promise<void>;
   /** Ends the run as finished or failed. */
   finish(status: "finished" | "failed"): Promise<void>;
+  /** The run to continue on `--resume`, once started (W&B and MLflow; TensorBoard's folder is the run name). */
+  identity?(): TrackerIdentities;
 }
 
 /** Every configured tracker of one command; logging never blocks, slows or stops the caller. */
@@ -34,10 +37,12 @@ export class TrackerSet {
   /**
    * @param trackers - the run's trackers (possibly none)
    * @param log - where a failing tracker is reported, once
+   * @param runDir - where each started run is recorded (`tracking.json`) for `--resume`; omitted: nowhere
    */
   constructor(
     readonly trackers: readonly Tracker[],
     private readonly log?: Logger,
+    private readonly runDir?: string,
   ) {
     for (const tracker of trackers) this.chains.set(tracker, Promise.resolve());
   }
@@ -47,9 +52,15 @@ export class TrackerSet {
     return this.trackers.map((t) => t.tool);
   }
 
-  /** Opens every run with the command's configuration. */
+  /** Opens every run with the command's configuration, and records each in the run folder. */
   start(config: Record<string, unknown>): void {
-    this.each((t) => t.start(config));
+    this.each(async (t) => {
+      await t.start(config);
+      const identity = t.identity?.() ?? {};
+      if (this.runDir === undefined) return;
+      if (identity.wandb) saveIdentity(this.runDir, "wandb", identity.wandb);
+      if (identity.mlflow) saveIdentity(this.runDir, "mlflow", identity.mlflow);
+    });
   }
 
   /**

@@ -152,6 +152,30 @@ describe("W&B offline run", () => {
     expect(readFileSync(tracker.logPath).subarray(0, 7)).toEqual(WANDB_LOG_HEADER);
   });
 
+  it("a resumed run gets a new folder with the same run id, marked resumed in its run record", async () => {
+    const dir = scratch();
+    const first = new WandbOfflineTracker(dir, "agents", "", "run-e", () => Date.UTC(2026, 0, 2, 3, 4, 5));
+    await first.start({});
+    await first.logMetrics(1, { "reward/mean": 0.5 });
+    await first.finish("failed");
+    const identity = first.identity().wandb!;
+    const clock = () => Date.UTC(2026, 0, 2, 3, 9, 0);
+    const second = new WandbOfflineTracker(dir, "agents", "", "run-e", clock, identity);
+    await second.start({});
+    await second.logMetrics(2, { "reward/mean": 0.75 });
+    await second.finish("finished");
+    expect(second.runId).toBe(first.runId);
+    expect(second.runDir).not.toBe(first.runDir);
+    expect(readdirSync(join(dir, "wandb")).filter((name) => name.endsWith(`-${first.runId}`))).toHaveLength(2);
+    const runOf = (path: string) => records(readFileSync(path)).find((r) => r.run)!.run as Record<string, unknown>;
+    expect(runOf(first.logPath)).toMatchObject({ run_id: first.runId, resumed: false });
+    expect(runOf(second.logPath)).toMatchObject({ run_id: first.runId, project: "agents", resumed: true });
+    const steps = records(readFileSync(second.logPath))
+      .filter((r) => r.history)
+      .map((r) => (r.history as { step: { num: number } }).step.num);
+    expect(steps).toEqual([2]);
+  });
+
   it("tracking.wandb.mode offline opens this writer in WANDB_DIR (W&B's variable)", () => {
     const dir = scratch();
     const config = TrackingConfigSchema.parse({ wandb: { project: "agents", mode: "offline" } });
@@ -206,6 +230,7 @@ describe("W&B offline run", () => {
       const run = read.records[1]!.run as Record<string, unknown>;
       expect(run).toMatchObject({ run_id: tracker.runId, entity: "team", project: "agents", display_name: "run-a" });
       expect(run.start_time).toBe("2026-01-02T03:04:05.250Z");
+      expect(run.resumed).toBeUndefined(); // false is proto3's default: not written
       const config = (run.config as { update: { key: string; value_json: string }[] }).update;
       expect(Object.fromEntries(config.map((i) => [i.key, JSON.parse(i.value_json)]))).toEqual({
         name: "run-a",
@@ -243,6 +268,18 @@ describe("W&B offline run", () => {
       const last = summaries.at(-1)!.update.map((i) => i.key);
       expect(last).toEqual(expect.arrayContaining(["reward/mean", "checkpoint_path", "_step", "validation/rollouts"]));
       expect(read.records.at(-1)!.exit).toEqual({ runtime: 3 }); // exit_code 0 is proto3's default: not written
+    });
+
+    it("a resumed run's record carries the run id and RunRecord.resumed as W&B's proto defines it", async () => {
+      const dir = scratch();
+      const identity = { run_id: "0a1b2c3d", entity: "team", project: "agents" };
+      const tracker = new WandbOfflineTracker(dir, "agents", "team", "run-f", Date.now, identity);
+      await tracker.start({});
+      await tracker.finish("finished");
+      const read = JSON.parse(execFileSync(wandbPython, [READER, tracker.logPath], { encoding: "utf8" })) as {
+        records: Record<string, Record<string, unknown>>[];
+      };
+      expect(read.records[1]!.run).toMatchObject({ run_id: "0a1b2c3d", entity: "team", resumed: true });
     });
   });
 });

@@ -5,6 +5,8 @@
  * Records: a header, the run (id, entity, project, display name, config, start time), one history record per step
  * (with `_step`, `_runtime`, `_timestamp`; what is logged for a step is merged and written when a later step is
  * logged or the run ends, as W&B's client does), files records for tables, summary records, and the exit record.
+ * A resumed run gets a new folder whose run record carries the same run id and `resumed` set, as
+ * `wandb.init(id=..., resume="allow")` writes offline, so `wandb sync` uploads it into the same run.
  * @see https://github.com/wandb/wandb (wandb/proto/wandb_internal.proto: field numbers of the messages below)
  */
 import { createHash, randomBytes } from "node:crypto";
@@ -13,6 +15,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import protobuf from "protobufjs";
 import { makeDirs } from "../fs/make-dirs.js";
+import type { TrackerIdentities, WandbIdentity } from "./run-identity.js";
 import { StepRow } from "./step-row.js";
 import type { TrackedTable, Tracker } from "./tracker.js";
 import { frameRecord, WANDB_LOG_HEADER } from "./wandb-log.js";
@@ -47,6 +50,7 @@ message RunRecord {
   string display_name = 8;
   string host = 13;
   Timestamp start_time = 17;
+  bool resumed = 18;
 }
 message RunExitRecord { int32 exit_code = 1; int32 runtime = 2; }
 message VersionInfo { string producer = 1; string min_consumer = 2; }
@@ -74,8 +78,8 @@ function items(values: Record<string, unknown>): { key: string; value_json: stri
 export class WandbOfflineTracker implements Tracker {
   /** The tool, as warnings name it. */
   readonly tool = "wandb";
-  /** The run id: 8 lowercase hex characters (W&B's are lowercase letters and digits). */
-  readonly runId = randomBytes(4).toString("hex");
+  /** The run id: 8 lowercase hex characters (W&B's are lowercase letters and digits), or the resumed run's. */
+  readonly runId: string;
   /** `<dir>/wandb/offline-run-YYYYMMDD_HHMMSS-<id>`: what `wandb sync` is given. */
   readonly runDir: string;
   /** The transaction log, `<runDir>/run-<id>.wandb`. */
@@ -92,6 +96,7 @@ export class WandbOfflineTracker implements Tracker {
    * @param entity - the entity (empty: the key's default)
    * @param displayName - the run's name as shown (the arclight run name)
    * @param nowMs - the clock of the folder name, `_timestamp` and `_runtime`
+   * @param resume - the run to continue (same project): its id, and `resumed` in the run record; null: a new run
    */
   constructor(
     dir: string,
@@ -99,10 +104,17 @@ export class WandbOfflineTracker implements Tracker {
     private readonly entity: string,
     private readonly displayName: string,
     private readonly nowMs: () => number = Date.now,
+    private readonly resume: WandbIdentity | null = null,
   ) {
+    this.runId = resume?.run_id ?? randomBytes(4).toString("hex");
     this.startedMs = nowMs();
     this.runDir = join(dir, "wandb", `offline-run-${folderTime(new Date(this.startedMs))}-${this.runId}`);
     this.logPath = join(this.runDir, `run-${this.runId}.wandb`);
+  }
+
+  /** @returns the run, for `--resume` */
+  identity(): TrackerIdentities {
+    return { wandb: { run_id: this.runId, entity: this.entity, project: this.project } };
   }
 
   /** Creates the run folder and the log (header record, run record with the config). */
@@ -121,6 +133,7 @@ export class WandbOfflineTracker implements Tracker {
         display_name: this.displayName,
         host: hostname(),
         start_time: { seconds, nanos: (this.startedMs - seconds * 1000) * 1e6 },
+        resumed: this.resume !== null,
       },
     });
   }

@@ -1,6 +1,6 @@
 /**
  * @module A tracking server on 127.0.0.1 answering the MLflow REST calls arclight makes as MLflow 2.x documents them
- * (experiments get-by-name / create, runs create / log-batch / set-tag / update, mlflow-artifacts PUT), keeping what
+ * (experiments get-by-name / create, runs create / get / log-batch / set-tag / update, mlflow-artifacts PUT), keeping what
  * it was sent so tests can read runs back as MLflow would show them.
  * @see https://mlflow.org/docs/latest/api_reference/rest-api.html
  */
@@ -121,9 +121,27 @@ export class FakeMlflow {
         this.runs.set(runId, { info, params: {}, tags, metrics: {} });
         return { status: 200, body: { run: { info, data: {} } } };
       }
+      case "GET /api/2.0/mlflow/runs/get": {
+        const target = this.runs.get(url.searchParams.get("run_id") ?? "");
+        if (!target) return notFound(`Run '${url.searchParams.get("run_id")}'`);
+        const pairs = (record: Record<string, string>) =>
+          Object.entries(record).map(([key, value]) => ({ key, value }));
+        const data = { params: pairs(target.params), tags: pairs(target.tags) };
+        return { status: 200, body: { run: { info: target.info, data } } };
+      }
       case "POST /api/2.0/mlflow/runs/log-batch": {
         const target = run();
         if (!target) return notFound(`Run '${body.run_id}'`);
+        for (const p of body.params ?? []) {
+          const had = target.params[p.key];
+          if (had !== undefined && had !== p.value) {
+            // MLflow's answer to a changed param (params are immutable), the whole batch refused.
+            const message =
+              `Changing param values is not allowed. Param with key='${p.key}' was already logged with ` +
+              `value='${had}' for run ID='${body.run_id}'. Attempted logging new value '${p.value}'.`;
+            return { status: 400, body: { error_code: "INVALID_PARAMETER_VALUE", message } };
+          }
+        }
         for (const p of body.params ?? []) target.params[p.key] = p.value;
         for (const m of body.metrics ?? []) {
           target.metrics[m.key] ??= [];
@@ -142,7 +160,7 @@ export class FakeMlflow {
         const target = run();
         if (!target) return notFound(`Run '${body.run_id}'`);
         target.info.status = body.status;
-        target.info.end_time = body.end_time;
+        if (body.end_time !== undefined) target.info.end_time = body.end_time;
         return { status: 200, body: { run_info: target.info } };
       }
       default:

@@ -1,6 +1,6 @@
 /**
  * @module A server on 127.0.0.1 answering the W&B HTTP calls arclight makes as W&B's API answers them (GraphQL
- * `upsertBucket`, a run's `file_stream`), checking HTTP Basic `api:<key>`, and keeping what it was sent so tests can
+ * `upsertBucket` and `RunResumeStatus`, a run's `file_stream`), checking HTTP Basic `api:<key>`, and keeping what it was sent so tests can
  * read a run back as W&B would hold it (config, history rows, summary, exit code).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -67,6 +67,7 @@ export class FakeWandb {
   }
 
   private upsertBucket(body: { query: string; variables: Record<string, string> }): unknown {
+    if (body.query.includes("RunResumeStatus")) return this.resumeStatus(body.variables);
     if (!body.query.includes("upsertBucket")) return { errors: [{ message: "unknown query" }] };
     const v = body.variables;
     const entity = v.entity ?? this.defaultEntity;
@@ -87,6 +88,28 @@ export class FakeWandb {
     return {
       data: { upsertBucket: { bucket: { id: "b1", name: v.name, displayName: run.displayName, project }, inserted } },
     };
+  }
+
+  /**
+   * `model(name, entityName) { bucket(name, missingOk: true) }` as W&B answers it: the summary and config as JSON
+   * text, the history line count, the last 10 history lines as JSON text of an array of JSON texts; bucket null for
+   * a run it does not have.
+   */
+  private resumeStatus(v: Record<string, string>): unknown {
+    const entity = v.entity ?? this.defaultEntity;
+    const run = this.runs.get(`${entity}/${v.project}/${v.name}`);
+    const entityObject = { id: "e1", name: entity };
+    if (!run) return { data: { model: { id: "p1", name: v.project, entity: entityObject, bucket: null } } };
+    const bucket = {
+      id: "b1",
+      name: v.name,
+      displayName: run.displayName,
+      summaryMetrics: JSON.stringify(run.summary),
+      historyLineCount: run.history.length,
+      historyTail: JSON.stringify(run.history.slice(-10).map((row) => JSON.stringify(row))),
+      config: JSON.stringify(run.config),
+    };
+    return { data: { model: { id: "p1", name: v.project, entity: entityObject, bucket } } };
   }
 
   private fileStream(run: FakeWandbRun, body: { files?: unknown; complete?: boolean; exitcode?: number }): void {
