@@ -40,6 +40,8 @@ describe.skipIf(skipWithoutPython())("TensorBoard event files, read by TensorBoa
       ],
     });
     await tracker.logSummary("checkpoint_path", "/runs/run-a/checkpoints/step-2");
+    await tracker.logMetrics(3, { "reward/mean": 1, "time/step_s": 1 });
+    await tracker.logSummary("checkpoint_path", "/runs/run-a/checkpoints/step-3");
     expect(readdirSync(join(dir, "run-a"))[0]).toMatch(/^events\.out\.tfevents\.\d+\./);
 
     const read = JSON.parse(execFileSync(testPython()!, [READER, join(dir, "run-a")], { encoding: "utf8" }));
@@ -47,10 +49,12 @@ describe.skipIf(skipWithoutPython())("TensorBoard event files, read by TensorBoa
       "reward/mean": [
         [1, 0.25],
         [2, 0.75],
+        [3, 1],
       ],
       "time/step_s": [
         [1, 1.5],
         [2, 1.25],
+        [3, 1],
       ],
     });
     expect(read.plugins).toEqual({ config: "text", "validation/rollouts": "text", checkpoint_path: "text" });
@@ -61,6 +65,10 @@ describe.skipIf(skipWithoutPython())("TensorBoard event files, read by TensorBoa
     expect(read.texts["validation/rollouts"]).toEqual([
       [2, "| input | reward |\n| --- | --- |\n| 2+2 | 1 |\n| a\\|b |  |"],
     ]);
-    expect(read.texts.checkpoint_path).toEqual([[0, "/runs/run-a/checkpoints/step-2"]]);
+    // Each checkpoint's path at the step it was saved after; the last one is the final checkpoint.
+    expect(read.texts.checkpoint_path).toEqual([
+      [2, "/runs/run-a/checkpoints/step-2"],
+      [3, "/runs/run-a/checkpoints/step-3"],
+    ]);
   });
 });

@@ -45,6 +45,8 @@ export class TensorboardTracker implements Tracker {
   /** The tool, as warnings name it. */
   readonly tool = "tensorboard";
   private readonly path: string;
+  /** The last step metrics or a table were logged at: where run-level texts (the checkpoint path) go. */
+  private lastStep = 0;
 
   /**
    * @param dir - the `tracking.tensorboard.dir` folder; the run's file goes into `<dir>/<runName>/`
@@ -73,17 +75,23 @@ export class TensorboardTracker implements Tracker {
 
   async logMetrics(step: number, metrics: Record<string, number>): Promise<void> {
     const value = Object.entries(metrics).map(([tag, v]) => ({ tag, simple_value: v }));
+    this.lastStep = Math.max(this.lastStep, step);
     if (value.length > 0) this.write({ summary: { value } }, step);
   }
 
   async logTable(key: string, step: number, table: TrackedTable): Promise<void> {
     const line = (cells: unknown[]) => `| ${cells.map((c) => String(c ?? "").replaceAll("|", "\\|")).join(" | ")} |`;
     const markdown = [line(table.columns), line(table.columns.map(() => "---")), ...table.rows.map(line)].join("\n");
+    this.lastStep = Math.max(this.lastStep, step);
     this.writeText(key, step, markdown);
   }
 
+  /**
+   * Writes a run-level text at the last step logged, so a checkpoint's path sits at the step it was saved after
+   * (each checkpoint is reported after its step's metrics) and the final path at the run's last step.
+   */
   async logSummary(key: string, value: string): Promise<void> {
-    this.writeText(key, 0, value);
+    this.writeText(key, this.lastStep, value);
   }
 
   async finish(): Promise<void> {}
