@@ -78,9 +78,24 @@ describe("arclight demo --quick", () => {
   it("records demonstrations, warm-starts, trains, validates and writes metrics, plot and checkpoint", async () => {
     // As long a name as --quick takes: every rollout id the run creates (teacher, validation, GRPO) still fits.
     const name = "c".repeat(maxNameLength(QUICK_BUDGET));
-    const result = await cli(["demo", "--quick", "--name", name]);
+    const result = await cli(["demo", "--quick", "--name", name, "--tensorboard-dir", "tb"]);
     expect(result.code, result.stderr + result.stdout).toBe(0);
     const runDir = join(workDir, "runs", name);
+
+    // Both phases are tracked: the SFT warm start as its own run `<name>-sft`, GRPO as `<name>`.
+    const events = (run: string) => {
+      const files = readdirSync(join(workDir, "tb", run)).filter((file) => file.startsWith("events.out.tfevents."));
+      expect(files).toHaveLength(1);
+      return readFileSync(join(workDir, "tb", run, files[0]!), "latin1");
+    };
+    const sftEvents = events(`${name}-sft`);
+    for (const tag of ["sft/loss", "sft/grad_norm", "checkpoint_path", join(runDir, "warm-start")]) {
+      expect(sftEvents).toContain(tag);
+    }
+    expect(sftEvents).not.toContain("reward/mean");
+    expect(events(name)).toContain("reward/mean");
+    expect(events(name)).not.toContain("sft/loss");
+    expect(result.stdout).toContain("arclight demo (SFT warm start): tracking to tensorboard");
 
     const summary = JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8"));
     // Every teacher demonstration was recorded through the gateway, scored 1 by the agent, and re-rendered to

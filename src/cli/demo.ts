@@ -261,7 +261,10 @@ async function demo(flags: DemoFlags): Promise<void> {
     const trackers = startTrackers("demo", tracking, flags.name, { ...options, budget }, logger);
     let status: "finished" | "failed" = "failed";
     try {
-      await runStoppable({ ...options, logger, trackers }, flags.engine);
+      // The SFT warm start is a tracker run of its own, `<name>-sft`: its steps count from 1, as GRPO's do.
+      const startSftTrackers = (config: Record<string, unknown>) =>
+        startTrackers("demo (SFT warm start)", tracking, `${flags.name}-sft`, config, logger);
+      await runStoppable({ ...options, logger, trackers, startSftTrackers }, flags.engine);
       status = process.exitCode === 130 ? "failed" : "finished";
     } finally {
       await trackers.finish(status);

@@ -59,6 +59,11 @@ export interface DemoOptions {
   logger: Logger;
   /** Experiment trackers fed the GRPO run (config, steps, validation tables, checkpoints); absent: none. */
   trackers?: TrackerSet;
+  /**
+   * Opens and starts the trackers of the SFT warm start, a run of its own named `<name>-sft` (its steps count from 1
+   * as GRPO's do), given the SFT config; absent: the warm start is not tracked.
+   */
+  startSftTrackers?: (config: Record<string, unknown>) => TrackerSet;
   /** Where the narration goes (default process.stdout). */
   out?: NodeJS.WriteStream;
   /** Aborting stops the whole stack at once; the run then rejects. */
@@ -301,18 +306,30 @@ async function runWarmStart(run: DemoRun, recorded: number, failed: number) {
   run.say(`[3/6] SFT warm start: ${budget.sftSteps} steps x ${budget.sftBatchSize} rows on the recorded traces`);
   const phase = startPhase("SFT", budget.sftSteps, run.out);
   let counts: DemoSummary["demonstrations"] = { recorded, kept: 0, rows: 0, mismatches: 0, failed };
-  const sft = await runSft({
-    config: warmStartConfig(run),
-    client: run.stack.client,
-    engine: run.engine,
-    checkpointDir: warmStartCheckpointDir(runDir),
-    metricsPath: null,
-    onRows: (rows) => {
-      counts = { recorded, kept: rows.selected, rows: rows.train.length, mismatches: rows.mismatches, failed };
-    },
-    onStep: (step, m) => phase.update(step, `loss ${m.loss.toFixed(3)}`),
-    ...(signal ? { signal } : {}),
-  });
+  const config = warmStartConfig(run);
+  // Tracked as `arclight sft` tracks: the SFT config, every step's metrics, the warm-start checkpoint's path.
+  const trackers = run.options.startSftTrackers?.({ ...config });
+  let status: "finished" | "failed" = "failed";
+  let sft: Awaited<ReturnType<typeof runSft>>;
+  try {
+    sft = await runSft({
+      config,
+      client: run.stack.client,
+      engine: run.engine,
+      checkpointDir: warmStartCheckpointDir(runDir),
+      metricsPath: null,
+      onRows: (rows) => {
+        counts = { recorded, kept: rows.selected, rows: rows.train.length, mismatches: rows.mismatches, failed };
+      },
+      onStep: (step, m) => phase.update(step, `loss ${m.loss.toFixed(3)}`),
+      onMetrics: (record) => trackers?.logMetrics(record.step ?? 0, record),
+      ...(signal ? { signal } : {}),
+    });
+    trackers?.logSummary("checkpoint_path", sft.checkpointDir);
+    status = "finished";
+  } finally {
+    await trackers?.finish(status);
+  }
   phase.finish(
     `${counts.kept} demonstrations kept, ${counts.rows} SFT rows, ${counts.mismatches} prefix mismatches; ` +
       `SFT loss ${sft.firstLoss.toFixed(3)} -> ${sft.lastLoss.toFixed(3)} nats/token`,
