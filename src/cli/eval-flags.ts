@@ -24,6 +24,10 @@ export interface EvalFlags {
   temperature?: string;
   out?: string;
   poolSize?: string;
+  /** The config's embedded engine: its model preset (as `arclight train --preset`). */
+  preset?: string;
+  /** The config's embedded engine: its weight-init seed (as `arclight train --engine-seed`). */
+  engineSeed?: string;
   logLevel: string;
   /** `--set KEY=VALUE` overrides of the config, in order. */
   set: string[];
@@ -150,6 +154,12 @@ export function policySourceOf(
   if (argIsCheckpoint && (flags.endpoint !== undefined || flags.checkpoint !== undefined)) {
     throw new CliError(
       `${flags.endpoint !== undefined ? "--endpoint" : "--checkpoint"}: the argument ${arg} is already a checkpoint`,
+    );
+  }
+  const engineFlag = flags.preset !== undefined ? "--preset" : flags.engineSeed !== undefined ? "--engine-seed" : null;
+  if (engineFlag !== null && (flags.endpoint !== undefined || flags.checkpoint !== undefined || argIsCheckpoint)) {
+    throw new CliError(
+      `${engineFlag}: only for the config's own engine (a checkpoint or an endpoint brings its own model)`,
     );
   }
   if (flags.endpoint !== undefined) return endpointSource(flags, env);

@@ -53,4 +53,34 @@ describe("arclight eval", () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/: reward 0\.000, solved \(reward >= 1\) 0\.0%, failed rollouts 0$/m);
   }, 120_000);
+
+  it("builds the config's embedded engine from --preset, as arclight train does", async () => {
+    const root = tempDir("arclight-eval-preset-");
+    // One model call with a 400-byte prompt: past the tiny preset's 256-token context, within the agent preset's.
+    writeFileSync(
+      join(root, "agent.mjs"),
+      [
+        "const response = await fetch(process.env.AGL_OPENAI_BASE_URL + '/chat/completions', {",
+        '  method: "POST",',
+        '  headers: { "content-type": "application/json", authorization: "Bearer " + process.env.AGL_KEY },',
+        '  body: JSON.stringify({ model: "policy", max_tokens: 1, messages: [{ role: "user", content: "x".repeat(400) }] }),',
+        "});",
+        "if (!response.ok) { console.error(await response.text()); process.exit(1); }",
+      ].join("\n"),
+    );
+    writeFileSync(
+      join(root, "eval.yaml"),
+      `data: { train_path: ${JSON.stringify(valPath)} }\ncontroller:\n  command: [node, agent.mjs]\n`,
+    );
+    const config = join(root, "eval.yaml");
+    const tiny = await cli(["eval", config, "--split", "train", "--limit", "1"]);
+    expect(tiny.code).toBe(1);
+    expect(tiny.stderr).toContain("maximum context length is 256 tokens");
+    const agent = await cli(["eval", config, "--split", "train", "--limit", "1", "--preset", "agent"]);
+    expect(agent.code, agent.stderr).toBe(0);
+    expect(agent.stdout).toMatch(/failed rollouts 0$/m);
+    const bad = await cli(["eval", config, "--preset", "agent", "--endpoint", "http://127.0.0.1:1/v1", "--model", "m"]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain("--preset: only for the config's own engine");
+  }, 120_000);
 });

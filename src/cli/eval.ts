@@ -68,6 +68,8 @@ interface EvalPlan {
   threshold: number;
   /** The config's LLM judge (`judge.enabled`), applied to each task's rollouts; undefined: none. */
   judge: GroupJudge | undefined;
+  /** `--preset` and `--engine-seed`: the config's embedded engine, as `arclight train` builds it. */
+  engineFlags: Pick<EvalFlags, "preset" | "engineSeed">;
 }
 
 /**
@@ -173,6 +175,7 @@ function planOf(target: string, flags: EvalFlags): EvalPlan {
     sampling,
     threshold: sampling.threshold ?? config.pass_threshold,
     judge: judgeOf(config.judge, process.env),
+    engineFlags: { preset: flags.preset, engineSeed: flags.engineSeed },
   };
 }
 
@@ -193,7 +196,10 @@ async function engineOf(plan: EvalPlan): Promise<Engine> {
       );
     }
   }
-  const spec = engineSpecOf(plan.config.engine, { preset: "tiny", engineSeed: "0" });
+  const spec = engineSpecOf(plan.config.engine, {
+    preset: plan.engineFlags.preset ?? "tiny",
+    engineSeed: plan.engineFlags.engineSeed ?? "0",
+  });
   try {
     return source.kind === "checkpoint" ? await createEngineFrom(spec, source.dir) : await createEngine(spec);
   } catch (err) {
@@ -357,6 +363,8 @@ export function registerEval(program: Command): void {
     .option("--api-key-env <var>", "with --endpoint: environment variable holding its API key")
     .option("--out <file>", "also write the summary as .json (with per-task rows) or .csv")
     .option("--config <file>", "with a checkpoint argument: trainer YAML whose controller section runs the agent")
+    .option("--preset <name>", "the config's embedded engine: model preset, as arclight train --preset (default tiny)")
+    .option("--engine-seed <n>", "the config's engine: weight-init seed, as arclight train --engine-seed (default 0)")
     .option("--pool-size <n>", "agent processes at once (default: the config's controller.pool_size)")
     .option("--log-level <level>", "pino log level of the components", "warn")
     .option(
