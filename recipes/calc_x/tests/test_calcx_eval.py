@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
-import shlex
-import subprocess
 import sys
 import threading
-from math import comb
 from pathlib import Path
 
 from recipes.calc_x.generate_problems import HERE
-from recipes.conftest import REPO, repo_cli
+from recipes.testing.eval_cli import pass_at_k, run_eval
 from recipes.testing.scripted_model import Answer, ScriptedModel, last_user_text, tool_results
 
 N = 4
@@ -42,16 +38,6 @@ def scripted_policy():
         return Answer(content=f"ANSWER: {value:g}")
 
     return answer
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    return 1.0 if n - c < k else 1 - comb(n - c, k) / comb(n, k)
-
-
-def run_eval(args: list[str]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": f"{REPO / 'sdk' / 'python'}{os.pathsep}{REPO}", "PYTHONDONTWRITEBYTECODE": "1"}
-    command = [*shlex.split(os.environ.get("ARCLIGHT_CLI", repo_cli())), "eval", *args]
-    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
 
 
 def test_eval_reports_known_pass_at_k_against_an_endpoint(tmp_path: Path):
