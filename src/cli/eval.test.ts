@@ -83,4 +83,45 @@ describe("arclight eval", () => {
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain("--preset: only for the config's own engine");
   }, 120_000);
+
+  it("serves a --checkpoint's frozen agents the config's starting weights, as training does", async () => {
+    const root = tempDir("arclight-eval-frozen-");
+    const checkpoint = join(root, "trained");
+    const trained = await EmbeddedEngine.create({ config: "tiny", seed: 1 });
+    await trained.saveCheckpoint(checkpoint);
+    trained.dispose();
+    // The writer and the frozen checker answer one prompt greedily; reward 1 when their answers differ.
+    writeFileSync(
+      join(root, "agent.mjs"),
+      [
+        "const ask = async (role) => {",
+        "  const base = process.env.AGL_OPENAI_BASE_URL.replace(/\\/openai\\/v1\\/?$/, '/agent/' + role + '/openai/v1');",
+        "  const response = await fetch(base + '/chat/completions', {",
+        '    method: "POST",',
+        '    headers: { "content-type": "application/json", authorization: "Bearer " + process.env.AGL_KEY },',
+        '    body: JSON.stringify({ model: "policy", max_tokens: 8, temperature: 0, messages: [{ role: "user", content: "2+2" }] }),',
+        "  });",
+        "  if (!response.ok) throw new Error(await response.text());",
+        "  return (await response.json()).choices[0].message.content;",
+        "};",
+        'const differ = (await ask("writer")) !== (await ask("checker"));',
+        "await fetch(process.env.AGL_EVENT_URL, {",
+        '  method: "POST",',
+        '  headers: { "content-type": "application/json", authorization: "Bearer " + process.env.AGL_KEY },',
+        '  body: JSON.stringify({ event_type: "reward", data: { value: differ ? 1 : 0 } }),',
+        "});",
+      ].join("\n"),
+    );
+    const yaml = `data: { train_path: ${JSON.stringify(valPath)} }\ncontroller:\n  command: [node, agent.mjs]\nagents: { frozen: [checker] }\n`;
+    writeFileSync(join(root, "eval.yaml"), yaml);
+    const args = ["eval", join(root, "eval.yaml"), "--split", "train", "--limit", "1"];
+    // The checkpoint (seed 1) answers the writer, the starting weights (seed 0) the checker.
+    const withCheckpoint = await cli([...args, "--checkpoint", checkpoint]);
+    expect(withCheckpoint.code, withCheckpoint.stderr).toBe(0);
+    expect(withCheckpoint.stdout).toMatch(/: reward 1\.000, .* failed rollouts 0$/m);
+    // The config's own engine is the starting weights: both roles answer alike.
+    const fresh = await cli(args);
+    expect(fresh.code, fresh.stderr).toBe(0);
+    expect(fresh.stdout).toMatch(/: reward 0\.000, .* failed rollouts 0$/m);
+  }, 120_000);
 });

@@ -26,7 +26,7 @@ import type { GroupJudge } from "../judge/apply.js";
 import { type Rollout, ValidationFailed } from "../protocol/index.js";
 import { createEngine } from "../run/engine-factory.js";
 import { createEngineFrom } from "../run/init-from.js";
-import { type StackControllerOptions, startAgentStack, withStack } from "../run/stack.js";
+import { type StackControllerOptions, type StackOptions, startAgentStack, withStack } from "../run/stack.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { describeFailedRollout } from "../trainer/failure-report.js";
@@ -44,6 +44,7 @@ import {
   policySourceOf,
   samplingOf,
 } from "./eval-flags.js";
+import { frozenAgentsStack } from "./frozen-agents.js";
 import { judgeOf } from "./judge-settings.js";
 import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
 
@@ -179,6 +180,25 @@ function planOf(target: string, flags: EvalFlags): EvalPlan {
   };
 }
 
+/** The config's engine as `arclight train` builds it (its starting weights), with `--preset` and `--engine-seed`. */
+function configEngineSpec(plan: EvalPlan) {
+  return engineSpecOf(plan.config.engine, {
+    preset: plan.engineFlags.preset ?? "tiny",
+    engineSeed: plan.engineFlags.engineSeed ?? "0",
+  });
+}
+
+/**
+ * The frozen agents (`agents.frozen`) of a `--checkpoint` run: served the config's starting weights, as in training,
+ * so the team evaluated is the team trained (the checkpoint holds the trained agents' weights). The config's own
+ * engine already is the starting weights, and an endpoint serves every agent itself: no second engine for those.
+ */
+function frozenOf(plan: EvalPlan): Pick<StackOptions, "frozen" | "gatewayArgs"> {
+  if (plan.source.kind !== "checkpoint") return {};
+  const spec = configEngineSpec(plan);
+  return frozenAgentsStack(plan.config.agents, () => createEngine(spec), true);
+}
+
 /**
  * The engine of an engine source: the config's (fresh weights), or loaded from a checkpoint.
  * @throws {CliError} naming --checkpoint or CHECKPOINT for a directory that is not a checkpoint of that engine
@@ -196,10 +216,7 @@ async function engineOf(plan: EvalPlan): Promise<Engine> {
       );
     }
   }
-  const spec = engineSpecOf(plan.config.engine, {
-    preset: plan.engineFlags.preset ?? "tiny",
-    engineSeed: plan.engineFlags.engineSeed ?? "0",
-  });
+  const spec = configEngineSpec(plan);
   try {
     return source.kind === "checkpoint" ? await createEngineFrom(spec, source.dir) : await createEngine(spec);
   } catch (err) {
@@ -259,7 +276,15 @@ async function runPlan(plan: EvalPlan, workDir: string, logger: Logger, signal: 
       await stack.close();
     }
   }
-  return withStack({ ...common, modelName: POLICY_MODEL, engine: () => engineOf(plan) }, async (stack) => {
+  const frozen = frozenOf(plan);
+  const engineStack = {
+    ...common,
+    ...frozen,
+    gatewayArgs: [...(frozen.gatewayArgs ?? []), ...gatewayArgs],
+    modelName: POLICY_MODEL,
+    engine: () => engineOf(plan),
+  };
+  return withStack(engineStack, async (stack) => {
     const endpoints = stack.serving.endpoints;
     await registerEndpoints(
       stack.client,
