@@ -157,9 +157,10 @@ export function policySourceOf(
     );
   }
   const engineFlag = flags.preset !== undefined ? "--preset" : flags.engineSeed !== undefined ? "--engine-seed" : null;
-  if (engineFlag !== null && (flags.endpoint !== undefined || flags.checkpoint !== undefined || argIsCheckpoint)) {
+  if (engineFlag !== null && (flags.endpoint !== undefined || argIsCheckpoint)) {
     throw new CliError(
-      `${engineFlag}: only for the config's own engine (a checkpoint or an endpoint brings its own model)`,
+      `${engineFlag}: only for the config's engine (its own weights, or a --checkpoint's frozen agents'); ` +
+        `${argIsCheckpoint ? "a checkpoint argument" : "an endpoint"} brings its own model`,
     );
   }
   if (flags.endpoint !== undefined) return endpointSource(flags, env);

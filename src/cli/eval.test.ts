@@ -81,7 +81,12 @@ describe("arclight eval", () => {
     expect(agent.stdout).toMatch(/failed rollouts 0$/m);
     const bad = await cli(["eval", config, "--preset", "agent", "--endpoint", "http://127.0.0.1:1/v1", "--model", "m"]);
     expect(bad.code).not.toBe(0);
-    expect(bad.stderr).toContain("--preset: only for the config's own engine");
+    expect(bad.stderr).toContain("--preset: only for the config's engine");
+    const noFrozen = await cli(["eval", config, "--engine-seed", "2", "--checkpoint", root]);
+    expect(noFrozen.code).not.toBe(0);
+    expect(noFrozen.stderr).toContain(
+      "--engine-seed: with --checkpoint it builds the starting weights of agents.frozen",
+    );
   }, 120_000);
 
   it("serves a --checkpoint's frozen agents the config's starting weights, as training does", async () => {

@@ -164,6 +164,15 @@ function planOf(target: string, flags: EvalFlags): EvalPlan {
     : flags.config !== undefined
       ? loadConfig(flags.config, "--config", flags.set)
       : calculatorConfig(flags.set);
+  if (source.kind === "checkpoint" && config.agents.frozen.length === 0) {
+    const engineFlag =
+      flags.preset !== undefined ? "--preset" : flags.engineSeed !== undefined ? "--engine-seed" : null;
+    if (engineFlag !== null) {
+      throw new CliError(
+        `${engineFlag}: with --checkpoint it builds the starting weights of agents.frozen, and the config has none`,
+      );
+    }
+  }
   const { items, dataLabel, label } = tasksOf(flags, config, bundled);
   const limited = items.slice(0, sampling.limit);
   checkEnvMapPaths(limited, config, label);
@@ -388,7 +397,10 @@ export function registerEval(program: Command): void {
     .option("--api-key-env <var>", "with --endpoint: environment variable holding its API key")
     .option("--out <file>", "also write the summary as .json (with per-task rows) or .csv")
     .option("--config <file>", "with a checkpoint argument: trainer YAML whose controller section runs the agent")
-    .option("--preset <name>", "the config's embedded engine: model preset, as arclight train --preset (default tiny)")
+    .option(
+      "--preset <name>",
+      "the config's embedded engine (and a --checkpoint's frozen agents' starting weights): model preset, as arclight train --preset (default tiny)",
+    )
     .option("--engine-seed <n>", "the config's engine: weight-init seed, as arclight train --engine-seed (default 0)")
     .option("--pool-size <n>", "agent processes at once (default: the config's controller.pool_size)")
     .option("--log-level <level>", "pino log level of the components", "warn")
