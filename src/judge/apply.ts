@@ -7,7 +7,8 @@
  */
 import type { GatewayClient } from "../gateway/client.js";
 import type { EventCreateInput } from "../protocol/index.js";
-import type { RolloutRecord } from "../trainer/batch.js";
+import { type RolloutRecord, trainedAgents } from "../trainer/batch.js";
+import type { TrainerConfig } from "../trainer/config.js";
 import { extractTriplets } from "../trainer/triplets.js";
 import type { JudgeConfig } from "./config.js";
 import type { Judge, JudgeOutcome } from "./judge.js";
@@ -18,10 +19,12 @@ export interface GroupJudge {
   config: JudgeConfig;
 }
 
-/** The reward settings the final reward is computed under. */
+/** The reward settings the final reward is computed under, and whose calls answer for the rollout. */
 export interface RewardSettings {
   reward_fillna_value: number;
   reward_policy: "last" | "sum" | "per_call";
+  /** The config's `agents` section: the answer is the last call of an agent that trains; absent: the last call. */
+  agents?: TrainerConfig["agents"];
 }
 
 /** What judging one group did. */
@@ -44,12 +47,21 @@ export function taskText(input: unknown, field: string): string {
   return typeof value === "string" ? value : JSON.stringify(input);
 }
 
-/** A rollout's answer (its last model call's response text) and its current final reward. */
-function readRollout(record: RolloutRecord, settings: RewardSettings) {
+/**
+ * A rollout's answer and its current final reward. The answer is the response text of the last call made by an agent
+ * that trains (`agents.train`, less `agents.frozen`), so a frozen reviewer's verdict (sql_team's checker speaks last)
+ * is never judged as the team's answer; with no `agents` lists, the last call's.
+ * @param record - the rollout's triplet events
+ * @param settings - the reward fill value and policy, and the `agents` section
+ * @returns the answer (null when no such call has text) and the final reward over every call
+ */
+export function readRollout(record: RolloutRecord, settings: RewardSettings) {
   const triplets = extractTriplets(record.rolloutId, record.dataId, record.events, settings.reward_fillna_value, {
     rewardPolicy: settings.reward_policy,
   });
-  return { answer: triplets.calls.at(-1)?.responseText ?? null, reward: triplets.reward };
+  const answers = settings.agents === undefined ? undefined : trainedAgents(settings.agents).agents;
+  const last = triplets.calls.filter((call) => answers === undefined || answers(call.agentName)).at(-1);
+  return { answer: last?.responseText ?? null, reward: triplets.reward };
 }
 
 /** The judged outcome of each record: pointwise one request each, group one request for all that have an answer. */
@@ -60,7 +72,7 @@ async function judgeAll(
 ): Promise<(JudgeOutcome & { index?: number })[]> {
   const noAnswer: JudgeOutcome = {
     ok: false,
-    problem: "the rollout made no model call with a text answer",
+    problem: "the rollout made no model call with a text answer (of an agent that trains, when agents names some)",
     attempts: 0,
   };
   if (judge.config.mode === "pointwise") {
