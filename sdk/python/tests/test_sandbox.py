@@ -178,6 +178,10 @@ def test_fails_closed(repo, tmp_path):
     with pytest.raises(SandboxError, match="preparing the snapshot failed"):
         open_sandbox(make_task(repo, setup="exit 3"), root_dir=str(tmp_path))
     assert list(tmp_path.glob("arclight-sandbox-*")) == []
+    subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
+    with pytest.raises(SandboxError, match="'deadbeef' did not match"):
+        open_sandbox(make_task(repo, base_commit="deadbeef"), root_dir=str(tmp_path))
+    assert list(tmp_path.glob("arclight-sandbox-*")) == []
     if not (Path(SDK) / "arclight_agent" / "sandbox" / "kubernetes.py").exists():
         with pytest.raises(SandboxError, match="kubernetes sandbox backend is not installed"):
             open_sandbox(make_task(repo), backend="kubernetes")

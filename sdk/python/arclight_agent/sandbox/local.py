@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shlex
 import shutil
 import signal
 import subprocess
@@ -116,7 +117,9 @@ class LocalSandbox(Sandbox):
         shutil.copytree(task.repo, self.work, symlinks=True, dirs_exist_ok=True)
         steps = ["set -e"]
         if task.base_commit:
-            steps.append(f"git -c advice.detachedHead=false checkout -q -f {task.base_commit} && git clean -qfdx")
+            # One command a line: `set -e` does not stop at a failure inside an `a && b` list.
+            steps += [f"git -c advice.detachedHead=false checkout -q -f {shlex.quote(task.base_commit)}",
+                      "git clean -qfdx"]
         if task.start_patch:
             (self.root / "start.patch").write_text(task.start_patch)
             self.write_file(".arclight-start.patch", task.start_patch.encode())
