@@ -149,6 +149,34 @@ def test_reset_returns_to_the_snapshot_and_close_removes_everything(repo):
         box.exec("true")
 
 
+def test_base_commit_is_checked_out_and_later_commits_are_unreachable(repo, tmp_path):
+    """A clone holds the fix in later commits: none of them may be reachable from the sandbox."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              check=True, capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD")
+    (repo / "pkg" / "core.py").write_text("def add(a, b):\n    return a + b  # the fix\n")
+    git("commit", "-qam", "the fix")
+    fix = git("rev-parse", "HEAD")
+    git("tag", "fixed")
+    git("branch", "later")
+    git("checkout", "-q", base)  # ORIG_HEAD, reflog entries and a detached HEAD that once pointed at the fix
+    git("clone", "-q", "--no-local", str(repo), str(tmp_path / "clone"))  # origin/HEAD is a symref
+    cases = [(repo, base), (tmp_path / "clone", base)]
+    git("checkout", "-q", "-b", "work", base)
+    cases.append((repo, None))  # no base_commit: HEAD (a branch) is the snapshot; other branches and tags go
+    for source, commit in cases:
+        with open_sandbox(make_task(source, base_commit=commit)) as box:
+            assert b"the fix" not in box.read_file("pkg/core.py")
+            seen = box.exec(f"git log --all --format=%s; git reflog; git fsck --unreachable --no-reflogs; "
+                            f"git cat-file -e {fix} 2>/dev/null || echo fix-object-gone")
+            assert "base" in seen.stdout and "the fix" not in seen.stdout and fix not in seen.stdout, seen
+            assert seen.stdout.endswith("fix-object-gone\n"), seen
+
+
 def test_a_sigkilled_owner_leaves_nothing_behind(repo, tmp_path):
     marker = f"{40 + uuid.uuid4().int % 1000 / 1000:.3f}"
     owner = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""

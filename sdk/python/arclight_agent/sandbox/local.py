@@ -111,7 +111,8 @@ class LocalSandbox(Sandbox):
     def _prepare(self) -> None:
         """Copies the repo, checks out `base_commit`, applies `start_patch`, runs `setup`, commits the snapshot.
 
-        With a start patch the history is dropped (a fresh one-commit repository), so `git log -p` cannot show it.
+        Commits the snapshot does not descend from are removed. With a start patch the whole history is dropped (a
+        fresh one-commit repository), so `git log -p` cannot show it.
         """
         task = self.task
         shutil.copytree(task.repo, self.work, symlinks=True, dirs_exist_ok=True)
@@ -124,6 +125,14 @@ class LocalSandbox(Sandbox):
             (self.root / "start.patch").write_text(task.start_patch)
             self.write_file(".arclight-start.patch", task.start_patch.encode())
             steps += ["git apply --whitespace=nowarn .arclight-start.patch", "rm -f .arclight-start.patch", "rm -rf .git"]
+        else:
+            # Only the snapshot's past stays: later commits (in a clone, the fix itself) go with every ref, reflog and
+            # pseudo-ref that reaches them, so `git log --all` or `git show SHA` cannot reveal the answer.
+            steps += ["if [ -d .git ]; then",
+                      'if head=$(git rev-parse -q --verify HEAD); then git update-ref --no-deref HEAD "$head"; fi',
+                      "git for-each-ref --format='delete %(refname)' | git update-ref --no-deref --stdin",
+                      "rm -f .git/ORIG_HEAD .git/FETCH_HEAD .git/MERGE_HEAD .git/CHERRY_PICK_HEAD",
+                      "git reflog expire --expire=now --all", "git gc -q --prune=now", "fi"]
         if task.setup:
             steps.append(task.setup)
         steps += ["[ -d .git ] || git init -q", "git add -A", "git commit -q --allow-empty --no-verify -m snapshot"]

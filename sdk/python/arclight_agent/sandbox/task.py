@@ -19,10 +19,11 @@ class SweTask:
 
     `repo` is a directory holding the repository (a git checkout or plain files; relative paths in a JSONL file are
     relative to that file), `image` the container image of the Kubernetes backend; at least one is set.
-    `base_commit` is checked out first when `repo` is a git checkout. `start_patch` (a unified diff) is applied after
-    it to make the task's starting state (SWE-smith's bug patch), then `setup` runs; the result is the snapshot that
-    `reset()` returns to and that the agent's diff is taken against. Before grading, `test_files` are restored from the
-    snapshot and `test_patch` (SWE-bench's) is applied, so the agent cannot pass by editing the tests.
+    `base_commit` is checked out first (`repo` must then be a git checkout); commits the snapshot does not descend
+    from are removed, so a clone's later commits (the fix) cannot be read. `start_patch` (a unified diff) is applied
+    after it to make the task's starting state (SWE-smith's bug patch), then `setup` runs; the result is the snapshot
+    that `reset()` returns to and that the agent's diff is taken against. Before grading, `test_files` are restored
+    from the snapshot and `test_patch` (SWE-bench's) is applied, so the agent cannot pass by editing the tests.
     `reference_patch` solves the task from the snapshot.
     """
 
