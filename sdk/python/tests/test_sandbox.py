@@ -130,6 +130,12 @@ def test_limits_bind(repo):
         assert memory.exit_code != 0 and "MemoryError" in memory.stderr
         spin = box.exec("python3 -c 'while True: pass'", timeout=30)
         assert not spin.timed_out and spin.exit_code != 0 and spin.seconds < 20  # SIGXCPU after 1 s of CPU
+        # tmpfs pages are not in RLIMIT_AS: /tmp and /dev/shm are capped at memory_mb, the root and /dev read-only
+        for path in ("/tmp/fill", "/dev/shm/fill"):
+            fill = box.exec(f"head -c 300M /dev/zero > {path}")
+            assert fill.exit_code != 0 and "No space left on device" in fill.stderr, fill
+        for path in ("/fill", "/etc/fill", "/dev/fill"):
+            assert "Read-only file system" in box.exec(f"touch {path}").stderr
 
 
 def test_reset_returns_to_the_snapshot_and_close_removes_everything(repo):

@@ -22,7 +22,8 @@ class ExecResult:
 class SandboxLimits:
     """Resource limits of every command in a sandbox (`None`: no limit).
 
-    `cpu_seconds` is CPU time per process (RLIMIT_CPU), `memory_mb` the address space per process (RLIMIT_AS),
+    `cpu_seconds` is CPU time per process (RLIMIT_CPU), `memory_mb` the address space per process (RLIMIT_AS)
+    and the size of each in-memory file system (`/tmp`, `/dev/shm`),
     `pids` the processes and threads of one command at once; `network` lets commands reach the network (default: a
     network namespace with loopback only).
     """

@@ -159,7 +159,11 @@ class LocalSandbox(Sandbox):
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         for name in ("passwd", "group", "hostname"):
             argv += ["--ro-bind", str(self.root / "etc" / name), f"/etc/{name}"]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(self.work), self.task.workdir,
+        # bwrap's root, /dev and /tmp are tmpfs, whose pages RLIMIT_AS does not count: the root and /dev become
+        # read-only, and /tmp and /dev/shm are capped at memory_mb each when it is set.
+        size = [] if self.limits.memory_mb is None else ["--size", str(self.limits.memory_mb * 1024 * 1024)]
+        argv += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp",
+                 "--bind", str(self.work), self.task.workdir, "--remount-ro", "/dev", "--remount-ro", "/",
                  "--chdir", self.task.workdir, "bash", "-lc", cmd]
         return argv
 
