@@ -233,7 +233,20 @@ def test_task_rows_round_trip_and_bad_rows_are_named(tmp_path, repo):
                      ({"id": "x", "problem_statement": "p", "fail_to_pass": []}, "needs a repo directory or an image"),
                      ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "image": "i", "test_command": "pytest"},
                       "no {tests} placeholder"),
-                     ({"id": "x", "problem_statement": "p", "fail_to_pass": "t", "image": "i"}, "must be a list")]:
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": "t", "image": "i"}, "must be a list"),
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "image": "i",
+                       "timeout_seconds": "abc"}, 'timeout_seconds must be a positive number of seconds, got "abc"'),
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "image": "i",
+                       "test_timeout_seconds": 0}, "test_timeout_seconds must be a positive number"),
+                     ({"id": "x", "problem_statement": 3, "fail_to_pass": ["t"], "image": "i"},
+                      "problem_statement must be a string, got 3"),
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "repo": ["r"]},
+                      "repo must be a string"),
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "image": "i", "workdir": "testbed"},
+                      "workdir must be an absolute path"),
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "image": "i", "metadata": []},
+                      "metadata must be a JSON object"),
+                     ([1, 2], "a task row is a JSON object, got list")]:
         with pytest.raises(ValueError, match=why):
             task_from_row(row)
     (tmp_path / "bad.jsonl").write_text("{}\n")
