@@ -46,4 +46,4 @@ def test_sound_tasks_pass_and_each_broken_one_is_named(tmp_path, capsys):
     (tmp_path / "bad.jsonl").write_text('{"id": "x"}\n')
     with pytest.raises(SystemExit) as exited:
         main([str(tmp_path / "bad.jsonl")])
-    assert exited.value.code == 2 and "bad.jsonl:1: a task row needs problem_statement" in capsys.readouterr().err
+    assert exited.value.code == 2 and "bad.jsonl:1: task x needs problem_statement" in capsys.readouterr().err

@@ -229,7 +229,8 @@ def test_task_rows_round_trip_and_bad_rows_are_named(tmp_path, repo):
     [loaded] = load_tasks(tmp_path / "tasks.jsonl")
     assert loaded == task
     assert "'p1'" not in task.test_run_command() and task.test_run_command().endswith(" t p1")
-    for row, why in [({"id": "x", "problem_statement": "p"}, "needs fail_to_pass"),
+    for row, why in [({"id": "x", "problem_statement": "p"}, "task x needs fail_to_pass"),
+                     ({"problem_statement": "p"}, "a task row needs id, fail_to_pass"),
                      ({"id": "x", "problem_statement": "p", "fail_to_pass": []}, "needs a repo directory or an image"),
                      ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "image": "i", "test_command": "pytest"},
                       "no {tests} placeholder"),

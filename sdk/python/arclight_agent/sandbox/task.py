@@ -84,7 +84,8 @@ def task_from_row(row: dict[str, Any], base_dir: str | Path | None = None) -> Sw
         raise ValueError(f"a task row is a JSON object, got {type(row).__name__}")
     missing = [k for k in ("id", "problem_statement", "fail_to_pass") if k not in row]
     if missing:
-        raise ValueError(f"a task row needs {', '.join(missing)}")
+        named = f"task {row['id']}" if isinstance(row.get("id"), str) else "a task row"
+        raise ValueError(f"{named} needs {', '.join(missing)}")
     values = {k: v for k, v in row.items() if k in FIELDS}
     repo = values.get("repo")
     if repo and base_dir is not None and not Path(repo).is_absolute():
