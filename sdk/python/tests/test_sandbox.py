@@ -212,6 +212,15 @@ def test_fails_closed(repo, tmp_path):
     with pytest.raises(SandboxError, match="preparing the snapshot failed"):
         open_sandbox(make_task(repo, setup="exit 3"), root_dir=str(tmp_path))
     assert list(tmp_path.glob("arclight-sandbox-*")) == []
+    for bad in (dict(pids=-1), dict(memory_mb=0), dict(pids=2.5), dict(cpu_seconds="1")):
+        with pytest.raises(ValueError, match=f"SandboxLimits.{next(iter(bad))} must be"):
+            SandboxLimits(**bad)
+    if os.geteuid() == 0:  # the pids cgroup refuses the value: neither the directory nor the cgroup stays
+        before = {p.name for p in Path("/sys/fs/cgroup/pids").glob("arclight-*")}
+        with pytest.raises(SandboxError, match="cannot set the pids limit"):
+            open_sandbox(make_task(repo), limits=SandboxLimits(pids=2**70), root_dir=str(tmp_path))
+        assert list(tmp_path.glob("arclight-sandbox-*")) == []
+        assert {p.name for p in Path("/sys/fs/cgroup/pids").glob("arclight-*")} <= before
     subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
     with pytest.raises(SandboxError, match="'deadbeef' did not match"):
         open_sandbox(make_task(repo, base_commit="deadbeef"), root_dir=str(tmp_path))

@@ -33,6 +33,15 @@ class SandboxLimits:
     pids: int | None = 256
     network: bool = False
 
+    def __post_init__(self) -> None:
+        for name in ("memory_mb", "pids"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"SandboxLimits.{name} must be a whole number of at least 1 or None, got {value!r}")
+        seconds = self.cpu_seconds
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0):
+            raise ValueError(f"SandboxLimits.cpu_seconds must be a positive number or None, got {seconds!r}")
+
 
 class SandboxError(RuntimeError):
     """The sandbox cannot isolate (no bubblewrap, no namespaces, no cluster), cannot start, or is closed."""

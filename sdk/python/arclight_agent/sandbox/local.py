@@ -67,7 +67,11 @@ class LocalSandbox(Sandbox):
         parent = root_dir or os.environ.get("ARCLIGHT_SANDBOX_DIR") or None
         self.root = Path(os.path.realpath(tempfile.mkdtemp(prefix="arclight-sandbox-", dir=parent)))
         self.work, self.pristine = self.root / "work", self.root / "pristine"
-        self.cgroup = self._make_cgroup()
+        try:
+            self.cgroup = self._make_cgroup()
+        except BaseException:
+            _watchdog.remove_tree(str(self.root))
+            raise
         watchdog = subprocess.Popen([sys.executable, "-I", _watchdog.__file__, str(self.root), str(self.cgroup or "")],
                                     stdin=subprocess.PIPE, start_new_session=True)
         self._finalizer = weakref.finalize(self, _cleanup, self.root, self.cgroup, watchdog)
@@ -97,7 +101,11 @@ class LocalSandbox(Sandbox):
                                "(RLIMIT_NPROC does not bind root); pass SandboxLimits(pids=None) to run without it")
         path = PIDS_CGROUP_V1 / f"arclight-{self.root.name}"
         path.mkdir()
-        (path / "pids.max").write_text(str(self.limits.pids))
+        try:
+            (path / "pids.max").write_text(str(self.limits.pids))
+        except OSError as err:
+            path.rmdir()
+            raise SandboxError(f"cannot set the pids limit {self.limits.pids} in {path}: {err}") from err
         return path
 
     def _write_etc(self) -> None:
