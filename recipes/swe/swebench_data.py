@@ -130,7 +130,8 @@ def main() -> None:
     parser.add_argument("--repos", help="directory of checkouts named owner__name (local sandboxes)")
     parser.add_argument("--image", help="image name template, e.g. 'swebench/sweb.eval.x86_64.{instance_id}'")
     parser.add_argument("--test-command", default=DEFAULT_TEST_COMMAND)
-    parser.add_argument("--setup", help="shell command run in each fresh copy (e.g. 'pip install -e .')")
+    parser.add_argument("--setup", help="shell command run in each fresh copy, inside the sandbox (local backend: "
+                        "install into a venv in the repository, see docs/sandboxes.md#tasks)")
     parser.add_argument("--limit", type=int)
     args = parser.parse_args()
     try:
