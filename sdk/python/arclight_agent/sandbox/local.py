@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import resource
-import shlex
 import shutil
 import signal
 import subprocess
@@ -24,7 +23,7 @@ import weakref
 from pathlib import Path
 
 from . import _watchdog
-from .base import ExecResult, Sandbox, SandboxError, SandboxLimits
+from .base import ExecResult, Sandbox, SandboxError, SandboxLimits, snapshot_script
 from .task import SweTask
 
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "profile", "profile.d", "bash.bashrc",
@@ -124,27 +123,11 @@ class LocalSandbox(Sandbox):
         """
         task = self.task
         shutil.copytree(task.repo, self.work, symlinks=True, dirs_exist_ok=True)
-        steps = ["set -e"]
-        if task.base_commit:
-            # One command a line: `set -e` does not stop at a failure inside an `a && b` list.
-            steps += [f"git -c advice.detachedHead=false checkout -q -f {shlex.quote(task.base_commit)}",
-                      "git clean -qfdx"]
         if task.start_patch:
             (self.root / "start.patch").write_text(task.start_patch)
             self.write_file(".arclight-start.patch", task.start_patch.encode())
-            steps += ["git apply --whitespace=nowarn .arclight-start.patch", "rm -f .arclight-start.patch", "rm -rf .git"]
-        else:
-            # Only the snapshot's past stays: later commits (in a clone, the fix itself) go with every ref, reflog and
-            # pseudo-ref that reaches them, so `git log --all` or `git show SHA` cannot reveal the answer.
-            steps += ["if [ -d .git ]; then",
-                      'if head=$(git rev-parse -q --verify HEAD); then git update-ref --no-deref HEAD "$head"; fi',
-                      "git for-each-ref --format='delete %(refname)' | git update-ref --no-deref --stdin",
-                      "rm -f .git/ORIG_HEAD .git/FETCH_HEAD .git/MERGE_HEAD .git/CHERRY_PICK_HEAD",
-                      "git reflog expire --expire=now --all", "git gc -q --prune=now", "fi"]
-        if task.setup:
-            steps.append(task.setup)
-        steps += ["[ -d .git ] || git init -q", "git add -A", "git commit -q --allow-empty --no-verify -m snapshot"]
-        done = self.exec("\n".join(steps), timeout=task.test_timeout_seconds)
+        script = snapshot_script(task.base_commit, bool(task.start_patch), task.setup)
+        done = self.exec(script, timeout=task.test_timeout_seconds)
         if done.exit_code != 0:
             raise SandboxError(f"task {task.id}: preparing the snapshot failed (exit {done.exit_code}"
                                f"{', timed out' if done.timed_out else ''}): {(done.stderr or done.stdout)[-2000:]}")
