@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arclight_agent.sandbox import SandboxError, SweTask, open_sandbox
+from arclight_agent.sandbox import BACKENDS, SandboxError, SweTask, open_sandbox
 
 from .mutate import Mutation, mutations, unified_diff
 from .projects import KINDS, Project, make_project
@@ -146,15 +146,29 @@ def generate(out: Path, seeds: list[int], per_project: int, val_seed: int | None
     return stats
 
 
-def main() -> None:
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=HERE / "data")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--per-project", type=int, default=6)
-    parser.add_argument("--val-seed", type=int, default=3)
-    parser.add_argument("--kinds", nargs="+", choices=sorted(KINDS))
-    parser.add_argument("--backend", default="local")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=HERE / "data",
+                        help="folder for projects/, train.jsonl and val.jsonl (default: the recipe's data/)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3],
+                        help="one project of each kind per seed (default: 1 2 3)")
+    parser.add_argument("--per-project", type=positive_int, default=6, help="tasks kept per project (default: 6)")
+    parser.add_argument("--val-seed", type=int, default=3,
+                        help="the seed whose projects' tasks go to val.jsonl (default: 3)")
+    parser.add_argument("--kinds", nargs="+", choices=sorted(KINDS), help="project kinds (default: all)")
+    parser.add_argument("--backend", default="local", choices=BACKENDS,
+                        help="sandbox backend that validates each task (default: local)")
+    args = parser.parse_args(argv)
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out}: exists and is not a directory")
     args.out.mkdir(parents=True, exist_ok=True)
     try:
         stats = generate(args.out, args.seeds, args.per_project, args.val_seed, args.backend, args.kinds)

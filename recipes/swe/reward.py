@@ -5,6 +5,7 @@ every fail-to-pass and pass-to-pass test passes, else 0.0 (SWE-bench's resolved 
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 
 from arclight_agent.sandbox import Sandbox, SweTask
@@ -12,6 +13,12 @@ from arclight_agent.sandbox import Sandbox, SweTask
 SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED) (\S+)(?: - (.*))?$", re.M)
 DIFF_BLOCK = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.M)
 GIT = "git -c core.pager=cat -c core.fsmonitor= -c core.hooksPath=/dev/null --no-pager"
+PYTEST_FILES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
+"""Files (by name, in any folder) that configure pytest or plug code into it: an agent's edits to them never count."""
+RUNNER_MODULES = frozenset(sys.stdlib_module_names) | {"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging",
+                                                       "tomli", "exceptiongroup", "sitecustomize", "usercustomize"}
+"""Module names the test runner imports: a new top-level module of that name would shadow it (`python -m` puts the
+working directory first on `sys.path`)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,7 @@ def agent_diff(sandbox: Sandbox) -> str:
 
 
 def without_files(diff: str, paths: list[str]) -> str:
-    """`diff` less the per-file blocks of `paths` (the tests, which grading restores)."""
+    """`diff` less the per-file blocks of `paths` (the tests and the files grading ignores)."""
     if not paths:
         return diff
     starts = [m.start() for m in DIFF_BLOCK.finditer(diff)] + [len(diff)]
@@ -72,6 +79,15 @@ def without_files(diff: str, paths: list[str]) -> str:
     keep = [b for b in blocks if not {m.group(1) for m in DIFF_BLOCK.finditer(b)} & set(paths)
             and not {m.group(2) for m in DIFF_BLOCK.finditer(b)} & set(paths)]
     return diff[: starts[0]] + "".join(keep)
+
+
+def ignored_paths(diff: str, snapshot_top: set[str]) -> list[str]:
+    """The paths of `diff` whose changes grading ignores: pytest's configuration and plugin files in any folder,
+    and new top-level modules named as one the test runner imports (`snapshot_top`: the snapshot's top-level
+    entries, whose own modules may have any name)."""
+    paths = {path for m in DIFF_BLOCK.finditer(diff) for path in m.groups()}
+    return sorted(path for path in paths if path.split("/")[-1] in PYTEST_FILES or (
+        path.split("/")[0].removesuffix(".py") in RUNNER_MODULES and path.split("/")[0] not in snapshot_top))
 
 
 def apply_patch(sandbox: Sandbox, patch: str, name: str) -> str | None:
@@ -86,8 +102,9 @@ def apply_patch(sandbox: Sandbox, patch: str, name: str) -> str | None:
 def grade(sandbox: Sandbox, task: SweTask, diff: str | None = None) -> Grade:
     """Grades the sandbox's working directory (or `diff`, when given, against the snapshot); resets the sandbox.
 
-    1. take the agent's diff, 2. reset to the snapshot, 3. apply the diff less the test files, then the task's test
-    patch, 4. run the tests, 5. reward 1.0 when every fail-to-pass and pass-to-pass test passed.
+    1. take the agent's diff, 2. reset to the snapshot, 3. apply the diff less the test files and `ignored_paths`
+    (pytest's configuration and plugins, modules that shadow the runner's), then the task's test patch, 4. run the
+    tests, 5. reward 1.0 when every fail-to-pass and pass-to-pass test passed.
     """
     f2p, p2p = len(task.fail_to_pass), len(task.pass_to_pass)
     if diff is None:
@@ -96,7 +113,9 @@ def grade(sandbox: Sandbox, task: SweTask, diff: str | None = None) -> Grade:
         except RuntimeError as err:
             return Grade(0.0, 0, f2p, 0, p2p, "", str(err))
     sandbox.reset()
-    for patch, name in ((without_files(diff, task.test_files), "agent"), (task.test_patch, "test")):
+    snapshot_top = set(sandbox.exec(f"{GIT} ls-tree --name-only HEAD").stdout.split("\n"))
+    ignored = [*task.test_files, *ignored_paths(diff, snapshot_top)]
+    for patch, name in ((without_files(diff, ignored), "agent"), (task.test_patch, "test")):
         problem = apply_patch(sandbox, patch, name)
         if problem:
             return Grade(0.0, 0, f2p, 0, p2p, diff, problem)

@@ -68,7 +68,7 @@ def task_from_instance(row: dict[str, Any], repos: str | Path | None = None, ima
         `repo` `swesmith/owner__name.commit` → `owner__name.commit`)
     :param image: an image name template (`{instance_id}`, `{repo}`); default: the row's `image_name`
     :param test_command: with `{tests}`; the reward reads pytest's `-rA` summary
-    :raises ValueError: a row missing a field of the layout
+    :raises ValueError: a row missing a field of the layout, no checkout or image for it, a bad image template
     """
     missing = [k for k in ("instance_id", "repo", "patch", "problem_statement", "FAIL_TO_PASS") if k not in row]
     if missing:
@@ -81,7 +81,13 @@ def task_from_instance(row: dict[str, Any], repos: str | Path | None = None, ima
     if repos is not None:
         name = row["repo"].split("/")[-1] if is_smith else row["repo"].replace("/", "__")
         checkout = str(Path(repos) / name)
-    image_name = image.format(instance_id=instance, repo=row["repo"]) if image else row.get("image_name")
+    try:
+        image_name = image.format(instance_id=instance, repo=row["repo"]) if image else row.get("image_name")
+    except (KeyError, IndexError, ValueError) as err:
+        raise ValueError(f"image template {image!r}: bad placeholder {err}; use {{instance_id}} and {{repo}}") from None
+    if checkout is None and not image_name:
+        raise ValueError(f"{instance}: no repository: give checkouts (repos, --repos DIR) or images (image, "
+                         "--image TEMPLATE, or the row's image_name)")
     files = sorted({t.split("::")[0] for t in fail_to_pass + pass_to_pass if "::" in t})
     return SweTask(
         id=instance, problem_statement=row["problem_statement"], fail_to_pass=fail_to_pass, pass_to_pass=pass_to_pass,
@@ -124,15 +130,16 @@ def main() -> None:
     parser.add_argument("--repos", help="directory of checkouts named owner__name (local sandboxes)")
     parser.add_argument("--image", help="image name template, e.g. 'swebench/sweb.eval.x86_64.{instance_id}'")
     parser.add_argument("--test-command", default=DEFAULT_TEST_COMMAND)
-    parser.add_argument("--setup", help="shell command run in each fresh copy (e.g. 'pip install -e .')")
+    parser.add_argument("--setup", help="shell command run in each fresh copy, inside the sandbox (local backend: "
+                        "install into a venv in the repository, see docs/sandboxes.md#tasks)")
     parser.add_argument("--limit", type=int)
     args = parser.parse_args()
     try:
         tasks = load_instances(args.instances, args.limit, repos=args.repos, image=args.image,
                                test_command=args.test_command, setup=args.setup)
-    except ValueError as err:
+        args.out.write_text("".join(json.dumps(t.to_row()) + "\n" for t in tasks))
+    except (OSError, ValueError) as err:
         parser.exit(1, f"swebench_data: {err}\n")
-    args.out.write_text("".join(json.dumps(t.to_row()) + "\n" for t in tasks))
     print(f"{len(tasks)} tasks -> {args.out}")
 
 

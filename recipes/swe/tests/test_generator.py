@@ -8,8 +8,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from arclight_agent.sandbox import load_tasks, open_sandbox
-from recipes.swe.generate_tasks import HERE
+from recipes.swe.generate_tasks import HERE, main
 from recipes.swe.mutate import mutations, unified_diff
 from recipes.swe.projects import KINDS, make_project
 from recipes.swe.reward import apply_patch, parse_pytest
@@ -73,3 +74,16 @@ def test_shipped_tasks_are_consistent():
             assert task.metadata["mutation"] in {"flip_comparison", "off_by_one", "swap_operator", "swap_boolean",
                                                  "remove_branch"}
     assert len({t.metadata["mutation"] for split in tasks.values() for t in split}) >= 4
+
+
+def test_bad_flags_are_named_before_any_work(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    for argv, why in [(["--per-project", "0"], "argument --per-project: must be at least 1, got 0"),
+                      (["--per-project", "-2"], "argument --per-project: must be at least 1, got -2"),
+                      (["--backend", "docker"], "argument --backend: invalid choice: 'docker'"),
+                      (["--kinds", "bogus"], "argument --kinds: invalid choice: 'bogus'"),
+                      (["--out", str(tmp_path / "file")], f"--out {tmp_path / 'file'}: exists and is not a directory")]:
+        with pytest.raises(SystemExit) as exited:
+            main(["--out", str(tmp_path / "out"), *argv])
+        assert exited.value.code == 2 and why in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -4,7 +4,7 @@ test, edits to the tests, and a patch that does not apply get 0.0."""
 from __future__ import annotations
 
 from arclight_agent.sandbox import open_sandbox
-from recipes.swe.reward import apply_patch, grade, parse_pytest, without_files
+from recipes.swe.reward import apply_patch, grade, ignored_paths, parse_pytest, without_files
 
 PYTEST_SUMMARY = """
 =========================== short test summary info ============================
@@ -62,3 +62,34 @@ def test_editing_the_tests_does_not_pass_and_a_broken_diff_gets_0(generated):
         assert without_files(cheated.diff, task.test_files) == ""
         broken = grade(box, task, diff="diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1 +1 @@\n-x\n+y\n")
         assert broken.reward == 0.0 and "does not apply" in broken.reason
+
+
+HOOK = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+        "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n")
+
+
+def test_plugging_into_pytest_or_shadowing_it_does_not_pass(generated):
+    """Each of these makes every test report PASSED when run as is; grading ignores them, so no change scores 0.0."""
+    _, tasks, _ = generated
+    task = tasks[0]
+    hacks = {"conftest.py": HOOK, "tests/conftest.py": HOOK, "pytest.py": "import sys\nfor t in sys.argv[1:]:\n"
+             "    print('PASSED ' + t)\n", "myplugin.py": HOOK, "pytest.ini": "[pytest]\naddopts = -p myplugin\n"}
+    with open_sandbox(task) as box:
+        for path, text in hacks.items():
+            box.write_file(path, text.encode())
+            if path != "myplugin.py":
+                assert parse_pytest(box.exec(task.test_run_command()).stdout).get(task.fail_to_pass[0]) == "PASSED"
+                box.exec(f"rm {path}")
+        for path, text in hacks.items():
+            box.write_file(path, text.encode())
+        cheated = grade(box, task)
+        assert cheated.reward == 0.0 and cheated.fail_to_pass_passed == 0, cheated.reason
+        assert cheated.pass_to_pass_passed == len(task.pass_to_pass) and "conftest.py" in cheated.diff
+        # The same files next to the reference fix: the fix counts, the rest is ignored.
+        assert apply_patch(box, task.reference_patch, "agent") is None
+        for path, text in hacks.items():
+            box.write_file(path, text.encode())
+        assert grade(box, task).reward == 1.0
+    assert ignored_paths("diff --git a/json.py b/json.py\ndiff --git a/pkg/json.py b/pkg/json.py\n"
+                         "diff --git a/test/x.py b/test/x.py\ndiff --git a/a/setup.cfg b/a/setup.cfg\n",
+                         snapshot_top={"test", "pkg"}) == ["a/setup.cfg", "json.py"]

@@ -88,5 +88,7 @@ def test_load_instances_reads_jsonl_and_json_lists_and_names_bad_lines(tmp_path)
     (tmp_path / "short.jsonl").write_text(json.dumps({"instance_id": "x", "repo": "a/b"}) + "\n")
     with pytest.raises(ValueError, match="short.jsonl:1: x: not a SWE-bench/SWE-smith instance, missing patch"):
         load_instances(tmp_path / "short.jsonl")
-    with pytest.raises(ValueError, match="needs a repo directory or an image"):
+    with pytest.raises(ValueError, match="no repository: give checkouts .*--repos DIR.* or images"):
         task_from_instance(SWE_BENCH)  # neither checkouts nor images given
+    with pytest.raises(ValueError, match=r"image template 'img:\{tag\}': bad placeholder 'tag'"):
+        task_from_instance(SWE_BENCH, image="img:{tag}")

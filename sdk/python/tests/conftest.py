@@ -13,6 +13,14 @@ from arclight_agent.testing import Gateway
 REPO = Path(__file__).resolve().parents[3]
 
 
+@pytest.fixture(autouse=True)
+def no_outer_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drops GIT_DIR and the other GIT_* variables a caller may have set (`git rebase --exec` does): the tests' own
+    git commands on temporary repositories must never reach the checkout they run from."""
+    for name in [name for name in os.environ if name.startswith("GIT_")]:
+        monkeypatch.delenv(name)
+
+
 def repo_cli() -> str:
     """This checkout's CLI: `dist/` when built (`npm run build`, as `npm ci` does), else the TypeScript under tsx."""
     built = REPO / "dist" / "cli" / "main.js"

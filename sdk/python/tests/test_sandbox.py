@@ -130,6 +130,12 @@ def test_limits_bind(repo):
         assert memory.exit_code != 0 and "MemoryError" in memory.stderr
         spin = box.exec("python3 -c 'while True: pass'", timeout=30)
         assert not spin.timed_out and spin.exit_code != 0 and spin.seconds < 20  # SIGXCPU after 1 s of CPU
+        # tmpfs pages are not in RLIMIT_AS: /tmp and /dev/shm are capped at memory_mb, the root and /dev read-only
+        for path in ("/tmp/fill", "/dev/shm/fill"):
+            fill = box.exec(f"head -c 300M /dev/zero > {path}")
+            assert fill.exit_code != 0 and "No space left on device" in fill.stderr, fill
+        for path in ("/fill", "/etc/fill", "/dev/fill"):
+            assert "Read-only file system" in box.exec(f"touch {path}").stderr
 
 
 def test_reset_returns_to_the_snapshot_and_close_removes_everything(repo):
@@ -147,6 +153,34 @@ def test_reset_returns_to_the_snapshot_and_close_removes_everything(repo):
     assert not root.exists()
     with pytest.raises(SandboxError, match="closed"):
         box.exec("true")
+
+
+def test_base_commit_is_checked_out_and_later_commits_are_unreachable(repo, tmp_path):
+    """A clone holds the fix in later commits: none of them may be reachable from the sandbox."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              check=True, capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD")
+    (repo / "pkg" / "core.py").write_text("def add(a, b):\n    return a + b  # the fix\n")
+    git("commit", "-qam", "the fix")
+    fix = git("rev-parse", "HEAD")
+    git("tag", "fixed")
+    git("branch", "later")
+    git("checkout", "-q", base)  # ORIG_HEAD, reflog entries and a detached HEAD that once pointed at the fix
+    git("clone", "-q", "--no-local", str(repo), str(tmp_path / "clone"))  # origin/HEAD is a symref
+    cases = [(repo, base), (tmp_path / "clone", base)]
+    git("checkout", "-q", "-b", "work", base)
+    cases.append((repo, None))  # no base_commit: HEAD (a branch) is the snapshot; other branches and tags go
+    for source, commit in cases:
+        with open_sandbox(make_task(source, base_commit=commit)) as box:
+            assert b"the fix" not in box.read_file("pkg/core.py")
+            seen = box.exec(f"git log --all --format=%s; git reflog; git fsck --unreachable --no-reflogs; "
+                            f"git cat-file -e {fix} 2>/dev/null || echo fix-object-gone")
+            assert "base" in seen.stdout and "the fix" not in seen.stdout and fix not in seen.stdout, seen
+            assert seen.stdout.endswith("fix-object-gone\n"), seen
 
 
 def test_a_sigkilled_owner_leaves_nothing_behind(repo, tmp_path):
@@ -178,6 +212,19 @@ def test_fails_closed(repo, tmp_path):
     with pytest.raises(SandboxError, match="preparing the snapshot failed"):
         open_sandbox(make_task(repo, setup="exit 3"), root_dir=str(tmp_path))
     assert list(tmp_path.glob("arclight-sandbox-*")) == []
+    for bad in (dict(pids=-1), dict(memory_mb=0), dict(pids=2.5), dict(cpu_seconds="1")):
+        with pytest.raises(ValueError, match=f"SandboxLimits.{next(iter(bad))} must be"):
+            SandboxLimits(**bad)
+    if os.geteuid() == 0:  # the pids cgroup refuses the value: neither the directory nor the cgroup stays
+        before = {p.name for p in Path("/sys/fs/cgroup/pids").glob("arclight-*")}
+        with pytest.raises(SandboxError, match="cannot set the pids limit"):
+            open_sandbox(make_task(repo), limits=SandboxLimits(pids=2**70), root_dir=str(tmp_path))
+        assert list(tmp_path.glob("arclight-sandbox-*")) == []
+        assert {p.name for p in Path("/sys/fs/cgroup/pids").glob("arclight-*")} <= before
+    subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
+    with pytest.raises(SandboxError, match="'deadbeef' did not match"):
+        open_sandbox(make_task(repo, base_commit="deadbeef"), root_dir=str(tmp_path))
+    assert list(tmp_path.glob("arclight-sandbox-*")) == []
     if not (Path(SDK) / "arclight_agent" / "sandbox" / "kubernetes.py").exists():
         with pytest.raises(SandboxError, match="kubernetes sandbox backend is not installed"):
             open_sandbox(make_task(repo), backend="kubernetes")
@@ -191,11 +238,25 @@ def test_task_rows_round_trip_and_bad_rows_are_named(tmp_path, repo):
     [loaded] = load_tasks(tmp_path / "tasks.jsonl")
     assert loaded == task
     assert "'p1'" not in task.test_run_command() and task.test_run_command().endswith(" t p1")
-    for row, why in [({"id": "x", "problem_statement": "p"}, "needs fail_to_pass"),
+    for row, why in [({"id": "x", "problem_statement": "p"}, "task x needs fail_to_pass"),
+                     ({"problem_statement": "p"}, "a task row needs id, fail_to_pass"),
                      ({"id": "x", "problem_statement": "p", "fail_to_pass": []}, "needs a repo directory or an image"),
                      ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "image": "i", "test_command": "pytest"},
                       "no {tests} placeholder"),
-                     ({"id": "x", "problem_statement": "p", "fail_to_pass": "t", "image": "i"}, "must be a list")]:
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": "t", "image": "i"}, "must be a list"),
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "image": "i",
+                       "timeout_seconds": "abc"}, 'timeout_seconds must be a positive number of seconds, got "abc"'),
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "image": "i",
+                       "test_timeout_seconds": 0}, "test_timeout_seconds must be a positive number"),
+                     ({"id": "x", "problem_statement": 3, "fail_to_pass": ["t"], "image": "i"},
+                      "problem_statement must be a string, got 3"),
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "repo": ["r"]},
+                      "repo must be a string"),
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "image": "i", "workdir": "testbed"},
+                      "workdir must be an absolute path"),
+                     ({"id": "x", "problem_statement": "p", "fail_to_pass": ["t"], "image": "i", "metadata": []},
+                      "metadata must be a JSON object"),
+                     ([1, 2], "a task row is a JSON object, got list")]:
         with pytest.raises(ValueError, match=why):
             task_from_row(row)
     (tmp_path / "bad.jsonl").write_text("{}\n")

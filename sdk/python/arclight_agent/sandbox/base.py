@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,8 @@ class ExecResult:
 class SandboxLimits:
     """Resource limits of every command in a sandbox (`None`: no limit).
 
-    `cpu_seconds` is CPU time per process (RLIMIT_CPU), `memory_mb` the address space per process (RLIMIT_AS),
+    `cpu_seconds` is CPU time per process (RLIMIT_CPU), `memory_mb` the address space per process (RLIMIT_AS)
+    and the size of each in-memory file system (`/tmp`, `/dev/shm`),
     `pids` the processes and threads of one command at once; `network` lets commands reach the network (default: a
     network namespace with loopback only).
     """
@@ -31,6 +33,41 @@ class SandboxLimits:
     memory_mb: int | None = None
     pids: int | None = 256
     network: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("memory_mb", "pids"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"SandboxLimits.{name} must be a whole number of at least 1 or None, got {value!r}")
+        seconds = self.cpu_seconds
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0):
+            raise ValueError(f"SandboxLimits.cpu_seconds must be a positive number or None, got {seconds!r}")
+
+
+def snapshot_script(base_commit: str | None, start_patch: bool, setup: str | None) -> str:
+    """The shell script that makes a task's snapshot in its working directory, one command a line under `set -e`.
+
+    Checks out `base_commit`; applies `.arclight-start.patch` when `start_patch` (the caller has written it) and drops
+    the whole history, else removes every commit the snapshot does not descend from (in a clone, the fix itself: with
+    every ref, reflog and pseudo-ref that reaches it, so `git log --all` or `git show SHA` cannot reveal it); runs
+    `setup`; commits the result.
+    """
+    # One command a line: `set -e` does not stop at a failure inside an `a && b` list.
+    steps = ["set -e"]
+    if base_commit:
+        steps += [f"git -c advice.detachedHead=false checkout -q -f {shlex.quote(base_commit)}", "git clean -qfdx"]
+    if start_patch:
+        steps += ["git apply --whitespace=nowarn .arclight-start.patch", "rm -f .arclight-start.patch", "rm -rf .git"]
+    else:
+        steps += ["if [ -d .git ]; then",
+                  'if head=$(git rev-parse -q --verify HEAD); then git update-ref --no-deref HEAD "$head"; fi',
+                  "git for-each-ref --format='delete %(refname)' | git update-ref --no-deref --stdin",
+                  "rm -f .git/ORIG_HEAD .git/FETCH_HEAD .git/MERGE_HEAD .git/CHERRY_PICK_HEAD",
+                  "git reflog expire --expire=now --all", "git gc -q --prune=now", "fi"]
+    if setup:
+        steps.append(setup)
+    steps += ["[ -d .git ] || git init -q", "git add -A", "git commit -q --allow-empty --no-verify -m snapshot"]
+    return "\n".join(steps)
 
 
 class SandboxError(RuntimeError):

@@ -41,6 +41,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from arclight_agent.sandbox import ExecResult, Sandbox, SandboxError, SandboxLimits
+from arclight_agent.sandbox.base import snapshot_script
 
 SANDBOX_LABEL = "arclight/sandbox"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "arclight"}
@@ -240,20 +241,17 @@ class KubernetesSandbox(Sandbox):
                                "does not enforce NetworkPolicy (use a CNI plugin that does, or limits.network=True)")
 
     def _prepare(self) -> None:
-        """The task's snapshot: its start patch applied and its setup run, committed so the diff is taken against it."""
-        steps = []
-        start_patch = getattr(self.task, "start_patch", "")
-        setup = getattr(self.task, "setup", None)
-        if start_patch:
-            self.write_file(".arclight-start.patch", start_patch.encode())
-            steps.append("git apply --whitespace=nowarn .arclight-start.patch && rm .arclight-start.patch")
-        if setup:
-            steps.append(setup)
+        """The task's snapshot, made as the local backend makes it (`snapshot_script`): `base_commit` checked out,
+        later commits removed, the start patch applied, the setup run, the result committed."""
         if self.task is None:
             return
-        steps += ["[ -d .git ] || git init -q", "git add -A", "git commit -q --allow-empty --no-verify -m snapshot"]
+        start_patch = getattr(self.task, "start_patch", "")
+        if start_patch:
+            self.write_file(".arclight-start.patch", start_patch.encode())
+        script = snapshot_script(getattr(self.task, "base_commit", None), bool(start_patch),
+                                 getattr(self.task, "setup", None))
         timeout = float(getattr(self.task, "test_timeout_seconds", 300.0))
-        done = self.exec(" && ".join(f"( {s} )" for s in steps), timeout=timeout)
+        done = self.exec(script, timeout=timeout)
         if done.exit_code != 0:
             raise SandboxError(f"task {getattr(self.task, 'id', '?')}: preparing the snapshot failed "
                                f"(exit {done.exit_code}): {(done.stderr or done.stdout)[-2000:]}")

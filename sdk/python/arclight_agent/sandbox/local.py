@@ -23,7 +23,7 @@ import weakref
 from pathlib import Path
 
 from . import _watchdog
-from .base import ExecResult, Sandbox, SandboxError, SandboxLimits
+from .base import ExecResult, Sandbox, SandboxError, SandboxLimits, snapshot_script
 from .task import SweTask
 
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "profile", "profile.d", "bash.bashrc",
@@ -66,7 +66,11 @@ class LocalSandbox(Sandbox):
         parent = root_dir or os.environ.get("ARCLIGHT_SANDBOX_DIR") or None
         self.root = Path(os.path.realpath(tempfile.mkdtemp(prefix="arclight-sandbox-", dir=parent)))
         self.work, self.pristine = self.root / "work", self.root / "pristine"
-        self.cgroup = self._make_cgroup()
+        try:
+            self.cgroup = self._make_cgroup()
+        except BaseException:
+            _watchdog.remove_tree(str(self.root))
+            raise
         watchdog = subprocess.Popen([sys.executable, "-I", _watchdog.__file__, str(self.root), str(self.cgroup or "")],
                                     stdin=subprocess.PIPE, start_new_session=True)
         self._finalizer = weakref.finalize(self, _cleanup, self.root, self.cgroup, watchdog)
@@ -96,7 +100,11 @@ class LocalSandbox(Sandbox):
                                "(RLIMIT_NPROC does not bind root); pass SandboxLimits(pids=None) to run without it")
         path = PIDS_CGROUP_V1 / f"arclight-{self.root.name}"
         path.mkdir()
-        (path / "pids.max").write_text(str(self.limits.pids))
+        try:
+            (path / "pids.max").write_text(str(self.limits.pids))
+        except OSError as err:
+            path.rmdir()
+            raise SandboxError(f"cannot set the pids limit {self.limits.pids} in {path}: {err}") from err
         return path
 
     def _write_etc(self) -> None:
@@ -110,21 +118,16 @@ class LocalSandbox(Sandbox):
     def _prepare(self) -> None:
         """Copies the repo, checks out `base_commit`, applies `start_patch`, runs `setup`, commits the snapshot.
 
-        With a start patch the history is dropped (a fresh one-commit repository), so `git log -p` cannot show it.
+        Commits the snapshot does not descend from are removed. With a start patch the whole history is dropped (a
+        fresh one-commit repository), so `git log -p` cannot show it.
         """
         task = self.task
         shutil.copytree(task.repo, self.work, symlinks=True, dirs_exist_ok=True)
-        steps = ["set -e"]
-        if task.base_commit:
-            steps.append(f"git -c advice.detachedHead=false checkout -q -f {task.base_commit} && git clean -qfdx")
         if task.start_patch:
             (self.root / "start.patch").write_text(task.start_patch)
             self.write_file(".arclight-start.patch", task.start_patch.encode())
-            steps += ["git apply --whitespace=nowarn .arclight-start.patch", "rm -f .arclight-start.patch", "rm -rf .git"]
-        if task.setup:
-            steps.append(task.setup)
-        steps += ["[ -d .git ] || git init -q", "git add -A", "git commit -q --allow-empty --no-verify -m snapshot"]
-        done = self.exec("\n".join(steps), timeout=task.test_timeout_seconds)
+        script = snapshot_script(task.base_commit, bool(task.start_patch), task.setup)
+        done = self.exec(script, timeout=task.test_timeout_seconds)
         if done.exit_code != 0:
             raise SandboxError(f"task {task.id}: preparing the snapshot failed (exit {done.exit_code}"
                                f"{', timed out' if done.timed_out else ''}): {(done.stderr or done.stdout)[-2000:]}")
@@ -147,7 +150,11 @@ class LocalSandbox(Sandbox):
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         for name in ("passwd", "group", "hostname"):
             argv += ["--ro-bind", str(self.root / "etc" / name), f"/etc/{name}"]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(self.work), self.task.workdir,
+        # bwrap's root, /dev and /tmp are tmpfs, whose pages RLIMIT_AS does not count: the root and /dev become
+        # read-only, and /tmp and /dev/shm are capped at memory_mb each when it is set.
+        size = [] if self.limits.memory_mb is None else ["--size", str(self.limits.memory_mb * 1024 * 1024)]
+        argv += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp",
+                 "--bind", str(self.work), self.task.workdir, "--remount-ro", "/dev", "--remount-ro", "/",
                  "--chdir", self.task.workdir, "bash", "-lc", cmd]
         return argv
 

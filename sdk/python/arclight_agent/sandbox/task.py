@@ -19,10 +19,11 @@ class SweTask:
 
     `repo` is a directory holding the repository (a git checkout or plain files; relative paths in a JSONL file are
     relative to that file), `image` the container image of the Kubernetes backend; at least one is set.
-    `base_commit` is checked out first when `repo` is a git checkout. `start_patch` (a unified diff) is applied after
-    it to make the task's starting state (SWE-smith's bug patch), then `setup` runs; the result is the snapshot that
-    `reset()` returns to and that the agent's diff is taken against. Before grading, `test_files` are restored from the
-    snapshot and `test_patch` (SWE-bench's) is applied, so the agent cannot pass by editing the tests.
+    `base_commit` is checked out first (`repo` must then be a git checkout); commits the snapshot does not descend
+    from are removed, so a clone's later commits (the fix) cannot be read. `start_patch` (a unified diff) is applied
+    after it to make the task's starting state (SWE-smith's bug patch), then `setup` runs; the result is the snapshot
+    that `reset()` returns to and that the agent's diff is taken against. Before grading, `test_files` are restored
+    from the snapshot and `test_patch` (SWE-bench's) is applied, so the agent cannot pass by editing the tests.
     `reference_patch` solves the task from the snapshot.
     """
 
@@ -67,6 +68,10 @@ class SweTask:
 
 
 FIELDS = {f.name for f in fields(SweTask)}
+TEXT_FIELDS = {"id", "problem_statement", "repo", "image", "base_commit", "start_patch", "setup", "test_command",
+               "test_patch", "workdir", "reference_patch"}
+OPTIONAL_TEXT_FIELDS = {"repo", "image", "base_commit", "setup", "reference_patch"}
+SECONDS_FIELDS = {"timeout_seconds", "test_timeout_seconds"}
 
 
 def task_from_row(row: dict[str, Any], base_dir: str | Path | None = None) -> SweTask:
@@ -75,9 +80,12 @@ def task_from_row(row: dict[str, Any], base_dir: str | Path | None = None) -> Sw
     Keys that are not task fields (e.g. a rollout input's `data_id`) are ignored.
     :raises ValueError: a row without the required fields, or with a bad field
     """
+    if not isinstance(row, dict):
+        raise ValueError(f"a task row is a JSON object, got {type(row).__name__}")
     missing = [k for k in ("id", "problem_statement", "fail_to_pass") if k not in row]
     if missing:
-        raise ValueError(f"a task row needs {', '.join(missing)}")
+        named = f"task {row['id']}" if isinstance(row.get("id"), str) else "a task row"
+        raise ValueError(f"{named} needs {', '.join(missing)}")
     values = {k: v for k, v in row.items() if k in FIELDS}
     repo = values.get("repo")
     if repo and base_dir is not None and not Path(repo).is_absolute():
@@ -85,6 +93,15 @@ def task_from_row(row: dict[str, Any], base_dir: str | Path | None = None) -> Sw
     for key in ("fail_to_pass", "pass_to_pass", "test_files"):
         if key in values and not (isinstance(values[key], list) and all(isinstance(t, str) for t in values[key])):
             raise ValueError(f"task {row['id']}: {key} must be a list of strings")
+    for key, value in values.items():
+        if key in TEXT_FIELDS and not (isinstance(value, str) or (value is None and key in OPTIONAL_TEXT_FIELDS)):
+            raise ValueError(f"task {row['id']}: {key} must be a string, got {json.dumps(value)}")
+        if key in SECONDS_FIELDS and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise ValueError(f"task {row['id']}: {key} must be a positive number of seconds, got {json.dumps(value)}")
+    if not isinstance(values.get("metadata", {}), dict):
+        raise ValueError(f"task {row['id']}: metadata must be a JSON object")
+    if not str(values.get("workdir", "/")).startswith("/"):
+        raise ValueError(f"task {row['id']}: workdir must be an absolute path, got {values['workdir']!r}")
     return SweTask(**values)
 
 
