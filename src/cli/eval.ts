@@ -23,7 +23,7 @@ import { runEvalRollouts, type TaskOutcome } from "../eval/eval-rollouts.js";
 import { formatEvalCsv, formatEvalTable, summariseEval } from "../eval/summary.js";
 import type { GatewayClient } from "../gateway/client.js";
 import type { GroupJudge } from "../judge/apply.js";
-import { type Rollout, ValidationFailed } from "../protocol/index.js";
+import type { Rollout } from "../protocol/index.js";
 import { createEngine } from "../run/engine-factory.js";
 import { createEngineFrom } from "../run/init-from.js";
 import { type StackControllerOptions, type StackOptions, startAgentStack, withStack } from "../run/stack.js";
@@ -32,7 +32,6 @@ import type { DataItem } from "../trainer/data-order.js";
 import { describeFailedRollout } from "../trainer/failure-report.js";
 import { proxyRegistrationOf, registerEndpoints } from "../trainer/gateway-io.js";
 import { localControllerSettings } from "../trainer/rollout-groups.js";
-import { resolveAgentPaths } from "./agent-paths.js";
 import { CliError } from "./cli-error.js";
 import { listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { engineSpecOf } from "./engine-spec.js";
@@ -46,7 +45,8 @@ import {
 } from "./eval-flags.js";
 import { frozenAgentsStack } from "./frozen-agents.js";
 import { judgeOf } from "./judge-settings.js";
-import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
+import { applySetFlags, collectSetFlag, readConfigFile } from "./layered-config.js";
+import { loadTrainerConfigFile } from "./trainer-config-file.js";
 
 /** The calculator's starter trainer config, `examples/calculator/train.yaml` of this package: eval's default agent. */
 const CALCULATOR_CONFIG = fileURLToPath(new URL("../../examples/calculator/train.yaml", import.meta.url));
@@ -71,26 +71,6 @@ interface EvalPlan {
   judge: GroupJudge | undefined;
   /** `--preset` and `--engine-seed`: the config's embedded engine, as `arclight train` builds it. */
   engineFlags: Pick<EvalFlags, "preset" | "engineSeed">;
-}
-
-/**
- * A trainer config file, its data and agent paths resolved against its directory.
- * @throws {CliError} naming `label` for a file that cannot be read or parsed
- */
-function loadConfig(path: string, label: string, sets: readonly string[]): Readonly<TrainerConfig> {
-  const raw = applySetFlags(readConfigFile(path, "trainer", path), sets);
-  try {
-    const config = parseTrainerConfig(raw);
-    const base = dirname(resolve(path));
-    const data = {
-      train_path: resolve(base, config.data.train_path),
-      val_path: config.data.val_path === null ? null : resolve(base, config.data.val_path),
-    };
-    return Object.freeze({ ...config, data, controller: resolveAgentPaths(config.controller, base) });
-  } catch (err) {
-    if (err instanceof ValidationFailed) throw new CliError(`${label} ${configLabel(path, sets)}: ${err.message}`);
-    throw err;
-  }
 }
 
 /** The bundled calculator's config: its agent export in reused processes instead of one Node process per input. */
@@ -160,9 +140,9 @@ function planOf(target: string, flags: EvalFlags): EvalPlan {
   const source = policySourceOf(flags, argIsCheckpoint, target, process.env);
   const bundled = argIsCheckpoint && flags.config === undefined;
   const config = !argIsCheckpoint
-    ? loadConfig(target, "CONFIG", flags.set)
+    ? loadTrainerConfigFile(target, flags.set, { label: "CONFIG" })
     : flags.config !== undefined
-      ? loadConfig(flags.config, "--config", flags.set)
+      ? loadTrainerConfigFile(flags.config, flags.set, { label: "--config" })
       : calculatorConfig(flags.set);
   if (source.kind === "checkpoint" && config.agents.frozen.length === 0) {
     const engineFlag =

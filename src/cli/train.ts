@@ -5,7 +5,7 @@
  */
 
 import { existsSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { type Logger, pino } from "pino";
 import { CheckpointInvalid } from "../engine/checkpoint-error.js";
@@ -14,11 +14,10 @@ import { TorchWorkerError } from "../engine/remote/worker-client.js";
 import { TorchPackageMissing } from "../engine/remote/worker-process.js";
 import { dashboardUrl } from "../gateway/dashboard/url.js";
 import type { GroupJudge } from "../judge/apply.js";
-import { ValidationFailed } from "../protocol/index.js";
 import { createEngine, describeEngineSpec, type EngineSpec } from "../run/engine-factory.js";
 import { createEngineFrom, specFrom } from "../run/init-from.js";
 import { type Stack, type StackOptions, withStack } from "../run/stack.js";
-import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
+import type { TrainerConfig } from "../trainer/config.js";
 import { consoleReporter } from "../trainer/console-report.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { AllRolloutsFailed, describeFirstFailed } from "../trainer/failure-report.js";
@@ -28,7 +27,6 @@ import { longestTrainingRolloutIds } from "../trainer/run-name-room.js";
 import { combineReporters, RunPoster } from "../trainer/run-poster.js";
 import { trackingReporter } from "../trainer/tracking-reporter.js";
 import { VllmSamplerError } from "../trainer/vllm-serving.js";
-import { resolveAgentPaths } from "./agent-paths.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, checkRunNameRoom, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
@@ -36,10 +34,11 @@ import { frozenAgentsStack } from "./frozen-agents.js";
 import { temperatureArgs } from "./gateway-child-flags.js";
 import { judgeOf } from "./judge-settings.js";
 import { resolveKey } from "./key-source.js";
-import { applySetFlags, collectSetFlag, configLabel, readConfigFile } from "./layered-config.js";
+import { collectSetFlag } from "./layered-config.js";
 import { prepareRunDir } from "./run-dir.js";
 import { type SamplerFlags, vllmSamplerOf } from "./sampler-flags.js";
-import { addTrackingOptions, applyTrackingFlags, startTrackers, type TrackingFlags } from "./tracking-flags.js";
+import { addTrackingOptions, startTrackers, type TrackingFlags } from "./tracking-flags.js";
+import { loadTrainerConfigFile } from "./trainer-config-file.js";
 
 /** Flags of `arclight train`. */
 interface TrainFlags extends SamplerFlags, EngineFlags, TrackingFlags {
@@ -59,26 +58,6 @@ interface TrainFlags extends SamplerFlags, EngineFlags, TrackingFlags {
   valTemperature?: string;
   /** `--train-temperature` of the gateway child (training rollouts' sampling temperature). */
   trainTemperature?: string;
-}
-
-/**
- * Reads the YAML config, applies `--set` overrides and validates; data paths, and the agent command's file arguments,
- * are resolved against the config file's directory (`agent-paths.ts`).
- */
-function loadConfig(path: string, sets: readonly string[], tracking: TrackingFlags = {}): Readonly<TrainerConfig> {
-  const raw = applyTrackingFlags(applySetFlags(readConfigFile(path, "trainer", path), sets), tracking);
-  try {
-    const config = parseTrainerConfig(raw);
-    const base = dirname(resolve(path));
-    const data = {
-      train_path: resolve(base, config.data.train_path),
-      val_path: config.data.val_path === null ? null : resolve(base, config.data.val_path),
-    };
-    return Object.freeze({ ...config, data, controller: resolveAgentPaths(config.controller, base) });
-  } catch (err) {
-    if (err instanceof ValidationFailed) throw new CliError(`${configLabel(path, sets)}: ${err.message}`);
-    throw err;
-  }
 }
 
 /**
@@ -224,7 +203,7 @@ function engineLabelOf(spec: EngineSpec, initFrom: string | undefined): string {
 
 /** Runs the command; everything started here is stopped before returning. */
 async function train(configPath: string, flags: TrainFlags): Promise<void> {
-  const config = loadConfig(configPath, flags.set ?? [], flags);
+  const config = loadTrainerConfigFile(configPath, flags.set ?? [], { tracking: flags });
   checkRunName(`name (${configPath})`, config.name);
   if (flags.initFrom !== undefined && flags.resume === true) {
     throw new CliError("--init-from with --resume: --resume continues the run's own checkpoint; give one of them");
