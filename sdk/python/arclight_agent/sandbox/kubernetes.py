@@ -104,10 +104,14 @@ class KubernetesSandbox(Sandbox):
             self._kubectl.append(f"--certificate-authority={ca_file}" if ca_file else "--insecure-skip-tls-verify=true")
         self._server = server
         self._network_probe = network_probe
-        self.name = f"arclight-sandbox-{secrets.token_hex(5)}"
+        # The NetworkPolicy and the pods' label carry the sandbox's id; each pod has a name of its own, since a pod
+        # recreated under the old name may still be served by the old pod's container while the kubelet stops it.
+        self.sandbox_id = f"arclight-sandbox-{secrets.token_hex(5)}"
+        self.name = self.sandbox_id
+        self._pod_names = [self.name]
         self.pod_ip: str | None = None
         self.closed = False
-        self._finalizer = weakref.finalize(self, _delete_objects, list(self._kubectl), self.name)
+        self._finalizer = weakref.finalize(self, _delete_objects, list(self._kubectl), self._pod_names, self.sandbox_id)
         atexit.register(self._finalizer)
         try:
             self._start()
@@ -152,7 +156,7 @@ class KubernetesSandbox(Sandbox):
         return {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": self.name, "labels": {**MANAGED_BY, SANDBOX_LABEL: self.name}},
+            "metadata": {"name": self.name, "labels": {**MANAGED_BY, SANDBOX_LABEL: self.sandbox_id}},
             "spec": {
                 "restartPolicy": "Never",
                 "automountServiceAccountToken": False,
@@ -167,8 +171,8 @@ class KubernetesSandbox(Sandbox):
         return {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "NetworkPolicy",
-            "metadata": {"name": self.name, "labels": {**MANAGED_BY, SANDBOX_LABEL: self.name}},
-            "spec": {"podSelector": {"matchLabels": {SANDBOX_LABEL: self.name}},
+            "metadata": {"name": self.sandbox_id, "labels": {**MANAGED_BY, SANDBOX_LABEL: self.sandbox_id}},
+            "spec": {"podSelector": {"matchLabels": {SANDBOX_LABEL: self.sandbox_id}},
                      "policyTypes": ["Ingress", "Egress"], "ingress": [], "egress": []},
         }
 
@@ -328,6 +332,8 @@ class KubernetesSandbox(Sandbox):
             raise SandboxError("the sandbox is closed")
         self._run(["delete", "pod", self.name, "--grace-period=0", "--force", "--wait=true", "--ignore-not-found"],
                   timeout=120)
+        self.name = f"{self.sandbox_id}-{len(self._pod_names)}"
+        self._pod_names.append(self.name)
         try:
             self._checked(["create", "-f", "-"], input=json.dumps(self._pod_manifest()).encode())
             self._wait_running()
@@ -348,9 +354,9 @@ def _kubectl_failed(stderr: str) -> bool:
     return stderr.startswith(("error: ", "Error from server", "Unable to connect to the server"))
 
 
-def _delete_objects(kubectl: list[str], name: str) -> None:
-    """Deletes the sandbox's pod and NetworkPolicy, without waiting for the pod to be gone."""
-    for kind in ("pod", "networkpolicy"):
+def _delete_objects(kubectl: list[str], pod_names: list[str], sandbox_id: str) -> None:
+    """Deletes the sandbox's current pod and its NetworkPolicy, without waiting for the pod to be gone."""
+    for kind, name in (("pod", pod_names[-1]), ("networkpolicy", sandbox_id)):
         try:
             subprocess.run([*kubectl, "delete", kind, name, "--grace-period=0", "--force", "--wait=false",
                             "--ignore-not-found"], capture_output=True, timeout=60)
