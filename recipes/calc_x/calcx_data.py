@@ -110,8 +110,11 @@ if __name__ == "__main__":
     parser.add_argument("out", help="JSONL to write: one rollout input per numeric problem")
     parser.add_argument("--limit", type=int, default=None, help="most problems to keep")
     args = parser.parse_args()
-    problems, skipped = load_calcx(args.source, args.limit)
-    with open(args.out, "w", encoding="utf-8") as out:
-        for row in to_rollout_inputs(problems):
-            out.write(json.dumps(row) + "\n")
+    try:
+        problems, skipped = load_calcx(args.source, args.limit)
+        with open(args.out, "w", encoding="utf-8") as out:
+            for row in to_rollout_inputs(problems):
+                out.write(json.dumps(row) + "\n")
+    except (OSError, ValueError) as err:  # a missing file or a bad row: its message names it, no traceback
+        parser.exit(2, f"{parser.prog}: {err}\n")
     print(f"wrote {len(problems)} problems to {args.out}; skipped {len(skipped)} without a numeric answer")

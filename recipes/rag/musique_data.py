@@ -125,8 +125,11 @@ if __name__ == "__main__":
     parser.add_argument("source", help="MuSiQue JSONL, e.g. musique_ans_v1.0_train.jsonl")
     parser.add_argument("out", help="corpus JSONL to write ({id, title, text} per passage)")
     args = parser.parse_args()
-    corpus = corpus_from_musique(args.source)
-    with open(args.out, "w", encoding="utf-8") as out:
-        for passage in corpus:
-            out.write(json.dumps({"id": passage.id, "title": passage.title, "text": passage.text}) + "\n")
+    try:
+        corpus = corpus_from_musique(args.source)
+        with open(args.out, "w", encoding="utf-8") as out:
+            for passage in corpus:
+                out.write(json.dumps({"id": passage.id, "title": passage.title, "text": passage.text}) + "\n")
+    except (OSError, ValueError) as err:  # a missing file or a bad row: its message names it, no traceback
+        parser.exit(2, f"{parser.prog}: {err}\n")
     print(f"wrote {len(corpus)} passages to {args.out}")

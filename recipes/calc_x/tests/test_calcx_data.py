@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
+
+from recipes.conftest import REPO
 
 from recipes.calc_x.calculator import CalculatorError, evaluate
 from recipes.calc_x.calcx_data import load_calcx, parse_number, problem_from_row, to_rollout_inputs
@@ -41,6 +45,14 @@ def test_loader_names_the_line_of_a_bad_row(tmp_path):
     with pytest.raises(ValueError, match="line 1: a Calc-X row needs a question"):
         load_calcx(path)
 
+
+def test_converter_command_names_a_missing_or_bad_file_without_a_traceback(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(ROWS[0]) + "\n{not json\n")
+    for source, named in [(tmp_path / "absent.jsonl", "absent.jsonl"), (bad, "bad.jsonl:2: not JSON")]:
+        command = [sys.executable, "-m", "recipes.calc_x.calcx_data", str(source), str(tmp_path / "out.jsonl")]
+        result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2 and named in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 def test_rollout_inputs_keep_calcx_fields_so_the_agent_reads_them_back():
     problems = [problem_from_row(r, i) for i, r in enumerate(ROWS[:2], 1)]

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
+
+from recipes.conftest import REPO
 
 from recipes.rag.index import Bm25Index, format_hits, tokenize
 from recipes.rag.musique_data import (
@@ -44,6 +48,15 @@ def test_musique_loader_names_the_line_of_a_bad_row(tmp_path):
     with pytest.raises(ValueError, match="line 2: a MuSiQue row needs a question and an answer"):
         load_musique(path)
 
+
+def test_corpus_command_names_a_missing_or_bad_file_without_a_traceback(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(MUSIQUE[0]) + "\n{not json\n")
+    for source, named in [(tmp_path / "absent.jsonl", "absent.jsonl"), (bad, "bad.jsonl:2: not JSON")]:
+        out = tmp_path / "corpus.jsonl"
+        command = [sys.executable, "-m", "recipes.rag.musique_data", "corpus", str(source), str(out)]
+        result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2 and named in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 def test_corpus_loader_reads_title_text_and_flashrag_contents(tmp_path):
     path = tmp_path / "corpus.jsonl"
