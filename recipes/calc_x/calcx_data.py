@@ -55,10 +55,10 @@ def parse_number(text: str) -> float | None:
 def problem_from_row(row: dict[str, Any], line: int = 0) -> Problem | None:
     """One Calc-X row as a `Problem`, or None when its answer is not a number.
 
-    :raises ValueError: a row without `question` or `result`
+    :raises ValueError: a row that is not an object or lacks `question` or `result`
     """
-    if not isinstance(row.get("question"), str) or "result" not in row:
-        raise ValueError(f"line {line}: a Calc-X row needs a question (text) and a result")
+    if not isinstance(row, dict) or not isinstance(row.get("question"), str) or "result" not in row:
+        raise ValueError("a Calc-X row needs a question (text) and a result")
     answer = row.get("result_float")
     if not isinstance(answer, (int, float)) or isinstance(answer, bool):
         answer = parse_number(str(row["result"]))
@@ -71,7 +71,7 @@ def load_calcx(path: str | Path, limit: int | None = None) -> tuple[list[Problem
     """Reads a Calc-X JSONL file.
 
     :returns: the problems, and the ids of rows skipped because their answer is not a number
-    :raises ValueError: naming the line of a row that is not JSON or lacks `question`/`result`
+    :raises ValueError: naming the file and line of a row that is not a JSON object or lacks `question`/`result`
     """
     problems: list[Problem] = []
     skipped: list[str] = []
@@ -83,7 +83,10 @@ def load_calcx(path: str | Path, limit: int | None = None) -> tuple[list[Problem
                 row = json.loads(text)
             except json.JSONDecodeError as err:
                 raise ValueError(f"{path}:{line}: not JSON ({err.msg})") from None
-            problem = problem_from_row(row, line)
+            try:
+                problem = problem_from_row(row, line)
+            except ValueError as err:
+                raise ValueError(f"{path}:{line}: {err}") from None
             if problem is None:
                 skipped.append(str(row.get("id") or f"line-{line}"))
             else:

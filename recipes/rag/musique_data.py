@@ -43,9 +43,12 @@ def _jsonl(path: str | Path):
         for line, text in enumerate(file, 1):
             if text.strip():
                 try:
-                    yield line, json.loads(text)
+                    row = json.loads(text)
                 except json.JSONDecodeError as err:
                     raise ValueError(f"{path}:{line}: not JSON ({err.msg})") from None
+                if not isinstance(row, dict):
+                    raise ValueError(f"{path}:{line}: not a JSON object")
+                yield line, row
 
 
 def question_from_row(row: dict[str, Any], line: int = 0) -> Question | None:
@@ -56,7 +59,7 @@ def question_from_row(row: dict[str, Any], line: int = 0) -> Question | None:
     if row.get("answerable") is False:
         return None
     if not isinstance(row.get("question"), str) or not isinstance(row.get("answer"), str):
-        raise ValueError(f"line {line}: a MuSiQue row needs a question and an answer (text)")
+        raise ValueError("a MuSiQue row needs a question and an answer (text)")
     paragraphs = row.get("paragraphs") or []
     return Question(
         id=str(row.get("id") or f"line-{line}"),
@@ -70,11 +73,14 @@ def question_from_row(row: dict[str, Any], line: int = 0) -> Question | None:
 def load_musique(path: str | Path, limit: int | None = None) -> list[Question]:
     """Reads MuSiQue JSONL (answerable questions only).
 
-    :raises ValueError: naming the line of a row that is not JSON or lacks `question`/`answer`
+    :raises ValueError: naming the file and line of a row that is not a JSON object or lacks `question`/`answer`
     """
     questions = []
     for line, row in _jsonl(path):
-        question = question_from_row(row, line)
+        try:
+            question = question_from_row(row, line)
+        except ValueError as err:
+            raise ValueError(f"{path}:{line}: {err}") from None
         if question is not None:
             questions.append(question)
         if limit is not None and len(questions) >= limit:
@@ -85,7 +91,7 @@ def load_musique(path: str | Path, limit: int | None = None) -> list[Question]:
 def load_corpus(path: str | Path) -> list[Passage]:
     """Reads a corpus JSONL file (`{id, title, text}` or `{id, contents}`).
 
-    :raises ValueError: naming the line of a passage with neither `text` nor `contents`
+    :raises ValueError: naming the line of a row that is not a JSON object or a passage without `text`/`contents`
     """
     passages = []
     for line, row in _jsonl(path):

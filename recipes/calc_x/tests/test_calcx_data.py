@@ -41,9 +41,10 @@ def test_loader_names_the_line_of_a_bad_row(tmp_path):
     path.write_text(json.dumps(ROWS[0]) + "\n{not json\n")
     with pytest.raises(ValueError, match="bad.jsonl:2: not JSON"):
         load_calcx(path)
-    path.write_text(json.dumps({"question": "no result"}) + "\n")
-    with pytest.raises(ValueError, match="line 1: a Calc-X row needs a question"):
-        load_calcx(path)
+    for row in [{"question": "no result"}, [1, 2]]:
+        path.write_text(json.dumps(row) + "\n")
+        with pytest.raises(ValueError, match="bad.jsonl:1: a Calc-X row needs a question"):
+            load_calcx(path)
 
 
 def test_converter_command_names_a_missing_or_bad_file_without_a_traceback(tmp_path):

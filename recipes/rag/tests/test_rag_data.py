@@ -45,8 +45,12 @@ def test_musique_loader_reads_answers_aliases_hops_and_support(tmp_path):
 def test_musique_loader_names_the_line_of_a_bad_row(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(MUSIQUE[0]) + "\n" + json.dumps({"id": "q", "question": "no answer"}) + "\n")
-    with pytest.raises(ValueError, match="line 2: a MuSiQue row needs a question and an answer"):
+    with pytest.raises(ValueError, match="bad.jsonl:2: a MuSiQue row needs a question and an answer"):
         load_musique(path)
+    path.write_text("[1, 2]\n")
+    for load in (load_musique, load_corpus, corpus_from_musique):
+        with pytest.raises(ValueError, match="bad.jsonl:1: not a JSON object"):
+            load(path)
 
 
 def test_corpus_command_names_a_missing_or_bad_file_without_a_traceback(tmp_path):
