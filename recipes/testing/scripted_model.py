@@ -99,3 +99,31 @@ def last_user_text(body: dict[str, Any]) -> str:
 def tool_results(body: dict[str, Any]) -> list[str]:
     """The `tool` messages' contents so far, in order."""
     return [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "tool"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m recipes.testing.scripted_model MODULE:FACTORY`: serves `FACTORY()`'s policy on 127.0.0.1 until
+    interrupted, its `/v1` URL on the first line of stdout (for `arclight eval --endpoint URL --model scripted`)."""
+    import argparse
+    import importlib
+    import time
+
+    parser = argparse.ArgumentParser(prog="python -m recipes.testing.scripted_model", description=main.__doc__)
+    parser.add_argument("factory", help="MODULE:FACTORY, e.g. recipes.rag.tests.test_rag_eval:scripted_policy")
+    args = parser.parse_args(argv)
+    module_name, _, attr = args.factory.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError) as err:
+        parser.exit(2, f"{parser.prog}: {args.factory}: {err}\n")
+    model = ScriptedModel(factory())
+    print(model.url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        model.close()
+
+
+if __name__ == "__main__":
+    main()
