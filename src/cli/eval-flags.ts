@@ -53,11 +53,11 @@ export interface EvalSampling {
   poolSize?: number;
 }
 
-/** A number flag, finite and at least `min`. */
+/** A number flag, finite and at least `min` (any finite number when `min` is -Infinity). */
 function numberFlag(flag: string, value: string, min: number): number {
   const n = Number(value);
   if (value.trim() === "" || !Number.isFinite(n) || n < min) {
-    throw new CliError(`${flag} ${value}: expected a number >= ${min}`);
+    throw new CliError(`${flag} ${value}: expected a number${min === -Infinity ? "" : ` >= ${min}`}`);
   }
   return n;
 }
