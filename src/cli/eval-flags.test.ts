@@ -1,6 +1,8 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { CliError } from "./cli-error.js";
-import { type EvalFlags, samplingOf } from "./eval-flags.js";
+import { type EvalFlags, probeEndpoint, samplingOf } from "./eval-flags.js";
 
 const flags = (extra: Partial<EvalFlags>): EvalFlags => ({
   split: "val",
@@ -27,5 +29,43 @@ describe("samplingOf", () => {
     expect(() => samplingOf(flags({ temperature: "-1" }))).toThrow(
       new CliError("--temperature -1: expected a number >= 0"),
     );
+  });
+});
+
+describe("probeEndpoint", () => {
+  it("passes a server that answers, whatever the status", async () => {
+    const server = createServer((_req, res) => res.writeHead(401).end());
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      await expect(probeEndpoint(`http://127.0.0.1:${port}/v1/`)).resolves.toBeUndefined();
+    } finally {
+      server.close();
+    }
+  });
+
+  it("refuses a URL where nothing listens, naming --endpoint and the cause", async () => {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await expect(probeEndpoint(`http://127.0.0.1:${port}/v1`)).rejects.toThrow(
+      new CliError(
+        `--endpoint http://127.0.0.1:${port}/v1: GET http://127.0.0.1:${port}/v1/models got no HTTP answer ` +
+          "(ECONNREFUSED); is the server up at that URL?",
+      ),
+    );
+  });
+
+  it("refuses a server that accepts but never answers, after the timeout", async () => {
+    const server = createServer(() => {});
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      await expect(probeEndpoint(`http://127.0.0.1:${port}/v1`, 200)).rejects.toThrow("no answer in 200 ms");
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });

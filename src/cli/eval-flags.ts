@@ -107,6 +107,28 @@ export function samplingOf(flags: EvalFlags): EvalSampling {
   };
 }
 
+/**
+ * Checks that an `--endpoint` answers HTTP at all (any status: a server that wants a key still answers), so a wrong
+ * host or port fails here instead of leaving every agent retrying its model call until the rollout timeout.
+ * @param url the endpoint's base URL; `GET URL/models` is asked
+ * @param timeoutMs how long to wait for a response
+ * @throws {CliError} naming --endpoint when nothing answers (connection refused, no such host, timeout)
+ */
+export async function probeEndpoint(url: string, timeoutMs = 10_000): Promise<void> {
+  const target = `${url.replace(/\/+$/, "")}/models`;
+  try {
+    const response = await fetch(target, { signal: AbortSignal.timeout(timeoutMs) });
+    await response.body?.cancel();
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    const why =
+      err instanceof Error && err.name === "TimeoutError"
+        ? `no answer in ${timeoutMs} ms`
+        : (cause?.code ?? cause?.message ?? String(err));
+    throw new CliError(`--endpoint ${url}: GET ${target} got no HTTP answer (${why}); is the server up at that URL?`);
+  }
+}
+
 /** Whether a path is a directory (an embedded checkpoint given as eval's argument). */
 export function isDirectory(path: string): boolean {
   try {

@@ -41,6 +41,7 @@ import {
   isDirectory,
   type PolicySource,
   policySourceOf,
+  probeEndpoint,
   samplingOf,
 } from "./eval-flags.js";
 import { frozenAgentsStack } from "./frozen-agents.js";
@@ -327,6 +328,7 @@ function report(plan: EvalPlan, tasks: readonly TaskOutcome[], firstFailure: str
 /** Runs the command. */
 async function evaluate(target: string, flags: EvalFlags): Promise<void> {
   const plan = planOf(target, flags);
+  if (plan.source.kind === "endpoint") await probeEndpoint(plan.source.url);
   const logger = pino({ level: logLevel(flags.logLevel) }, pino.destination({ dest: 2, sync: true }));
   if (plan.bundled) {
     console.error(
