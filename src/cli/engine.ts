@@ -12,7 +12,7 @@ import { EmbeddedEngine } from "../engine/embedded/engine.js";
 import type { Engine } from "../engine/engine.js";
 import { openTorchEngine, type TorchEngineConfig, TorchEngineConfigSchema } from "../engine/remote/config.js";
 import { RemoteEngine } from "../engine/remote/remote-engine.js";
-import { TorchPackageMissing } from "../engine/remote/worker-process.js";
+import { TorchPackageMissing, TorchWorkerStartFailed } from "../engine/remote/worker-process.js";
 import { buildEngineServer } from "../engine/server/app.js";
 import { type EngineServeConfig, EngineServeConfigSchema } from "../engine/server/config.js";
 import { closeWithGrace } from "../http/server-timeouts.js";
@@ -78,6 +78,8 @@ async function torchEngineForModel(
     return { engine, name: engine.info.model };
   } catch (err) {
     if (err instanceof TorchPackageMissing) throw new CliError(err.message);
+    if (err instanceof TorchWorkerStartFailed)
+      throw new CliError(`--model ${model}: ${err.reason} (its message is above)`);
     // With --worker-url nothing was started: the running worker is what failed, not the --model.
     const flag = torch.url !== null ? `--worker-url ${torch.url}` : `--model ${model}`;
     throw new CliError(`${flag}: ${(err as Error).message}`);

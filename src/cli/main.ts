@@ -1,5 +1,6 @@
 /** @module Process entry of the `arclight` CLI: parse argv, print user errors as one line, set the exit code. */
 import { CommanderError } from "commander";
+import { TorchWorkerStartFailed } from "../engine/remote/worker-process.js";
 import { GatewayUnreachable } from "../gateway/client-errors.js";
 import { ArclightError } from "../protocol/index.js";
 import { ComponentStartFailed } from "../run/gateway-child.js";
@@ -20,8 +21,9 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode === 0 ? 0 : 2;
       return;
     }
-    if (err instanceof CliError || err instanceof ArclightError || err instanceof ComponentStartFailed) {
-      console.error(`arclight: ${err.message}`);
+    const oneLine = [CliError, ArclightError, ComponentStartFailed, TorchWorkerStartFailed];
+    if (oneLine.some((kind) => err instanceof kind)) {
+      console.error(`arclight: ${(err as Error).message}`);
       process.exitCode = 2;
       return;
     }

@@ -62,6 +62,21 @@ export class TorchPythonMissing extends TorchPackageMissing {
   }
 }
 
+/** The worker exited (or stayed silent) before it listened: its own message, on the inherited stderr, says why. */
+export class TorchWorkerStartFailed extends Error {
+  /**
+   * @param model - the `--model` the worker was given
+   * @param reason - what the child did, e.g. `torch worker exited (code 2) before listening`
+   */
+  constructor(
+    readonly model: string,
+    readonly reason: string,
+  ) {
+    super(`engine ${model}: ${reason} (its own message is above)`);
+    this.name = "TorchWorkerStartFailed";
+  }
+}
+
 /**
  * The worker's command line.
  * @param options - model, device, dtype, LoRA, seed, limits
@@ -109,7 +124,8 @@ const RANK_FAILURE = /^arclight-torch: (rank \d+ failed: .*)$/m;
  * @returns the child with its URL and `stop()`
  * @throws {TorchPythonMissing} when the interpreter does not exist or cannot run
  * @throws {TorchPackageMissing} when the interpreter cannot import `arclight_torch`
- * @throws {Error} when the worker exits before listening (its stderr, inherited, says why) or times out
+ * @throws {TorchWorkerStartFailed} when the worker exits before listening (its stderr, inherited, says why) or
+ *   times out
  */
 export async function startTorchWorker(options: TorchWorkerOptions): Promise<TorchWorkerChild> {
   // `.cli` imports torch, transformers and peft too: a package copied without its dependencies is "missing" as well.
@@ -123,6 +139,8 @@ export async function startTorchWorker(options: TorchWorkerOptions): Promise<Tor
     urlPattern: /arclight-torch listening on (http:\/\/\S+)/,
     what: "torch worker",
     startTimeoutMs: options.startTimeoutMs ?? 120_000,
+  }).catch((error: unknown) => {
+    throw new TorchWorkerStartFailed(options.model, (error as Error).message);
   });
   let failure: string | null = null;
   let tail = "";
