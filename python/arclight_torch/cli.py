@@ -87,13 +87,39 @@ def watch_parent(stop) -> None:
     threading.Thread(target=watch, name="arclight-parent-watch", daemon=True).start()
 
 
+def usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the flags, naming the flag, before anything starts or loads; None when nothing is."""
+    try:
+        torch.device(args.device)
+    except RuntimeError:
+        return f"--device {args.device}: expected cpu, cuda or cuda:N"
+    if args.nproc_per_node is not None and args.nproc_per_node < 1:
+        return f"--nproc-per-node {args.nproc_per_node}: expected 1 or more"
+    several_nodes = args.nnodes not in ("1", "1:1")
+    if args.nproc_per_node is None and (several_nodes or args.rdzv_endpoint is not None or args.node_rank != 0):
+        flag = "--nnodes" if several_nodes else "--rdzv-endpoint" if args.rdzv_endpoint is not None else "--node-rank"
+        return f"{flag}: needs --nproc-per-node (the ranks of this node)"
+    if several_nodes and args.rdzv_endpoint is None:
+        return f"--nnodes {args.nnodes}: needs --rdzv-endpoint HOST:PORT (the rendezvous every node joins)"
+    if args.node_rank != 0 and args.rdzv_endpoint is None:
+        return f"--node-rank {args.node_rank}: needs --rdzv-endpoint HOST:PORT (and --nnodes above 1)"
+    if args.micro_batch_tokens < 1:
+        return f"--micro-batch-tokens {args.micro_batch_tokens}: expected 1 or more"
+    if args.logprob_chunk < 0:
+        return f"--logprob-chunk {args.logprob_chunk}: expected 0 (all positions at once) or more"
+    if args.lora_rank < 0:
+        return f"--lora-rank {args.lora_rank}: expected 0 (train every weight) or a positive rank"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
+    error = usage_error(args)
+    if error is not None:
+        print(f"arclight-torch: {error}", file=sys.stderr)
+        return 2
     if args.nproc_per_node is not None and "LOCAL_RANK" not in os.environ:
-        if args.nproc_per_node < 1:
-            print(f"arclight-torch: --nproc-per-node {args.nproc_per_node}: expected 1 or more", file=sys.stderr)
-            return 2
         # The launcher ends with whoever started it: SIGTERM makes torchrun stop every rank.
         watch_parent(lambda: os.kill(os.getpid(), signal.SIGTERM))
         return launch(
@@ -107,10 +133,6 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print(f"arclight-torch: --device {args.device}: CUDA is not available to this torch", file=sys.stderr)
-        return 2
-    if args.lora_rank < 0:
-        print(f"arclight-torch: --lora-rank {args.lora_rank}: expected 0 (train every weight) or a positive rank",
-              file=sys.stderr)
         return 2
     lora = None
     if args.lora_rank > 0:

@@ -46,3 +46,22 @@ def test_a_rank_count_below_one_is_refused_naming_the_flag(capsys):
 
     assert main(["serve", "--model", "new:qwen2-tiny", "--nproc-per-node", "0"]) == 2
     assert "--nproc-per-node 0: expected 1 or more" in capsys.readouterr().err
+
+
+def test_flags_that_cannot_work_are_refused_naming_the_flag_before_any_rank_starts(capsys):
+    """Each would otherwise crash with a traceback (--device gpu), wait forever for nodes that never come (--nnodes
+    without a rendezvous), or be ignored (the others)."""
+    cases = {
+        ("--device", "gpu"): "--device gpu: expected cpu, cuda or cuda:N",
+        ("--nproc-per-node", "2", "--nnodes", "2"):
+            "--nnodes 2: needs --rdzv-endpoint HOST:PORT (the rendezvous every node joins)",
+        ("--nproc-per-node", "2", "--node-rank", "1"):
+            "--node-rank 1: needs --rdzv-endpoint HOST:PORT (and --nnodes above 1)",
+        ("--nnodes", "2"): "--nnodes: needs --nproc-per-node (the ranks of this node)",
+        ("--rdzv-endpoint", "h:29500"): "--rdzv-endpoint: needs --nproc-per-node (the ranks of this node)",
+        ("--micro-batch-tokens", "0"): "--micro-batch-tokens 0: expected 1 or more",
+        ("--logprob-chunk", "-1"): "--logprob-chunk -1: expected 0 (all positions at once) or more",
+    }
+    for flags, message in cases.items():
+        assert main(["serve", "--model", "new:qwen2-tiny", *flags]) == 2, flags
+        assert capsys.readouterr().err.strip() == f"arclight-torch: {message}"
