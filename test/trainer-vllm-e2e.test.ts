@@ -12,9 +12,9 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeVllm } from "../src/gateway/testing/fake-vllm.js";
-import { SqliteStore } from "../src/store/sqlite.js";
 import { skipWithoutPython, testPython } from "../src/testing/python.js";
 import { tempDir } from "../src/testing/temp-dir.js";
+import { recordedVersions } from "./support/recorded-versions.js";
 import { TEST_AGENT } from "./support/stack.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
@@ -82,21 +82,10 @@ describe.skipIf(skipWithoutPython())("trainer end to end with vLLM as the sample
     expect(calls.every((c) => c.body.model === "policy" && c.adapterPath !== null)).toBe(true);
 
     // The versions the gateway recorded are the versions of the adapters that answered.
-    const store = SqliteStore.open(join(dir, "runs", "vllm", "gateway.db"));
-    try {
-      const recorded: number[] = [];
-      for (const rollout of await store.listRollouts()) {
-        for (const event of await store.listEvents(rollout.rollout_id)) {
-          if (event.event_type !== "model_request") continue;
-          recorded.push((event.data as { server: { version: number } }).server.version);
-        }
-      }
-      const answered = calls.map((c) => versionOf(c.adapterPath));
-      expect(recorded.sort()).toEqual(answered.sort());
-      expect(answered.sort()).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
-    } finally {
-      await store.close();
-    }
+    const recorded = await recordedVersions(join(dir, "runs", "vllm", "gateway.db"));
+    const answered = calls.map((c) => versionOf(c.adapterPath));
+    expect(recorded.sort()).toEqual(answered.sort());
+    expect(answered.sort()).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
   }, 300_000);
 
   it("a full fine-tune with an unreachable vLLM stops train with one line naming the reload route", async () => {

@@ -14,10 +14,10 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { readFakeVllmRecord, writeFakeVllmBin } from "../src/gateway/testing/fake-vllm-bin.js";
-import { SqliteStore } from "../src/store/sqlite.js";
 import { pollUntil } from "../src/testing/poll.js";
 import { skipWithoutPython, testPython } from "../src/testing/python.js";
 import { tempDir } from "../src/testing/temp-dir.js";
+import { recordedVersions } from "./support/recorded-versions.js";
 import { TEST_AGENT } from "./support/stack.js";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
@@ -97,21 +97,10 @@ describe.skipIf(skipWithoutPython())("trainer end to end with vLLM launched by a
     // The versions the gateway recorded are the versions of the weights that answered.
     const calls = entries.filter((r) => r.kind === "call");
     expect(calls).toHaveLength(8);
-    const store = SqliteStore.open(join(dir, "runs", "managed", "gateway.db"));
-    try {
-      const recorded: number[] = [];
-      for (const rollout of await store.listRollouts()) {
-        for (const event of await store.listEvents(rollout.rollout_id)) {
-          if (event.event_type !== "model_request") continue;
-          recorded.push((event.data as { server: { version: number } }).server.version);
-        }
-      }
-      const answered = calls.map((c) => versionOf(c.weightsPath));
-      expect(recorded.sort()).toEqual(answered.sort());
-      expect(answered.sort()).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
-    } finally {
-      await store.close();
-    }
+    const recorded = await recordedVersions(join(dir, "runs", "managed", "gateway.db"));
+    const answered = calls.map((c) => versionOf(c.weightsPath));
+    expect(recorded.sort()).toEqual(answered.sort());
+    expect(answered.sort()).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
     // SIGKILL to each group came before arclight exited; the kernel ends the engine cores a moment later.
     const pids = replicaPids(record);
     await pollUntil("every replica process to end", () => (pids.every((p) => !alive(p)) ? true : undefined), 5_000, 50);
