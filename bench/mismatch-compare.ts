@@ -32,20 +32,23 @@ import {
   load,
   noiseLine,
   ROOT,
+  runShape,
   stats,
   tailMean,
   trainRun,
 } from "./compare/arm-runs.js";
 
 const OUT = join(ROOT, "runs", "mismatch-compare");
-const SEEDS = Number(flag("seeds", "3"));
-const FIRST_SEED = Number(flag("first-seed", "0"));
-const STEPS = Number(flag("steps", "7"));
-const GROUPS = Number(flag("groups", "6"));
-const GROUP_SIZE = Number(flag("n", "4"));
-const LR = Number(flag("lr", "0.01"));
+const {
+  seeds: SEEDS,
+  firstSeed: FIRST_SEED,
+  steps: STEPS,
+  groups: GROUPS,
+  groupSize: GROUP_SIZE,
+  lr: LR,
+  tag: TAG,
+} = runShape(3);
 const TEMPERATURE = Number(flag("temperature", "0.7"));
-const TAG = flag("tag", "");
 
 /** One arm: a name, the trainer keys it sets on top of the example's YAML, and its training-rollout temperature. */
 interface Arm {

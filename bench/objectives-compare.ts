@@ -27,21 +27,24 @@ import {
   load,
   noiseLine,
   ROOT,
+  runShape,
   stats,
   tailMean,
   trainRun,
 } from "./compare/arm-runs.js";
 
 const OUT = join(ROOT, "runs", "objectives-compare");
-const SEEDS = Number(flag("seeds", "5"));
-const FIRST_SEED = Number(flag("first-seed", "0"));
-const STEPS = Number(flag("steps", "7"));
-const GROUPS = Number(flag("groups", "6"));
-const GROUP_SIZE = Number(flag("n", "4"));
+const {
+  seeds: SEEDS,
+  firstSeed: FIRST_SEED,
+  steps: STEPS,
+  groups: GROUPS,
+  groupSize: GROUP_SIZE,
+  lr: LR,
+  tag: TAG,
+} = runShape(5);
 const VAL = Number(flag("val", "48"));
 const VAL_INTERVAL = Number(flag("val-interval", "0"));
-const LR = Number(flag("lr", "0.01"));
-const TAG = flag("tag", "");
 
 /** One arm: a name and the trainer keys it sets on top of the example's YAML. */
 interface Arm {

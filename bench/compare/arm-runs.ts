@@ -20,6 +20,19 @@ export function flag(name: string, fallback: string): string {
   return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
 }
 
+/** The run shape every comparison bench takes by flag: seeds, steps, groups × `--n` rollouts, learning rate, tag. */
+export function runShape(defaultSeeds: number) {
+  return {
+    seeds: Number(flag("seeds", String(defaultSeeds))),
+    firstSeed: Number(flag("first-seed", "0")),
+    steps: Number(flag("steps", "7")),
+    groups: Number(flag("groups", "6")),
+    groupSize: Number(flag("n", "4")),
+    lr: Number(flag("lr", "0.01")),
+    tag: flag("tag", ""),
+  };
+}
+
 /** Non-empty JSON lines of a file. */
 export function jsonLines(path: string): string[] {
   return readFileSync(path, "utf8")
