@@ -246,7 +246,10 @@ export function registerTrain(program: Command): void {
     .command("train")
     .description("Train a policy with GRPO from agent rollouts (starts gateway, engine and controller as needed)")
     .argument("<config>", "trainer YAML config (see docs/configuration.md)")
-    .option("--resume", "continue from runs/NAME's latest checkpoint, and its W&B and MLflow runs")
+    .option(
+      "--resume",
+      "continue from runs/NAME's latest checkpoint, and its W&B and MLflow runs when the tracking settings are given again",
+    )
     .option("--init-from <dir>", "start from an engine checkpoint's weights, e.g. runs/NAME/checkpoint of arclight sft")
     .option("--gateway-url <url>", "use a running gateway instead of starting one")
     .option(
