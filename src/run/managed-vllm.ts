@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import type { VllmLaunch } from "../trainer/config.js";
 import type { PolicyServing } from "../trainer/serving.js";
-import { vllmServing } from "../trainer/vllm-serving.js";
+import { type PublishedVersion, VllmSamplerError, vllmServing } from "../trainer/vllm-serving.js";
 import { type ReplicaWeights, replicaCommand, type VllmMode } from "./vllm-command.js";
 import { VllmReplicas } from "./vllm-replicas.js";
 
@@ -38,8 +38,13 @@ export interface VllmSampler {
 /** Where and as whom the stack serves the policy. */
 export interface VllmStackContext {
   runDir: string;
-  /** The policy's model name (what the gateway sends). */
+  /** The policy's model name (what the gateway sends); with a policy per agent, the run's name (base: `NAME-base`). */
   modelName: string;
+  /**
+   * The model names of the trained policies, one LoRA adapter each (a policy per agent); default `[modelName]` (one
+   * policy shared by every agent). Replicas hold this many adapters at once (`--max-loras`).
+   */
+  policyModels?: readonly string[];
   logger: Logger;
   /** Registers a stop with the stack (run newest first on every exit path). */
   addStop: (stop: () => Promise<void>) => void;
@@ -58,21 +63,30 @@ export function servedBaseName(modelName: string, weights: "lora" | "full"): str
 /**
  * The policy serving over vLLM: starts the replicas first when `sampler.launch` is set (stopped with the stack).
  * @param sampler - the resolved sampler
- * @param context - run folder, policy name, logger, stop registration
+ * @param context - run folder, policy names, logger, stop registration
  * @returns the serving (its endpoints are the replicas' or the user's servers)
- * @throws {VllmSamplerError} when a replica does not start (named, with the tail of its output)
+ * @throws {VllmSamplerError} when a replica does not start (named, with the tail of its output), or for several
+ *   policies with full weights
  */
 export async function vllmSamplerServing(sampler: VllmSampler, context: VllmStackContext): Promise<PolicyServing> {
+  const policyModels = context.policyModels ?? [context.modelName];
+  if (sampler.weights === "full" && policyModels.length > 1) {
+    // Refused before any replica starts: vLLM reloads full weights for one model only.
+    throw new VllmSamplerError(
+      `a policy per agent (${policyModels.join(", ")}) needs LoRA adapters on one base, not full-weight reloads`,
+    );
+  }
   const dir = join(context.runDir, sampler.weights === "full" ? "weights" : "adapters");
-  const base = { adapterName: context.modelName, adaptersDir: dir, sleep: sampler.sleep, weights: sampler.weights };
+  const base = { adaptersDir: dir, sleep: sampler.sleep, weights: sampler.weights };
   if (sampler.launch === null) return vllmServing({ ...base, endpoints: sampler.endpoints });
   const { launch } = sampler;
   // What a replica loads when it (re)starts: the base model, then each published version.
   let current: ReplicaWeights = { model: launch.model, adapters: [] };
+  const maxLoras = Math.max(1, policyModels.length);
   const mode: VllmMode = {
     servedModelName: servedBaseName(context.modelName, sampler.weights),
     aliases: launch.frozenModel === null ? [] : [launch.frozenModel],
-    lora: launch.loraRank === null ? null : { rank: launch.loraRank, maxLoras: 1 },
+    lora: launch.loraRank === null ? null : { rank: launch.loraRank, maxLoras },
     sleep: sampler.sleep,
   };
   const replicas = await VllmReplicas.start({
@@ -84,11 +98,9 @@ export async function vllmSamplerServing(sampler: VllmSampler, context: VllmStac
     ...(context.signal !== undefined ? { signal: context.signal } : {}),
   });
   context.addStop(() => replicas.stop());
-  const onPublish = (versionDir: string) => {
-    current =
-      sampler.weights === "full"
-        ? { model: versionDir, adapters: [] }
-        : { model: launch.model, adapters: [{ name: context.modelName, path: versionDir }] };
+  // A replica restarted from now on starts with this version: its full weights, or every policy's adapter.
+  const onPublish = (version: PublishedVersion) => {
+    current = { model: version.model ?? launch.model, adapters: version.adapters };
   };
   return vllmServing({ ...base, endpoints: replicas.endpoints, ready: () => replicas.ready(), onPublish });
 }

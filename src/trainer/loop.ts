@@ -248,7 +248,7 @@ async function startRun(options: TrainLoopOptions): Promise<LoopRun> {
     ran: [],
     anySucceeded: state.step > 0,
   };
-  await serving.publish(engine, run.policyVersion);
+  await serving.publish([{ modelName: run.modelName, engine }], run.policyVersion);
   await registerEndpoints(client, run.modelName, serving.endpoints, run.policyVersion, proxyRegistrationOf(run.config));
   for (const plan of state.pending) {
     await launchGroup(client, plan, config);
@@ -537,7 +537,7 @@ async function publishIfUpdated(run: LoopRun, updates: readonly TrainMetrics[]):
     return;
   }
   run.policyVersion += 1;
-  await serving.publish(engine, run.policyVersion);
+  await serving.publish([{ modelName: run.modelName, engine }], run.policyVersion);
   await registerEndpoints(client, run.modelName, serving.endpoints, run.policyVersion, proxyRegistrationOf(run.config));
 }
 

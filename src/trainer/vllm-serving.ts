@@ -1,26 +1,27 @@
 /**
  * @module vLLM servers as the sampler: after each update the trainer's worker writes the new weights to
  * `adaptersDir/vVERSION` and every vLLM loads them at runtime. LoRA: `POST /v1/load_lora_adapter {lora_name,
- * lora_path, load_inplace: true}` under the policy's model name, so the gateway keeps sending `model: NAME` and vLLM
- * answers with the new adapter. Full weights (a Hugging Face folder, config.json + safetensors): `POST /collective_rpc`
- * with `update_config` `{"model_config": {"model": FOLDER}}`, then with `reload_weights` (the two worker calls of
- * vLLM's example `offline_inference/skip_loading_weights_in_engine_init.py`, over the dev-mode HTTP route), then
+ * lora_path, load_inplace: true}` under each policy's model name, so the gateway keeps sending `model: NAME` and vLLM
+ * answers with the new adapter. Several policies (a policy per agent) are several adapters on the one base, each in
+ * `adaptersDir/vVERSION/NAME` and loaded under its own name. Full weights (a Hugging Face folder, config.json +
+ * safetensors; one policy only): `POST /collective_rpc` with `update_config` `{"model_config": {"model": FOLDER}}`,
+ * then with `reload_weights` (the two worker calls of vLLM's example
+ * `offline_inference/skip_loading_weights_in_engine_init.py`, over the dev-mode HTTP route), then
  * `POST /reset_prefix_cache` so no KV block computed by the old weights is reused. Collocated (`sleep`), vLLM is put
  * to sleep around each update (`POST /sleep?level=1`) and woken before the new weights are loaded
  * (`POST /wake_up`), so the worker has the accelerator's memory while it trains.
  *
  * Why versions stay exact: the trainer calls `publish` while the gateway proxy is paused and drained, and registers
- * the endpoints with the new version only after every server answered 200, so no call is answered by one adapter and
- * recorded with another's version.
+ * the endpoints with the new version only after every server answered 200 for every policy, so no call is answered by
+ * one adapter and recorded with another's version.
  * @see https://docs.vllm.ai/en/latest/features/lora.html (dynamic LoRA serving; VLLM_ALLOW_RUNTIME_LORA_UPDATING)
  * @see https://docs.vllm.ai/en/latest/features/sleep_mode.html (VLLM_SERVER_DEV_MODE=1, --enable-sleep-mode)
  * @see https://docs.vllm.ai/en/latest/examples/offline_inference/skip_loading_weights_in_engine_init.html
  */
 import { rm } from "node:fs/promises";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { request } from "undici";
-import type { Engine } from "../engine/engine.js";
-import type { PolicyServing } from "./serving.js";
+import type { PolicyServing, ServedPolicy } from "./serving.js";
 
 /** A vLLM server refused or did not answer a LoRA or sleep call. */
 export class VllmSamplerError extends Error {
@@ -32,8 +33,6 @@ export class VllmSamplerError extends Error {
 export interface VllmServingOptions {
   /** vLLM base URLs ending in `/v1` (registered with the gateway as the policy's endpoints). */
   endpoints: readonly string[];
-  /** The adapter name: the model name the gateway proxy sends (e.g. "policy"). */
-  adapterName: string;
   /** Where adapters are written, e.g. `runs/NAME/adapters`; vLLM must see the same path. */
   adaptersDir: string;
   /** Collocated: sleep every server (level 1) around each update. */
@@ -43,10 +42,18 @@ export interface VllmServingOptions {
   /** Waits until every server can take calls (managed replicas being restarted); default: they always can. */
   ready?: () => Promise<void>;
   /**
-   * Told each version's folder before the servers load it, so a server restarted from then on starts with it.
-   * @param dir - the folder of the version being published
+   * Told each version's folders before the servers load them, so a server restarted from then on starts with them.
+   * @param version - the version being published
    */
-  onPublish?: (dir: string) => void;
+  onPublish?: (version: PublishedVersion) => void;
+}
+
+/** The folders of one published version, as a server (re)started from it loads them. */
+export interface PublishedVersion {
+  /** Full weights: the model folder to serve; absent for LoRA (the base model stays). */
+  model?: string;
+  /** LoRA: each policy's adapter, named by its model name (`--lora-modules NAME=PATH`); empty for full weights. */
+  adapters: { name: string; path: string }[];
 }
 
 /** What the server was started without when a route answers 404 `{"detail":"Not Found"}`. */
@@ -100,42 +107,67 @@ function errorMessage(text: string): string {
   return text.slice(0, 500);
 }
 
-/** The calls that make one server answer with the weights in `dir`. */
-async function loadInto(endpoint: string, dir: string, options: VllmServingOptions): Promise<void> {
-  if (options.weights !== "full") {
-    const load = { lora_name: options.adapterName, lora_path: dir, load_inplace: true };
-    await post(endpoint.replace(/\/+$/, ""), "/load_lora_adapter", load);
+/** The calls that make one server answer with every folder of `version`. */
+async function loadInto(endpoint: string, version: PublishedVersion): Promise<void> {
+  if (version.model === undefined) {
+    for (const adapter of version.adapters) {
+      const load = { lora_name: adapter.name, lora_path: adapter.path, load_inplace: true };
+      await post(endpoint.replace(/\/+$/, ""), "/load_lora_adapter", load);
+    }
     return;
   }
   const root = rootOf(endpoint);
-  await post(root, "/collective_rpc", { method: "update_config", args: [{ model_config: { model: dir } }] });
+  await post(root, "/collective_rpc", { method: "update_config", args: [{ model_config: { model: version.model } }] });
   await post(root, "/collective_rpc", { method: "reload_weights" });
   await post(root, "/reset_prefix_cache");
 }
 
 /**
- * Loads `dir` into every server. A managed server that cannot be reached is waited for (it is being restarted, and
- * starts from `dir`, told by `onPublish`) and loaded once more, so no server is left on an older version.
+ * Loads `version` into every server. A managed server that cannot be reached is waited for (it is being restarted,
+ * and starts from `version`, told by `onPublish`) and loaded once more, so no server is left on an older version.
  */
-async function loadAll(dir: string, options: VllmServingOptions): Promise<void> {
+async function loadAll(version: PublishedVersion, options: VllmServingOptions): Promise<void> {
   for (const endpoint of options.endpoints) {
     try {
-      await loadInto(endpoint, dir, options);
+      await loadInto(endpoint, version);
     } catch (err) {
       if (options.ready === undefined || !(err instanceof VllmSamplerError) || !err.message.includes("unreachable")) {
         throw err;
       }
       await options.ready();
-      await loadInto(endpoint, dir, options);
+      await loadInto(endpoint, version);
     }
   }
 }
 
 /**
+ * Where each policy of a version is saved: one policy in the version folder itself, several each in
+ * `VERSION/NAME`.
+ * @throws {VllmSamplerError} for no policy, a repeated name, a name that is not one folder name, or several policies
+ *   with full weights
+ */
+function policyDirs(policies: readonly ServedPolicy[], versionDir: string, full: boolean): string[] {
+  if (policies.length === 0) throw new VllmSamplerError("publish needs a policy");
+  if (policies.length === 1) return [versionDir];
+  const names = policies.map((p) => p.modelName);
+  if (full) {
+    throw new VllmSamplerError(
+      `a policy per agent (${names.join(", ")}) needs LoRA adapters on one base, not full-weight reloads`,
+    );
+  }
+  const repeated = names.find((name, i) => names.indexOf(name) !== i);
+  if (repeated !== undefined) throw new VllmSamplerError(`policy model name ${repeated} is given twice`);
+  const bad = names.find((name) => name === "" || name === "." || name === ".." || /[/\\]/.test(name));
+  if (bad !== undefined) throw new VllmSamplerError(`policy model name "${bad}" cannot name an adapter folder`);
+  return names.map((name) => join(versionDir, name));
+}
+
+/**
  * Serving by vLLM servers that hot-load each version (a LoRA adapter or full weights; collocated, asleep around
  * each update).
- * @param options - endpoints, adapter name, weights folder, collocated sleep, LoRA or full, managed-replica hooks
- * @returns the serving; `publish` throws {@link VllmSamplerError} when a server refuses the weights or a wake-up
+ * @param options - endpoints, weights folder, collocated sleep, LoRA or full, managed-replica hooks
+ * @returns the serving; `publish` loads each policy under its model name, and throws {@link VllmSamplerError} when a
+ *   server refuses the weights or a wake-up, or for several policies with full weights
  */
 export function vllmServing(options: VllmServingOptions): PolicyServing {
   const asleep = new Set<string>();
@@ -148,14 +180,19 @@ export function vllmServing(options: VllmServingOptions): PolicyServing {
   let previousDir: string | null = null;
   return {
     endpoints: options.endpoints,
-    async publish(engine: Engine, policyVersion: number) {
+    async publish(policies: readonly ServedPolicy[], policyVersion: number) {
       const dir = resolve(options.adaptersDir, `v${policyVersion}`);
-      await engine.saveCheckpoint(dir);
-      options.onPublish?.(dir);
+      const full = options.weights === "full";
+      const dirs = policyDirs(policies, dir, full);
+      for (const [i, policy] of policies.entries()) await policy.engine.saveCheckpoint(dirs[i]!);
+      const version: PublishedVersion = full
+        ? { model: dir, adapters: [] }
+        : { adapters: policies.map((policy, i) => ({ name: policy.modelName, path: dirs[i]! })) };
+      options.onPublish?.(version);
       await options.ready?.();
-      // 1. wake (a sleeping vLLM has no weights on the accelerator to load into), 2. load.
+      // 1. wake (a sleeping vLLM has no weights on the accelerator to load into), 2. load every policy.
       await wakeAll();
-      await loadAll(dir, options);
+      await loadAll(version, options);
       // vLLM holds the loaded weights in memory: the older folder is no longer read.
       if (previousDir !== null && previousDir !== dir) await rm(previousDir, { recursive: true, force: true });
       previousDir = dir;
