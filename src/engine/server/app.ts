@@ -1,6 +1,7 @@
 /**
- * @module Builds the engine server: a Fastify app serving one `Engine` (with its tokenizer and chat template) through
- * vLLM-compatible routes
+ * @module Builds the engine server: a Fastify app serving one `Engine` (with its tokenizer and chat template), and
+ * optionally more engines by model name beside it (e.g. a policy per agent, as vLLM serves LoRA adapters by name),
+ * through vLLM-compatible routes
  * (`/v1/chat/completions`, `/v1/completions`, `/v1/models`, `/tokenize`, `/detokenize`) and admin routes
  * (`/v1/load_weights`, `/pause`, `/resume`: admin key, checkpoint root). POST bodies are JSON only. Every error, unknown routes included, is JSON `{detail, code}` from the
  * shared error handler.
@@ -35,6 +36,12 @@ export interface EngineServerOptions {
   engine: Engine;
   /** Model name in `/v1/models` and in every answer's `model`. */
   modelName: string;
+  /**
+   * More models served by name beside `modelName`: a request whose `model` names one runs on its engine (answered with
+   * that engine's policy version); each shares `engine`'s tokenizer and chat template, and the server never disposes
+   * it. `/v1/load_weights` swaps `engine` only. Names are unique and differ from `modelName`. Default none.
+   */
+  adapters?: readonly { modelName: string; engine: Engine }[];
   /** Root logger (the server logs as `component: "engine-server"`); omitted: no logging. */
   log?: Logger;
   /** Largest request body (bytes); default 8 MiB. */
@@ -59,11 +66,13 @@ export interface EngineServerOptions {
 }
 
 /**
- * Builds (does not start) the engine server. Concurrent requests reach the engine concurrently, where continuous
- * batching decodes them together.
+ * Builds (does not start) the engine server. Concurrent requests reach their engines concurrently, where each engine's
+ * continuous batching decodes its requests together.
  * @returns the Fastify app; call `listen` to serve, `close` to stop
+ * @throws {RangeError} when an adapter's name repeats another's or the base model's
  */
 export async function buildEngineServer(options: EngineServerOptions): Promise<FastifyInstance> {
+  const adapters = adapterEngines(options.modelName, options.adapters ?? []);
   const app = Fastify({
     loggerInstance: options.log?.child({ component: "engine-server" }) as FastifyBaseLogger | undefined,
     bodyLimit: options.bodyLimitBytes ?? 8 * 1024 * 1024,
@@ -82,6 +91,7 @@ export async function buildEngineServer(options: EngineServerOptions): Promise<F
     tokenizer: options.engine.tokenizer,
     chatTemplate: options.engine.chatTemplate,
     modelName: options.modelName,
+    adapters,
     admission: new Admission(),
     startedS: Math.floor(Date.now() / 1000),
     checkpointRoot: checkpointRootOf(options.checkpointRoot),
@@ -100,4 +110,21 @@ export async function buildEngineServer(options: EngineServerOptions): Promise<F
   await app.register(tokenizeRoutes(ctx));
   await app.register(adminRoutes(ctx));
   return app;
+}
+
+/**
+ * The adapters by model name, in the given order.
+ * @throws {RangeError} for a name given twice or equal to the base model's
+ */
+function adapterEngines(
+  baseName: string,
+  adapters: NonNullable<EngineServerOptions["adapters"]>,
+): ReadonlyMap<string, Engine> {
+  const byName = new Map<string, Engine>();
+  for (const { modelName, engine } of adapters) {
+    if (modelName === baseName) throw new RangeError(`adapter model name ${modelName} is the base model's name`);
+    if (byName.has(modelName)) throw new RangeError(`adapter model name ${modelName} is given twice`);
+    byName.set(modelName, engine);
+  }
+  return byName;
 }

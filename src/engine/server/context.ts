@@ -1,6 +1,7 @@
 /**
  * @module What every route plugin of the engine server shares: the engine, its tokenizer and chat template, the served model name,
- * the admission gate (pause / weight swaps), and the one place a generation is run.
+ * the adapters served by name beside it, the admission gate (pause / weight swaps), and the one place a generation is
+ * run.
  */
 import { randomBytes } from "node:crypto";
 import type { FastifyRequest } from "fastify";
@@ -16,15 +17,27 @@ import type { CheckpointRoot } from "./checkpoint-root.js";
 /** Response header carrying the policy version of the weights that generated the answer. */
 export const POLICY_VERSION_HEADER = "x-policy-version";
 
+/** One model the server answers by name, and the engine that generates its answers. */
+export interface ServedModel {
+  modelName: string;
+  engine: Engine;
+}
+
 /** Shared state of one engine server. */
 export interface ServerContext {
+  /** The base engine: `/v1/load_weights` swaps its weights; a request without `model` runs on it. */
   engine: Engine;
   /** The engine's tokenizer. */
   tokenizer: Tokenizer;
   /** The engine's chat template. */
   chatTemplate: ChatTemplate;
-  /** The model name served (`/v1/models`, `model` of every answer). */
+  /** The base engine's model name (`/v1/models`, `model` of its answers). */
   modelName: string;
+  /**
+   * More models served by name (e.g. one policy per agent), each on its own engine sharing the base engine's tokenizer
+   * and chat template; in `/v1/models` order.
+   */
+  adapters: ReadonlyMap<string, Engine>;
   admission: Admission;
   /** Unix seconds the server started (`created` of the model card). */
   startedS: number;
@@ -43,22 +56,26 @@ export interface Generation {
 }
 
 /**
- * Runs one engine `generate` call behind the admission gate: waits while paused or swapping, then generates.
- * Concurrent calls reach the engine concurrently, where continuous batching decodes them together.
+ * Runs one `generate` call of `model`'s engine behind the server's admission gate (one gate for every model): waits
+ * while paused or swapping, then generates. Concurrent calls reach their engines concurrently, where each engine's
+ * continuous batching decodes its own calls together.
+ * @param model - the model the request named (from `servedModel`)
  * @param onAdmitted - called once admitted, before the first token (streams send their headers here)
+ * @returns the results and the policy version of `model`'s engine at admission
  * @throws {BadRequest} when the engine rejects a prompt (RangeError: empty, too long, id outside the vocabulary)
  */
 export async function runGeneration(
   ctx: ServerContext,
+  model: ServedModel,
   requests: GenerationRequest[],
   options: GenerateOptions & { onAdmitted?: (policyVersion: number) => void } = {},
 ): Promise<Generation> {
   await ctx.admission.enter(options.signal);
   try {
-    const policyVersion = ctx.engine.policyVersion;
+    const policyVersion = model.engine.policyVersion;
     options.onAdmitted?.(policyVersion);
     try {
-      const results = await ctx.engine.generate(requests, { onToken: options.onToken, signal: options.signal });
+      const results = await model.engine.generate(requests, { onToken: options.onToken, signal: options.signal });
       return { results, policyVersion };
     } catch (err) {
       // The engine's own input checks (empty prompt, id outside the vocabulary) are the caller's mistake.

@@ -1,10 +1,12 @@
 /**
- * @module The engine server's model-name check, as vLLM's `_check_model`: a completion may omit `model` (the served
- * model answers) or name the served model; any other name is 404
+ * @module The engine server's model-name check, as vLLM's `_check_model`: a completion may omit `model` (the base
+ * model answers), name the base model, or name an adapter served beside it (that adapter answers, as vLLM answers a
+ * loaded LoRA adapter's name); any other name is 404
  * `{"error": {"message": "The model `NAME` does not exist.", "type": "NotFoundError", "param": "model", "code": 404}}`.
  * @see vLLM `OpenAIServing._check_model` (`vllm/entrypoints/openai/engine/serving.py`)
  */
 import { ArclightError } from "../../protocol/errors.js";
+import type { ServedModel, ServerContext } from "./context.js";
 
 /** The wire code of {@link ModelNotServed}; its error body names `param: "model"`. */
 export const MODEL_NOT_SERVED = "model_not_found";
@@ -18,11 +20,18 @@ export class ModelNotServed extends ArclightError {
 }
 
 /**
- * Checks a request's `model` against the served name.
- * @param served - the model name this server serves
- * @param requested - the request's `model`; absent means the served model
- * @throws {ModelNotServed} when `requested` is another name
+ * The model a request's `model` names.
+ * @param ctx - the server's base model and adapters
+ * @param requested - the request's `model`; absent means the base model
+ * @returns the model's name and the engine that answers it
+ * @throws {ModelNotServed} when `requested` is neither the base model nor an adapter
  */
-export function checkModel(served: string, requested: string | undefined): void {
-  if (requested !== undefined && requested !== served) throw new ModelNotServed(requested);
+export function servedModel(
+  ctx: Pick<ServerContext, "modelName" | "engine" | "adapters">,
+  requested: string | undefined,
+): ServedModel {
+  if (requested === undefined || requested === ctx.modelName) return { modelName: ctx.modelName, engine: ctx.engine };
+  const engine = ctx.adapters.get(requested);
+  if (engine === undefined) throw new ModelNotServed(requested);
+  return { modelName: requested, engine };
 }

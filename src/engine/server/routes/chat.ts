@@ -7,14 +7,16 @@ import { disconnectSignal, openSse } from "../../../wire/sse.js";
 import type { GenerationRequest } from "../../engine.js";
 import { type AnswerIdentity, type ChatRenderOptions, chatBody } from "../chat-response.js";
 import { ChatChoiceStream, chatUsageChunk } from "../chat-stream.js";
-import { POLICY_VERSION_HEADER, responseId, runGeneration, type ServerContext } from "../context.js";
-import { checkModel } from "../model-check.js";
+import { POLICY_VERSION_HEADER, responseId, runGeneration, type ServedModel, type ServerContext } from "../context.js";
+import { servedModel } from "../model-check.js";
 import { type ChatRequest, chatRequestSchema, parseBody } from "../request-schemas.js";
 import { samplingParams } from "../sampling.js";
 
 /** A parsed chat request, ready to generate. */
 interface PreparedChat {
   body: ChatRequest;
+  /** The model the request named: its engine generates. */
+  model: ServedModel;
   promptTokenIds: number[];
   requests: GenerationRequest[];
   options: ChatRenderOptions;
@@ -24,18 +26,18 @@ interface PreparedChat {
 /**
  * Parses, renders and checks one request.
  * @throws {BadRequest} for a bad body or a prompt that does not fit
- * @throws {ModelNotServed} for another model name
+ * @throws {ModelNotServed} for a model name not served
  */
 function prepare(ctx: ServerContext, request: FastifyRequest): PreparedChat {
   const body = parseBody(chatRequestSchema, request.body, "chat completion request");
-  checkModel(ctx.modelName, body.model);
+  const model = servedModel(ctx, body.model);
   const { tokenizer, chatTemplate } = ctx;
   const parseTools = (body.tools?.length ?? 0) > 0 && body.tool_choice !== "none";
   const promptTokenIds = chatTemplate.render(body.messages, { tools: parseTools ? (body.tools ?? []) : [] });
   const defaultStopTokenIds = [...chatTemplate.stopTokenIds];
   const context = {
     promptTokens: promptTokenIds.length,
-    contextLength: ctx.engine.contextLength,
+    contextLength: model.engine.contextLength,
     defaultStopTokenIds,
     promptWord: "messages" as const,
   };
@@ -58,15 +60,15 @@ function prepare(ctx: ServerContext, request: FastifyRequest): PreparedChat {
   const identity = {
     id: responseId("chatcmpl", request),
     created: Math.floor(Date.now() / 1000),
-    model: ctx.modelName,
+    model: model.modelName,
   };
-  return { body, promptTokenIds, requests, options, identity };
+  return { body, model, promptTokenIds, requests, options, identity };
 }
 
 /** Non-stream answer. */
 async function answer(ctx: ServerContext, chat: PreparedChat, reply: FastifyReply) {
   const signal = disconnectSignal(reply.raw);
-  const { results, policyVersion } = await runGeneration(ctx, chat.requests, { signal });
+  const { results, policyVersion } = await runGeneration(ctx, chat.model, chat.requests, { signal });
   void reply.header(POLICY_VERSION_HEADER, String(policyVersion));
   return chatBody(chat.identity, chat.promptTokenIds, results, policyVersion, chat.options);
 }
@@ -85,7 +87,7 @@ async function stream(ctx: ServerContext, chat: PreparedChat, reply: FastifyRepl
     if (chunk) sse?.send(chunk);
   };
   try {
-    const { results } = await runGeneration(ctx, chat.requests, { signal, onAdmitted, onToken });
+    const { results } = await runGeneration(ctx, chat.model, chat.requests, { signal, onAdmitted, onToken });
     for (const [i, result] of results.entries()) sse?.send(choices[i]?.finish(result));
     if (chat.body.stream_options?.include_usage) {
       const completionTokens = results.reduce((sum, r) => sum + r.tokenIds.length, 0);

@@ -10,8 +10,8 @@ import type { GenerationRequest } from "../../engine.js";
 import type { AnswerIdentity } from "../chat-response.js";
 import { chatUsageChunk } from "../chat-stream.js";
 import { CompletionChoiceStream, type CompletionRenderOptions, completionBody } from "../completion-response.js";
-import { POLICY_VERSION_HEADER, responseId, runGeneration, type ServerContext } from "../context.js";
-import { checkModel } from "../model-check.js";
+import { POLICY_VERSION_HEADER, responseId, runGeneration, type ServedModel, type ServerContext } from "../context.js";
+import { servedModel } from "../model-check.js";
 import { type CompletionRequest, completionRequestSchema, parseBody } from "../request-schemas.js";
 import { samplingParams } from "../sampling.js";
 
@@ -20,6 +20,8 @@ const DEFAULT_MAX_TOKENS = 16;
 
 interface PreparedCompletion {
   body: CompletionRequest;
+  /** The model the request named: its engine generates. */
+  model: ServedModel;
   prompts: number[][];
   requests: GenerationRequest[];
   options: CompletionRenderOptions;
@@ -45,14 +47,14 @@ function promptIds(ctx: ServerContext, prompt: CompletionRequest["prompt"]): num
 
 function prepare(ctx: ServerContext, request: FastifyRequest): PreparedCompletion {
   const body = parseBody(completionRequestSchema, request.body, "completion request");
-  checkModel(ctx.modelName, body.model);
+  const model = servedModel(ctx, body.model);
   const prompts = promptIds(ctx, body.prompt);
   const defaultStopTokenIds = [ctx.tokenizer.eosId];
   const n = body.n ?? 1;
   const requests = prompts.flatMap((ids) => {
     const context = {
       promptTokens: ids.length,
-      contextLength: ctx.engine.contextLength,
+      contextLength: model.engine.contextLength,
       defaultMaxTokens: DEFAULT_MAX_TOKENS,
       defaultStopTokenIds,
       promptWord: "prompt" as const,
@@ -69,12 +71,12 @@ function prepare(ctx: ServerContext, request: FastifyRequest): PreparedCompletio
     logprobs: body.logprobs != null,
     defaultStopTokenIds,
   };
-  const identity = { id: responseId("cmpl", request), created: Math.floor(Date.now() / 1000), model: ctx.modelName };
-  return { body, prompts, requests, options, identity };
+  const identity = { id: responseId("cmpl", request), created: Math.floor(Date.now() / 1000), model: model.modelName };
+  return { body, model, prompts, requests, options, identity };
 }
 
 async function answer(ctx: ServerContext, completion: PreparedCompletion, reply: FastifyReply) {
-  const { results, policyVersion } = await runGeneration(ctx, completion.requests, {
+  const { results, policyVersion } = await runGeneration(ctx, completion.model, completion.requests, {
     signal: disconnectSignal(reply.raw),
   });
   void reply.header(POLICY_VERSION_HEADER, String(policyVersion));
@@ -95,7 +97,7 @@ async function stream(ctx: ServerContext, completion: PreparedCompletion, reply:
     if (chunk) sse?.send(chunk);
   };
   try {
-    const { results } = await runGeneration(ctx, requests, {
+    const { results } = await runGeneration(ctx, completion.model, requests, {
       signal: disconnectSignal(reply.raw),
       onAdmitted,
       onToken,
