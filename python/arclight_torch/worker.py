@@ -176,6 +176,10 @@ class Worker:
             self.policy_version += 1
             return None
         if op == "reset_optimizer":
+            # After a forward without backward (generate, logprobs) FSDP2 leaves the root's own parameters
+            # (embeddings, final norm) unsharded: an optimiser built then would hold those temporaries, not the
+            # float32 masters, and they would stop training.
+            model.reshard()
             self.optimizer = make_optimizer(model)
             return None
         raise ValueError(f"unknown operation {op!r}")

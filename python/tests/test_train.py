@@ -92,3 +92,18 @@ def test_packed_rows_fill_rows_as_wide_as_the_longest_first_fit():
     assert positions.tolist() == [[0, 1, 2, 3], [0, 1, 0, 1], [0, 1, 2, 0]]
     shape, places, positions = _layout([4, 2], packed=True, one_row=True)
     assert (shape, places, positions.tolist()) == ((1, 6), [(0, 0), (0, 4)], [[0, 1, 2, 3, 0, 1]])
+
+
+def test_an_optimizer_reset_after_scoring_still_trains_every_weight(worker):
+    """Scoring leaves FSDP's root parameters (embeddings, final norm) unsharded; the new optimiser must still hold the
+    sharded float32 masters, or those weights would stop training."""
+    from torch.distributed.tensor import DTensor
+
+    worker.logprobs([[1, 2, 3]])
+    worker.reset_optimizer()
+    held = [p for group in worker.optimizer.param_groups for p in group["params"]]
+    assert len(held) == len(list(worker.policy.module.parameters()))
+    assert all(isinstance(p, DTensor) for p in held)
+    before = _weights(worker)
+    worker.train_step(_rows(), SFT, OptimizerConfig(learning_rate=1e-2))
+    assert all(not torch.equal(a, b) for a, b in zip(before, _weights(worker)))
