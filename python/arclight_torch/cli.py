@@ -15,6 +15,7 @@ import time
 
 import torch
 
+from . import adapters
 from .distributed import launch
 from .logprobs import DEFAULT_CHUNK
 from .model import DTYPES, LoraSettings, bundled_configs, load_policy
@@ -34,6 +35,9 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--lora-rank", type=int, default=0, help="0 trains all weights")
     serve.add_argument("--lora-alpha", type=float, default=None, help="default: 2 x rank")
     serve.add_argument("--lora-targets", default="q_proj,v_proj", help="comma-separated module names")
+    serve.add_argument("--adapters", default=None,
+                       help="NAME[,NAME...]: one LoRA adapter per name on the one base model, each trained, saved and "
+                       "served on its own (requests name one; the first by default); default: one named 'default'")
     serve.add_argument("--seed", type=int, default=0, help="weight init seed for new:NAME")
     serve.add_argument("--context-length", type=int, default=None, help="default: max_position_embeddings")
     serve.add_argument("--micro-batch-tokens", type=int, default=16384, help="token budget of one micro-batch")
@@ -109,6 +113,12 @@ def usage_error(args: argparse.Namespace) -> str | None:
         return f"--logprob-chunk {args.logprob_chunk}: expected 0 (all positions at once) or more"
     if args.lora_rank < 0:
         return f"--lora-rank {args.lora_rank}: expected 0 (train every weight) or a positive rank"
+    if args.adapters is not None:
+        if args.lora_rank == 0:
+            return f"--adapters {args.adapters}: needs --lora-rank above 0 (the adapters are LoRA adapters)"
+        problem = adapters.name_error(args.adapters.split(","))
+        if problem is not None:
+            return f"--adapters {args.adapters}: {problem}"
     return None
 
 
@@ -137,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     lora = None
     if args.lora_rank > 0:
         targets = tuple(t for t in args.lora_targets.split(",") if t)
-        lora = LoraSettings(args.lora_rank, args.lora_alpha or 2.0 * args.lora_rank, targets)
+        names = tuple(args.adapters.split(",")) if args.adapters is not None else (adapters.DEFAULT,)
+        lora = LoraSettings(args.lora_rank, args.lora_alpha or 2.0 * args.lora_rank, targets, names)
     if "LOCAL_RANK" in os.environ:
         # A rank whose launcher is gone (even SIGKILLed) exits at once, loading or not: its peers are going too, and
         # rank 0 must not wait on them to say goodbye.

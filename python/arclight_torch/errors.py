@@ -28,3 +28,10 @@ class CheckpointInvalid(WorkerError):
 
     status = 422
     code = "checkpoint_invalid"
+
+
+class AdapterNotFound(WorkerError):
+    """A request naming an adapter the worker does not hold."""
+
+    status = 404
+    code = "adapter_not_found"

@@ -3,6 +3,7 @@
 included) with float32 master weights and `dtype` as the compute dtype. Never downloads anything."""
 
 import json
+import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from . import adapters
 from .distributed import Ranks, init_ranks
 from .logprobs import DEFAULT_CHUNK
 from .shard import PolicyModule, materialise, shard
@@ -23,6 +25,7 @@ class LoraSettings:
     rank: int
     alpha: float
     targets: tuple[str, ...]
+    adapters: tuple[str, ...] = ("default",)  # named adapters, each with these settings; the first answers by default
 
 
 @dataclass
@@ -108,11 +111,23 @@ def _source(spec: str, seed: int):
 
 
 def with_lora(model: PreTrainedModel, lora: LoraSettings) -> torch.nn.Module:
-    """Wraps `model` with fresh LoRA adapters (B = 0, so the function is unchanged); only the adapters train."""
+    """Wraps `model` with one fresh LoRA adapter per name of `lora.adapters` (B = 0, so each starts as the base
+    function), the first active; only the adapters train, each by its own optimiser (adapters.py)."""
     from peft import LoraConfig, get_peft_model
 
-    config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, target_modules=list(lora.targets), lora_dropout=0.0)
-    return get_peft_model(model, config)
+    def config() -> LoraConfig:
+        return LoraConfig(r=lora.rank, lora_alpha=lora.alpha, target_modules=list(lora.targets), lora_dropout=0.0)
+
+    first, *rest = lora.adapters
+    with warnings.catch_warnings():
+        # peft warns of names inside its prefix 'lora_' ('a', 'lora'): a hazard of its own loader, which arclight's
+        # checkpoints do not use (they store every adapter as 'default').
+        warnings.filterwarnings("ignore", message="Adapter name .* should not be contained in the prefix")
+        peft_model = get_peft_model(model, config(), adapter_name=first)
+        for name in rest:
+            peft_model.add_adapter(name, config())
+    adapters.use(peft_model, first)
+    return peft_model
 
 
 def eos_token_ids(policy: Policy) -> set[int]:

@@ -1,7 +1,10 @@
 """The remote-engine protocol, version 1, on the worker's side: request shapes and their validation (the TS side is
 src/engine/remote/protocol.ts; docs/torch-engine.md documents both). Wire names are snake_case. A request that does
 not fit raises `InvalidRequest`, which the server answers with 422 and FastAPI's `{"detail": [{loc, msg, type}]}`.
-Written without pydantic so the worker needs nothing beyond torch, transformers, peft and safetensors."""
+Written without pydantic so the worker needs nothing beyond torch, transformers, peft and safetensors.
+
+generate, logprobs, train_step, save/load_checkpoint and reset_optimizer take an optional `adapter` (a name, or
+`base` for generate and logprobs): `parse_adapter` reads it, the worker resolves it."""
 
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -126,7 +129,7 @@ def parse_sampling(value: Any, loc: list) -> SamplingParams:
 
 
 def parse_generate(body: Any) -> list[GenerationRequest]:
-    obj = _object(body, [], {"requests"})
+    obj = _object(body, [], {"requests", "adapter"})
     requests = _required(obj, "requests", [])
     if not isinstance(requests, list) or not requests:
         raise _fail(["requests"], "Input should be a non-empty list", "type_error")
@@ -140,7 +143,7 @@ def parse_generate(body: Any) -> list[GenerationRequest]:
 
 
 def parse_token_rows(body: Any) -> list[list[int]]:
-    obj = _object(body, [], {"token_ids"})
+    obj = _object(body, [], {"token_ids", "adapter"})
     rows = _required(obj, "token_ids", [])
     if not isinstance(rows, list):
         raise _fail(["token_ids"], "Input should be a valid list", "type_error")
@@ -148,7 +151,7 @@ def parse_token_rows(body: Any) -> list[list[int]]:
 
 
 def parse_train_step(body: Any) -> tuple[list[TrainRow], LossConfig, OptimizerConfig]:
-    obj = _object(body, [], {"rows", "loss", "optimizer"})
+    obj = _object(body, [], {"rows", "loss", "optimizer", "adapter"})
     rows_in = _required(obj, "rows", [])
     if not isinstance(rows_in, list) or not rows_in:
         raise _fail(["rows"], "Input should be a non-empty list", "type_error")
@@ -215,8 +218,24 @@ def _optimizer(value: Any, loc: list) -> OptimizerConfig:
     )
 
 
+def parse_adapter(body: Any) -> str | None:
+    """The body's `adapter` (None when absent); the other fields are left to the route's own parser."""
+    if not isinstance(body, dict) or body.get("adapter") is None:
+        return None
+    value = body["adapter"]
+    if not isinstance(value, str) or not value:
+        raise _fail(["adapter"], "Input should be a non-empty string", "type_error")
+    return value
+
+
+def parse_reset(body: Any) -> str | None:
+    """reset_optimizer's body: `{}` or `{adapter}`."""
+    _object(body, [], {"adapter"})
+    return parse_adapter(body)
+
+
 def parse_dir(body: Any) -> str:
-    obj = _object(body, [], {"dir"})
+    obj = _object(body, [], {"dir", "adapter"})
     value = _required(obj, "dir", [])
     if not isinstance(value, str) or not value:
         raise _fail(["dir"], "Input should be a non-empty string", "type_error")

@@ -21,21 +21,46 @@ MAX_BODY_BYTES = 256 * 1024 * 1024
 def routes(worker: Worker) -> dict:
     """POST handlers by path: each takes the parsed JSON body and returns the JSON answer."""
 
-    def versioned(answer: dict) -> dict:
-        return answer | {"policy_version": worker.policy_version}
+    def versioned(answer: dict, adapter: str | None) -> dict:
+        return answer | {"policy_version": worker.version(adapter)}
 
     def tokenizer():
         return worker.policy.tokenizer
 
+    def generate(body) -> dict:
+        requests, adapter = schema.parse_generate(body), schema.parse_adapter(body)
+        return versioned({"results": worker.generate(requests, adapter)}, adapter)
+
+    def logprobs(body) -> dict:
+        rows, adapter = schema.parse_token_rows(body), schema.parse_adapter(body)
+        return versioned({"logprobs": worker.logprobs(rows, adapter)}, adapter)
+
+    def train_step(body) -> dict:
+        step, adapter = schema.parse_train_step(body), schema.parse_adapter(body)
+        return versioned({"metrics": worker.train_step(*step, adapter)}, adapter)
+
+    def save_checkpoint(body) -> dict:
+        directory, adapter = schema.parse_dir(body), schema.parse_adapter(body)
+        worker.save_checkpoint(directory, adapter)
+        return versioned({}, adapter)
+
+    def load_checkpoint(body) -> dict:
+        directory, adapter = schema.parse_dir(body), schema.parse_adapter(body)
+        worker.load_checkpoint(directory, adapter)
+        return versioned({}, adapter)
+
+    def reset_optimizer(body) -> dict:
+        adapter = schema.parse_reset(body)
+        worker.reset_optimizer(adapter)
+        return versioned({}, adapter)
+
     return {
-        "/v1/generate": lambda body: versioned({"results": worker.generate(schema.parse_generate(body))}),
-        "/v1/logprobs": lambda body: versioned({"logprobs": worker.logprobs(schema.parse_token_rows(body))}),
-        "/v1/train_step": lambda body: (lambda m: versioned({"metrics": m}))(
-            worker.train_step(*schema.parse_train_step(body))
-        ),
-        "/v1/save_checkpoint": lambda body: (worker.save_checkpoint(schema.parse_dir(body)), versioned({}))[1],
-        "/v1/load_checkpoint": lambda body: (worker.load_checkpoint(schema.parse_dir(body)), versioned({}))[1],
-        "/v1/reset_optimizer": lambda body: (worker.reset_optimizer(), versioned({}))[1],
+        "/v1/generate": generate,
+        "/v1/logprobs": logprobs,
+        "/v1/train_step": train_step,
+        "/v1/save_checkpoint": save_checkpoint,
+        "/v1/load_checkpoint": load_checkpoint,
+        "/v1/reset_optimizer": reset_optimizer,
         "/v1/tokenize": lambda body: _tokenize(tokenizer(), *schema.parse_tokenize(body)),
         "/v1/detokenize": lambda body: _detokenize(tokenizer(), *schema.parse_detokenize(body)),
         "/v1/apply_chat_template": lambda body: _chat(tokenizer(), *schema.parse_chat(body)),

@@ -143,10 +143,10 @@ def accumulate_gradients(
     return dict(zip(sums, all_sum(list(sums.values()), module_device(module))))
 
 
-def make_optimizer(model: torch.nn.Module) -> torch.optim.AdamW:
-    """AdamW over the trainable weights (torch defaults: betas 0.9/0.999, eps 1e-8); matrices and embeddings decay,
-    biases and norm gains do not (as the embedded engine)."""
-    trainable = [p for p in model.parameters() if p.requires_grad]
+def make_optimizer(model: torch.nn.Module, params: list[torch.nn.Parameter] | None = None) -> torch.optim.AdamW:
+    """AdamW over `params` (default: the model's trainable weights; torch defaults: betas 0.9/0.999, eps 1e-8);
+    matrices and embeddings decay, biases and norm gains do not (as the embedded engine)."""
+    trainable = [p for p in model.parameters() if p.requires_grad] if params is None else params
     decay = [p for p in trainable if p.ndim >= 2]
     rest = [p for p in trainable if p.ndim < 2]
     groups = [{"params": decay, "decay": True}, {"params": rest, "decay": False}]

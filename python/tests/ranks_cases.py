@@ -1,6 +1,6 @@
 """The cases test_ranks.py runs on 1 and on 2 ranks: one PPO step on rows that split into more micro-batches than
 ranks (so one rank also runs a zero-weight copy), for full fine-tuning, LoRA, and with activation checkpointing and
-small logprob chunks."""
+small logprob chunks; and two LoRA adapters, each stepped on its own rows."""
 
 from arclight_torch.model import LoraSettings
 from arclight_torch.schema import GenerationRequest, LossConfig, OptimizerConfig, SamplingParams, TrainRow
@@ -26,6 +26,14 @@ def rows(k: int) -> list[TrainRow]:
 
 def step(worker, k: int) -> dict:
     return worker.train_step(rows(k), PPO, ADAM)
+
+
+TWO_ADAPTERS = LoraSettings(rank=4, alpha=8.0, targets=("q_proj", "v_proj"), adapters=("a", "b"))
+
+
+def adapter_steps(worker) -> list[dict]:
+    """A step on adapter a, then one on b on other rows."""
+    return [worker.train_step(rows(0), PPO, ADAM, "a"), worker.train_step(rows(1), PPO, ADAM, "b")]
 
 
 def generation_requests() -> list[GenerationRequest]:

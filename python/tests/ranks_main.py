@@ -9,7 +9,7 @@ import torch
 
 from arclight_torch.model import load_policy
 from conftest import full_weights, tiny_worker
-from ranks_cases import PROBE, SCENARIOS, generation_requests, step
+from ranks_cases import PROBE, SCENARIOS, TWO_ADAPTERS, adapter_steps, generation_requests, step
 
 
 def main(out: Path) -> None:
@@ -24,6 +24,9 @@ def main(out: Path) -> None:
             worker.save_checkpoint(str(out / f"checkpoint-{name}"))
         if name == "full":
             results[name]["generated"] = [r.token_ids for r in worker._generate(generation_requests())[1]]
+    worker = tiny_worker(lora=TWO_ADAPTERS)
+    results["adapters"] = {"metrics": adapter_steps(worker), "weights": full_weights(worker.policy.module)}
+    results["adapters"]["logprobs"] = {t: worker.logprobs(PROBE, t) for t in ("a", "b", "base")}
     results["folder"] = full_weights(load_policy(str(out / "folder")).module)
     if torch.distributed.get_rank() == 0:
         torch.save(results, out / "results.pt")

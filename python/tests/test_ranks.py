@@ -1,8 +1,9 @@
 """Two ranks under torchrun (gloo, CPU) against one: both load exactly the same weights (rank 0 loads, every rank
-keeps its shards), the same step gives the same loss and the same updated
-weights (to 1% of one AdamW step, `assert_same_update`), for full fine-tuning, LoRA, and with activation
-checkpointing and chunked logprobs; scoring and seeded generation agree; a checkpoint written by 2 ranks resumes
-on 1 exactly as an uninterrupted run; and a rank killed mid-step stops every rank, the launcher naming it."""
+keeps its shards), the same step gives the same loss and the same updated weights (to 1% of one AdamW step,
+`assert_same_update`), for full fine-tuning, LoRA, and with activation checkpointing and chunked logprobs, and two
+LoRA adapters trained one after the other each leave the base and the other alone; scoring and seeded generation
+agree; a checkpoint written by 2 ranks resumes on 1 exactly as an uninterrupted run; and a rank killed mid-step stops
+every rank, the launcher naming it."""
 
 import json
 import os
@@ -19,7 +20,7 @@ import torch
 from safetensors.torch import load_file
 
 from conftest import assert_same_update, full_weights, tiny_worker
-from ranks_cases import ADAM, PROBE, SCENARIOS, generation_requests, step
+from ranks_cases import ADAM, PROBE, SCENARIOS, TWO_ADAPTERS, adapter_steps, generation_requests, step
 
 TESTS = Path(__file__).parent
 PYTHONPATH = os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])
@@ -66,6 +67,24 @@ def test_one_step_on_two_ranks_equals_one_step_on_one(two_ranks, name):
     assert abs(metrics["grad_norm"] - theirs["grad_norm"]) < 1e-4 * metrics["grad_norm"]
     assert_same_update(full_weights(worker.policy.module), results[name]["weights"], ADAM.learning_rate)
     torch.testing.assert_close(worker.logprobs(PROBE), results[name]["logprobs"], atol=1e-5, rtol=0)
+
+
+def test_two_adapters_train_on_two_ranks_as_on_one_each_leaving_the_other(two_ranks):
+    _, results = two_ranks
+    theirs = results["adapters"]
+    fresh = tiny_worker(lora=TWO_ADAPTERS)
+    start = full_weights(fresh.policy.module)
+    ours = adapter_steps(fresh)
+    for mine, other in zip(ours, theirs["metrics"], strict=True):
+        assert mine["tokens"] == other["tokens"]
+        assert abs(mine["loss"] - other["loss"]) < 1e-5
+        assert abs(mine["grad_norm"] - other["grad_norm"]) < 1e-4 * mine["grad_norm"]
+    assert_same_update(full_weights(fresh.policy.module), theirs["weights"], ADAM.learning_rate)
+    for name, value in theirs["weights"].items():  # on 2 ranks: the base unchanged, each adapter moved
+        assert torch.equal(value, start[name]) == (".lora_B." not in name and ".lora_A." not in name), name
+    for target in ("a", "b", "base"):
+        torch.testing.assert_close(fresh.logprobs(PROBE, target), theirs["logprobs"][target], atol=1e-5, rtol=0)
+    assert theirs["logprobs"]["a"] != theirs["logprobs"]["b"]
 
 
 def test_seeded_generation_on_two_ranks_equals_one_rank(two_ranks):
