@@ -269,3 +269,22 @@ def test_a_worker_without_lora_reports_no_adapters(client):
 def test_impossible_adapter_flags_are_refused_naming_the_flag(capsys, flags, message):
     assert main(["serve", "--model", "new:qwen2-tiny", *flags]) == 2
     assert capsys.readouterr().err.strip() == f"arclight-torch: {message}"
+
+
+def test_serve_with_adapters_holds_them_by_name():
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    argv = [sys.executable, "-m", "arclight_torch", "serve", "--model", "new:qwen2-tiny", "--lora-rank", "4",
+            "--adapters", "planner,coder", "--threads", "1"]
+    worker = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ.copy())
+    try:
+        url = next(line.split("listening on ")[1].strip() for line in worker.stdout if "listening on" in line)
+        with urllib.request.urlopen(url + "/v1/info") as response:
+            info = json.loads(response.read())
+        assert (info["adapters"], info["policy_versions"]) == (["planner", "coder"], {"planner": 0, "coder": 0})
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
