@@ -3,6 +3,7 @@ model with adapters disabled, concurrent generation never mixes adapters, and th
 
 import json
 import threading
+import time
 
 import pytest
 import torch
@@ -113,8 +114,12 @@ def test_concurrent_generation_gives_each_adapter_the_tokens_it_gives_alone(make
             seen[target].append([(r["token_ids"], r["policy_version"]) for r in worker.generate(requests(), target)])
 
     threads = [threading.Thread(target=call, args=(t,)) for t in targets]
-    for t in threads:
-        t.start()
+    with worker._lock:  # holds the first batch until the other targets' requests wait in the queue beside it
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 10.0
+        while len(worker._queue) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
     for t in threads:
         t.join()
     for target in targets:
