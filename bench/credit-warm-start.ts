@@ -12,6 +12,7 @@ import { join, resolve } from "node:path";
 import { pino } from "pino";
 import { parse } from "yaml";
 import { MultiAgentTeacherEngine } from "../examples/multi-agent/teacher.js";
+import { resolveAgentPaths } from "../src/cli/agent-paths.js";
 import { DEMO_MODEL, DEMO_POSITION_INIT } from "../src/demo/settings.js";
 import { EmbeddedEngine } from "../src/engine/embedded/engine.js";
 import { buildEngineServer } from "../src/engine/server/app.js";
@@ -40,11 +41,13 @@ const MODEL = "policy";
 /** The example's trainer config with absolute data paths (what the recording and validation rollouts run). */
 function exampleConfig(): Readonly<TrainerConfig> {
   const yaml = parse(readFileSync(join(EXAMPLE, "train.yaml"), "utf8")) as Record<string, unknown>;
-  return parseTrainerConfig({
+  const config = parseTrainerConfig({
     ...yaml,
     name: NAME,
     data: { train_path: join(EXAMPLE, "data", "train.jsonl"), val_path: join(EXAMPLE, "data", "val.jsonl") },
   });
+  // The YAML names the agent's files relative to itself, as `arclight train` reads them.
+  return Object.freeze({ ...config, controller: resolveAgentPaths(config.controller, EXAMPLE) });
 }
 
 /** Records one teacher demonstration per train input through the gateway. */
