@@ -7,7 +7,7 @@
  */
 import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
@@ -20,9 +20,12 @@ import { TEST_AGENT } from "./support/stack.js";
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
 const exec = promisify(execFile);
 
-/** A train config on the tiny Qwen2 with LoRA; `engine` adds keys to the engine section. */
-function writeConfig(dir: string, engine: string): void {
-  const inputs = Array.from({ length: 2 }, (_, i) => JSON.stringify({ prompt: `say a ${i}`, turns: 1 }));
+/**
+ * A train config on the tiny Qwen2 with LoRA; `engine` adds keys to the engine section, `input` to every input, and
+ * `more` lines to the YAML.
+ */
+function writeConfig(dir: string, engine: string, input: object = { turns: 1 }, more: string[] = []): void {
+  const inputs = Array.from({ length: 2 }, (_, i) => JSON.stringify({ prompt: `say a ${i}`, ...input }));
   writeFileSync(join(dir, "train.jsonl"), `${inputs.join("\n")}\n`);
   const yaml = [
     "name: vllm",
@@ -34,6 +37,7 @@ function writeConfig(dir: string, engine: string): void {
     "aggregator: { max_prompt_length: 128, max_response_length: 96 }",
     "pause_retry_after_seconds: 0",
     `engine: { kind: torch, model: "new:qwen2-tiny", python: ${JSON.stringify(testPython())}, context_length: 256${engine} }`,
+    ...more,
   ].join("\n");
   writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
 }
@@ -86,6 +90,35 @@ describe.skipIf(skipWithoutPython())("trainer end to end with vLLM as the sample
     const answered = calls.map((c) => versionOf(c.adapterPath));
     expect(recorded.sort()).toEqual(answered.sort());
     expect(answered.sort()).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
+  }, 300_000);
+
+  it("a policy per agent: each agent's adapter is loaded under its own name every version and answers its calls", async () => {
+    fake = await FakeVllm.start({}, { servedModel: "policy", vocabSize: 512 });
+    const dir = tempDir("arclight-train-vllm-per-agent-");
+    const engine = `, lora: { rank: 4 }, sampler: vllm, vllm_endpoints: [${JSON.stringify(fake.url)}]`;
+    const agents = "agents: { train: [writer, rewriter], policy: per_agent }";
+    writeConfig(dir, engine, { agents: ["writer", "rewriter"], max_tokens: 4 }, [agents]);
+    const { stdout } = await train(dir);
+    expect(stdout).toContain("2 steps, policy version 2");
+
+    // Every version loads both adapters, each under its agent's model name, from its own folder.
+    const adapters = join(dir, "runs", "vllm", "adapters");
+    const loads = fake.admin!.calls.filter((c) => c.path === "/v1/load_lora_adapter");
+    const names = ["policy-writer", "policy-rewriter"];
+    expect(loads.map((c) => c.args)).toEqual(
+      [0, 1, 2].flatMap((v) =>
+        names.map((name) => ({ lora_name: name, lora_path: join(adapters, `v${v}`, name), load_inplace: true })),
+      ),
+    );
+    // The writer's turn (the first of each rollout) reached its adapter, the rewriter's its own; the gateway recorded
+    // the version of the adapter that answered.
+    const calls = fake.received.filter((c) => c.path === "/v1/chat/completions");
+    expect(calls).toHaveLength(16);
+    expect(calls.filter((c) => c.body.model === "policy-writer")).toHaveLength(8);
+    expect(calls.every((c) => c.adapterPath?.endsWith(`/${String(c.body.model)}`))).toBe(true);
+    const recorded = await recordedVersions(join(dir, "runs", "vllm", "gateway.db"));
+    const answered = calls.map((c) => versionOf(dirname(c.adapterPath ?? "")));
+    expect(recorded.sort()).toEqual(answered.sort());
   }, 300_000);
 
   it("a full fine-tune with an unreachable vLLM stops train with one line naming the reload route", async () => {

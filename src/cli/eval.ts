@@ -44,7 +44,7 @@ import {
   probeEndpoint,
   samplingOf,
 } from "./eval-flags.js";
-import { frozenAgentsStack } from "./frozen-agents.js";
+import { frozenAgentsStack, perAgentStack } from "./frozen-agents.js";
 import { judgeOf } from "./judge-settings.js";
 import { applySetFlags, collectSetFlag, readConfigFile } from "./layered-config.js";
 import { loadTrainerConfigFile } from "./trainer-config-file.js";
@@ -145,7 +145,8 @@ function planOf(target: string, flags: EvalFlags): EvalPlan {
     : flags.config !== undefined
       ? loadTrainerConfigFile(flags.config, flags.set, { label: "--config" })
       : calculatorConfig(flags.set);
-  if (source.kind === "checkpoint" && config.agents.frozen.length === 0) {
+  if (source.kind === "checkpoint" && config.agents.policy === "per_agent") checkPerAgentCheckpoint(source.dir);
+  if (source.kind === "checkpoint" && config.agents.frozen.length === 0 && config.agents.policy !== "per_agent") {
     const engineFlag =
       flags.preset !== undefined ? "--preset" : flags.engineSeed !== undefined ? "--engine-seed" : null;
     if (engineFlag !== null) {
@@ -176,6 +177,43 @@ function configEngineSpec(plan: EvalPlan) {
     preset: plan.engineFlags.preset ?? "tiny",
     engineSeed: plan.engineFlags.engineSeed ?? "0",
   });
+}
+
+/**
+ * A run with a policy per agent is evaluated from its trainer checkpoint, which holds `policies/AGENT` for each.
+ * @throws {CliError} naming --checkpoint, and the folder to give when it is the shared policy's `engine/` layout
+ */
+function checkPerAgentCheckpoint(dir: string): void {
+  if (isDirectory(join(dir, "policies"))) return;
+  const parent = dirname(resolve(dir));
+  const hint = isDirectory(join(parent, "policies")) ? `; did you mean ${parent}?` : "";
+  throw new CliError(
+    `--checkpoint ${dir}: the config trains a policy per agent (agents.policy per_agent): give the trainer ` +
+      `checkpoint that holds policies/AGENT, e.g. runs/NAME/checkpoints/step-000010${hint}`,
+  );
+}
+
+/**
+ * A policy per agent (`agents.policy: per_agent`) of the config's engine: each trained agent served its policy from
+ * the checkpoint's `policies/AGENT` (the starting weights without `--checkpoint`), the others the base weights,
+ * routed by the gateway child as in training.
+ */
+function perAgentOf(plan: EvalPlan): Pick<StackOptions, "engine" | "perAgent" | "gatewayArgs"> {
+  const spec = configEngineSpec(plan);
+  const { source } = plan;
+  const weightsOf = (agent: string) => (source.kind === "checkpoint" ? join(source.dir, "policies", agent) : undefined);
+  const copy = async (agent: string) => {
+    const weights = weightsOf(agent);
+    try {
+      return weights === undefined ? await createEngine(spec) : await createEngineFrom(spec, weights);
+    } catch (err) {
+      if (err instanceof CheckpointInvalid) throw new CliError(`--checkpoint ${weights}: ${err.message}`);
+      throw err;
+    }
+  };
+  const torchSpec = spec.kind === "torch" ? { ...spec, adapters: plan.config.agents.train } : spec;
+  const stack = perAgentStack(plan.config.agents, POLICY_MODEL, copy, weightsOf, true);
+  return { ...stack, engine: () => createEngine(torchSpec) };
 }
 
 /**
@@ -266,23 +304,23 @@ async function runPlan(plan: EvalPlan, workDir: string, logger: Logger, signal: 
       await stack.close();
     }
   }
-  const frozen = frozenOf(plan);
+  const frozen = plan.config.agents.policy === "per_agent" ? perAgentOf(plan) : frozenOf(plan);
   const engineStack = {
     ...common,
+    engine: () => engineOf(plan),
     ...frozen,
     gatewayArgs: [...(frozen.gatewayArgs ?? []), ...gatewayArgs],
     modelName: POLICY_MODEL,
-    engine: () => engineOf(plan),
   };
   return withStack(engineStack, async (stack) => {
     const endpoints = stack.serving.endpoints;
-    await registerEndpoints(
-      stack.client,
-      POLICY_MODEL,
-      endpoints,
-      stack.engine.policyVersion,
-      proxyRegistrationOf(plan.config),
-    );
+    const proxy = proxyRegistrationOf(plan.config);
+    // Per agent: each policy under its own name, the base weights under the run's and the frozen model's names.
+    const served = stack.policies ?? [{ modelName: POLICY_MODEL, engine: stack.engine }];
+    for (const { modelName, engine } of served) {
+      await registerEndpoints(stack.client, modelName, endpoints, engine.policyVersion, proxy);
+    }
+    for (const name of stack.baseModels) await registerEndpoints(stack.client, name, endpoints, 0, proxy);
     return finish(stack.client, await rollOut(stack.client, plan, stack.engine.policyVersion, signal));
   });
 }

@@ -30,7 +30,7 @@ import { VllmSamplerError } from "../trainer/vllm-serving.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, checkRunNameRoom, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
-import { frozenAgentsStack } from "./frozen-agents.js";
+import { frozenAgentsStack, perAgentStack } from "./frozen-agents.js";
 import { temperatureArgs } from "./gateway-child-flags.js";
 import { judgeOf } from "./judge-settings.js";
 import { resolveKey } from "./key-source.js";
@@ -76,10 +76,16 @@ async function initEngine(spec: EngineSpec, dir: string): Promise<Engine> {
 /** The stack `arclight train` runs on: what the flags name as running, the rest started here. */
 function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, runDir: string): StackOptions {
   const key = resolveKey("train", flags, process.env);
-  const spec = engineSpecOf(config.engine, flags);
+  const perAgent = config.agents.policy === "per_agent";
+  const spec = policySpec(engineSpecOf(config.engine, flags), config, flags);
   const vllm = vllmSamplerOf(config, flags, spec);
-  const engine = () => (flags.initFrom === undefined ? createEngine(spec) : initEngine(spec, flags.initFrom));
-  const frozen = frozenAgentsStack(config.agents, engine, flags.gatewayUrl === undefined);
+  // A torch worker of a policy per agent starts bare: each adapter loads --init-from itself (frozen-agents.ts).
+  const fromInit = flags.initFrom !== undefined && !(perAgent && spec.kind === "torch");
+  const engine = () => (fromInit ? initEngine(spec, flags.initFrom as string) : createEngine(spec));
+  const startsGateway = flags.gatewayUrl === undefined;
+  const frozen = perAgent
+    ? perAgentStack(config.agents, flags.modelName, engine, () => flags.initFrom, startsGateway)
+    : frozenAgentsStack(config.agents, engine, startsGateway);
   const gatewayArgs = [
     ...(frozen.gatewayArgs ?? []),
     ...temperatureArgs("val", flags.valTemperature, flags.gatewayUrl !== undefined),
@@ -100,6 +106,25 @@ function trainStackOptions(config: Readonly<TrainerConfig>, flags: TrainFlags, r
     // Logs go to stderr: stdout carries the step table, which log lines would break up.
     logger: pino({ level: logLevel(flags.logLevel) }, pino.destination({ dest: 2, sync: true })),
   };
+}
+
+/**
+ * The engine spec of the run's policies: with a policy per agent, a torch worker holds an adapter per agent.
+ * @throws {CliError} when the engine or the flags cannot give each agent a policy
+ */
+function policySpec(spec: EngineSpec, config: Readonly<TrainerConfig>, flags: TrainFlags): EngineSpec {
+  if (config.agents.policy !== "per_agent") return spec;
+  if (flags.engineUrl !== undefined) {
+    throw new CliError(
+      "--engine-url: a running engine server serves one policy; with agents.policy per_agent arclight train " +
+        "serves each agent's policy from the engine server it starts",
+    );
+  }
+  if (spec.kind !== "torch") return spec;
+  if (spec.torch.lora === null) {
+    throw new CliError("agents.policy per_agent on the torch engine needs engine.lora (a LoRA adapter per agent)");
+  }
+  return { ...spec, adapters: config.agents.train };
 }
 
 /** What an interrupted run can do next: resume from its latest checkpoint, or nothing to resume when it saved none. */
@@ -154,6 +179,10 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
   const engines = stack.serving.endpoints.join(", ");
   console.log(`arclight train: run ${config.name}, gateway ${stack.gatewayUrl}, engine ${engines}`);
   console.log(`arclight train: engine ${run.engineLabel}`);
+  if (stack.policies !== undefined) {
+    const served = stack.policies.map((p) => `${p.agent} as ${p.modelName}`).join(", ");
+    console.log(`arclight train: a policy per agent: ${served}; base weights as ${stack.baseModels.join(", ")}`);
+  }
   console.log(
     `arclight train: dashboard ${dashboardUrl(stack.gatewayUrl, flags.gatewayUrl === undefined ? stack.key : "")}`,
   );
@@ -169,6 +198,8 @@ async function trainOn(stack: Stack, run: TrainRun): Promise<TrainSummary> {
       config,
       client: stack.client,
       engine: stack.engine,
+      ...(stack.policies !== undefined ? { policies: stack.policies } : {}),
+      baseModels: stack.baseModels,
       serving: stack.serving,
       trainData: run.trainData,
       valData: run.valData,

@@ -34,20 +34,25 @@ const settings = { reward_fillna_value: 0, reward_policy: "last" as const };
 
 describe("readRollout", () => {
   it("reads the last call of an agent that trains, never a frozen agent's", () => {
-    const agents = { train: ["writer", "rewriter"], frozen: ["checker"], frozen_model: "frozen" };
+    const agents = {
+      train: ["writer", "rewriter"],
+      frozen: ["checker"],
+      frozen_model: "frozen",
+      policy: "shared" as const,
+    };
     expect(readRollout(TEAM, { ...settings, agents })).toEqual({ answer: "SELECT name FROM t", reward: 1 });
     // Only `frozen` named: every other agent trains.
-    const onlyFrozen = { train: [], frozen: ["checker"], frozen_model: "frozen" };
+    const onlyFrozen = { train: [], frozen: ["checker"], frozen_model: "frozen", policy: "shared" as const };
     expect(readRollout(TEAM, { ...settings, agents: onlyFrozen }).answer).toBe("SELECT name FROM t");
   });
 
   it("reads the last call when the config names no agents, and none when no trained agent made a call", () => {
-    const none = { train: [], frozen: [], frozen_model: "frozen" };
+    const none = { train: [], frozen: [], frozen_model: "frozen", policy: "shared" as const };
     expect(readRollout(TEAM, { ...settings, agents: none }).answer).toBe("THE QUERY IS CORRECT.");
     expect(readRollout(TEAM, settings).answer).toBe("THE QUERY IS CORRECT.");
     const single = { ...TEAM, events: [call(1, undefined, "42")] };
     expect(readRollout(single, { ...settings, agents: none }).answer).toBe("42");
-    const checkerOnly = { train: ["planner"], frozen: ["checker"], frozen_model: "frozen" };
+    const checkerOnly = { train: ["planner"], frozen: ["checker"], frozen_model: "frozen", policy: "shared" as const };
     expect(readRollout(TEAM, { ...settings, agents: checkerOnly }).answer).toBeNull();
   });
 });

@@ -36,6 +36,8 @@ export interface TorchSpec {
   /** Weight-init seed of `new:NAME`. */
   seed: number;
   torch: TorchEngineConfig;
+  /** Named LoRA adapters the worker holds (a policy per agent); absent: one. */
+  adapters?: readonly string[];
 }
 
 /** Which engine to build. */
@@ -75,7 +77,7 @@ export function threadOptions(spec: EmbeddedFreshSpec | EmbeddedCheckpointSpec):
  * @throws {RangeError} for an unknown preset; `CheckpointInvalid`; `TorchPackageMissing`
  */
 export async function createEngine(spec: EngineSpec): Promise<Engine> {
-  if (spec.kind === "torch") return openTorchEngine(spec.model, spec.seed, spec.torch);
+  if (spec.kind === "torch") return openTorchEngine(spec.model, spec.seed, spec.torch, spec.adapters);
   const threads = threadOptions(spec);
   if ("checkpoint" in spec) return EmbeddedEngine.load(spec.checkpoint, threads);
   if (typeof spec.model === "string" && !(spec.model in MODEL_PRESETS)) {

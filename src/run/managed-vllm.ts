@@ -45,6 +45,8 @@ export interface VllmStackContext {
    * policy shared by every agent). Replicas hold this many adapters at once (`--max-loras`).
    */
   policyModels?: readonly string[];
+  /** More names the base weights answer (a policy per agent: the run's model name and the frozen model); default none. */
+  baseAliases?: readonly string[];
   logger: Logger;
   /** Registers a stop with the stack (run newest first on every exit path). */
   addStop: (stop: () => Promise<void>) => void;
@@ -85,7 +87,9 @@ export async function vllmSamplerServing(sampler: VllmSampler, context: VllmStac
   const maxLoras = Math.max(1, policyModels.length);
   const mode: VllmMode = {
     servedModelName: servedBaseName(context.modelName, sampler.weights),
-    aliases: launch.frozenModel === null ? [] : [launch.frozenModel],
+    aliases: [
+      ...new Set([...(context.baseAliases ?? []), ...(launch.frozenModel === null ? [] : [launch.frozenModel])]),
+    ],
     lora: launch.loraRank === null ? null : { rank: launch.loraRank, maxLoras },
     sleep: sampler.sleep,
   };

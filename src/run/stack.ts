@@ -11,6 +11,7 @@ import type { Engine } from "../engine/engine.js";
 import { buildEngineServer } from "../engine/server/app.js";
 import { GatewayClient } from "../gateway/client.js";
 import type { GatewayUnreachable } from "../gateway/client-errors.js";
+import { agentModelName, type TrainedPolicy } from "../trainer/policies.js";
 import { collocatedServing, type PolicyServing, remoteServing } from "../trainer/serving.js";
 import { type FrozenOptions, startFrozenServing } from "./frozen-serving.js";
 import { startGatewayChild } from "./gateway-child.js";
@@ -48,6 +49,11 @@ export interface StackOptions {
   upstreamKey?: string | null;
   /** Serve frozen agents a second engine with the starting weights (`frozen-serving.ts`); omitted: none. */
   frozen?: FrozenOptions;
+  /**
+   * A policy per agent (`agents.policy: per_agent`): each agent's engine, served beside the base weights by the
+   * engine server or vLLM; excludes `frozen` and `engineUrl`. Omitted: `engine` is the one policy.
+   */
+  perAgent?: PerAgentOptions;
   /** A running engine server's `/v1` URL to publish weights to; omitted: serve the engine from this process. */
   engineUrl?: string;
   /**
@@ -64,12 +70,29 @@ export interface StackOptions {
   closeOnAbort?: AbortSignal;
 }
 
+/** How a per-agent stack gets its engines from the one `StackOptions.engine` builds (the main engine). */
+export interface PerAgentOptions {
+  /** The trained agents, each with a policy served as `MODEL-AGENT`. */
+  agents: readonly string[];
+  /** Model name the frozen agents are routed to (`agents.frozen_model`): the base weights answer it too. */
+  frozenModel: string;
+  /** An agent's engine: a copy of the starting weights, or one of the main engine's LoRA adapters. */
+  policyEngine: (main: Engine, agent: string) => Promise<Engine>;
+  /** The base weights (never trained): the main engine itself, or its adapters switched off. */
+  baseEngine: (main: Engine) => Engine;
+}
+
 /** A running stack. */
 export interface Stack {
   gatewayUrl: string;
   key: string;
   client: GatewayClient;
+  /** The engine trained, or with a policy per agent the main engine (`policies` are the trained ones). */
   engine: Engine;
+  /** A policy per agent: each trained policy; absent: `engine` is the one policy. */
+  policies?: TrainedPolicy[];
+  /** Model names the base weights answer at version 0 (per agent: the run's model name and the frozen model). */
+  baseModels: string[];
   /** Where the policy is served and how new weights reach it. */
   serving: PolicyServing;
   /** Stops everything started, newest first; later calls return the first call's promise. */
@@ -128,13 +151,17 @@ function stopsClosedOn(signal: AbortSignal | undefined): Stops {
   return stops;
 }
 
-/** Serves an engine through the OpenAI-compatible engine server on 127.0.0.1; returns it and its `/v1` URL. */
+/**
+ * Serves an engine through the OpenAI-compatible engine server on 127.0.0.1; returns it and its `/v1` URL.
+ * @param adapters - more models it serves by name (a policy per agent), default none
+ */
 export async function startEngineServer(
   engine: Engine,
   modelName: string,
+  adapters: readonly { modelName: string; engine: Engine }[] = [],
 ): Promise<{ server: FastifyInstance; endpoint: string }> {
   // Stopped together with the gateway and agents that call it: closing must not wait for their open requests.
-  const server = await buildEngineServer({ engine, modelName, forceCloseConnections: true });
+  const server = await buildEngineServer({ engine, modelName, adapters, forceCloseConnections: true });
   const url = await server.listen({ host: "127.0.0.1", port: 0 });
   return { server, endpoint: `${url}/v1` };
 }
@@ -189,16 +216,54 @@ async function serveForFrozen(engine: Engine, modelName: string) {
   return { endpoint, close: () => server.close() };
 }
 
-/** The policy serving: vLLM servers, a running engine server to publish to, or the engine served here. */
-async function servingOf(options: StackOptions, engine: Engine, stops: Stops): Promise<PolicyServing> {
+/** The engines of a per-agent stack: each agent's policy and the base weights. */
+async function perAgentEngines(
+  options: StackOptions,
+  main: Engine,
+  stops: Stops,
+): Promise<{ policies: TrainedPolicy[]; base: Engine } | null> {
+  const perAgent = options.perAgent;
+  if (perAgent === undefined) return null;
+  const policies: TrainedPolicy[] = [];
+  for (const agent of perAgent.agents) {
+    const engine = await perAgent.policyEngine(main, agent);
+    stops.add(() => engine.dispose());
+    policies.push({ agent, modelName: agentModelName(options.modelName, agent), engine });
+  }
+  return { policies, base: perAgent.baseEngine(main) };
+}
+
+/**
+ * The policy serving: vLLM servers, a running engine server to publish to, or the engine served here (per agent:
+ * the base weights as the run's model name and the frozen model, each policy as its own name).
+ */
+async function servingOf(
+  options: StackOptions,
+  engine: Engine,
+  perAgent: { policies: TrainedPolicy[]; base: Engine } | null,
+  stops: Stops,
+): Promise<PolicyServing> {
   if (options.vllm !== undefined) {
     const { runDir, modelName, logger } = options;
     const addStop = (stop: () => Promise<void>) => stops.add(stop);
     const signal = options.closeOnAbort;
-    return vllmSamplerServing(options.vllm, { runDir, modelName, logger, addStop, ...(signal ? { signal } : {}) });
+    const policyModels = perAgent?.policies.map((p) => p.modelName) ?? [modelName];
+    // Per agent, the base weights answer the run's model name and the frozen model (never trained: version 0).
+    const baseAliases = perAgent === null ? [] : [modelName, options.perAgent?.frozenModel ?? modelName];
+    const context = { runDir, modelName, logger, addStop, policyModels, baseAliases, ...(signal ? { signal } : {}) };
+    return vllmSamplerServing(options.vllm, context);
   }
   if (options.engineUrl !== undefined) {
     return remoteServing([options.engineUrl], join(options.runDir, "weights"), options.engineKey ?? "");
+  }
+  if (perAgent !== null) {
+    const frozen = options.perAgent?.frozenModel;
+    const aliases =
+      frozen === undefined || frozen === options.modelName ? [] : [{ modelName: frozen, engine: perAgent.base }];
+    const served = [...perAgent.policies, ...aliases];
+    const { server, endpoint } = await startEngineServer(perAgent.base, options.modelName, served);
+    stops.add(() => server.close());
+    return collocatedServing(endpoint);
   }
   const { server, endpoint } = await startEngineServer(engine, options.modelName);
   stops.add(() => server.close());
@@ -223,9 +288,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     checkAbort();
     const client = new GatewayClient({ baseUrl: gateway.url, key: gateway.key });
     stops.add(() => client.close());
-    const serving = await servingOf(options, engine, stops);
+    const perAgent = await perAgentEngines(options, engine, stops);
     checkAbort();
-    const frozenOnVllm = options.vllm?.launch?.frozenModel ?? null;
+    const serving = await servingOf(options, engine, perAgent, stops);
+    checkAbort();
+    const frozenOnVllm = perAgent === null ? (options.vllm?.launch?.frozenModel ?? null) : null;
     if (frozenOnVllm !== null) {
       // The vLLM replicas serve the frozen model from their base weights (managed-vllm.ts): no second engine.
       await client.upsertModels(serving.endpoints.map((endpoint) => ({ model: frozenOnVllm, endpoint, version: 0 })));
@@ -239,7 +306,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       stops.add(() => controller.shutdown());
     }
     options.closeOnAbort?.throwIfAborted();
-    return { gatewayUrl: gateway.url, key: gateway.key, client, engine, serving, close };
+    const running = { gatewayUrl: gateway.url, key: gateway.key, client, engine, serving, close };
+    if (perAgent === null) return { ...running, baseModels: [] };
+    const baseModels = [...new Set([options.modelName, options.perAgent?.frozenModel ?? options.modelName])];
+    return { ...running, policies: perAgent.policies, baseModels };
   } catch (err) {
     await close();
     throw err;
@@ -263,7 +333,7 @@ export type AgentStackOptions = Pick<
 > & { controller: StackControllerOptions };
 
 /** A running agent stack: gateway and controller; the policy is served elsewhere (registered by the caller). */
-export type AgentStack = Omit<Stack, "engine" | "serving">;
+export type AgentStack = Omit<Stack, "engine" | "serving" | "policies" | "baseModels">;
 
 /**
  * A stack without an engine, for a policy served elsewhere: gateway and local controller (`arclight apo`).

@@ -181,6 +181,31 @@ describe("aggregateTrajectories", () => {
   });
 });
 
+describe("aggregateTrajectories with named agents", () => {
+  it("never merges calls of two named agents, even when the prompt extends the row; the same agent's calls merge", () => {
+    const writer = (turn: number, prompt: number[], response: number[]) => ({
+      ...call(turn, prompt, response),
+      agentName: "writer",
+    });
+    const checker = { ...call(1, [S, U, A, 10, E, N, A], [11, E]), agentName: "checker" };
+    const out = aggregateTrajectories(
+      rollout([writer(0, [S, U, A], [10, E]), checker, writer(2, [S, U, A, 10, E, N, A, 11, E, N, A], [12, E])]),
+      WIDE,
+    );
+    expect(out.mismatches).toEqual([]);
+    expect(out.rows.map((r) => [r.agentName, r.turns])).toEqual([
+      ["writer", [0]],
+      ["checker", [1]],
+      ["writer", [2]],
+    ]);
+    const merged = aggregateTrajectories(
+      rollout([writer(0, [S, U, A], [10, E]), writer(1, [S, U, A, 10, E, N, A], [11, E])]),
+      WIDE,
+    );
+    expect(merged.rows.map((r) => [r.agentName, r.turns])).toEqual([["writer", [0, 1]]]);
+  });
+});
+
 describe("findPrefixBreak", () => {
   it("returns null for an exact prefix and for an identical sequence", () => {
     expect(findPrefixBreak([1, 2], [1, 2, 3])).toBeNull();

@@ -27,6 +27,7 @@ function openRow(rollout: RolloutTriplets, call: ModelCall): OpenRow {
     policyVersions: [],
     turns: [],
     tokenTurns: [],
+    ...(call.agentName !== undefined ? { agentName: call.agentName } : {}),
   };
   const open: OpenRow = { row, versions: [], tokens: [...call.promptTokenIds] };
   appendResponse(open, call);
@@ -58,6 +59,11 @@ function appendContext(open: OpenRow, contextTokenIds: readonly number[]): void 
   }
 }
 
+/** Whether `call` was made by a named agent other than the row's (rows of two agents never merge). */
+function otherAgent(row: TrainingRow, call: ModelCall): boolean {
+  return row.agentName !== undefined && call.agentName !== undefined && row.agentName !== call.agentName;
+}
+
 /**
  * Finds where `prompt` departs from `rowTokens`.
  * @param rowTokens - the open row's prompt ⧺ response region
@@ -81,7 +87,8 @@ export function findPrefixBreak(
  * tokens of prompt_{k+1} past that prefix (tool results, the newline a chat template puts after an end-of-turn
  * token, the next assistant header) become context with loss mask 0; then response_{k+1} follows with mask 1. Any
  * other case closes the row, records a {@link MergeMismatch} and starts a new row from call k+1. Finally the length
- * limits apply to each row (see {@link applyLengthLimits}).
+ * limits apply to each row (see {@link applyLengthLimits}). A call of another named agent starts a new row without a
+ * mismatch: each agent's row trains that agent (and, with a policy per agent, that agent's policy).
  *
  * Worked example (`S` system, `U` user, `A` assistant header, `E` `<|im_end|>`, `N` newline, `T` tool result):
  * ```
@@ -104,6 +111,12 @@ export function aggregateTrajectories(rollout: RolloutTriplets, limits: LengthLi
   let open: OpenRow | null = null;
   for (const call of rollout.calls) {
     if (open === null) {
+      open = openRow(rollout, call);
+      continue;
+    }
+    if (otherAgent(open.row, call)) {
+      // Another agent's call starts that agent's own row: no mismatch, the prompts were never meant to continue.
+      closed.push(open);
       open = openRow(rollout, call);
       continue;
     }

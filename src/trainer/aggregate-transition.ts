@@ -15,6 +15,7 @@ function callRow(rollout: RolloutTriplets, call: ModelCall): TrainingRow {
     oldLogprobs: call.logprobs === null ? call.responseTokenIds.map(() => null) : [...call.logprobs],
     policyVersions: distinctVersions([call.policyVersion]),
     turns: [call.turn],
+    ...(call.agentName !== undefined ? { agentName: call.agentName } : {}),
   };
 }
 

@@ -42,20 +42,31 @@ export function checkpointsDir(runDir: string): string {
   return join(runDir, "checkpoints");
 }
 
+/** A policy as a checkpoint holds it: its agent (null: the one shared policy) and its engine. */
+export interface CheckpointedPolicy {
+  agent: string | null;
+  engine: Engine;
+}
+
 /**
- * Saves a checkpoint: the engine's weights and optimiser state, then the trainer state, then `latest.json`.
+ * Saves a checkpoint: each policy's weights and optimiser state (`engine/`, or `policies/AGENT/` per agent), then the
+ * trainer state, then `latest.json`.
  * @param runDir - `runs/NAME`
- * @param engine - the engine being trained
+ * @param policies - the policies being trained
  * @param state - trainer state after `state.step` steps
  * @returns the checkpoint directory
  */
-export async function saveTrainerCheckpoint(runDir: string, engine: Engine, state: TrainerState): Promise<string> {
+export async function saveTrainerCheckpoint(
+  runDir: string,
+  policies: readonly CheckpointedPolicy[],
+  state: TrainerState,
+): Promise<string> {
   const name = `step-${String(state.step).padStart(6, "0")}`;
   const dir = join(checkpointsDir(runDir), name);
   const tmp = `${dir}.tmp`;
   rmSync(tmp, { recursive: true, force: true });
   makeDirs(tmp);
-  await engine.saveCheckpoint(join(tmp, "engine"));
+  for (const { agent, engine } of policies) await engine.saveCheckpoint(engineCheckpointDir(tmp, agent));
   writeFileSync(join(tmp, "trainer-state.json"), `${JSON.stringify(state, null, 2)}\n`);
   rmSync(dir, { recursive: true, force: true });
   renameSync(tmp, dir);
@@ -81,7 +92,12 @@ export function loadLatestCheckpoint(runDir: string): { dir: string; state: Trai
   return { dir, state };
 }
 
-/** The engine checkpoint inside a trainer checkpoint directory. */
-export function engineCheckpointDir(checkpointDir: string): string {
-  return join(checkpointDir, "engine");
+/**
+ * The engine checkpoint inside a trainer checkpoint directory: `engine/` for the shared policy, `policies/AGENT/`
+ * for an agent's own policy.
+ * @param checkpointDir - the trainer checkpoint
+ * @param agent - the policy's agent; null or absent: the shared policy
+ */
+export function engineCheckpointDir(checkpointDir: string, agent: string | null = null): string {
+  return agent === null ? join(checkpointDir, "engine") : join(checkpointDir, "policies", agent);
 }

@@ -66,6 +66,24 @@ describe("trainer config", () => {
     expect(() => parseTrainerConfig({ loss: { dual_clip: 1 } })).toThrow(/loss\.dual_clip/);
   });
 
+  it("gives each agent a policy only when agents.train names them one by one, none frozen, on LoRA with torch", () => {
+    const agents = (train: string[], frozen: string[] = []) => ({ agents: { policy: "per_agent", train, frozen } });
+    expect(parseTrainerConfig(agents(["writer", "rewriter"], ["checker"])).agents.policy).toBe("per_agent");
+    expect(parseTrainerConfig({}).agents.policy).toBe("shared");
+    expect(() => parseTrainerConfig(agents([]))).toThrow("agents.policy: per_agent needs agents.train to name each");
+    expect(() => parseTrainerConfig(agents(["/w.*/"]))).toThrow('agents.train entry "/w.*/" cannot name a policy');
+    expect(() => parseTrainerConfig(agents(["base"]))).toThrow('agents.train entry "base" cannot name a policy');
+    expect(() => parseTrainerConfig(agents(["v1.2"]))).toThrow('agents.train entry "v1.2" cannot name a policy');
+    expect(() => parseTrainerConfig(agents(["w", "w"]))).toThrow("agents.train names an agent twice");
+    expect(() => parseTrainerConfig(agents(["w"], ["w"]))).toThrow(
+      'agent "w" is both in agents.train and agents.frozen',
+    );
+    const torch = { engine: { kind: "torch", model: "new:qwen2-tiny" }, ...agents(["w"]) };
+    expect(() => parseTrainerConfig(torch)).toThrow("per_agent on the torch engine needs engine.lora");
+    const lora = { ...torch, engine: { ...torch.engine, lora: { rank: 4 } } };
+    expect(parseTrainerConfig(lora).agents.train).toEqual(["w"]);
+  });
+
   it("requires async_train_batch_size to exceed train_batch_size when async is enabled", () => {
     expect(() => parseTrainerConfig({ train_batch_size: 16, async: { enabled: true } })).toThrow(
       /async\.async_train_batch_size: must exceed train_batch_size \(16\)/,

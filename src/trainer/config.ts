@@ -303,7 +303,38 @@ export const AgentsConfigSchema = z.strictObject({
     .min(1)
     .default("frozen")
     .describe("Model name the frozen snapshot is registered under (the gateway routes frozen agents to it)"),
+  policy: z
+    .enum(["shared", "per_agent"])
+    .default("shared")
+    .describe(
+      "shared: one policy trains on every trained agent's calls; per_agent: each agent named in `train` gets its " +
+        "own policy (torch: a LoRA adapter on one base), trained in the same step on its own rows and served as " +
+        "MODEL-AGENT (docs/credit.md §5)",
+    ),
 });
+
+/**
+ * Agent names a per-agent policy can take: they become model names (`MODEL-AGENT`) and LoRA adapter names (torch
+ * refuses a dot in a module name).
+ */
+export const POLICY_AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
+
+/**
+ * Why `agents` cannot give each trained agent a policy, or null when it can: `train` must name the agents one by one
+ * (no /regex/: a policy is made per name before any call arrives), none of them frozen, none named `base` (the name
+ * of the base weights in the torch worker).
+ */
+export function perAgentProblem(agents: z.output<typeof AgentsConfigSchema>): string | null {
+  if (agents.train.length === 0) return "needs agents.train to name each trained agent";
+  const bad = agents.train.find((name) => !POLICY_AGENT_NAME.test(name) || name === "base");
+  if (bad !== undefined) {
+    return `agents.train entry ${JSON.stringify(bad)} cannot name a policy (plain names of letters, digits, _ and -; not /regex/ or "base")`;
+  }
+  if (new Set(agents.train).size !== agents.train.length) return "agents.train names an agent twice";
+  const frozen = agents.frozen.find((name) => agents.train.includes(name));
+  if (frozen !== undefined) return `agent ${JSON.stringify(frozen)} is both in agents.train and agents.frozen`;
+  return null;
+}
 
 /** DAPO's dynamic sampling (dynamic-sampling.ts; docs/credit.md §6). */
 export const DynamicSamplingConfigSchema = z.strictObject({
@@ -650,6 +681,17 @@ export const TrainerConfigSchema = z
         code: "custom",
         path: ["loss", "dual_clip"],
         message: `dual_clip applies to objective ppo only, not ${config.loss.objective}`,
+      });
+    }
+    const perAgent = config.agents.policy === "per_agent" ? perAgentProblem(config.agents) : null;
+    if (perAgent !== null) {
+      ctx.addIssue({ code: "custom", path: ["agents", "policy"], message: `per_agent ${perAgent}` });
+    }
+    if (config.agents.policy === "per_agent" && config.engine.kind === "torch" && config.engine.lora === null) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["agents", "policy"],
+        message: "per_agent on the torch engine needs engine.lora (one base model, a LoRA adapter per agent)",
       });
     }
     if (config.proxy.mode === "tito" && titoTokenizerOf(config) === null) {

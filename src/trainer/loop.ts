@@ -31,6 +31,7 @@ import { appendMetrics, meanTrainMetrics, type StepMetrics, stepMetrics, truncat
 import { miniBatchIndices } from "./mini-batches.js";
 import { type MismatchStats, mismatchSettingsOf, withMismatchCorrection } from "./mismatch.js";
 import { lacksLogprobs, withRecomputedLogprobs } from "./missing-logprobs.js";
+import { type AgentTrainMetrics, perPolicyMetrics, policyLogprobs, sharesOf, type TrainedPolicy } from "./policies.js";
 import { type GroupPlan, GroupTracker, planGroup, trainGroupId } from "./rollout-groups.js";
 import type { PolicyServing } from "./serving.js";
 import { chooseWithinBudget, inFlightLimit, lagStats, pastDeadline, type StalenessBudget } from "./staleness.js";
@@ -51,8 +52,15 @@ export interface StepReporter {
 export interface TrainLoopOptions {
   config: Readonly<TrainerConfig>;
   client: GatewayClient;
-  /** The engine being trained (and, collocated, the one serving). */
+  /** The engine being trained (and, collocated, the one serving); with `policies`, the base they start from. */
   engine: Engine;
+  /**
+   * One policy per agent (`agents.policy: per_agent`), each trained on its agent's rows and served under its own
+   * model name; absent: `engine` is the one policy, served as `modelName`.
+   */
+  policies?: readonly TrainedPolicy[];
+  /** Model names the servers answer with the base weights, never trained: registered once, at version 0. */
+  baseModels?: readonly string[];
   serving: PolicyServing;
   /** Frozen reference policy for the KL term; required when `loss.kl_coef` > 0. */
   referenceEngine?: Engine;
@@ -150,6 +158,8 @@ interface LoopRun {
   log: Logger;
   pollMs: number;
   modelName: string;
+  /** What this run trains: the shared policy, or one per agent. */
+  policies: readonly TrainedPolicy[];
   metricsPath: string;
   totalSteps: number;
   /** Last step this call runs (`stopAfterSteps` may end it early). */
@@ -182,7 +192,7 @@ interface ChosenGroups {
 /** What a policy update did (steps 6–7). */
 interface PolicyUpdate {
   batch: StepBatch;
-  updates: TrainMetrics[];
+  updates: AgentTrainMetrics[];
   drainS: number;
   updateS: number;
   tisCappedTokens: number;
@@ -217,14 +227,17 @@ export async function runTraining(options: TrainLoopOptions): Promise<TrainSumma
  * checkpoint left pending (same ids: rollouts the gateway still has are reused as they are).
  */
 async function startRun(options: TrainLoopOptions): Promise<LoopRun> {
-  const { config, client, engine, serving } = options;
+  const { config, client, engine } = options;
   const log = (options.logger ?? pino({ level: "silent" })).child({ component: "trainer" });
   const metricsPath = join(options.runDir, "metrics.jsonl");
   let state: TrainerState = { step: 0, policyVersion: 0, data: { epoch: 0, index: 0 }, seed: config.seed, pending: [] };
   const checkpoint = options.resume ? loadLatestCheckpoint(options.runDir) : null;
+  const modelName = options.modelName ?? "policy";
+  const policies = options.policies ?? [{ agent: null, modelName, engine }];
   if (checkpoint !== null) {
     state = checkpoint.state;
-    await engine.loadCheckpoint(engineCheckpointDir(checkpoint.dir));
+    for (const policy of policies)
+      await policy.engine.loadCheckpoint(engineCheckpointDir(checkpoint.dir, policy.agent));
     truncateMetricsAfter(metricsPath, state.step);
     log.info({ step: state.step, dir: checkpoint.dir }, "resumed from checkpoint");
   }
@@ -234,7 +247,8 @@ async function startRun(options: TrainLoopOptions): Promise<LoopRun> {
     config,
     log,
     pollMs: options.pollIntervalMs ?? 100,
-    modelName: options.modelName ?? "policy",
+    modelName,
+    policies,
     metricsPath,
     totalSteps,
     stopAt: Math.min(totalSteps, state.step + (options.stopAfterSteps ?? Number.POSITIVE_INFINITY)),
@@ -248,8 +262,10 @@ async function startRun(options: TrainLoopOptions): Promise<LoopRun> {
     ran: [],
     anySucceeded: state.step > 0,
   };
-  await serving.publish([{ modelName: run.modelName, engine }], run.policyVersion);
-  await registerEndpoints(client, run.modelName, serving.endpoints, run.policyVersion, proxyRegistrationOf(run.config));
+  await publishPolicies(run);
+  for (const name of options.baseModels ?? []) {
+    await registerEndpoints(client, name, options.serving.endpoints, 0, proxyRegistrationOf(config));
+  }
   for (const plan of state.pending) {
     await launchGroup(client, plan, config);
     run.pending.push(plan);
@@ -462,7 +478,7 @@ async function updatePolicy(run: LoopRun, chosen: readonly FinishedGroup[], drai
  * (or `mismatch.recompute_old_logprobs`) switches to recomputed π_old logprobs with the mismatch correction.
  */
 async function prepareBatch(run: LoopRun, chosen: readonly FinishedGroup[]) {
-  const { config, options } = run;
+  const { config } = run;
   const batch: StepBatch = assembleBatch(
     chosen.flatMap((g) => g.records),
     batchOptionsFromConfig(config),
@@ -472,7 +488,13 @@ async function prepareBatch(run: LoopRun, chosen: readonly FinishedGroup[]) {
     run.log.warn({ step: run.step, rolloutIds, mode: config.missing_logprobs }, "rows without recorded logprobs");
   }
   if ((config.async.enabled || config.mismatch.recompute_old_logprobs) && batch.rows.length > 0) {
-    const proximal = await options.engine.logprobs(batch.engineRows.map((row) => row.tokenIds));
+    const all = batch.rows.map((_, i) => i);
+    const proximal = await policyLogprobs(
+      batch.rows,
+      batch.engineRows.map((row) => row.tokenIds),
+      all,
+      run.policies,
+    );
     const corrected = withMismatchCorrection(batch, proximal, mismatchSettingsOf(config));
     return {
       batch: corrected.batch,
@@ -481,7 +503,7 @@ async function prepareBatch(run: LoopRun, chosen: readonly FinishedGroup[]) {
       mismatch: corrected.stats,
     };
   }
-  return { ...(await recomputeMissingLogprobs(options.engine, batch)), tisCappedTokens: 0, mismatch: null };
+  return { ...(await recomputeMissingLogprobs(run.policies, batch)), tisCappedTokens: 0, mismatch: null };
 }
 
 /**
@@ -489,9 +511,9 @@ async function prepareBatch(run: LoopRun, chosen: readonly FinishedGroup[]) {
  * groups (the PPO clip bounds how far the later ones move from the sampling policy). A mini-batch the engine skipped
  * as non-finite changed nothing.
  */
-async function trainOnBatch(run: LoopRun, batch: StepBatch): Promise<TrainMetrics[]> {
+async function trainOnBatch(run: LoopRun, batch: StepBatch): Promise<AgentTrainMetrics[]> {
   const { config, options } = run;
-  const updates: TrainMetrics[] = [];
+  const updates: AgentTrainMetrics[] = [];
   if (batch.counts.tokens === 0) return updates;
   const { loss, optimizer } = lossAndOptimizer(config);
   const rows = await withReferenceLogprobs(batch.engineRows, options.referenceEngine, config.loss.kl_coef);
@@ -501,21 +523,19 @@ async function trainOnBatch(run: LoopRun, batch: StepBatch): Promise<TrainMetric
     config.ppo_mini_batch_size,
   ).filter((indices) => indices.some((i) => (rows[i] as TrainRow).lossMask.some((m) => m > 0)));
   for (let k = 0; k < config.max_ppo_update_times; k++) {
-    for (const indices of miniBatches) {
-      const metrics = await options.engine.trainStep(
-        indices.map((i) => rows[i] as TrainRow),
-        withNormalizer(
-          loss,
-          config,
-          indices.map((i) => batch.rows[i]?.rolloutId ?? ""),
-        ),
-        optimizer,
-      );
-      updates.push(metrics);
-      if (metrics.nonFiniteSkipped === true) {
-        const rolloutIds = [...new Set(indices.map((i) => batch.rows[i]?.rolloutId))];
-        const { loss: lossValue, gradNorm } = metrics;
-        run.log.warn({ step: run.step, rolloutIds, loss: lossValue, gradNorm }, "skipped a non-finite update");
+    for (const miniBatch of miniBatches) {
+      // Each policy takes one optimiser step on its own rows of the mini-batch.
+      for (const { policy, indices } of sharesOf(batch.rows, miniBatch, run.policies)) {
+        if (!indices.some((i) => (rows[i] as TrainRow).lossMask.some((m) => m > 0))) continue;
+        const rolloutIds = indices.map((i) => batch.rows[i]?.rolloutId ?? "");
+        const policyRows = indices.map((i) => rows[i] as TrainRow);
+        const metrics = await policy.engine.trainStep(policyRows, withNormalizer(loss, config, rolloutIds), optimizer);
+        updates.push({ ...metrics, agent: policy.agent });
+        if (metrics.nonFiniteSkipped === true) {
+          const { loss: lossValue, gradNorm } = metrics;
+          const ids = [...new Set(rolloutIds)];
+          run.log.warn({ step: run.step, rolloutIds: ids, loss: lossValue, gradNorm }, "skipped a non-finite update");
+        }
       }
     }
   }
@@ -531,14 +551,24 @@ function withNormalizer(loss: LossConfig, config: TrainerConfig, rolloutIds: rea
 
 /** Publishes the new weights and bumps the version, unless every update was skipped (then nothing changed). */
 async function publishIfUpdated(run: LoopRun, updates: readonly TrainMetrics[]): Promise<void> {
-  const { client, engine, serving } = run.options;
   if (!updates.some((m) => m.nonFiniteSkipped !== true)) {
     run.log.warn({ step: run.step, updates: updates.length }, "no update applied this step; weights unchanged");
     return;
   }
   run.policyVersion += 1;
-  await serving.publish([{ modelName: run.modelName, engine }], run.policyVersion);
-  await registerEndpoints(client, run.modelName, serving.endpoints, run.policyVersion, proxyRegistrationOf(run.config));
+  await publishPolicies(run);
+}
+
+/**
+ * Makes the servers serve every policy's current weights, then registers each policy's model name at the run's
+ * version (a policy without rows this step is re-registered unchanged: its version N is still exactly its weights).
+ */
+async function publishPolicies(run: LoopRun): Promise<void> {
+  const { client, serving } = run.options;
+  await serving.publish(run.policies, run.policyVersion);
+  for (const { modelName } of run.policies) {
+    await registerEndpoints(client, modelName, serving.endpoints, run.policyVersion, proxyRegistrationOf(run.config));
+  }
 }
 
 /** 8. Validation every val_interval steps (is_train=false rollouts, one per input, reward mean); null otherwise. */
@@ -603,6 +633,7 @@ function recordStep(run: LoopRun, record: StepRecord): void {
     },
     batch.counts,
   );
+  Object.assign(metrics, perPolicyMetrics(batch.rows, updates, run.policies));
   appendMetrics(run.metricsPath, metrics);
   run.ran.push(metrics);
   run.options.reporter?.onStep(metrics, run.totalSteps);
@@ -624,7 +655,7 @@ async function checkpointIfDue(run: LoopRun): Promise<void> {
     seed: run.seed,
     pending: run.pending,
   };
-  const dir = await saveTrainerCheckpoint(run.options.runDir, run.options.engine, saved);
+  const dir = await saveTrainerCheckpoint(run.options.runDir, run.policies, saved);
   run.options.reporter?.onCheckpoint?.(step, dir);
 }
 
@@ -645,12 +676,13 @@ async function reportLateRewards(watch: LateRewardWatch, client: GatewayClient, 
  * weights that sampled them), so PPO sees real ratios instead of treating the rows as on-policy.
  */
 async function recomputeMissingLogprobs(
-  engine: Engine,
+  policies: readonly TrainedPolicy[],
   batch: StepBatch,
 ): Promise<{ batch: StepBatch; recomputedRows: number }> {
   const indices = batch.rows.flatMap((row, i) => (lacksLogprobs(row) ? [i] : []));
   if (indices.length === 0) return { batch, recomputedRows: 0 };
-  const logprobs = await engine.logprobs(indices.map((i) => (batch.engineRows[i] as TrainRow).tokenIds));
+  const tokenIds = batch.engineRows.map((row) => row.tokenIds);
+  const logprobs = await policyLogprobs(batch.rows, tokenIds, indices, policies);
   const { rows } = withRecomputedLogprobs(batch.rows, indices, logprobs);
   return { batch: { ...batch, rows, engineRows: rows.map(toEngineRow) }, recomputedRows: indices.length };
 }

@@ -26,6 +26,8 @@ export interface TrainingRow {
   policyVersions: number[];
   /** Turns (usable-call indices) merged into this row, ascending. */
   turns: number[];
+  /** The agent whose calls make this row (a row never merges calls of two named agents); absent when none named. */
+  agentName?: string;
   /**
    * Turn of each response-region token, −1 on context, [R]; set by trajectory aggregation (per-call credit needs
    * it when a row merges several calls). Absent: every token belongs to `turns[0]`.

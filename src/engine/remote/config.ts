@@ -127,11 +127,18 @@ export function torchWorkerOptions(model: string, seed: number, config: TorchEng
  * @param model - model folder or `new:NAME` (ignored with `url`: the worker already has its model)
  * @param seed - weight-init seed of `new:NAME`
  * @param config - torch settings
+ * @param adapters - named LoRA adapters for a worker started here (`--adapters`); default one
  * @returns the engine; its `close`/`dispose` stops a worker it started
  * @throws {TorchPackageMissing} when arclight starts the worker and `python` lacks the package
  * @throws {TorchWorkerError} when the worker at `url` is unreachable or speaks another protocol
  */
-export function openTorchEngine(model: string, seed: number, config: TorchEngineConfig): Promise<RemoteEngine> {
+export function openTorchEngine(
+  model: string,
+  seed: number,
+  config: TorchEngineConfig,
+  adapters?: readonly string[],
+): Promise<RemoteEngine> {
   if (config.url !== null) return RemoteEngine.connect(config.url);
-  return RemoteEngine.start(torchWorkerOptions(model, seed, config));
+  const options = torchWorkerOptions(model, seed, config);
+  return RemoteEngine.start(adapters === undefined ? options : { ...options, adapters });
 }

@@ -31,6 +31,10 @@ export const InfoSchema = z.object({
   trainable_parameters: z.number().int(),
   /** Peak GPU memory allocated by torch so far (bytes); null on CPU. */
   peak_memory_bytes: z.number().int().nullable(),
+  /** The worker's LoRA adapters by name (`--adapters`; `default` without it); empty for full fine-tuning. */
+  adapters: z.array(z.string()).default([]),
+  /** Each adapter's policy version. */
+  policy_versions: z.record(z.string(), z.number().int()).default({}),
 });
 /** What the worker reports about itself. */
 export type WorkerInfo = z.infer<typeof InfoSchema>;

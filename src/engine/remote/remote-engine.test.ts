@@ -4,7 +4,9 @@
  * errors, and a missing Python package.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { skipWithoutPython, testPython } from "../../testing/python.js";
 import { CheckpointInvalid } from "../checkpoint-error.js";
@@ -121,5 +123,42 @@ describe.skipIf(skip)("remote engine on a torch worker", () => {
     expect(error).toBeInstanceOf(TorchPackageMissing);
     expect((error as Error).message).toMatch(/-m pip install \.\/python/);
     expect((error as Error).message).not.toContain("\n");
+  });
+
+  it("adapter engines of one worker train apart; the base never moves; an unknown adapter is refused", async () => {
+    const main = await RemoteEngine.start({
+      python: testPython()!,
+      model: "new:qwen2-tiny",
+      contextLength: 64,
+      threads: 1,
+      lora: { rank: 4 },
+      adapters: ["writer", "rewriter"],
+    });
+    const dir = mkdtempSync(join(tmpdir(), "arclight-adapters-"));
+    try {
+      const [writer, rewriter, base] = ["writer", "rewriter", "base"].map((name) => main.adapterEngine(name));
+      const seq = [[5, 9, 17, 33, 65, 129, 257, 3]];
+      const start = await base!.logprobs(seq);
+      expect(await writer!.logprobs(seq)).toEqual(start); // B = 0: an untrained adapter is the base function
+      const row = { tokenIds: seq[0]!, lossMask: [0, 0, 0, 1, 1, 1, 1, 1], advantages: [0, 0, 0, 1, 1, 1, 1, 1] };
+      const loss = { kind: "ppo", clipLow: 0.2, clipHigh: 0.2, klCoef: 0, aggregation: "token-mean" } as const;
+      const optimizer = { learningRate: 0.05, weightDecay: 0, maxGradNorm: 0, microBatchSize: 8 };
+      await writer!.trainStep([row], loss, optimizer);
+      expect([writer!.policyVersion, rewriter!.policyVersion, base!.policyVersion]).toEqual([1, 0, 0]);
+      const trained = await writer!.logprobs(seq);
+      expect(trained).not.toEqual(start);
+      expect(await rewriter!.logprobs(seq)).toEqual(start);
+      expect(await base!.logprobs(seq)).toEqual(start);
+      // The writer's checkpoint loads into the rewriter; an adapter's engine closes nothing.
+      await writer!.saveCheckpoint(dir);
+      await rewriter!.loadCheckpoint(dir);
+      writer!.dispose();
+      expect(await rewriter!.logprobs(seq)).toEqual(trained);
+      await expect(base!.trainStep([row], loss, optimizer)).rejects.toThrow(/adapter/);
+      expect(() => main.adapterEngine("checker")).toThrow('has no adapter "checker" (its adapters: writer, rewriter)');
+    } finally {
+      await main.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -35,7 +35,10 @@ import {
 import { TorchWorkerError, WorkerClient } from "./worker-client.js";
 import { startTorchWorker, type TorchWorkerChild, type TorchWorkerOptions } from "./worker-process.js";
 
-/** A torch worker behind the `Engine` interface. */
+/**
+ * A torch worker behind the `Engine` interface: its first LoRA adapter (or its full weights), or, as
+ * {@link RemoteEngine.adapterEngine} returns, another of its named adapters or its base weights.
+ */
 export class RemoteEngine implements Engine {
   /** The model's tokenizer (tokenizers.js on the worker's tokenizer.json). */
   readonly tokenizer: HfTokenizer;
@@ -50,10 +53,30 @@ export class RemoteEngine implements Engine {
     tokenizer: HfTokenizer,
     chatTemplate: HfChatTemplate,
     private readonly child: ServerChild | null,
+    /** The adapter every call names (`adapter` on the wire); null: the worker's first one, or its full weights. */
+    private readonly adapter: string | null = null,
+    /** A view of another engine's worker: closing it leaves the connection open. */
+    private readonly view = false,
   ) {
     this.tokenizer = tokenizer;
     this.chatTemplate = chatTemplate;
-    this.version = info.policy_version;
+    this.version = adapter === null ? info.policy_version : (info.policy_versions[adapter] ?? 0);
+  }
+
+  /**
+   * The engine of one of the worker's adapters (its own weights, optimiser and policy version), or of its base
+   * weights with `base` (adapters off: generate and logprobs only, it never trains). Shares this engine's
+   * connection; its `dispose` leaves the worker running (this engine's stops it).
+   * @param name - an adapter the worker was started with (`--adapters`), or `base`
+   * @throws {RangeError} when the worker has no such adapter, or no LoRA for `base`
+   */
+  adapterEngine(name: string): RemoteEngine {
+    const known = name === "base" ? this.info.lora !== null : this.info.adapters.includes(name);
+    if (!known) {
+      const have = this.info.adapters.length === 0 ? "none (full fine-tuning)" : this.info.adapters.join(", ");
+      throw new RangeError(`torch worker ${this.url} has no adapter "${name}" (its adapters: ${have})`);
+    }
+    return new RemoteEngine(this.client, this.info, this.tokenizer, this.chatTemplate, null, name, true);
   }
 
   /**
@@ -124,7 +147,8 @@ export class RemoteEngine implements Engine {
     for (const r of requests) this.checkPrompt(r.promptTokenIds);
     let answer: import("zod").infer<typeof GenerateAnswerSchema>;
     try {
-      answer = await this.client.post("/v1/generate", { requests: requests.map(toWireRequest) }, GenerateAnswerSchema, {
+      const body = this.named({ requests: requests.map(toWireRequest) });
+      answer = await this.client.post("/v1/generate", body, GenerateAnswerSchema, {
         signal: options.signal,
       });
     } catch (err) {
@@ -150,7 +174,11 @@ export class RemoteEngine implements Engine {
    */
   async logprobs(tokenIds_B_T: number[][]): Promise<number[][]> {
     if (tokenIds_B_T.some((row) => row.length === 0)) throw new RangeError("a token sequence must not be empty");
-    const answer = await this.client.post("/v1/logprobs", { token_ids: tokenIds_B_T }, LogprobsAnswerSchema);
+    const answer = await this.client.post(
+      "/v1/logprobs",
+      this.named({ token_ids: tokenIds_B_T }),
+      LogprobsAnswerSchema,
+    );
     this.version = answer.policy_version;
     return answer.logprobs;
   }
@@ -164,7 +192,11 @@ export class RemoteEngine implements Engine {
     if (rows.length === 0) throw new RangeError("trainStep needs at least one row");
     const nonFinite = rows.some((r) => [...r.advantages, ...(r.isWeights ?? [])].some((x) => !Number.isFinite(x)));
     if (nonFinite) return skippedMetrics(rows);
-    const body = { rows: rows.map(toWireRow), loss: toWireLoss(loss), optimizer: toWireOptimizer(optimizer) };
+    const body = this.named({
+      rows: rows.map(toWireRow),
+      loss: toWireLoss(loss),
+      optimizer: toWireOptimizer(optimizer),
+    });
     const { metrics, policy_version } = await this.client.post("/v1/train_step", body, TrainAnswerSchema);
     this.version = policy_version;
     return {
@@ -181,7 +213,9 @@ export class RemoteEngine implements Engine {
   /** Writes the checkpoint on the worker's file system (a Hugging Face folder; see docs/torch-engine.md). */
   async saveCheckpoint(dir: string): Promise<void> {
     const absolute = resolve(dir);
-    await this.client.post("/v1/save_checkpoint", { dir: absolute }, VersionAnswerSchema, { checkpointDir: dir });
+    await this.client.post("/v1/save_checkpoint", this.named({ dir: absolute }), VersionAnswerSchema, {
+      checkpointDir: dir,
+    });
   }
 
   /**
@@ -189,7 +223,7 @@ export class RemoteEngine implements Engine {
    */
   async loadCheckpoint(dir: string): Promise<void> {
     const absolute = resolve(dir);
-    const answer = await this.client.post("/v1/load_checkpoint", { dir: absolute }, VersionAnswerSchema, {
+    const answer = await this.client.post("/v1/load_checkpoint", this.named({ dir: absolute }), VersionAnswerSchema, {
       checkpointDir: dir,
     });
     this.version = answer.policy_version;
@@ -197,7 +231,7 @@ export class RemoteEngine implements Engine {
 
   /** Starts the worker's optimiser afresh (AdamW moments zero); the weights stay. */
   async resetOptimizer(): Promise<void> {
-    await this.client.post("/v1/reset_optimizer", {}, VersionAnswerSchema);
+    await this.client.post("/v1/reset_optimizer", this.named({}), VersionAnswerSchema);
   }
 
   /** Closes the connection pool and stops the worker when this side started it. */
@@ -205,10 +239,16 @@ export class RemoteEngine implements Engine {
     void this.close();
   }
 
-  /** As `dispose`, awaiting the worker's exit. */
+  /** As `dispose`, awaiting the worker's exit; an adapter's engine closes nothing. */
   async close(): Promise<void> {
+    if (this.view) return;
     await this.client.close();
     await this.child?.stop();
+  }
+
+  /** A request body naming this engine's adapter, when it has one. */
+  private named<T extends object>(body: T): T & { adapter?: string } {
+    return this.adapter === null ? body : { ...body, adapter: this.adapter };
   }
 
   private checkPrompt(promptTokenIds: number[]): void {

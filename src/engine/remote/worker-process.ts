@@ -17,6 +17,8 @@ export interface TorchWorkerOptions {
   dtype?: string;
   /** LoRA adapters instead of full fine-tuning; absent trains every weight. */
   lora?: { rank: number; alpha?: number; targets?: string[] };
+  /** Named LoRA adapters on the one base (`--adapters`; needs `lora`), e.g. one per agent; absent: one, `default`. */
+  adapters?: readonly string[];
   /** Weight-init seed of `new:NAME`. */
   seed?: number;
   /** Longest prompt + response (tokens); default the model's `max_position_embeddings`. */
@@ -105,6 +107,7 @@ export function workerArgv(options: TorchWorkerOptions): string[] {
     flag("--lora-rank", options.lora.rank);
     flag("--lora-alpha", options.lora.alpha);
     flag("--lora-targets", options.lora.targets?.join(","));
+    flag("--adapters", options.adapters?.join(","));
   }
   return argv;
 }

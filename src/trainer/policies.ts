@@ -1,0 +1,112 @@
+/**
+ * @module The policies one run trains: one shared policy, or one per agent (`agents.policy: per_agent`), each with its
+ * engine and the model name the gateway serves it under. A step's rows go to the policy of the agent that made them.
+ */
+import type { Engine, TrainMetrics } from "../engine/engine.js";
+import type { TrainingRow } from "./training-row.js";
+
+/** One trained policy. */
+export interface TrainedPolicy {
+  /** The agent whose rows train it; null for the shared policy (every trained agent's rows). */
+  agent: string | null;
+  /** Model name the gateway registers it under and the agent's calls are routed to. */
+  modelName: string;
+  engine: Engine;
+}
+
+/**
+ * The model name of an agent's own policy: `MODEL-AGENT`, e.g. `policy-writer`.
+ * @param modelName - the run's model name
+ * @param agent - the agent's name
+ */
+export function agentModelName(modelName: string, agent: string): string {
+  return `${modelName}-${agent}`;
+}
+
+/** Rows of a step (by index) that go to one policy. */
+export interface PolicyShare {
+  policy: TrainedPolicy;
+  /** Indices into the rows, ascending. */
+  indices: number[];
+}
+
+/**
+ * Deals rows (given by index) to the policies: all to a shared policy, else each to its agent's policy.
+ * @param rows - the step's rows
+ * @param indices - which rows to deal, e.g. one mini-batch
+ * @param policies - the run's policies (one with agent null, or one per agent)
+ * @returns one share per policy that got rows, in policy order
+ * @throws {Error} when a row's agent has no policy (the batch's agent filter keeps only trained agents' rows)
+ */
+export function sharesOf(
+  rows: readonly Pick<TrainingRow, "agentName" | "rolloutId">[],
+  indices: readonly number[],
+  policies: readonly TrainedPolicy[],
+): PolicyShare[] {
+  const shared = policies.find((p) => p.agent === null);
+  if (shared !== undefined) return indices.length === 0 ? [] : [{ policy: shared, indices: [...indices] }];
+  const byAgent = new Map(policies.map((p) => [p.agent, { policy: p, indices: [] as number[] }]));
+  for (const i of indices) {
+    const row = rows[i];
+    const share = byAgent.get(row?.agentName ?? null);
+    if (share === undefined) {
+      throw new Error(`rollout ${row?.rolloutId}: a row of agent ${JSON.stringify(row?.agentName)} has no policy`);
+    }
+    share.indices.push(i);
+  }
+  return [...byAgent.values()].filter((share) => share.indices.length > 0);
+}
+
+/**
+ * Logprobs of each row's tokens under its own policy, in row order.
+ * @param rows - the rows (agent names)
+ * @param tokenIds - each row's token ids, same order
+ * @param indices - which rows to score
+ * @param policies - the run's policies
+ * @returns logprobs of `indices`, in the order of `indices`
+ */
+export async function policyLogprobs(
+  rows: readonly Pick<TrainingRow, "agentName" | "rolloutId">[],
+  tokenIds: readonly number[][],
+  indices: readonly number[],
+  policies: readonly TrainedPolicy[],
+): Promise<number[][]> {
+  const byRow = new Map<number, number[]>();
+  for (const { policy, indices: mine } of sharesOf(rows, indices, policies)) {
+    const logprobs = await policy.engine.logprobs(mine.map((i) => tokenIds[i] ?? []));
+    for (const [k, row] of mine.entries()) byRow.set(row, logprobs[k] ?? []);
+  }
+  return indices.map((i) => byRow.get(i) ?? []);
+}
+
+/** One optimiser step's metrics and the agent whose policy took it (null: the shared policy). */
+export type AgentTrainMetrics = TrainMetrics & { agent?: string | null };
+
+/**
+ * Per-policy metrics of a step with a policy per agent: `policy/AGENT/rows`, `…/tokens` (trained tokens), and the
+ * mean over that policy's optimiser steps of `…/loss`, `…/entropy`, `…/grad_norm` (null when it took none). Empty for
+ * a shared policy (the step's own metrics are its).
+ * @param rows - the step's rows (agent names and loss masks)
+ * @param updates - the step's optimiser steps
+ * @param policies - the run's policies
+ */
+export function perPolicyMetrics(
+  rows: readonly Pick<TrainingRow, "agentName" | "lossMask">[],
+  updates: readonly AgentTrainMetrics[],
+  policies: readonly TrainedPolicy[],
+): Record<string, number | null> {
+  const out: Record<string, number | null> = {};
+  for (const { agent } of policies) {
+    if (agent === null) continue;
+    const mine = rows.filter((row) => row.agentName === agent);
+    const steps = updates.filter((m) => m.agent === agent && m.nonFiniteSkipped !== true);
+    const mean = (pick: (m: TrainMetrics) => number) =>
+      steps.length === 0 ? null : steps.reduce((sum, m) => sum + pick(m), 0) / steps.length;
+    out[`policy/${agent}/rows`] = mine.length;
+    out[`policy/${agent}/tokens`] = mine.reduce((sum, row) => sum + row.lossMask.reduce((a, b) => a + b, 0), 0);
+    out[`policy/${agent}/loss`] = mean((m) => m.loss);
+    out[`policy/${agent}/entropy`] = mean((m) => m.entropy);
+    out[`policy/${agent}/grad_norm`] = mean((m) => m.gradNorm);
+  }
+  return out;
+}
