@@ -1,6 +1,6 @@
 /**
  * @module Shared parts of the arm-by-seed training comparisons (bench/objectives-compare.ts,
- * bench/mismatch-compare.ts): the flaky-lookup agent compiled to JavaScript, one `arclight train` run and its
+ * bench/mismatch-compare.ts, bench/per-agent-compare.ts): an example's agent compiled to JavaScript, one `arclight train` run and its
  * metrics.jsonl, and the statistics and formatting of their tables.
  */
 import { spawnSync } from "node:child_process";
@@ -46,20 +46,30 @@ export function jsonLines(path: string): string[] {
  * @returns the compiled agent.js
  */
 export function compiledFlakyLookupAgent(outDir: string): string {
-  const compiled = join(outDir, "examples", "flaky-lookup", "agent.js");
-  const sources = ["agent.ts", "task.ts"].map((file) => join(FLAKY_LOOKUP, file));
-  const fresh = existsSync(compiled) && sources.every((src) => statSync(src).mtimeMs < statSync(compiled).mtimeMs);
+  return compiledExampleAgent("flaky-lookup", ["agent.ts", "task.ts"], outDir);
+}
+
+/**
+ * An example's `agent.ts` compiled to plain JavaScript with tsc under `outDir` (again when one of `sources`, files of
+ * the example, is newer): tsx would compile it again in every rollout process, about 0.4 s of CPU each.
+ * @returns the compiled agent.js
+ */
+export function compiledExampleAgent(example: string, sources: readonly string[], outDir: string): string {
+  const dir = join(ROOT, "examples", example);
+  const compiled = join(outDir, "examples", example, "agent.js");
+  const files = sources.map((file) => join(dir, file));
+  const fresh = existsSync(compiled) && files.every((src) => statSync(src).mtimeMs < statSync(compiled).mtimeMs);
   if (fresh) return compiled;
   const tsc = spawnSync(
     process.execPath,
     [
       join(ROOT, "node_modules", "typescript", "bin", "tsc"),
       ...["--outDir", outDir, "--rootDir", ROOT, "--module", "nodenext", "--moduleResolution", "nodenext"],
-      ...["--target", "es2022", "--skipLibCheck", "--strict", join(FLAKY_LOOKUP, "agent.ts")],
+      ...["--target", "es2022", "--skipLibCheck", "--strict", join(dir, "agent.ts")],
     ],
     { cwd: ROOT, encoding: "utf8" },
   );
-  if (tsc.status !== 0) throw new Error(`tsc examples/flaky-lookup/agent.ts failed: ${tsc.stdout}${tsc.stderr}`);
+  if (tsc.status !== 0) throw new Error(`tsc examples/${example}/agent.ts failed: ${tsc.stdout}${tsc.stderr}`);
   return compiled;
 }
 
