@@ -83,6 +83,10 @@ const load = () =>
     .map((l) => l.toFixed(2))
     .join(" ");
 const mib = (bytes: number) => (bytes / MIB).toFixed(0);
+if (testPython() === null) {
+  console.log("per-agent-memory: skipped, no Python with the arclight-torch package (set ARCLIGHT_PYTHON)");
+  process.exit(0);
+}
 console.log(`per-agent-memory: ${MODEL}, LoRA rank ${RANK}, load ${load()}`);
 const single = await measure(names(1));
 console.log(`one worker, one adapter: ${single.parameters} parameters (${single.trainable} in the adapter)`);
