@@ -91,6 +91,7 @@ describe("managed vLLM in the stack", () => {
       runDir: dir,
       modelName: "policy",
       policyModels: ["policy-writer", "policy-rewriter"],
+      baseAliases: ["policy", "frozen"],
       logger: pino({ level: "silent" }),
       addStop: (stop) => stops.push(stop),
     });
@@ -98,6 +99,14 @@ describe("managed vLLM in the stack", () => {
       const starts = () => readFakeVllmRecord(join(dir, "record.jsonl")).filter((r) => r.kind === "start");
       const [first] = starts();
       expect(flagValues(first!.argv as string[], "--max-loras")).toEqual(["2"]);
+      // The base weights answer the run's model name and the frozen model (unnamed and frozen agents, version 0).
+      const at = (first!.argv as string[]).indexOf("--served-model-name");
+      expect((first!.argv as string[]).slice(at, at + 4)).toEqual([
+        "--served-model-name",
+        "policy-base",
+        "policy",
+        "frozen",
+      ]);
       const policies = [
         { modelName: "policy-writer", engine: adapterWriter },
         { modelName: "policy-rewriter", engine: adapterWriter },
@@ -110,8 +119,8 @@ describe("managed vLLM in the stack", () => {
         `policy-writer=${join(adapters, "policy-writer")}`,
         `policy-rewriter=${join(adapters, "policy-rewriter")}`,
       ]);
-      // The restarted replica answers both names from its start (vLLM serves `--lora-modules` by name).
-      for (const model of ["policy-writer", "policy-rewriter"]) {
+      // The restarted replica answers both names from its start (vLLM serves `--lora-modules` by name), and the base.
+      for (const model of ["policy-writer", "policy-rewriter", "policy"]) {
         const chat = await fetch(`${serving.endpoints[0]}/chat/completions`, {
           method: "POST",
           headers: { "content-type": "application/json" },
