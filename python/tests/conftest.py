@@ -1,5 +1,6 @@
 """Shared fixtures: a tiny random Qwen2 policy (bundled config) and a real worker server on a loopback port."""
 
+import contextlib
 import json
 import threading
 import urllib.error
@@ -46,15 +47,24 @@ class Client:
             return error.code, json.loads(error.read())
 
 
-@pytest.fixture
-def client(worker: Worker):
+@contextlib.contextmanager
+def serving(worker: Worker):
+    """The worker's HTTP server on a free loopback port, as a Client; shut down on leaving."""
     server = make_server(worker, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     host, port = server.server_address[:2]
-    yield Client(f"http://{host}:{port}")
-    server.shutdown()
-    server.server_close()
+    try:
+        yield Client(f"http://{host}:{port}")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def client(worker: Worker):
+    with serving(worker) as served:
+        yield served
 
 
 @pytest.fixture

@@ -14,8 +14,7 @@ from arclight_torch.model import LoraSettings
 from arclight_torch.schema import (
     GenerationRequest, InvalidRequest, LossConfig, OptimizerConfig, SamplingParams, TrainRow,
 )
-from arclight_torch.server import make_server
-from conftest import Client, full_weights
+from conftest import full_weights, serving
 
 TWO = LoraSettings(rank=4, alpha=8.0, targets=("q_proj", "v_proj"), adapters=("a", "b"))
 ONE = LoraSettings(rank=4, alpha=8.0, targets=("q_proj", "v_proj"))
@@ -197,13 +196,8 @@ def test_unknown_adapters_and_base_where_it_cannot_train_are_refused(make_worker
 
 @pytest.fixture
 def two_adapter_client(make_worker):
-    server = make_server(make_worker(lora=TWO), "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    host, port = server.server_address[:2]
-    yield Client(f"http://{host}:{port}")
-    server.shutdown()
-    server.server_close()
+    with serving(make_worker(lora=TWO)) as served:
+        yield served
 
 
 def test_http_answers_carry_the_named_adapters_version(two_adapter_client, tmp_path):
