@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     interrupted, its `/v1` URL on the first line of stdout (for `arclight eval --endpoint URL --model scripted`)."""
     import argparse
     import importlib
-    import time
+    import signal
 
     parser = argparse.ArgumentParser(prog="python -m recipes.testing.scripted_model", description=main.__doc__)
     parser.add_argument("factory", help="MODULE:FACTORY, e.g. recipes.rag.tests.test_rag_eval:scripted_policy")
@@ -116,13 +116,15 @@ def main(argv: list[str] | None = None) -> None:
         factory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError, ValueError) as err:
         parser.exit(2, f"{parser.prog}: {args.factory}: {err}\n")
+    # The handlers are in place before the URL is printed: a caller may interrupt as soon as it has read it.
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     model = ScriptedModel(factory())
     print(model.url, flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        model.close()
+    while not stop.wait(0.5):
+        pass
+    model.close()
 
 
 if __name__ == "__main__":

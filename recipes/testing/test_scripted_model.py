@@ -30,7 +30,12 @@ def test_command_serves_a_test_policy_and_prints_its_url():
         assert call["name"] == "search" and json.loads(call["arguments"]) == {"query": hops[0]["question"]}
     finally:
         server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=30) == 0
+        try:
+            code = server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            code = server.wait()
+        assert code == 0, server.stderr.read()
 
 
 def test_command_names_a_factory_it_cannot_import():
