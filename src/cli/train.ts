@@ -17,6 +17,7 @@ import type { GroupJudge } from "../judge/apply.js";
 import { createEngine, describeEngineSpec, type EngineSpec } from "../run/engine-factory.js";
 import { createEngineFrom, specFrom } from "../run/init-from.js";
 import { type Stack, type StackOptions, withStack } from "../run/stack.js";
+import { CheckpointPoliciesMismatch } from "../trainer/checkpoint.js";
 import type { TrainerConfig } from "../trainer/config.js";
 import { consoleReporter } from "../trainer/console-report.js";
 import type { DataItem } from "../trainer/data-order.js";
@@ -152,6 +153,7 @@ function trainFailure(err: unknown, interrupted: boolean, runDir: string): void 
   }
   // A torch worker that is unreachable (engine.url) or died: its message names the worker's URL.
   if (err instanceof TorchWorkerError) throw new CliError(`engine: ${err.message}`);
+  if (err instanceof CheckpointPoliciesMismatch) throw new CliError(`--resume: ${err.message}`);
   if (err instanceof CheckpointInvalid) {
     throw new CliError(`--resume: ${err.message} (resume with the --preset the run was trained with)`);
   }

@@ -3,7 +3,7 @@
  * seed, pending async groups) under `runs/NAME/checkpoints/step-NNNNNN/`, and `latest.json` pointing at the newest.
  * Writes go to a temp name and are renamed, so a crash mid-save leaves the previous checkpoint intact.
  */
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import type { Engine } from "../engine/engine.js";
@@ -100,4 +100,51 @@ export function loadLatestCheckpoint(runDir: string): { dir: string; state: Trai
  */
 export function engineCheckpointDir(checkpointDir: string, agent: string | null = null): string {
   return agent === null ? join(checkpointDir, "engine") : join(checkpointDir, "policies", agent);
+}
+
+/** A checkpoint whose policies are not the ones the run trains (another `agents.policy` or `agents.train`). */
+export class CheckpointPoliciesMismatch extends Error {
+  override name = "CheckpointPoliciesMismatch";
+}
+
+/** The agents whose policies a trainer checkpoint holds (sorted); null when it holds `policies/` not at all. */
+function savedAgents(checkpointDir: string): string[] | null {
+  const dir = join(checkpointDir, "policies");
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) return null;
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort();
+}
+
+/**
+ * Checks that a trainer checkpoint holds exactly the policies a resumed run trains, so that no trained policy is
+ * dropped or started afresh without a word.
+ * @param checkpointDir - the trainer checkpoint
+ * @param agents - the run's policies' agents (null: the one shared policy)
+ * @throws {CheckpointPoliciesMismatch} naming `agents.policy` or `agents.train` and what the checkpoint holds
+ */
+export function checkCheckpointPolicies(checkpointDir: string, agents: readonly (string | null)[]): void {
+  const saved = savedAgents(checkpointDir);
+  const wanted = agents.filter((agent): agent is string => agent !== null).sort();
+  if (saved === null) {
+    if (wanted.length === 0) return;
+    throw new CheckpointPoliciesMismatch(
+      `checkpoint ${checkpointDir} holds one shared policy (engine/), not a policy per agent: ` +
+        "resume with agents.policy shared, as the run was trained",
+    );
+  }
+  const list = saved.join(", ");
+  if (wanted.length === 0) {
+    throw new CheckpointPoliciesMismatch(
+      `checkpoint ${checkpointDir} holds a policy per agent (${list}): resume with agents.policy per_agent ` +
+        `and agents.train naming ${list}, as the run was trained`,
+    );
+  }
+  if (wanted.join(",") !== saved.join(",")) {
+    throw new CheckpointPoliciesMismatch(
+      `checkpoint ${checkpointDir} holds the policies of ${list}, but agents.train names ${wanted.join(", ")}: ` +
+        "resume with the agents the run trained",
+    );
+  }
 }

@@ -11,7 +11,13 @@ import type { Engine, LossConfig, OptimizerConfig, TrainMetrics, TrainRow } from
 import type { GatewayClient } from "../gateway/client.js";
 import { type GroupJudge, judgeGroup } from "../judge/apply.js";
 import { assembleBatch, batchOptionsFromConfig, type StepBatch } from "./batch.js";
-import { engineCheckpointDir, loadLatestCheckpoint, saveTrainerCheckpoint, type TrainerState } from "./checkpoint.js";
+import {
+  checkCheckpointPolicies,
+  engineCheckpointDir,
+  loadLatestCheckpoint,
+  saveTrainerCheckpoint,
+  type TrainerState,
+} from "./checkpoint.js";
 import { OBJECTIVE_CLIPS, type TrainerConfig } from "./config.js";
 import { DataCursor, type DataItem } from "./data-order.js";
 import { keepGroupsWithSpread, type SamplingCost } from "./dynamic-sampling.js";
@@ -236,6 +242,10 @@ async function startRun(options: TrainLoopOptions): Promise<LoopRun> {
   const policies = options.policies ?? [{ agent: null, modelName, engine }];
   if (checkpoint !== null) {
     state = checkpoint.state;
+    checkCheckpointPolicies(
+      checkpoint.dir,
+      policies.map((policy) => policy.agent),
+    );
     for (const policy of policies)
       await policy.engine.loadCheckpoint(engineCheckpointDir(checkpoint.dir, policy.agent));
     truncateMetricsAfter(metricsPath, state.step);
