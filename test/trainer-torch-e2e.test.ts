@@ -4,7 +4,7 @@
  * running node agents that call the proxy with the openai SDK; two steps train and a checkpoint is a Hugging Face folder.
  */
 import { execFile } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -79,6 +79,31 @@ describe.skipIf(skipWithoutPython())("trainer end to end on the torch engine", (
       stderr: expect.stringMatching(/^arclight: engine: .*http:\/\/127\.0\.0\.1:9/),
     });
     expect((failed as { stderr: string }).stderr.trim().split("\n")).toHaveLength(1);
+  }, 120_000);
+
+  it("--init-from a folder that is no torch checkpoint stops train with one line naming --init-from", async () => {
+    const dir = tempDir("arclight-train-torch-init-");
+    writeFileSync(join(dir, "train.jsonl"), `${JSON.stringify({ prompt: "x" })}\n`);
+    mkdirSync(join(dir, "embedded"));
+    writeFileSync(join(dir, "embedded", "config.json"), "{}\n");
+    const yaml = [
+      "name: badinit",
+      "data: { train_path: train.jsonl }",
+      `controller: { command: [node, ${JSON.stringify(TEST_AGENT)}], env_map: { AGL_INPUT: input } }`,
+      `engine: { kind: torch, model: "new:qwen2-tiny", python: ${JSON.stringify(testPython())}, context_length: 256 }`,
+    ].join("\n");
+    writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
+    const args = ["--import", import.meta.resolve("tsx"), MAIN, "train", "train.yaml", "--init-from", "embedded"];
+    const failed = await exec(process.execPath, args, { cwd: dir, timeout: 120_000 }).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(failed).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^arclight: --init-from embedded: .*arclight\.json/m),
+    });
+    const lines = (failed as { stderr: string }).stderr.trim().split("\n");
+    expect(lines.filter((line) => line.startsWith("arclight:"))).toHaveLength(1);
+    expect(lines.at(-1)).not.toContain("--resume");
   }, 120_000);
 
   it("a Python without the arclight-torch package stops train with one line naming the install command", async () => {

@@ -136,8 +136,11 @@ function stoppedLine(runDir: string): string {
   return "arclight train: stopped; it saved no checkpoint (see checkpoint_interval), so --resume cannot continue it";
 }
 
-/** Turns what a stopped or failed run threw into the CLI's answer (exit 130 after an interrupt, else one line). */
-function trainFailure(err: unknown, interrupted: boolean, runDir: string): void {
+/**
+ * Turns what a stopped or failed run threw into the CLI's answer (exit 130 after an interrupt, else one line).
+ * A checkpoint that does not load is `--init-from`'s when given (the two flags exclude each other), else `--resume`'s.
+ */
+function trainFailure(err: unknown, interrupted: boolean, runDir: string, initFrom: string | undefined): void {
   if (interrupted) {
     console.error(stoppedLine(runDir));
     process.exitCode = 130;
@@ -154,6 +157,8 @@ function trainFailure(err: unknown, interrupted: boolean, runDir: string): void 
   // A torch worker that is unreachable (engine.url) or died: its message names the worker's URL.
   if (err instanceof TorchWorkerError) throw new CliError(`engine: ${err.message}`);
   if (err instanceof CheckpointPoliciesMismatch) throw new CliError(`--resume: ${err.message}`);
+  if (err instanceof CheckpointInvalid && initFrom !== undefined)
+    throw new CliError(`--init-from ${initFrom}: ${err.message}`);
   if (err instanceof CheckpointInvalid) {
     throw new CliError(`--resume: ${err.message} (resume with the --preset the run was trained with)`);
   }
@@ -264,7 +269,7 @@ async function train(configPath: string, flags: TrainFlags): Promise<void> {
       );
     }
   } catch (err) {
-    trainFailure(err, interrupt.signal.aborted, runDir);
+    trainFailure(err, interrupt.signal.aborted, runDir, flags.initFrom);
   } finally {
     interrupt.dispose();
   }
