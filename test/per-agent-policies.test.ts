@@ -103,6 +103,12 @@ describe("a policy per agent", () => {
     await expect(wrong).rejects.toThrow(
       `the config trains a policy per agent (agents.policy per_agent): give the trainer checkpoint that holds policies/AGENT, e.g. runs/NAME/checkpoints/step-000010; did you mean ${checkpoint}?`,
     );
+    const agentOwn = run(["eval", "train.yaml", "--checkpoint", join(policies, "writer"), "--split", "train"]);
+    await expect(agentOwn).rejects.toThrow(`did you mean ${checkpoint}?`);
+    const asShared = ["eval", "train.yaml", "--set", "agents.policy=shared", "--checkpoint", checkpoint];
+    await expect(run([...asShared, "--split", "train"])).rejects.toThrow(
+      "it holds a policy per agent (policies/AGENT): evaluate it with agents.policy per_agent",
+    );
 
     const writerAlone = await train("{ train: [writer] }");
     expect(servedBy(writerAlone)).toEqual(["rewriter:policy:0", "writer:policy:0"]);
@@ -115,6 +121,11 @@ describe("a policy per agent", () => {
     const agents = "{ train: [writer, rewriter], policy: per_agent }";
     const whole = await train(agents, 2);
     const first = await train(agents, 1);
+    // A changed agent list is refused before anything loads, rather than drop the rewriter's trained policy.
+    const dropped = train("{ train: [writer], policy: per_agent }", 2, join(first, "..", ".."), ["--resume"]);
+    await expect(dropped).rejects.toThrow(
+      /--resume: checkpoint .* holds the policies of rewriter, writer, but agents.train names writer/,
+    );
     const resumed = await train(agents, 2, join(first, "..", ".."), ["--resume"]);
     for (const agent of ["writer", "rewriter"]) {
       const at = (run: string, step: number) => join(run, "checkpoints", `step-00000${step}`, "policies", agent);

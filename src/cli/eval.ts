@@ -185,8 +185,10 @@ function configEngineSpec(plan: EvalPlan) {
  */
 function checkPerAgentCheckpoint(dir: string): void {
   if (isDirectory(join(dir, "policies"))) return;
+  // `engine/` or `policies/` sits one level below the step folder, an agent's own folder two.
   const parent = dirname(resolve(dir));
-  const hint = isDirectory(join(parent, "policies")) ? `; did you mean ${parent}?` : "";
+  const step = [parent, dirname(parent)].find((up) => isDirectory(join(up, "policies")));
+  const hint = step !== undefined ? `; did you mean ${step}?` : "";
   throw new CliError(
     `--checkpoint ${dir}: the config trains a policy per agent (agents.policy per_agent): give the trainer ` +
       `checkpoint that holds policies/AGENT, e.g. runs/NAME/checkpoints/step-000010${hint}`,
@@ -249,11 +251,19 @@ async function engineOf(plan: EvalPlan): Promise<Engine> {
     return source.kind === "checkpoint" ? await createEngineFrom(spec, source.dir) : await createEngine(spec);
   } catch (err) {
     if (err instanceof CheckpointInvalid && source.kind === "checkpoint") {
-      throw new CliError(`--checkpoint ${source.dir}: ${err.message}`);
+      throw new CliError(`--checkpoint ${source.dir}: ${err.message}${trainerCheckpointHint(source.dir)}`);
     }
     if (err instanceof TorchPackageMissing) throw new CliError(err.message);
     throw err;
   }
+}
+
+/** What to give instead of a trainer checkpoint's step folder when the config trains one shared policy. */
+function trainerCheckpointHint(dir: string): string {
+  if (isDirectory(join(dir, "policies"))) {
+    return "; it holds a policy per agent (policies/AGENT): evaluate it with agents.policy per_agent (--set agents.policy=per_agent)";
+  }
+  return isDirectory(join(dir, "engine")) ? `; did you mean ${join(dir, "engine")}?` : "";
 }
 
 /** The local controller: the config's agent, at the flag's or the config's pool size. */
