@@ -78,6 +78,10 @@ describe("trainer config", () => {
     expect(() => parseTrainerConfig(agents(["w"], ["w"]))).toThrow(
       'agent "w" is both in agents.train and agents.frozen',
     );
+    expect(() => parseTrainerConfig(agents(["writer", "checker"], ["/che.*/"]))).toThrow(
+      'agent "checker" is both in agents.train and agents.frozen (/che.*/)',
+    );
+    expect(parseTrainerConfig(agents(["writer"], ["/che.*/"])).agents.frozen).toEqual(["/che.*/"]);
     const torch = { engine: { kind: "torch", model: "new:qwen2-tiny" }, ...agents(["w"]) };
     expect(() => parseTrainerConfig(torch)).toThrow("per_agent on the torch engine needs engine.lora");
     const lora = { ...torch, engine: { ...torch.engine, lora: { rank: 4 } } };

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { MAX_TRAIN_THREADS } from "../engine/embedded/config.js";
 import { TorchEngineConfigSchema } from "../engine/remote/config.js";
 import { JudgeConfigSchema } from "../judge/config.js";
-import { invalidAgentEntry } from "../protocol/agent-match.js";
+import { agentFilter, invalidAgentEntry } from "../protocol/agent-match.js";
 import { ReasoningParserSchema, ToolParserSchema } from "../protocol/model.js";
 import { EnvMapSchema } from "../protocol/rollout.js";
 import { parseOrThrow } from "../protocol/validate.js";
@@ -321,8 +321,8 @@ export const POLICY_AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
 
 /**
  * Why `agents` cannot give each trained agent a policy, or null when it can: `train` must name the agents one by one
- * (no /regex/: a policy is made per name before any call arrives), none of them frozen, none named `base` (the name
- * of the base weights in the torch worker).
+ * (no /regex/: a policy is made per name before any call arrives), none of them frozen (by name or /regex/), none
+ * named `base` (the name of the base weights in the torch worker).
  */
 export function perAgentProblem(agents: z.output<typeof AgentsConfigSchema>): string | null {
   if (agents.train.length === 0) return "needs agents.train to name each trained agent";
@@ -331,8 +331,13 @@ export function perAgentProblem(agents: z.output<typeof AgentsConfigSchema>): st
     return `agents.train entry ${JSON.stringify(bad)} cannot name a policy (plain names of letters, digits, _ and -; not /regex/ or "base")`;
   }
   if (new Set(agents.train).size !== agents.train.length) return "agents.train names an agent twice";
-  const frozen = agents.frozen.find((name) => agents.train.includes(name));
-  if (frozen !== undefined) return `agent ${JSON.stringify(frozen)} is both in agents.train and agents.frozen`;
+  // A frozen /regex/ entry counts too (an invalid one is reported by its own check).
+  for (const entry of invalidAgentEntry(agents.frozen) === null ? agents.frozen : []) {
+    const trained = agents.train.find((name) => agentFilter([entry])(name));
+    if (trained === undefined) continue;
+    const via = entry === trained ? "" : ` (${entry})`;
+    return `agent ${JSON.stringify(trained)} is both in agents.train and agents.frozen${via}`;
+  }
   return null;
 }
 
