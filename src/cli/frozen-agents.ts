@@ -13,6 +13,7 @@ import { RemoteEngine } from "../engine/remote/remote-engine.js";
 import type { PerAgentOptions, StackOptions } from "../run/stack.js";
 import type { TrainerConfig } from "../trainer/config.js";
 import { agentModelName } from "../trainer/policies.js";
+import { CliError } from "./cli-error.js";
 
 /**
  * The stack options that serve frozen agents, or none when `agents.frozen` is empty.
@@ -51,6 +52,7 @@ function routesArgs(routes: Record<string, string>): string[] {
  * @param weightsOf - the checkpoint an agent's policy starts from (`--init-from`, or a per-agent checkpoint's
  *   `policies/AGENT`); undefined: the starting weights. A torch adapter loads it; `copy` reads it itself.
  * @param startsGateway - true when the stack starts the gateway child (then it gets the routes)
+ * @throws {CliError} when `agents.frozen_model` is also an agent's policy name
  */
 export function perAgentStack(
   agents: TrainerConfig["agents"],
@@ -59,6 +61,13 @@ export function perAgentStack(
   weightsOf: (agent: string) => string | undefined,
   startsGateway: boolean,
 ): Pick<StackOptions, "perAgent" | "gatewayArgs"> {
+  const clash = agents.train.find((agent) => agentModelName(modelName, agent) === agents.frozen_model);
+  if (clash !== undefined) {
+    throw new CliError(
+      `agents.frozen_model ${agents.frozen_model}: also the model name of agent ${clash}'s policy (MODEL-AGENT); ` +
+        "give the base weights another name",
+    );
+  }
   const perAgent: PerAgentOptions = {
     agents: agents.train,
     frozenModel: agents.frozen_model,
