@@ -109,6 +109,10 @@ describe("a policy per agent", () => {
     await expect(run([...asShared, "--split", "train"])).rejects.toThrow(
       "it holds a policy per agent (policies/AGENT): evaluate it with agents.policy per_agent",
     );
+    const initFromStep = run(["train", "train.yaml", "--set", "name=pa-init", "--init-from", checkpoint]);
+    await expect(initFromStep).rejects.toThrow(
+      `--init-from ${checkpoint}: checkpoint ${checkpoint}: no config.json (not a checkpoint directory); it holds a policy per agent: give one agent's folder, ${join(policies, "AGENT")}`,
+    );
 
     const writerAlone = await train("{ train: [writer] }");
     expect(servedBy(writerAlone)).toEqual(["rewriter:policy:0", "writer:policy:0"]);

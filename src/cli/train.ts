@@ -31,6 +31,7 @@ import { VllmSamplerError } from "../trainer/vllm-serving.js";
 import { CliError } from "./cli-error.js";
 import { checkRunName, checkRunNameRoom, listenForInterrupt, logLevel, readDataFile } from "./common-flags.js";
 import { type EngineFlags, engineSpecOf } from "./engine-spec.js";
+import { isDirectory } from "./eval-flags.js";
 import { frozenAgentsStack, perAgentStack } from "./frozen-agents.js";
 import { temperatureArgs } from "./gateway-child-flags.js";
 import { judgeOf } from "./judge-settings.js";
@@ -69,9 +70,17 @@ async function initEngine(spec: EngineSpec, dir: string): Promise<Engine> {
   try {
     return await createEngineFrom(spec, dir);
   } catch (err) {
-    if (err instanceof CheckpointInvalid) throw new CliError(`--init-from ${dir}: ${err.message}`);
+    if (err instanceof CheckpointInvalid) throw new CliError(`--init-from ${dir}: ${err.message}${initFromHint(dir)}`);
     throw err;
   }
+}
+
+/** What to give `--init-from` instead of a trainer checkpoint's step folder: its `engine/`, or an agent's policy. */
+function initFromHint(dir: string): string {
+  if (isDirectory(join(dir, "policies"))) {
+    return `; it holds a policy per agent: give one agent's folder, ${join(dir, "policies", "AGENT")} (every policy starts from it)`;
+  }
+  return isDirectory(join(dir, "engine")) ? `; did you mean ${join(dir, "engine")}?` : "";
 }
 
 /** The stack `arclight train` runs on: what the flags name as running, the rest started here. */
@@ -158,7 +167,7 @@ function trainFailure(err: unknown, interrupted: boolean, runDir: string, initFr
   if (err instanceof TorchWorkerError) throw new CliError(`engine: ${err.message}`);
   if (err instanceof CheckpointPoliciesMismatch) throw new CliError(`--resume: ${err.message}`);
   if (err instanceof CheckpointInvalid && initFrom !== undefined)
-    throw new CliError(`--init-from ${initFrom}: ${err.message}`);
+    throw new CliError(`--init-from ${initFrom}: ${err.message}${initFromHint(initFrom)}`);
   if (err instanceof CheckpointInvalid) {
     throw new CliError(`--resume: ${err.message} (resume with the --preset the run was trained with)`);
   }
