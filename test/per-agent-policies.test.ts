@@ -109,6 +109,8 @@ describe("a policy per agent", () => {
     await expect(run([...asShared, "--split", "train"])).rejects.toThrow(
       "it holds a policy per agent (policies/AGENT): evaluate it with agents.policy per_agent",
     );
+    const fewer = run(["eval", "train.yaml", "--set", "agents.train=[writer]", "--checkpoint", checkpoint]);
+    await expect(fewer).rejects.toThrow("holds the policies of rewriter, writer, but agents.train names writer");
     const initFromStep = run(["train", "train.yaml", "--set", "name=pa-init", "--init-from", checkpoint]);
     await expect(initFromStep).rejects.toThrow(
       `--init-from ${checkpoint}: checkpoint ${checkpoint}: no config.json (not a checkpoint directory); it holds a policy per agent: give one agent's folder, ${join(policies, "AGENT")}`,

@@ -27,6 +27,7 @@ import type { Rollout } from "../protocol/index.js";
 import { createEngine } from "../run/engine-factory.js";
 import { createEngineFrom } from "../run/init-from.js";
 import { type StackControllerOptions, type StackOptions, startAgentStack, withStack } from "../run/stack.js";
+import { CheckpointPoliciesMismatch, checkCheckpointPolicies } from "../trainer/checkpoint.js";
 import { parseTrainerConfig, type TrainerConfig } from "../trainer/config.js";
 import type { DataItem } from "../trainer/data-order.js";
 import { describeFailedRollout } from "../trainer/failure-report.js";
@@ -145,7 +146,8 @@ function planOf(target: string, flags: EvalFlags): EvalPlan {
     : flags.config !== undefined
       ? loadTrainerConfigFile(flags.config, flags.set, { label: "--config" })
       : calculatorConfig(flags.set);
-  if (source.kind === "checkpoint" && config.agents.policy === "per_agent") checkPerAgentCheckpoint(source.dir);
+  if (source.kind === "checkpoint" && config.agents.policy === "per_agent")
+    checkPerAgentCheckpoint(source.dir, config.agents.train);
   if (source.kind === "checkpoint" && config.agents.frozen.length === 0 && config.agents.policy !== "per_agent") {
     const engineFlag =
       flags.preset !== undefined ? "--preset" : flags.engineSeed !== undefined ? "--engine-seed" : null;
@@ -181,10 +183,19 @@ function configEngineSpec(plan: EvalPlan) {
 
 /**
  * A run with a policy per agent is evaluated from its trainer checkpoint, which holds `policies/AGENT` for each.
- * @throws {CliError} naming --checkpoint, and the folder to give when it is the shared policy's `engine/` layout
+ * @throws {CliError} naming --checkpoint, and the folder to give when it is the shared policy's `engine/` layout, or
+ *   what it holds when its agents are not those of `agents.train`
  */
-function checkPerAgentCheckpoint(dir: string): void {
-  if (isDirectory(join(dir, "policies"))) return;
+function checkPerAgentCheckpoint(dir: string, agents: readonly string[]): void {
+  if (isDirectory(join(dir, "policies"))) {
+    try {
+      checkCheckpointPolicies(dir, agents);
+    } catch (err) {
+      if (err instanceof CheckpointPoliciesMismatch) throw new CliError(`--checkpoint ${dir}: ${err.message}`);
+      throw err;
+    }
+    return;
+  }
   // `engine/` or `policies/` sits one level below the step folder, an agent's own folder two.
   const parent = dirname(resolve(dir));
   const step = [parent, dirname(parent)].find((up) => isDirectory(join(up, "policies")));

@@ -38,7 +38,9 @@ describe("checkCheckpointPolicies", () => {
   it("refuses a per-agent checkpoint for a shared run, and a shared one for a per-agent run", () => {
     withPolicies("writer");
     expect(() => checkCheckpointPolicies(dir, [null])).toThrow(CheckpointPoliciesMismatch);
-    expect(() => checkCheckpointPolicies(dir, [null])).toThrow(/resume with agents.policy per_agent/);
+    expect(() => checkCheckpointPolicies(dir, [null])).toThrow(
+      /the run was trained with agents.policy per_agent and agents.train naming writer/,
+    );
     rmSync(join(dir, "policies"), { recursive: true });
     mkdirSync(join(dir, "engine"));
     expect(() => checkCheckpointPolicies(dir, ["writer"])).toThrow(/holds one shared policy \(engine\/\)/);

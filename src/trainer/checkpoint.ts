@@ -118,8 +118,8 @@ function savedAgents(checkpointDir: string): string[] | null {
 }
 
 /**
- * Checks that a trainer checkpoint holds exactly the policies a resumed run trains, so that no trained policy is
- * dropped or started afresh without a word.
+ * Checks that a trainer checkpoint holds exactly the policies a run resumes or evaluates, so that no trained policy
+ * is dropped or started afresh without a word.
  * @param checkpointDir - the trainer checkpoint
  * @param agents - the run's policies' agents (null: the one shared policy)
  * @throws {CheckpointPoliciesMismatch} naming `agents.policy` or `agents.train` and what the checkpoint holds
@@ -131,20 +131,20 @@ export function checkCheckpointPolicies(checkpointDir: string, agents: readonly 
     if (wanted.length === 0) return;
     throw new CheckpointPoliciesMismatch(
       `checkpoint ${checkpointDir} holds one shared policy (engine/), not a policy per agent: ` +
-        "resume with agents.policy shared, as the run was trained",
+        "the run was trained with agents.policy shared",
     );
   }
   const list = saved.join(", ");
   if (wanted.length === 0) {
     throw new CheckpointPoliciesMismatch(
-      `checkpoint ${checkpointDir} holds a policy per agent (${list}): resume with agents.policy per_agent ` +
-        `and agents.train naming ${list}, as the run was trained`,
+      `checkpoint ${checkpointDir} holds a policy per agent (${list}): the run was trained with agents.policy ` +
+        `per_agent and agents.train naming ${list}`,
     );
   }
   if (wanted.join(",") !== saved.join(",")) {
     throw new CheckpointPoliciesMismatch(
       `checkpoint ${checkpointDir} holds the policies of ${list}, but agents.train names ${wanted.join(", ")}: ` +
-        "resume with the agents the run trained",
+        "agents.train must name the agents the run trained",
     );
   }
 }
