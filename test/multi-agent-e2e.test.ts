@@ -117,6 +117,7 @@ describe("selective multi-agent training", () => {
     const metrics = JSON.parse(readFileSync(join(runDir, "metrics.jsonl"), "utf8").trim()) as Record<string, number>;
     expect(metrics.rows).toBe(8);
     expect(metrics["policy/writer/rows"]).toBe(4);
+    expect([metrics["policy/writer/foreign_calls"], metrics["policy/rewriter/foreign_calls"]]).toEqual([0, 0]);
     expect(metrics["policy/rewriter/rows"]).toBe(4);
     expect(metrics["policy/writer/loss"]).not.toBeNull();
     expect(metrics["policy/rewriter/loss"]).not.toBeNull();

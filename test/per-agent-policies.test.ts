@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { startGatewayChild } from "../src/run/gateway-child.js";
 import { skipWithoutPython, testPython } from "../src/testing/python.js";
 import { tempDir } from "../src/testing/temp-dir.js";
 import { TEST_AGENT } from "./support/stack.js";
@@ -26,9 +27,13 @@ const weightsSha256 = (dir: string) =>
     .update(readFileSync(join(dir, "model.safetensors")))
     .digest("hex");
 
-/** The CLI in `cwd`. */
-const cli = (cwd: string, args: string[]) =>
-  exec(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], { cwd, timeout: 240_000 });
+/** The CLI in `cwd`, with `env` added to this process's environment. */
+const cli = (cwd: string, args: string[], env: Record<string, string> = {}) =>
+  exec(process.execPath, ["--import", import.meta.resolve("tsx"), MAIN, ...args], {
+    cwd,
+    timeout: 240_000,
+    env: { ...process.env, ...env },
+  });
 
 /**
  * Runs `arclight train` on a config of `steps` steps whose `agents` section is `agents` (in a new folder, or again in
@@ -41,6 +46,14 @@ async function train(
   args: string[] = [],
   more: string[] = [],
 ) {
+  writeConfig(dir, agents, steps, more);
+  const { stdout } = await cli(dir, ["train", "train.yaml", ...args]);
+  expect(stdout).toContain(`${steps} steps, policy version ${steps}`);
+  return join(dir, "runs", "pa");
+}
+
+/** Writes train.yaml (`steps` steps, `agents` as its agents section, `more` lines) and train.jsonl into `dir`. */
+function writeConfig(dir: string, agents: string, steps: number, more: string[]): void {
   const input = { prompt: "say a", agents: ["writer", "rewriter"], reward_by_index: true };
   writeFileSync(
     join(dir, "train.jsonl"),
@@ -67,9 +80,6 @@ async function train(
     ...more,
   ].join("\n");
   writeFileSync(join(dir, "train.yaml"), `${yaml}\n`);
-  const { stdout } = await cli(dir, ["train", "train.yaml", ...args]);
-  expect(stdout).toContain(`${steps} steps, policy version ${steps}`);
-  return join(dir, "runs", "pa");
 }
 
 /** Each recorded call as `agent:model:version`, sorted, one entry per distinct value. */
@@ -137,6 +147,21 @@ describe("a policy per agent", () => {
       const at = (run: string, step: number) => join(run, "checkpoints", `step-00000${step}`, "policies", agent);
       expect(weightsSha256(at(resumed, 2))).toBe(weightsSha256(at(whole, 2)));
       expect(weightsSha256(at(resumed, 2))).not.toBe(weightsSha256(at(first, 1)));
+    }
+  }, 300_000);
+
+  it("warns and counts when a running gateway without the agent routes serves an agent another model", async () => {
+    const dir = tempDir("arclight-per-agent-routes-");
+    const gateway = await startGatewayChild(join(dir, "gateway.db"), "policy");
+    try {
+      writeConfig(dir, "{ train: [writer, rewriter], policy: per_agent }", 1, []);
+      const args = ["train", "train.yaml", "--gateway-url", gateway.url];
+      const { stderr } = await cli(dir, args, { ARCLIGHT_KEY: gateway.key });
+      expect(stderr).toContain("agent writer's calls were served by policy, not its policy policy-writer");
+      const metrics = JSON.parse(readFileSync(join(dir, "runs", "pa", "metrics.jsonl"), "utf8").trim());
+      expect([metrics["policy/writer/foreign_calls"], metrics["policy/rewriter/foreign_calls"]]).toEqual([4, 4]);
+    } finally {
+      await gateway.stop();
     }
   }, 300_000);
 

@@ -37,7 +37,14 @@ import { appendMetrics, meanTrainMetrics, type StepMetrics, stepMetrics, truncat
 import { miniBatchIndices } from "./mini-batches.js";
 import { type MismatchStats, mismatchSettingsOf, withMismatchCorrection } from "./mismatch.js";
 import { lacksLogprobs, withRecomputedLogprobs } from "./missing-logprobs.js";
-import { type AgentTrainMetrics, perPolicyMetrics, policyLogprobs, sharesOf, type TrainedPolicy } from "./policies.js";
+import {
+  type AgentTrainMetrics,
+  foreignCalls,
+  perPolicyMetrics,
+  policyLogprobs,
+  sharesOf,
+  type TrainedPolicy,
+} from "./policies.js";
 import { type GroupPlan, GroupTracker, planGroup, trainGroupId } from "./rollout-groups.js";
 import type { PolicyServing } from "./serving.js";
 import { chooseWithinBudget, inFlightLimit, lagStats, pastDeadline, type StalenessBudget } from "./staleness.js";
@@ -205,6 +212,8 @@ interface PolicyUpdate {
   recomputedRows: number;
   /** Mismatch metrics when π_old was recomputed (async, or `mismatch.recompute_old_logprobs`); else null. */
   mismatch: MismatchStats | null;
+  /** Per agent with its own policy: its calls that another model answered (see `foreignCalls`). */
+  foreign: Map<string, { calls: number; models: string[] }>;
 }
 
 /**
@@ -476,11 +485,32 @@ function pauseSettings(run: LoopRun): PauseSettings {
 /** Steps 6–7 while the proxy is paused: batch, train, publish. */
 async function updatePolicy(run: LoopRun, chosen: readonly FinishedGroup[], drainS: number): Promise<PolicyUpdate> {
   const updateStarted = performance.now();
+  const foreign = reportForeignCalls(run, chosen);
   const { batch, tisCappedTokens, recomputedRows, mismatch } = await prepareBatch(run, chosen);
   const updates = await trainOnBatch(run, batch);
   await publishIfUpdated(run, updates);
   const updateS = (performance.now() - updateStarted) / 1000;
-  return { batch, updates, drainS, updateS, tisCappedTokens, recomputedRows, mismatch };
+  return { batch, updates, drainS, updateS, tisCappedTokens, recomputedRows, mismatch, foreign };
+}
+
+/**
+ * Warns, per agent with its own policy, about its calls that another model answered (a gateway without the agent
+ * routes): that policy is training on samples it did not make.
+ */
+function reportForeignCalls(run: LoopRun, chosen: readonly FinishedGroup[]) {
+  const foreign = foreignCalls(
+    chosen.flatMap((g) => g.records),
+    run.policies,
+  );
+  for (const [agent, { calls, models }] of foreign) {
+    const own = run.policies.find((p) => p.agent === agent)?.modelName;
+    run.log.warn(
+      { step: run.step, agent, calls, servedBy: models, expected: own },
+      `agent ${agent}'s calls were served by ${models.join(", ")}, not its policy ${own}: give the gateway ` +
+        `agent_routes {${agent}: ${own}} (a gateway arclight train did not start has none)`,
+    );
+  }
+  return foreign;
 }
 
 /**
@@ -643,7 +673,7 @@ function recordStep(run: LoopRun, record: StepRecord): void {
     },
     batch.counts,
   );
-  Object.assign(metrics, perPolicyMetrics(batch.rows, updates, run.policies));
+  Object.assign(metrics, perPolicyMetrics(batch.rows, updates, run.policies, record.update.foreign));
   appendMetrics(run.metricsPath, metrics);
   run.ran.push(metrics);
   run.options.reporter?.onStep(metrics, run.totalSteps);

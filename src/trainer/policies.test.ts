@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { Engine } from "../engine/engine.js";
-import { agentModelName, perPolicyMetrics, policyLogprobs, sharesOf, type TrainedPolicy } from "./policies.js";
+import {
+  agentModelName,
+  foreignCalls,
+  perPolicyMetrics,
+  policyLogprobs,
+  sharesOf,
+  type TrainedPolicy,
+} from "./policies.js";
 
 /** An engine whose logprobs say which engine scored the row: every position is `mark`. */
 function marking(mark: number): Engine {
@@ -55,6 +62,7 @@ describe("policies", () => {
         { ...step, agent: "rewriter", nonFiniteSkipped: true },
       ],
       perAgent,
+      new Map([["rewriter", { calls: 3, models: ["policy"] }]]),
     );
     expect(metrics).toEqual({
       "policy/writer/rows": 2,
@@ -62,12 +70,27 @@ describe("policies", () => {
       "policy/writer/loss": 1,
       "policy/writer/entropy": 1,
       "policy/writer/grad_norm": 2,
+      "policy/writer/foreign_calls": 0,
       "policy/rewriter/rows": 1,
       "policy/rewriter/tokens": 2,
       "policy/rewriter/loss": null,
       "policy/rewriter/entropy": null,
       "policy/rewriter/grad_norm": null,
+      "policy/rewriter/foreign_calls": 3,
     });
     expect(perPolicyMetrics(rows, [], [{ agent: null, modelName: "policy", engine: marking(0) }])).toEqual({});
+  });
+
+  it("counts each agent's calls another model answered (a gateway without the agent routes)", () => {
+    const call = (agent: string | undefined, model: string) => ({
+      event_type: "model_request",
+      data: { agent_name: agent, server: { model, version: 0 } },
+    });
+    const records = [
+      { events: [call("writer", "policy-writer"), call("rewriter", "policy"), { event_type: "reward", data: {} }] },
+      { events: [call("rewriter", "frozen"), call("checker", "frozen"), call(undefined, "policy")] },
+    ];
+    expect([...foreignCalls(records, perAgent)]).toEqual([["rewriter", { calls: 2, models: ["policy", "frozen"] }]]);
+    expect(foreignCalls(records, [{ agent: null, modelName: "policy", engine: marking(0) }]).size).toBe(0);
   });
 });

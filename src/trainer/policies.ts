@@ -83,17 +83,20 @@ export async function policyLogprobs(
 export type AgentTrainMetrics = TrainMetrics & { agent?: string | null };
 
 /**
- * Per-policy metrics of a step with a policy per agent: `policy/AGENT/rows`, `…/tokens` (trained tokens), and the
- * mean over that policy's optimiser steps of `…/loss`, `…/entropy`, `…/grad_norm` (null when it took none). Empty for
- * a shared policy (the step's own metrics are its).
+ * Per-policy metrics of a step with a policy per agent: `policy/AGENT/rows`, `…/tokens` (trained tokens), the mean
+ * over that policy's optimiser steps of `…/loss`, `…/entropy`, `…/grad_norm` (null when it took none), and
+ * `…/foreign_calls` (its agent's calls another model answered). Empty for a shared policy (the step's own metrics
+ * are its).
  * @param rows - the step's rows (agent names and loss masks)
  * @param updates - the step's optimiser steps
  * @param policies - the run's policies
+ * @param foreign - `foreignCalls` of the step; default none
  */
 export function perPolicyMetrics(
   rows: readonly Pick<TrainingRow, "agentName" | "lossMask">[],
   updates: readonly AgentTrainMetrics[],
   policies: readonly TrainedPolicy[],
+  foreign: ReadonlyMap<string, { calls: number }> = new Map(),
 ): Record<string, number | null> {
   const out: Record<string, number | null> = {};
   for (const { agent } of policies) {
@@ -107,6 +110,36 @@ export function perPolicyMetrics(
     out[`policy/${agent}/loss`] = mean((m) => m.loss);
     out[`policy/${agent}/entropy`] = mean((m) => m.entropy);
     out[`policy/${agent}/grad_norm`] = mean((m) => m.gradNorm);
+    out[`policy/${agent}/foreign_calls`] = foreign.get(agent)?.calls ?? 0;
+  }
+  return out;
+}
+
+/**
+ * Calls of each per-agent policy's agent that another model answered, e.g. a running gateway (`--gateway-url`)
+ * without the `agent_routes` that send `writer` to `policy-writer`: that policy then trains on samples it did not
+ * make. Empty for a shared policy.
+ * @param records - the step's rollouts (triplet `model_request` events carry `agent_name` and `server.model`)
+ * @param policies - the run's policies
+ * @returns per agent, how many of its calls another model served and the models that did; only agents with such calls
+ */
+export function foreignCalls(
+  records: readonly { events: readonly { event_type: string; data: unknown }[] }[],
+  policies: readonly TrainedPolicy[],
+): Map<string, { calls: number; models: string[] }> {
+  const own = new Map(policies.flatMap((p) => (p.agent === null ? [] : [[p.agent, p.modelName] as const])));
+  const out = new Map<string, { calls: number; models: string[] }>();
+  for (const event of records.flatMap((record) => record.events)) {
+    if (event.event_type !== "model_request") continue;
+    const data = event.data as { agent_name?: unknown; server?: { model?: unknown } } | null;
+    const agent = typeof data?.agent_name === "string" ? data.agent_name : undefined;
+    const model = typeof data?.server?.model === "string" ? data.server.model : null;
+    const expected = agent === undefined ? undefined : own.get(agent);
+    if (expected === undefined || model === null || model === expected) continue;
+    const seen = out.get(agent as string) ?? { calls: 0, models: [] };
+    seen.calls += 1;
+    if (!seen.models.includes(model)) seen.models.push(model);
+    out.set(agent as string, seen);
   }
   return out;
 }
