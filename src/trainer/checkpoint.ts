@@ -104,7 +104,8 @@ export function engineCheckpointDir(checkpointDir: string, agent: string | null 
 
 /** A checkpoint whose policies are not the ones the run trains (another `agents.policy` or `agents.train`). */
 export class CheckpointPoliciesMismatch extends Error {
-  override name = "CheckpointPoliciesMismatch";
+  /** The class name, for logs. */
+  override readonly name = "CheckpointPoliciesMismatch";
 }
 
 /** The agents whose policies a trainer checkpoint holds (sorted); null when it holds `policies/` not at all. */
